@@ -1,0 +1,34 @@
+/* /proc/PID/maps as records: a pure parser plus a reader. */
+#ifndef RANKTOP_PROCMAPS_H
+#define RANKTOP_PROCMAPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ranktop/status.h"
+
+struct procmap {
+    uint64_t start, end, offset;
+    char perms[5];
+    uint64_t inode;
+    char *path; /* "" for anonymous mappings; " (deleted)" kept as the kernel prints it */
+};
+
+struct procmaps {
+    struct procmap *v;
+    size_t n;
+};
+
+/* Parses the text of a maps file. Pure; malformed lines are skipped. The result owns its
+ * strings; release with procmaps_fini. */
+int procmaps_parse(const char *buf, size_t len, struct procmaps *out);
+
+/* Reads /proc/PID/maps. APP_E_NOTFOUND when the process does not exist. */
+int procmaps_read(int pid, struct procmaps *out, struct app_err *err);
+
+void procmaps_fini(struct procmaps *m);
+
+/* True when addr lies in a readable mapping. The list must come from procmaps_parse. */
+int procmaps_readable(const struct procmaps *m, uint64_t addr);
+
+#endif

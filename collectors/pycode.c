@@ -1,0 +1,246 @@
+/* The code-object cache: batched validation, resolution of misses, memoised line lookup.
+ *
+ * Invariants: a slot with addr != 0 owns its strings and table; `key` is the copy of the
+ * identifying header bytes taken when the slot was filled, and a slot is only used while a
+ * fresh read of the same bytes matches it. The table is open-addressed, at most half full;
+ * when it would pass that, it is cleared (cheap to refill, bounded memory). Sampling thread. */
+#include "pycode.h"
+
+#include "pylinetable.h"
+#include "pystr.h"
+#include "ranktop/util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define PYCODE_INIT_CAP 1024
+#define PYCODE_MAX_CAP 65536
+#define PYCODE_BATCH 256
+#define PYCODE_HDR_MAX 256
+
+void pycode_cache_init(struct pycode_cache *c)
+{
+    memset(c, 0, sizeof(*c));
+    c->cap = PYCODE_INIT_CAP;
+    c->slots = x_calloc(c->cap, sizeof(*c->slots));
+}
+
+/* Frames of the current sample may still point at a slot's strings, so they are parked and
+ * freed by pycode_cache_collect at the start of the next sample. */
+static void park(struct pycode_cache *c, void *p)
+{
+    if (!p)
+        return;
+    if (c->ngrave == c->capgrave) {
+        c->capgrave = c->capgrave ? c->capgrave * 2 : 64;
+        c->grave = x_reallocarray(c->grave, c->capgrave, sizeof(*c->grave));
+    }
+    c->grave[c->ngrave++] = p;
+}
+
+static void slot_release(struct pycode_cache *c, struct pycode *e)
+{
+    park(c, e->function);
+    park(c, e->file);
+    park(c, e->table);
+    memset(e, 0, sizeof(*e));
+}
+
+void pycode_cache_collect(struct pycode_cache *c)
+{
+    for (size_t i = 0; i < c->ngrave; i++)
+        free(c->grave[i]);
+    c->ngrave = 0;
+}
+
+void pycode_cache_clear(struct pycode_cache *c)
+{
+    for (size_t i = 0; i < c->cap; i++)
+        if (c->slots[i].addr)
+            slot_release(c, &c->slots[i]);
+    c->used = 0;
+}
+
+void pycode_cache_fini(struct pycode_cache *c)
+{
+    pycode_cache_clear(c);
+    pycode_cache_collect(c);
+    free(c->grave);
+    free(c->slots);
+    c->slots = NULL;
+}
+
+static size_t slot_index(const struct pycode_cache *c, uint64_t addr)
+{
+    uint64_t h = (addr >> 4) * 0x9E3779B97F4A7C15ull;
+    size_t i = (size_t)(h >> 32) & (c->cap - 1);
+
+    while (c->slots[i].addr && c->slots[i].addr != addr)
+        i = (i + 1) & (c->cap - 1);
+    return i;
+}
+
+static void cache_grow(struct pycode_cache *c)
+{
+    struct pycode *old = c->slots;
+    size_t oldcap = c->cap;
+
+    if (c->cap >= PYCODE_MAX_CAP) {
+        pycode_cache_clear(c);
+        return;
+    }
+    c->cap *= 2;
+    c->slots = x_calloc(c->cap, sizeof(*c->slots));
+    for (size_t i = 0; i < oldcap; i++)
+        if (old[i].addr)
+            c->slots[slot_index(c, old[i].addr)] = old[i];
+    free(old);
+}
+
+/* The identifying bytes of a code header: ob_type and the name/file/table pointers and the
+ * first line, which together change when the address is reused for another code object. */
+static void header_key(const struct py_layout *L, const uint8_t *hdr, uint8_t key[48])
+{
+    int32_t qual = L->co_qualname >= 0 ? L->co_qualname : (int32_t)L->co_name;
+
+    memset(key, 0, 48);
+    memcpy(key, hdr + 8, 8);
+    memcpy(key + 8, hdr + L->co_filename, 8);
+    memcpy(key + 16, hdr + L->co_name, 8);
+    memcpy(key + 24, hdr + qual, 8);
+    memcpy(key + 32, hdr + L->co_linetable, 8);
+    memcpy(key + 40, hdr + L->co_firstlineno, 4);
+}
+
+static uint64_t load_u64(const uint8_t *p)
+{
+    uint64_t v;
+
+    memcpy(&v, p, sizeof(v));
+    return v;
+}
+
+static int load_i32(const uint8_t *p)
+{
+    int32_t v;
+
+    memcpy(&v, p, sizeof(v));
+    return v;
+}
+
+/* Fills slot e for the code object whose header is hdr. Returns 0 or a negative status. */
+static int slot_fill(struct pycode_cache *c, struct pycode *e, struct rmem *m,
+                     const struct py_layout *L, uint64_t addr, const uint8_t *hdr)
+{
+    int32_t name_off = L->co_qualname >= 0 ? L->co_qualname : (int32_t)L->co_name;
+    int st = 0;
+
+    memset(e, 0, sizeof(*e));
+    e->function = pystr_read(m, L, load_u64(hdr + name_off), &st);
+    if (!e->function)
+        goto fail;
+    e->file = pystr_read(m, L, load_u64(hdr + L->co_filename), &st);
+    if (!e->file)
+        goto fail;
+    e->table = pybytes_read(m, L, load_u64(hdr + L->co_linetable), &e->table_len, &st);
+    if (!e->table)
+        goto fail;
+    e->addr = addr;
+    header_key(L, hdr, e->key);
+    e->firstlineno = load_i32(hdr + L->co_firstlineno);
+    e->firsttraceable = L->co_firsttraceable >= 0 ? load_i32(hdr + L->co_firsttraceable) : 0;
+    e->last_q = -2;
+    return 0;
+fail:
+    slot_release(c, e);
+    return st < 0 ? st : APP_E_STALE;
+}
+
+/* Validates or fills the slot for one code address given its freshly read header. */
+static struct pycode *resolve_one(struct pycode_cache *c, struct rmem *m, const struct py_layout *L,
+                                  uint64_t pycode_type, uint64_t addr, const uint8_t *hdr,
+                                  int *gone)
+{
+    uint8_t key[48];
+    struct pycode *e;
+
+    if (pycode_type && load_u64(hdr + 8) != pycode_type)
+        return NULL;
+    header_key(L, hdr, key);
+    e = &c->slots[slot_index(c, addr)];
+    if (e->addr == addr && memcmp(e->key, key, sizeof(key)) == 0) {
+        c->hits++;
+        return e;
+    }
+    if (e->addr == addr) {
+        slot_release(c, e);
+        c->used--;
+    }
+    c->misses++;
+    if (slot_fill(c, e, m, L, addr, hdr) < 0) {
+        if (rmem_read(m, addr, key, 8) == APP_E_GONE)
+            *gone = 1;
+        return NULL;
+    }
+    c->used++;
+    return e;
+}
+
+static int resolve_batch(struct pycode_cache *c, struct rmem *m, const struct py_layout *L,
+                         uint64_t pycode_type, const uint64_t *code, size_t n, struct pycode **out)
+{
+    static _Thread_local uint8_t hdr[PYCODE_BATCH][PYCODE_HDR_MAX];
+    struct rmem_iov iov[PYCODE_BATCH];
+    int ndone = 0, rc, bad = 0, gone = 0;
+
+    for (size_t i = 0; i < n; i++)
+        iov[i] = (struct rmem_iov){code[i], hdr[i], L->co_read};
+    rc = rmem_readv(m, iov, (int)n, &ndone);
+    if (rc == APP_E_GONE || rc == APP_E_PERM)
+        return rc;
+    for (size_t i = 0; i < n; i++) {
+        /* After a failed entry the rest of the batch was not transferred: read singly. */
+        if ((int)i > ndone || ((int)i == ndone && rc < 0)) {
+            if ((int)i > ndone && rmem_read(m, code[i], hdr[i], L->co_read) == 0)
+                goto have;
+            out[i] = NULL;
+            bad++;
+            continue;
+        }
+    have:
+        out[i] = resolve_one(c, m, L, pycode_type, code[i], hdr[i], &gone);
+        if (gone)
+            return APP_E_GONE;
+        bad += out[i] == NULL;
+    }
+    return bad;
+}
+
+int pycode_resolve(struct pycode_cache *c, struct rmem *m, const struct py_layout *L,
+                   uint64_t pycode_type, const uint64_t *code, size_t n, struct pycode **out)
+{
+    int bad = 0;
+
+    if (L->co_read > PYCODE_HDR_MAX)
+        return APP_E_VERSION;
+    while ((c->used + n) * 2 > c->cap)
+        cache_grow(c);
+    for (size_t i = 0; i < n; i += PYCODE_BATCH) {
+        size_t k = n - i < PYCODE_BATCH ? n - i : PYCODE_BATCH;
+        int rc = resolve_batch(c, m, L, pycode_type, code + i, k, out + i);
+
+        if (rc < 0)
+            return rc;
+        bad += rc;
+    }
+    return bad;
+}
+
+int pycode_line(struct pycode *e, int minor, long q)
+{
+    if (q == e->last_q)
+        return e->last_line;
+    e->last_q = q;
+    e->last_line = pyline_lookup(minor, e->table, e->table_len, e->firstlineno, q);
+    return e->last_line;
+}

@@ -1,0 +1,288 @@
+/* One sample of every thread of every interpreter of an attached process.
+ *
+ * Reads the runtime and interpreter heads, the GIL state, then each thread state in list
+ * order; each thread's frames come from pywalk.c and its code objects from pycode.c. A torn
+ * thread is retried once then dropped (counted); a torn thread list restarts the sample once.
+ * The result lives in the pyproc and is valid until the next call. Sampling thread only. */
+#include "pyproc_priv.h"
+
+#include "ranktop/util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define GIL_READ 80 /* interval, last_holder, locked, switch_number, cond */
+
+struct gilview {
+    bool known, locked;
+    uint64_t holder;
+};
+
+static uint64_t ld64(const uint8_t *b, int32_t off)
+{
+    uint64_t v;
+
+    memcpy(&v, b + off, sizeof(v));
+    return v;
+}
+
+static int ld32(const uint8_t *b, int32_t off)
+{
+    int32_t v;
+
+    memcpy(&v, b + off, sizeof(v));
+    return v;
+}
+
+static void gil_parse(const struct py_layout *L, const uint8_t *gil, struct gilview *g)
+{
+    g->known = true;
+    g->locked = ld32(gil, (int32_t)L->gil_locked) == 1;
+    g->holder = ld64(gil, (int32_t)L->gil_last_holder);
+}
+
+/* Reads the runtime header fields (and the runtime-wide GIL up to 3.11) in one call. */
+static int read_runtime(struct pyproc *p, uint64_t *interp, struct gilview *g)
+{
+    const struct py_layout *L = &p->L;
+    uint64_t head = 0, fin = 0;
+    uint8_t gil[GIL_READ];
+    struct rmem_iov iov[3] = {
+        {p->runtime + L->rt_interp_head, &head, 8},
+        {p->runtime + L->rt_finalizing, &fin, 8},
+        {p->runtime + (uint64_t)(L->rt_gil >= 0 ? L->rt_gil : 0), gil, sizeof(gil)},
+    };
+    int rc = rmem_readv(p->mem, iov, L->rt_gil >= 0 ? 3 : 2, NULL);
+
+    if (rc < 0)
+        return rc;
+    if (fin)
+        return APP_E_EXITING;
+    if (!head)
+        return APP_E_STARTING;
+    if (L->rt_gil >= 0)
+        gil_parse(L, gil, g);
+    *interp = head;
+    return 0;
+}
+
+static struct pythread *new_thread(struct pyproc *p)
+{
+    if (p->sample.nthreads == p->threads_cap) {
+        p->threads_cap = p->threads_cap ? p->threads_cap * 2 : 16;
+        p->threads = x_reallocarray(p->threads, p->threads_cap, sizeof(*p->threads));
+    }
+    return memset(&p->threads[p->sample.nthreads++], 0, sizeof(struct pythread));
+}
+
+static size_t reserve_frames(struct pyproc *p, size_t n)
+{
+    if (p->frames_len + n > p->frames_cap) {
+        while (p->frames_len + n > p->frames_cap)
+            p->frames_cap = p->frames_cap ? p->frames_cap * 2 : 256;
+        p->frames = x_reallocarray(p->frames, p->frames_cap, sizeof(*p->frames));
+    }
+    return p->frames_len;
+}
+
+/* Turns the raw walk into frames; returns the frame count or a negative status. */
+static int resolve_frames(struct pyproc *p, int n, size_t *first)
+{
+    int rc, out = 0;
+    size_t at;
+
+    for (int i = 0; i < n; i++)
+        p->raw_codes[i] = p->raw[i].code;
+    rc = pycode_resolve(&p->codes, p->mem, &p->L, p->pycode_type, p->raw_codes, (size_t)n,
+                        p->raw_res);
+    if (rc != 0)
+        return rc < 0 ? rc : APP_E_STALE;
+    at = reserve_frames(p, (size_t)n);
+    for (int i = 0; i < n; i++) {
+        struct pycode *e = p->raw_res[i];
+        long q = p->raw[i].q;
+
+        /* CPython hides frames that have not reached their first traceable instruction. */
+        if (p->L.co_firsttraceable >= 0 && !p->raw[i].is_gen && q < 2L * e->firsttraceable)
+            continue;
+        p->frames[at + (size_t)out] = (struct pyframe){
+            e->function, e->file, q < 0 ? e->firstlineno : pycode_line(e, p->L.minor, q)};
+        out++;
+    }
+    *first = at;
+    return out;
+}
+
+/* Walks and resolves one thread; retries once on a torn read. */
+static void sample_thread(struct pyproc *p, struct pythread *t, const uint8_t *ts)
+{
+    for (int attempt = 0; attempt < 2; attempt++) {
+        bool trunc = false;
+        size_t first = 0;
+        int n = pywalk_thread(p, ts, &trunc);
+
+        if (n >= 0)
+            n = resolve_frames(p, n, &first);
+        if (n >= 0) {
+            t->nframes = (uint32_t)n;
+            t->frames = (const struct pyframe *)(uintptr_t)first; /* fixed up at the end */
+            t->truncated = trunc;
+            t->status = 0;
+            p->frames_len = first + (size_t)n;
+            return;
+        }
+        t->status = n;
+        if (n != APP_E_STALE)
+            return;
+        p->sample.torn++;
+        p->stat_torn++;
+    }
+    p->sample.dropped++;
+    p->stat_dropped++;
+}
+
+static void describe_thread(struct pyproc *p, struct pythread *t, uint64_t interp,
+                            const uint8_t *ts, uint64_t tsaddr, const struct gilview *g)
+{
+    t->ident = ld64(ts, (int32_t)p->L.ts_thread_id);
+    t->gil = g->known && g->locked && g->holder == tsaddr;
+    if (p->pid <= 0)
+        return;
+    t->tid = pytask_tid(p, t->ident, ts);
+    if (!p->opts.no_state)
+        t->state = pytask_state(p, t->ident, t->tid);
+    if (!p->opts.no_names)
+        t->name = pytask_name(p, interp, t->ident);
+}
+
+/* Copies every thread state of one interpreter, following `next` with a bound. */
+static int read_tstates(struct pyproc *p, uint64_t interp, uint64_t head, struct tslist *l)
+{
+    const struct py_layout *L = &p->L;
+    uint64_t ts = head;
+
+    l->n = 0;
+    while (ts && l->n < p->opts.max_threads) {
+        int rc;
+
+        if (l->n == l->cap) {
+            l->cap = l->cap ? l->cap * 2 : 16;
+            l->copy = x_reallocarray(l->copy, l->cap, sizeof(*l->copy));
+            l->addr = x_reallocarray(l->addr, l->cap, sizeof(*l->addr));
+        }
+        if (ts & 7)
+            return APP_E_STALE;
+        rc = rmem_read(p->mem, ts, l->copy[l->n], L->ts_size);
+        if (rc < 0)
+            return rc;
+        if (ld64(l->copy[l->n], (int32_t)L->ts_interp) != interp)
+            return APP_E_STALE;
+        l->addr[l->n++] = ts;
+        ts = ld64(l->copy[l->n - 1], (int32_t)L->ts_next);
+        for (size_t i = 0; i < l->n && ts; i++)
+            if (l->addr[i] == ts)
+                return APP_E_STALE;
+    }
+    return 0;
+}
+
+/* Reads interpreter fields and its GIL (3.12+: behind interp->ceval.gil). */
+static int read_interp(struct pyproc *p, uint64_t interp, uint64_t *next, uint64_t *head,
+                       uint64_t *main_ts, struct gilview *g)
+{
+    const struct py_layout *L = &p->L;
+    uint64_t gilp = 0;
+    uint8_t gil[GIL_READ];
+    struct rmem_iov iov[4] = {
+        {interp + L->is_next, next, 8},
+        {interp + L->is_threads_head, head, 8},
+        {interp + (uint64_t)(L->is_gil_ptr >= 0 ? L->is_gil_ptr : 0), &gilp, 8},
+        {interp + (uint64_t)(L->is_threads_main >= 0 ? L->is_threads_main : 0), main_ts, 8},
+    };
+    int rc;
+
+    *main_ts = 0;
+    rc = rmem_readv(p->mem, iov, L->is_threads_main >= 0 ? 4 : L->is_gil_ptr >= 0 ? 3 : 2, NULL);
+    if (rc < 0 || L->is_gil_ptr < 0 || !gilp)
+        return rc;
+    rc = rmem_read(p->mem, gilp, gil, sizeof(gil));
+    if (rc == 0)
+        gil_parse(L, gil, g);
+    return rc == APP_E_GONE ? rc : 0;
+}
+
+static int sample_interp(struct pyproc *p, uint64_t interp, uint64_t *next, struct tslist *l,
+                         struct gilview g)
+{
+    uint64_t head = 0, main_ts = 0;
+    int rc = read_interp(p, interp, next, &head, &main_ts, &g);
+
+    if (rc < 0)
+        return rc;
+    rc = read_tstates(p, interp, head, l);
+    if (rc < 0)
+        return rc;
+    if (g.known && g.locked)
+        p->sample.gil_locked = true;
+    for (size_t i = 0; i < l->n; i++) {
+        struct pythread *t;
+
+        /* The main thread is the interpreter's first, i.e. the list's last entry. */
+        if (p->opts.main_only && (main_ts ? l->addr[i] != main_ts : i + 1 != l->n))
+            continue;
+        t = new_thread(p);
+        describe_thread(p, t, interp, l->copy[i], l->addr[i], &g);
+        sample_thread(p, t, l->copy[i]);
+        if (t->status == APP_E_GONE)
+            return APP_E_GONE;
+    }
+    return 0;
+}
+
+static int sample_once(struct pyproc *p, struct tslist *l)
+{
+    struct gilview g = {0};
+    uint64_t interp = 0, next;
+    int rc = read_runtime(p, &interp, &g);
+
+    for (int i = 0; rc == 0 && interp && i < PYPROC_MAX_INTERPS; i++) {
+        rc = sample_interp(p, interp, &next, l, g);
+        if (p->opts.main_only)
+            break;
+        interp = next;
+    }
+    return rc;
+}
+
+static void reset_sample(struct pyproc *p)
+{
+    pycode_cache_collect(&p->codes);
+    memset(&p->sample, 0, sizeof(p->sample));
+    p->frames_len = 0;
+}
+
+int pyproc_sample(struct pyproc *p, const struct pysample **out, struct app_err *err)
+{
+    uint64_t reads0 = rmem_calls(p->mem);
+    int rc;
+
+    reset_sample(p);
+    p->sample.t_mono_ns = clock_mono_ns();
+    rc = sample_once(p, &p->ts);
+    if (rc == APP_E_STALE) {
+        reset_sample(p);
+        p->stat_torn++;
+        rc = sample_once(p, &p->ts);
+    }
+    p->stat_samples++;
+    for (uint32_t i = 0; i < p->sample.nthreads; i++)
+        p->threads[i].frames =
+            p->threads[i].nframes ? p->frames + (uintptr_t)p->threads[i].frames : NULL;
+    p->sample.threads = p->threads;
+    p->sample.reads = (unsigned)(rmem_calls(p->mem) - reads0);
+    *out = &p->sample;
+    if (rc < 0)
+        return app_err_set(err, rc, "process %d: %s", p->pid,
+                           rc == APP_E_GONE ? "process exited" : app_status_str(rc));
+    return 0;
+}

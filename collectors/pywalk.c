@@ -1,0 +1,217 @@
+/* Frame walks, innermost first, into pyproc's raw-frame scratch.
+ *
+ * 3.8-3.10 frames are heap objects read one by one. 3.11+ frames live in the thread's
+ * data-stack chunks, which are copied whole (the newest one in the same system call as the
+ * top-frame pointer) so a warm 50-frame stack costs one read; frames found elsewhere
+ * (generators) are read singly. Every step counts toward an absolute bound, so a torn,
+ * self-referencing chain ends as APP_E_STALE instead of a hang. Sampling thread only. */
+#include "pyproc_priv.h"
+
+#include "ranktop/util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define CHUNK_HDR 24
+#define CHUNK_GUESS (16 * 1024)
+#define CHUNK_MAX (16u << 20)
+#define FRAME_MAX 128
+
+struct chunkset {
+    uint64_t addr[PYPROC_MAX_CHUNKS];
+    size_t len[PYPROC_MAX_CHUNKS]; /* valid bytes from addr */
+    uint64_t older;                /* next older chunk not loaded yet, 0 if none */
+    int n;
+};
+
+static uint64_t ld64(const uint8_t *b, uint32_t off)
+{
+    uint64_t v;
+
+    memcpy(&v, b + off, sizeof(v));
+    return v;
+}
+
+static int ld32(const uint8_t *b, uint32_t off)
+{
+    int32_t v;
+
+    memcpy(&v, b + off, sizeof(v));
+    return v;
+}
+
+static uint8_t *chunk_buf(struct pyproc *p, int i, size_t len)
+{
+    if (p->chunk_cap[i] < len) {
+        free(p->chunk[i]);
+        p->chunk[i] = x_malloc(len);
+        p->chunk_cap[i] = len;
+    }
+    return p->chunk[i];
+}
+
+static int walk_old(struct pyproc *p, uint64_t frame, bool *truncated)
+{
+    const struct py_layout *L = &p->L;
+    uint32_t limit = p->opts.max_frames + 64, steps = 0;
+    uint8_t f[FRAME_MAX];
+    int n = 0;
+
+    for (; frame && steps < limit; steps++) {
+        int rc, lasti;
+        uint64_t prev;
+
+        if (frame & 7)
+            return APP_E_STALE;
+        if ((uint32_t)n == p->opts.max_frames) {
+            *truncated = true;
+            return n;
+        }
+        rc = rmem_read(p->mem, frame, f, L->fr_size);
+        if (rc < 0)
+            return rc == APP_E_GONE ? rc : APP_E_STALE;
+        lasti = ld32(f, L->fr_instr);
+        p->raw[n].code = ld64(f, L->fr_code);
+        p->raw[n].q = lasti < 0 ? -1 : L->fr_lasti_units ? 2L * lasti : lasti;
+        p->raw[n].is_gen = 1;
+        if (!p->raw[n].code)
+            return APP_E_STALE;
+        n++;
+        prev = ld64(f, L->fr_prev);
+        if (prev == frame)
+            return APP_E_STALE;
+        frame = prev;
+    }
+    return frame ? APP_E_STALE : n;
+}
+
+/* Loads the chunk at addr into slot cs->n. `want` is the byte count to read when known. */
+static int chunk_load(struct pyproc *p, struct chunkset *cs, uint64_t addr, size_t want)
+{
+    size_t len = want ? want : CHUNK_GUESS;
+    uint8_t *b = chunk_buf(p, cs->n, len);
+    long got = rmem_read_some(p->mem, addr, b, len);
+    size_t need;
+
+    if (got < CHUNK_HDR)
+        return got == APP_E_GONE ? APP_E_GONE : APP_E_STALE;
+    need = want ? want : CHUNK_HDR + ld64(b, 16) * 8; /* an older chunk's saved top */
+    if (need < CHUNK_HDR || need > CHUNK_MAX || need > ld64(b, 8))
+        return APP_E_STALE;
+    if (need > (size_t)got) {
+        b = chunk_buf(p, cs->n, need);
+        if (rmem_read(p->mem, addr, b, need) < 0)
+            return APP_E_STALE;
+    }
+    cs->addr[cs->n] = addr;
+    cs->len[cs->n] = need;
+    cs->older = ld64(b, 0);
+    cs->n++;
+    return 0;
+}
+
+/* Returns a local copy of the frame at addr: from a loaded chunk, the next older chunk, or a
+ * single read into `single`. NULL with *rc set on failure. */
+static const uint8_t *frame_at(struct pyproc *p, struct chunkset *cs, uint64_t addr,
+                               uint8_t *single, int *rc)
+{
+    uint32_t fs = p->L.fr_size;
+
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = cs->n - 1; i >= 0; i--)
+            if (addr >= cs->addr[i] + CHUNK_HDR && addr + fs <= cs->addr[i] + cs->len[i])
+                return p->chunk[i] + (addr - cs->addr[i]);
+        if (pass || !cs->older || cs->n == PYPROC_MAX_CHUNKS)
+            break;
+        *rc = chunk_load(p, cs, cs->older, 0);
+        if (*rc < 0)
+            return NULL;
+    }
+    *rc = rmem_read(p->mem, addr, single, fs);
+    if (*rc < 0 && *rc != APP_E_GONE)
+        *rc = APP_E_STALE;
+    return *rc < 0 ? NULL : single;
+}
+
+/* Reads the top-frame pointer and the newest chunk (up to the live top) in one call. */
+static int walk_start(struct pyproc *p, const uint8_t *ts, struct chunkset *cs, uint64_t *top)
+{
+    const struct py_layout *L = &p->L;
+    uint64_t chunk = L->ts_datastack >= 0 ? ld64(ts, (uint32_t)L->ts_datastack) : 0;
+    uint64_t live = L->ts_datastack >= 0 ? ld64(ts, (uint32_t)L->ts_datastack + 8) : 0;
+    uint64_t cframe = L->ts_cframe >= 0 ? ld64(ts, (uint32_t)L->ts_cframe) : 0;
+    size_t want = live > chunk + CHUNK_HDR && live - chunk <= CHUNK_MAX ? live - chunk : 0;
+    struct rmem_iov iov[2];
+    int n = 0, done = 0, rc;
+
+    *top = L->ts_frame >= 0 ? ld64(ts, (uint32_t)L->ts_frame) : 0;
+    if (L->ts_cframe >= 0) {
+        if (!cframe)
+            return 0;
+        iov[n++] = (struct rmem_iov){cframe + (uint64_t)L->ts_cframe_current, top, 8};
+    }
+    if (chunk && want) {
+        iov[n++] = (struct rmem_iov){chunk, chunk_buf(p, 0, want), want};
+    }
+    rc = rmem_readv(p->mem, iov, n, &done);
+    if (rc == APP_E_GONE)
+        return rc;
+    if (L->ts_cframe >= 0 && done < 1)
+        return APP_E_STALE;
+    if (chunk && want && done == n && ld64(p->chunk[0], 8) >= want) {
+        cs->addr[0] = chunk;
+        cs->len[0] = want;
+        cs->older = ld64(p->chunk[0], 0);
+        cs->n = 1;
+    } else if (chunk) {
+        cs->older = chunk; /* let frame_at load it the slow way */
+    }
+    return 0;
+}
+
+static int walk_new(struct pyproc *p, const uint8_t *ts, bool *truncated)
+{
+    const struct py_layout *L = &p->L;
+    uint32_t limit = p->opts.max_frames + 1024, steps = 0;
+    struct chunkset cs = {.n = 0};
+    uint8_t single[FRAME_MAX];
+    uint64_t frame;
+    int n = 0, rc = walk_start(p, ts, &cs, &frame);
+
+    for (; rc == 0 && frame && steps < limit; steps++) {
+        const uint8_t *f = frame & 7 ? NULL : frame_at(p, &cs, frame, single, &rc);
+        uint64_t code, instr, prev;
+        int owner;
+
+        if (!f)
+            return rc == APP_E_GONE ? rc : APP_E_STALE;
+        code = ld64(f, L->fr_code) & (L->fr_code_tagged ? ~(uint64_t)7 : ~(uint64_t)0);
+        instr = ld64(f, L->fr_instr);
+        owner = f[L->fr_owner];
+        prev = ld64(f, L->fr_prev);
+        if (prev == frame)
+            return APP_E_STALE;
+        frame = prev;
+        if (owner >= L->fr_owner_skip || !code)
+            continue;
+        if ((uint32_t)n == p->opts.max_frames) {
+            *truncated = true;
+            return n;
+        }
+        p->raw[n].code = code;
+        p->raw[n].q = instr ? (long)(instr - (code + (uint64_t)L->co_code_adaptive)) : -1;
+        p->raw[n].is_gen = owner == L->fr_owner_gen;
+        n++;
+    }
+    if (rc < 0)
+        return rc;
+    return frame ? APP_E_STALE : n;
+}
+
+int pywalk_thread(struct pyproc *p, const uint8_t *tstate, bool *truncated)
+{
+    *truncated = false;
+    if (p->L.fr_object)
+        return walk_old(p, ld64(tstate, (uint32_t)p->L.ts_frame), truncated);
+    return walk_new(p, tstate, truncated);
+}

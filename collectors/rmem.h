@@ -1,0 +1,48 @@
+/* Bounded reads of another process's memory, and of local memory images for tests.
+ *
+ * A struct rmem belongs to one thread. Reads never write into the target. Errors map once,
+ * here: ESRCH -> APP_E_GONE, EPERM -> APP_E_PERM, EFAULT or short read -> APP_E_STALE. */
+#ifndef RANKTOP_RMEM_H
+#define RANKTOP_RMEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ranktop/status.h"
+
+struct rmem;
+
+struct rmem_iov {
+    uint64_t addr; /* remote address */
+    void *buf;     /* local destination */
+    size_t len;
+};
+
+/* A reader for process pid (process_vm_readv, falling back to /proc/PID/mem on ENOSYS). */
+struct rmem *rmem_new_pid(int pid);
+
+/* An empty memory image: reads succeed only inside regions added with rmem_image_add. */
+struct rmem *rmem_new_image(void);
+
+/* Copies len bytes into the image at addr (test images only). */
+void rmem_image_add(struct rmem *m, uint64_t addr, const void *data, size_t len);
+
+void rmem_free(struct rmem *m);
+
+/* Reads exactly len bytes at addr into buf. Returns 0 or a negative app_status. */
+int rmem_read(struct rmem *m, uint64_t addr, void *buf, size_t len);
+
+/* Reads several ranges in one system call (at most 1024 entries). Returns 0 when every range
+ * was read whole; otherwise a negative status, with *ndone (if not NULL) set to the number of
+ * leading ranges that were read completely. */
+int rmem_readv(struct rmem *m, const struct rmem_iov *iov, int n, int *ndone);
+
+/* Like rmem_read, but a short read is not an error: returns the byte count read (>= 0) or a
+ * negative status when nothing could be read. */
+long rmem_read_some(struct rmem *m, uint64_t addr, void *buf, size_t len);
+
+/* Counters since creation: system calls issued and bytes received. */
+uint64_t rmem_calls(const struct rmem *m);
+uint64_t rmem_bytes(const struct rmem *m);
+
+#endif

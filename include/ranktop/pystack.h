@@ -1,0 +1,85 @@
+/* Remote CPython stack reader: the public face of collectors/pyproc.c.
+ *
+ * A struct pyproc is attached to one process and owned by one thread at a time (the sampler
+ * or `ranktop dump`); it is not thread-safe. It never writes into the target and never stops
+ * it: every read is a bounded, validated process_vm_readv. */
+#ifndef RANKTOP_PYSTACK_H
+#define RANKTOP_PYSTACK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ranktop/status.h"
+
+struct pyproc;
+
+struct pyframe {
+    const char *function; /* co_qualname (3.11+) or co_name (3.8-3.10), UTF-8 */
+    const char *file;     /* co_filename, UTF-8 */
+    int line;             /* 1-based line, 0 when the table has no line for the offset */
+};
+
+enum pythread_state { PYTHREAD_UNKNOWN = 0, PYTHREAD_RUNNING, PYTHREAD_IDLE };
+
+struct pythread {
+    uint64_t ident;            /* threading.get_ident(): the pthread_t value */
+    int tid;                   /* kernel TID in the monitor's PID namespace; 0 when unknown */
+    const char *name;          /* Python thread name (threading module); NULL when unknown */
+    bool gil;                  /* holds the GIL at sample time */
+    enum pythread_state state; /* running (R in /proc) or idle */
+    int status;                /* 0, or the negative app_status that made us drop this stack */
+    bool truncated;            /* the frame cap was hit; frames[] holds the innermost ones */
+    uint32_t nframes;
+    const struct pyframe *frames; /* innermost first */
+};
+
+struct pysample {
+    uint64_t t_mono_ns; /* when the sample started (CLOCK_MONOTONIC) */
+    uint32_t nthreads;
+    const struct pythread *threads; /* in the interpreter's thread-list order */
+    bool gil_locked;                /* some thread held the GIL at sample time */
+    unsigned reads;                 /* process_vm_readv calls this sample took */
+    unsigned torn;                  /* torn thread walks seen (each retried once) */
+    unsigned dropped;               /* thread stacks dropped after the retry failed */
+};
+
+struct pyproc_opts {
+    uint32_t max_frames;  /* per thread; 0 = default (4096) */
+    uint32_t max_threads; /* per interpreter; 0 = default (4096) */
+    bool main_only;       /* sample the main thread only */
+    bool no_names;        /* skip Python thread names */
+    bool no_state;        /* skip the /proc running/idle lookup */
+};
+
+struct pyproc_stats {
+    uint64_t samples;
+    uint64_t reads; /* process_vm_readv calls (or /proc/PID/mem reads) */
+    uint64_t bytes;
+    uint64_t torn;    /* thread walks that had to be retried */
+    uint64_t dropped; /* thread stacks dropped */
+    uint64_t code_hits, code_misses;
+};
+
+/* Attaches to pid: locates _PyRuntime, detects the version and picks the layout. Reads only.
+ * opts may be NULL. Returns 0 and *out, or a negative app_status with a one-line reason in err
+ * (APP_E_NOTFOUND no such process, APP_E_PERM, APP_E_NOTPY, APP_E_VERSION, APP_E_ARCH...). */
+int pyproc_open(int pid, const struct pyproc_opts *opts, struct pyproc **out, struct app_err *err);
+
+/* Takes one sample of every thread. *out is borrowed: valid until the next pyproc_sample or
+ * pyproc_free. Returns 0, APP_E_GONE when the process exited, APP_E_STARTING / APP_E_EXITING
+ * while the interpreter is not running, or another negative status. */
+int pyproc_sample(struct pyproc *p, const struct pysample **out, struct app_err *err);
+
+void pyproc_free(struct pyproc *p);
+
+int pyproc_pid(const struct pyproc *p);
+/* "3.11.7"; borrowed, valid for the life of p. */
+const char *pyproc_version(const struct pyproc *p);
+/* PY_VERSION_HEX of the target (0x030b07f0). */
+uint32_t pyproc_version_hex(const struct pyproc *p);
+void pyproc_get_stats(const struct pyproc *p, struct pyproc_stats *st);
+
+/* The supported range as text, for error messages ("3.8 to 3.14"). */
+const char *pyproc_supported_range(void);
+
+#endif

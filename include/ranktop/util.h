@@ -1,0 +1,38 @@
+/* Allocation, clock and small string helpers used by every layer.
+ *
+ * Out of memory is fatal: the x_ allocators call app_fatal(), which runs the registered
+ * terminal-restore hook (set by the UI) before aborting, so the user's terminal is never left
+ * in curses mode. All functions are thread-safe. */
+#ifndef RANKTOP_UTIL_H
+#define RANKTOP_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+void *x_malloc(size_t n);
+void *x_calloc(size_t nmemb, size_t size);
+void *x_reallocarray(void *p, size_t nmemb, size_t size);
+char *x_strdup(const char *s);
+char *x_strndup(const char *s, size_t n);
+
+/* Prints "ranktop: fatal: ..." after restoring the terminal, then aborts. */
+_Noreturn void app_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Registers the function app_fatal calls before printing (the UI's terminal restore). */
+void app_set_fatal_hook(void (*hook)(void));
+
+/* Monotonic and CPU clocks in nanoseconds. */
+uint64_t clock_mono_ns(void);
+uint64_t clock_thread_cpu_ns(void);
+uint64_t clock_process_cpu_ns(void);
+
+/* Reads a whole small file (at most max bytes) into a NUL-terminated heap buffer.
+ * Returns 0 or a negative app_status; *len gets the byte count. */
+int file_read_all(const char *path, size_t max, char **out, size_t *len);
+
+/* Appends UTF-8 for code point cp to dst (at most 4 bytes); returns bytes written. Invalid or
+ * surrogate code points become U+FFFD. */
+size_t utf8_put(char *dst, uint32_t cp);
+
+#endif

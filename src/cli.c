@@ -1,0 +1,38 @@
+/* Argument helpers shared by the subcommands. Main thread only. */
+#include "cli.h"
+
+#include "ranktop/util.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+int cli_parse_pids(const char *arg, int **v, int *n, char *err, unsigned errlen)
+{
+    const char *s = arg;
+
+    if (!*s) {
+        snprintf(err, errlen, "empty PID list");
+        return -1;
+    }
+    while (*s) {
+        char *end;
+        long pid;
+
+        errno = 0;
+        pid = strtol(s, &end, 10);
+        if (end == s || errno || pid <= 0 || pid > INT_MAX || (*end && *end != ',')) {
+            snprintf(err, errlen, "invalid PID list '%s': expected PID[,PID...]", arg);
+            return -1;
+        }
+        *v = x_reallocarray(*v, (size_t)*n + 1, sizeof(int));
+        (*v)[(*n)++] = (int)pid;
+        s = *end ? end + 1 : end;
+        if (*end && !*s) {
+            snprintf(err, errlen, "invalid PID list '%s': trailing comma", arg);
+            return -1;
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,44 @@
+/* ranktop entry point: dispatches to a subcommand. Runs on the main thread; decides the exit
+ * status (0 success, 1 some target could not be read, 2 usage error). */
+#include "cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static void usage(FILE *f)
+{
+    fputs("usage: ranktop <command> [options]\n"
+          "\n"
+          "commands:\n"
+          "  dump -p PID[,PID...] [--json]   print the Python stacks of running processes\n"
+          "\n"
+          "options:\n"
+          "  -h, --help      this help\n"
+          "  -V, --version   print the version\n"
+          "\n"
+          "Run 'ranktop dump --help' for the options of a command.\n",
+          f);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        fputs("ranktop: the live monitor is not part of this build yet; use 'ranktop dump'\n",
+              stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "-V") || !strcmp(argv[1], "--version")) {
+        puts("ranktop " RANKTOP_VERSION);
+        return 0;
+    }
+    if (!strcmp(argv[1], "dump"))
+        return cmd_dump(argc - 1, argv + 1);
+    fprintf(stderr, "ranktop: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

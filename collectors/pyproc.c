@@ -110,6 +110,7 @@ void pyproc_free(struct pyproc *p)
     pytask_fini(p);
     for (int i = 0; i < PYPROC_MAX_CHUNKS; i++)
         free(p->chunk[i]);
+    free(p->hints);
     free(p->ts.copy);
     free(p->ts.addr);
     free(p->raw);

@@ -22,6 +22,15 @@ struct pyrawframe {
     int is_gen;    /* owned by a generator (never "incomplete") */
 };
 
+#define PYHINT_MAX 4
+
+/* Frames of one thread found outside its data-stack chunks on the last walk. */
+struct pyhint {
+    uint64_t ts; /* the thread's PyThreadState address */
+    uint64_t addr[PYHINT_MAX];
+    int n;
+};
+
 struct pytid {
     uint64_t ident;
     int tid;
@@ -60,6 +69,8 @@ struct pyproc {
 
     /* Scratch for one walk. */
     struct tslist ts;
+    struct pyhint *hints;
+    size_t nhints, caphints;
     struct pyrawframe *raw;
     uint64_t *raw_codes;
     struct pycode **raw_res;
@@ -91,7 +102,7 @@ int pyproc_open_mem(struct rmem *mem, int pid, uint64_t runtime, uint64_t pycode
 
 /* Walks one thread's frames from its tstate copy into p->raw. Returns the number of frames,
  * or a negative status (APP_E_STALE when the chain is torn). *truncated is set at the cap. */
-int pywalk_thread(struct pyproc *p, const uint8_t *tstate, bool *truncated);
+int pywalk_thread(struct pyproc *p, uint64_t tsaddr, const uint8_t *tstate, bool *truncated);
 
 /* Kernel TID (monitor namespace) for a thread, 0 when unknown. */
 int pytask_tid(struct pyproc *p, uint64_t ident, const uint8_t *tstate);

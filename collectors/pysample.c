@@ -114,12 +114,12 @@ static int resolve_frames(struct pyproc *p, int n, size_t *first)
 }
 
 /* Walks and resolves one thread; retries once on a torn read. */
-static void sample_thread(struct pyproc *p, struct pythread *t, const uint8_t *ts)
+static void sample_thread(struct pyproc *p, struct pythread *t, uint64_t tsaddr, const uint8_t *ts)
 {
     for (int attempt = 0; attempt < 2; attempt++) {
         bool trunc = false;
         size_t first = 0;
-        int n = pywalk_thread(p, ts, &trunc);
+        int n = pywalk_thread(p, tsaddr, ts, &trunc);
 
         if (n >= 0)
             n = resolve_frames(p, n, &first);
@@ -232,7 +232,7 @@ static int sample_interp(struct pyproc *p, uint64_t interp, uint64_t *next, stru
             continue;
         t = new_thread(p);
         describe_thread(p, t, interp, l->copy[i], l->addr[i], &g);
-        sample_thread(p, t, l->copy[i]);
+        sample_thread(p, t, l->addr[i], l->copy[i]);
         if (t->status == APP_E_GONE)
             return APP_E_GONE;
     }

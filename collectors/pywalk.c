@@ -22,6 +22,11 @@ struct chunkset {
     size_t len[PYPROC_MAX_CHUNKS]; /* valid bytes from addr */
     uint64_t older;                /* next older chunk not loaded yet, 0 if none */
     int n;
+    struct pyhint *hint; /* this thread's off-chunk frames of the last walk */
+    uint8_t hbuf[PYHINT_MAX][FRAME_MAX];
+    bool hread[PYHINT_MAX];    /* hbuf[i] holds a copy taken with the chunk */
+    uint64_t seen[PYHINT_MAX]; /* off-chunk frames met in this walk */
+    int nseen;
 };
 
 static uint64_t ld64(const uint8_t *b, uint32_t off)
@@ -117,6 +122,12 @@ static const uint8_t *frame_at(struct pyproc *p, struct chunkset *cs, uint64_t a
 {
     uint32_t fs = p->L.fr_size;
 
+    for (int i = 0; cs->hint && i < cs->hint->n; i++)
+        if (cs->hread[i] && cs->hint->addr[i] == addr) {
+            if (cs->nseen < PYHINT_MAX)
+                cs->seen[cs->nseen++] = addr;
+            return cs->hbuf[i];
+        }
     for (int pass = 0; pass < 2; pass++) {
         for (int i = cs->n - 1; i >= 0; i--)
             if (addr >= cs->addr[i] + CHUNK_HDR && addr + fs <= cs->addr[i] + cs->len[i])
@@ -127,13 +138,40 @@ static const uint8_t *frame_at(struct pyproc *p, struct chunkset *cs, uint64_t a
         if (*rc < 0)
             return NULL;
     }
+    if (cs->nseen < PYHINT_MAX)
+        cs->seen[cs->nseen++] = addr;
     *rc = rmem_read(p->mem, addr, single, fs);
     if (*rc < 0 && *rc != APP_E_GONE)
         *rc = APP_E_STALE;
     return *rc < 0 ? NULL : single;
 }
 
-/* Reads the top-frame pointer and the newest chunk (up to the live top) in one call. */
+/* The hint slot of the thread whose tstate is at ts (created on first use). Frames outside
+ * the data stack -- 3.12/3.13 entry frames on the C stack, long-lived generators -- tend to
+ * stay at the same address, so the next walk fetches them in its first system call. */
+static struct pyhint *hint_for(struct pyproc *p, uint64_t ts)
+{
+    for (size_t i = 0; i < p->nhints; i++)
+        if (p->hints[i].ts == ts)
+            return &p->hints[i];
+    if (p->nhints == p->opts.max_threads)
+        p->nhints = 0;
+    if (p->nhints == p->caphints) {
+        p->caphints = p->caphints ? p->caphints * 2 : 16;
+        p->hints = x_reallocarray(p->hints, p->caphints, sizeof(*p->hints));
+    }
+    p->hints[p->nhints] = (struct pyhint){.ts = ts};
+    return &p->hints[p->nhints++];
+}
+
+static void hint_save(struct chunkset *cs)
+{
+    cs->hint->n = cs->nseen;
+    memcpy(cs->hint->addr, cs->seen, sizeof(cs->seen[0]) * (size_t)cs->nseen);
+}
+
+/* Reads the top-frame pointer, the newest chunk (up to the live top) and the hinted frames
+ * in one call. */
 static int walk_start(struct pyproc *p, const uint8_t *ts, struct chunkset *cs, uint64_t *top)
 {
     const struct py_layout *L = &p->L;
@@ -141,8 +179,8 @@ static int walk_start(struct pyproc *p, const uint8_t *ts, struct chunkset *cs, 
     uint64_t live = L->ts_datastack >= 0 ? ld64(ts, (uint32_t)L->ts_datastack + 8) : 0;
     uint64_t cframe = L->ts_cframe >= 0 ? ld64(ts, (uint32_t)L->ts_cframe) : 0;
     size_t want = live > chunk + CHUNK_HDR && live - chunk <= CHUNK_MAX ? live - chunk : 0;
-    struct rmem_iov iov[2];
-    int n = 0, done = 0, rc;
+    struct rmem_iov iov[2 + PYHINT_MAX];
+    int n = 0, done = 0, rc, nfixed;
 
     *top = L->ts_frame >= 0 ? ld64(ts, (uint32_t)L->ts_frame) : 0;
     if (L->ts_cframe >= 0) {
@@ -150,15 +188,19 @@ static int walk_start(struct pyproc *p, const uint8_t *ts, struct chunkset *cs, 
             return 0;
         iov[n++] = (struct rmem_iov){cframe + (uint64_t)L->ts_cframe_current, top, 8};
     }
-    if (chunk && want) {
+    if (chunk && want)
         iov[n++] = (struct rmem_iov){chunk, chunk_buf(p, 0, want), want};
-    }
+    nfixed = n;
+    for (int i = 0; i < cs->hint->n; i++)
+        iov[n++] = (struct rmem_iov){cs->hint->addr[i], cs->hbuf[i], L->fr_size};
     rc = rmem_readv(p->mem, iov, n, &done);
+    for (int i = 0; i < cs->hint->n; i++)
+        cs->hread[i] = done > nfixed + i;
     if (rc == APP_E_GONE)
         return rc;
     if (L->ts_cframe >= 0 && done < 1)
         return APP_E_STALE;
-    if (chunk && want && done == n && ld64(p->chunk[0], 8) >= want) {
+    if (chunk && want && done >= nfixed && ld64(p->chunk[0], 8) >= want) {
         cs->addr[0] = chunk;
         cs->len[0] = want;
         cs->older = ld64(p->chunk[0], 0);
@@ -169,14 +211,21 @@ static int walk_start(struct pyproc *p, const uint8_t *ts, struct chunkset *cs, 
     return 0;
 }
 
-static int walk_new(struct pyproc *p, const uint8_t *ts, bool *truncated)
+static int walk_new(struct pyproc *p, uint64_t tsaddr, const uint8_t *ts, bool *truncated)
 {
     const struct py_layout *L = &p->L;
     uint32_t limit = p->opts.max_frames + 1024, steps = 0;
-    struct chunkset cs = {.n = 0};
+    static _Thread_local struct chunkset cs;
     uint8_t single[FRAME_MAX];
     uint64_t frame;
-    int n = 0, rc = walk_start(p, ts, &cs, &frame);
+    int n = 0, rc;
+
+    cs.n = 0;
+    cs.older = 0;
+    cs.nseen = 0;
+    memset(cs.hread, 0, sizeof(cs.hread));
+    cs.hint = hint_for(p, tsaddr);
+    rc = walk_start(p, ts, &cs, &frame);
 
     for (; rc == 0 && frame && steps < limit; steps++) {
         const uint8_t *f = frame & 7 ? NULL : frame_at(p, &cs, frame, single, &rc);
@@ -196,6 +245,7 @@ static int walk_new(struct pyproc *p, const uint8_t *ts, bool *truncated)
             continue;
         if ((uint32_t)n == p->opts.max_frames) {
             *truncated = true;
+            hint_save(&cs);
             return n;
         }
         p->raw[n].code = code;
@@ -205,13 +255,14 @@ static int walk_new(struct pyproc *p, const uint8_t *ts, bool *truncated)
     }
     if (rc < 0)
         return rc;
+    hint_save(&cs);
     return frame ? APP_E_STALE : n;
 }
 
-int pywalk_thread(struct pyproc *p, const uint8_t *tstate, bool *truncated)
+int pywalk_thread(struct pyproc *p, uint64_t tsaddr, const uint8_t *tstate, bool *truncated)
 {
     *truncated = false;
     if (p->L.fr_object)
         return walk_old(p, ld64(tstate, (uint32_t)p->L.ts_frame), truncated);
-    return walk_new(p, tstate, truncated);
+    return walk_new(p, tsaddr, tstate, truncated);
 }

@@ -1,0 +1,64 @@
+#!/bin/sh
+# One entry point for a fresh Debian 12 machine (run as root or through sudo):
+#   tests/bootstrap.sh demo   install what is missing, build, run ranktop on the bundled demo
+#   tests/bootstrap.sh test   install what is missing, build with warnings as errors, run every
+#                             test suite, then the unit and sampler suites under ASan+UBSan
+# It exits non-zero as soon as a step or a test fails.
+set -eu
+cd "$(dirname "$0")/.."
+
+PACKAGES="build-essential meson ninja-build pkg-config libncurses-dev libunwind-dev
+libproc2-dev libjson-c-dev check tmux python3 procps clang"
+
+install_missing() {
+    missing=""
+    for p in $PACKAGES; do
+        dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
+    done
+    [ -z "$missing" ] && return 0
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "bootstrap: missing packages:$missing; run as root or with sudo" >&2
+        exit 1
+    fi
+    echo "bootstrap: installing$missing"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
+}
+
+build() { # build DIR [meson options...]
+    dir=$1
+    shift
+    if [ ! -f "$dir/build.ninja" ]; then
+        meson setup "$dir" "$@" >/dev/null
+    else
+        meson configure "$dir" "$@" >/dev/null
+    fi
+    ninja -C "$dir" >/dev/null
+}
+
+demo() {
+    build build
+    RANK=0 WORLD_SIZE=1 python3 -S data/demo_job.py &
+    pid=$!
+    trap 'kill $pid 2>/dev/null || true' EXIT INT TERM
+    sleep 1
+    ./build/ranktop dump -p "$pid"
+}
+
+run_tests() {
+    build build --werror -Dtests=true
+    meson test -C build --print-errorlogs --num-processes 2
+    build build-asan --werror -Dtests=true -Db_sanitize=address,undefined -Db_lundef=false
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+        meson test -C build-asan --print-errorlogs --num-processes 2 --suite unit --suite sampler
+}
+
+install_missing
+case "${1:-}" in
+demo) demo ;;
+test) run_tests ;;
+*)
+    echo "usage: tests/bootstrap.sh demo|test" >&2
+    exit 2
+    ;;
+esac

@@ -203,6 +203,7 @@ struct dbg_shape {
     /* Not exported by that minor; taken from its compiled headers. */
     int32_t co_firsttraceable;
     int32_t threads_main_rel; /* interp threads.main relative to threads.head, 0 if absent */
+    int32_t holds_gil_int;    /* tstate offset of an int holds_gil (3.14), 0 if absent */
     int fr_owner_skip;
 };
 
@@ -256,9 +257,62 @@ static const struct dbg_shape shape_3_13 = {
     .fr_owner_skip = 3,
 };
 
+/* 3.14: field order from the 3.14 headers (py-spy's generated 3.14.0 and 3.14.5 bindings
+ * agree on it); several values move between 3.14.4 and 3.14.5, which is why they are read
+ * from the target. tstate->holds_gil (an int at +36) and _co_firsttraceable are not in the
+ * table. */
+static const struct dbg_shape shape_3_14 = {
+    .minor = 14,
+    .rt_finalizing = 32,
+    .rt_interp_head = 40,
+    .is_size = 48,
+    .is_id = 56,
+    .is_next = 64,
+    .is_threads_head = 72,
+    .is_threads_main = 80,
+    .is_modules = 96,
+    .is_gil_ptr = 120,
+    .is_gil = 128,
+    .is_gil_locked = 144,
+    .is_gil_holder = 152,
+    .is_code_gen = 160,
+    .ts_size = 176,
+    .ts_next = 192,
+    .ts_interp = 200,
+    .ts_frame = 208,
+    .ts_thread_id = 216,
+    .ts_native_id = 224,
+    .ts_datastack = 232,
+    .ts_status = 240,
+    .ts_holds_gil = 0,
+    .fr_size = 248,
+    .fr_prev = 256,
+    .fr_exec = 264,
+    .fr_instr = 272,
+    .fr_owner = 288,
+    .co_size = 312,
+    .co_filename = 320,
+    .co_name = 328,
+    .co_qualname = 336,
+    .co_linetable = 344,
+    .co_firstlineno = 352,
+    .co_adaptive = 384,
+    .ob_type = 408,
+    .str_size = 616,
+    .str_state = 624,
+    .str_length = 632,
+    .str_ascii_size = 640,
+    .bytes_size = 592,
+    .bytes_ob_size = 600,
+    .bytes_sval = 608,
+    .co_firsttraceable = 192,
+    .holds_gil_int = 36,
+    .fr_owner_skip = 3,
+};
+
 static const struct dbg_shape *dbg_shape_for(int minor)
 {
-    return minor == 13 ? &shape_3_13 : NULL;
+    return minor == 13 ? &shape_3_13 : minor == 14 ? &shape_3_14 : NULL;
 }
 
 static uint64_t dbg_u64(const uint8_t *dbg, uint16_t off)
@@ -288,9 +342,12 @@ static int dbg_fill_core(const uint8_t *d, const struct dbg_shape *s, struct py_
     uint32_t v = 0;
     int bad = 0;
 
-    if (ts_size > 512 || fr_size > 128 || co_size > 512 || rt_size > (64u << 20) ||
-        is_size > (64u << 20))
+    if (ts_size > 65536 || fr_size > 128 || co_size > 4096 || rt_size > (64u << 20) ||
+        is_size > (64u << 20) || ts_size < 64)
         return -1;
+    /* The reader copies at most PYLAYOUT_TSTATE_READ bytes of a thread state. */
+    if (ts_size > PYLAYOUT_TSTATE_READ)
+        ts_size = PYLAYOUT_TSTATE_READ;
     bad |= dbg_take(d, s->rt_finalizing, rt_size, &o->rt_finalizing);
     bad |= dbg_take(d, s->rt_interp_head, rt_size, &o->rt_interp_head);
     bad |= dbg_take(d, s->is_id, is_size, &o->is_id);
@@ -318,6 +375,8 @@ static int dbg_fill_frames(const uint8_t *d, const struct dbg_shape *s, struct p
     int bad = 0;
     uint32_t v = 0;
 
+    if (fr_size < 16 || (uint64_t)s->co_firsttraceable + 8 > co_size)
+        return -1;
     o->fr_size = (uint32_t)fr_size;
     bad |= dbg_take(d, s->fr_prev, fr_size - 7, &o->fr_prev);
     bad |= dbg_take(d, s->fr_exec, fr_size - 7, &o->fr_code);
@@ -378,8 +437,9 @@ int pylayout_from_debug_offsets(const uint8_t *dbg, size_t len, uint32_t version
     out->is_threads_main = PYLAYOUT_NONE;
     out->is_code_gen = s->is_code_gen ? (int32_t)dbg_u64(dbg, s->is_code_gen) : PYLAYOUT_NONE;
     out->ts_cframe = PYLAYOUT_NONE;
-    out->ts_gil_flag = s->ts_holds_gil ? PY_GILFLAG_INT : PY_GILFLAG_STATUS;
-    out->ts_gil_flag_off = (int32_t)dbg_u64(dbg, s->ts_holds_gil ? s->ts_holds_gil : s->ts_status);
+    out->ts_gil_flag = s->holds_gil_int ? PY_GILFLAG_INT : PY_GILFLAG_STATUS;
+    out->ts_gil_flag_off =
+        s->holds_gil_int ? s->holds_gil_int : (int32_t)dbg_u64(dbg, s->ts_status);
     out->fr_owner_gen = 1;
     out->fr_owner_skip = s->fr_owner_skip;
     out->fr_code_tagged = minor >= 14;

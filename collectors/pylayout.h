@@ -69,6 +69,9 @@ const struct py_layout *pylayout_for_minor(int minor);
 int pylayout_from_debug_offsets(const uint8_t *dbg, size_t len, uint32_t version,
                                 struct py_layout *out, struct app_err *err);
 
+/* At most this many bytes of a PyThreadState are copied; every field used lies below. */
+#define PYLAYOUT_TSTATE_READ 512
+
 /* Bytes of _Py_DebugOffsets the reader should copy before calling the function above. */
 #define PYLAYOUT_DEBUG_OFFSETS_MAX 2048
 

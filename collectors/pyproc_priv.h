@@ -12,7 +12,7 @@
 #define PYPROC_DEFAULT_FRAMES 4096
 #define PYPROC_DEFAULT_THREADS 4096
 #define PYPROC_MAX_INTERPS 256
-#define PYPROC_TSTATE_MAX 512
+#define PYPROC_TSTATE_MAX PYLAYOUT_TSTATE_READ
 #define PYPROC_MAX_CHUNKS 64
 
 /* A frame as the walk found it, before its code object is resolved. */
@@ -58,6 +58,7 @@ struct pyproc {
     char version[24];
     uint64_t runtime;     /* remote &_PyRuntime */
     uint64_t pycode_type; /* remote &PyCode_Type, 0 if unknown */
+    uint64_t code_gen;    /* 3.14+: interp->_code_object_generation at the last sample */
     struct pycode_cache codes;
 
     /* Output of the last sample (borrowed by callers). */

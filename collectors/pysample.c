@@ -146,8 +146,11 @@ static void describe_thread(struct pyproc *p, struct pythread *t, uint64_t inter
 {
     t->ident = ld64(ts, (int32_t)p->L.ts_thread_id);
     t->gil = g->known && g->locked && g->holder == tsaddr;
-    if (p->pid <= 0)
+    if (p->pid <= 0) { /* a memory image: no /proc to consult */
+        if (p->L.ts_native_id >= 0)
+            t->tid = ld32(ts, p->L.ts_native_id);
         return;
+    }
     t->tid = pytask_tid(p, t->ident, ts);
     if (!p->opts.no_state)
         t->state = pytask_state(p, t->ident, t->tid);
@@ -186,25 +189,36 @@ static int read_tstates(struct pyproc *p, uint64_t interp, uint64_t head, struct
     return 0;
 }
 
-/* Reads interpreter fields and its GIL (3.12+: behind interp->ceval.gil). */
+/* Reads interpreter fields and its GIL (3.12+: behind interp->ceval.gil). On 3.14+ a change
+ * of the interpreter's code-object generation (bumped whenever a code object is freed)
+ * flushes the code cache, as CPython's own remote reader does. */
 static int read_interp(struct pyproc *p, uint64_t interp, uint64_t *next, uint64_t *head,
                        uint64_t *main_ts, struct gilview *g)
 {
     const struct py_layout *L = &p->L;
-    uint64_t gilp = 0;
+    uint64_t gilp = 0, gen = 0;
     uint8_t gil[GIL_READ];
-    struct rmem_iov iov[4] = {
-        {interp + L->is_next, next, 8},
-        {interp + L->is_threads_head, head, 8},
-        {interp + (uint64_t)(L->is_gil_ptr >= 0 ? L->is_gil_ptr : 0), &gilp, 8},
-        {interp + (uint64_t)(L->is_threads_main >= 0 ? L->is_threads_main : 0), main_ts, 8},
-    };
-    int rc;
+    struct rmem_iov iov[5];
+    int n = 0, rc;
 
     *main_ts = 0;
-    rc = rmem_readv(p->mem, iov, L->is_threads_main >= 0 ? 4 : L->is_gil_ptr >= 0 ? 3 : 2, NULL);
-    if (rc < 0 || L->is_gil_ptr < 0 || !gilp)
+    iov[n++] = (struct rmem_iov){interp + L->is_next, next, 8};
+    iov[n++] = (struct rmem_iov){interp + L->is_threads_head, head, 8};
+    if (L->is_gil_ptr >= 0)
+        iov[n++] = (struct rmem_iov){interp + (uint64_t)L->is_gil_ptr, &gilp, 8};
+    if (L->is_threads_main >= 0)
+        iov[n++] = (struct rmem_iov){interp + (uint64_t)L->is_threads_main, main_ts, 8};
+    if (L->is_code_gen >= 0)
+        iov[n++] = (struct rmem_iov){interp + (uint64_t)L->is_code_gen, &gen, 8};
+    rc = rmem_readv(p->mem, iov, n, NULL);
+    if (rc < 0)
         return rc;
+    if (L->is_code_gen >= 0 && gen != p->code_gen) {
+        pycode_cache_clear(&p->codes);
+        p->code_gen = gen;
+    }
+    if (L->is_gil_ptr < 0 || !gilp)
+        return 0;
     rc = rmem_read(p->mem, gilp, gil, sizeof(gil));
     if (rc == 0)
         gil_parse(L, gil, g);

@@ -61,6 +61,19 @@ void rmem_image_add(struct rmem *m, uint64_t addr, const void *data, size_t len)
     memcpy(r->data, data, len);
 }
 
+int rmem_image_write(struct rmem *m, uint64_t addr, const void *data, size_t len)
+{
+    for (size_t i = 0; i < m->nregions; i++) {
+        struct rmem_region *r = &m->regions[i];
+
+        if (addr >= r->addr && addr - r->addr <= r->len && len <= r->len - (addr - r->addr)) {
+            memcpy(r->data + (addr - r->addr), data, len);
+            return 0;
+        }
+    }
+    return APP_E_NOTFOUND;
+}
+
 void rmem_free(struct rmem *m)
 {
     if (!m)

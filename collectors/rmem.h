@@ -27,6 +27,10 @@ struct rmem *rmem_new_image(void);
 /* Copies len bytes into the image at addr (test images only). */
 void rmem_image_add(struct rmem *m, uint64_t addr, const void *data, size_t len);
 
+/* Overwrites bytes inside an existing image region (tests that make memory change under the
+ * reader). Returns 0 or APP_E_NOTFOUND when the range is not inside one region. */
+int rmem_image_write(struct rmem *m, uint64_t addr, const void *data, size_t len);
+
 void rmem_free(struct rmem *m);
 
 /* Reads exactly len bytes at addr into buf. Returns 0 or a negative app_status. */

@@ -1,0 +1,872 @@
+/* Python thread names: interp->modules -> "threading" -> md_dict -> "_active" -> {ident: Thread}
+ * -> each Thread's "_name" attribute, read from another process.
+ *
+ * Owns the layouts only this walk needs (dict keys and values, int digits, instance attribute
+ * storage, a few type fields), as tables keyed by minor version below; the interpreter and str
+ * layouts come from pylayout. The target keeps running while we read, so nothing is trusted:
+ * pointers are range- and alignment-checked, dict geometry is validated and capped, every dict
+ * must have the type of the modules dict, int keys must agree with their entry hash, and the
+ * _active dict is read again at the end so that a thread starting or ending mid-walk yields
+ * APP_E_STALE instead of a mixed answer. Each walk step reads all threads with one
+ * process_vm_readv, so the cost grows with steps, not threads, except one read per name.
+ * Stateless; runs on the thread that owns the struct rmem. */
+#include "pynames.h"
+
+#include "pystr.h"
+#include "ranktop/util.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Offsets that are the same in every supported version (x86-64, GIL builds). */
+#define OB_TYPE 8
+#define DICT_USED 16
+#define DICT_KEYS 32
+#define DICT_VALUES 40
+#define DICT_HDR 48
+#define TP_BASICSIZE 32
+#define TP_FLAGS 168
+#define TP_DICTOFFSET 288
+#define MOD_DICT 16
+#define LONG_SIZE 16 /* ob_size (signed digit count) to 3.11, lv_tag from 3.12 */
+#define LONG_DIGITS 24
+#define LONG_READ 32 /* header and two 30-bit digits: every pthread_t below 2^60 */
+#define PRE_HDR 32   /* bytes read in front of a managed-dict object */
+
+#define TPF_INLINE_VALUES (1ul << 2)
+#define TPF_MANAGED_DICT (1ul << 4)
+#define TPF_HEAPTYPE (1ul << 9)
+#define TPF_READY (1ul << 12)
+
+#define KIND_GENERAL 0 /* entries {hash, key, value}; the only kind before 3.11 */
+#define KIND_UNICODE 1 /* entries {key, value} */
+#define KIND_SPLIT 2   /* entries {key, -}; values live in a PyDictValues */
+
+#define DICT_MAX_LOG2 17      /* 131072 slots: far above any modules dict */
+#define KEYS_SPECULATIVE 2048 /* first read of a keys object: header, indices, entries */
+#define STR_HDR 40            /* length and state of a str; inside every str object */
+#define BATCH_IOV 512
+#define BATCH_MAX_BAD 16
+#define NONE (-1)
+
+struct names_layout {
+    int minor;
+    bool keys_new;           /* 3.11+ keys header: log2 sizes, dk_kind, 32 bytes */
+    int32_t values_ptr;      /* 3.11: PyDictValues * in front of the object */
+    int32_t dict_ptr;        /* 3.11+: managed dict pointer in front of the object */
+    bool dict_ptr_tagged;    /* 3.12: an odd dict_ptr is (values - 1) */
+    bool inline_values;      /* 3.13+: values follow the object (Py_TPFLAGS_INLINE_VALUES) */
+    uint32_t values_off;     /* values[] inside PyDictValues: 3.13 adds a 4-byte header */
+    uint32_t ht_cached_keys; /* PyHeapTypeObject: shared keys of the instances */
+    bool long_tag;           /* 3.12+ ints: digit count in lv_tag >> 3, sign in the low bits */
+};
+
+/* 3.8-3.13 compiled with offsetof against each version's headers and checked on live
+ * interpreters; 3.14 read from the 3.14 headers (PyTypeObject unchanged since 3.13). */
+static const struct names_layout names_layouts[] = {
+    {.minor = 8, .values_ptr = NONE, .dict_ptr = NONE, .ht_cached_keys = 872},
+    {.minor = 9, .values_ptr = NONE, .dict_ptr = NONE, .ht_cached_keys = 864},
+    {.minor = 10, .values_ptr = NONE, .dict_ptr = NONE, .ht_cached_keys = 872},
+    {.minor = 11, .keys_new = true, .values_ptr = -32, .dict_ptr = -24, .ht_cached_keys = 872},
+    {.minor = 12,
+     .keys_new = true,
+     .values_ptr = NONE,
+     .dict_ptr = -24,
+     .dict_ptr_tagged = true,
+     .ht_cached_keys = 880,
+     .long_tag = true},
+    {.minor = 13,
+     .keys_new = true,
+     .values_ptr = NONE,
+     .dict_ptr = -24,
+     .inline_values = true,
+     .values_off = 8,
+     .ht_cached_keys = 880,
+     .long_tag = true},
+    {.minor = 14,
+     .keys_new = true,
+     .values_ptr = NONE,
+     .dict_ptr = -24,
+     .inline_values = true,
+     .values_off = 8,
+     .ht_cached_keys = 880,
+     .long_tag = true},
+};
+
+struct walk {
+    struct rmem *m;
+    const struct py_layout *L;
+    const struct names_layout *N;
+    uint64_t dict_type; /* ob_type of the modules dict, i.e. &PyDict_Type in the target */
+};
+
+/* A local copy of the entries of one keys object. */
+struct dview {
+    uint8_t *ent;
+    size_t n, stride; /* entries, bytes per entry */
+    int kind;
+    bool split;      /* values are not in the entries */
+    uint64_t values; /* remote values[] of a split dict, 0 when unknown */
+};
+
+struct ttype {
+    uint64_t addr, flags, basicsize, cached_keys;
+    int64_t dictoffset;
+};
+
+struct tslot {
+    uint64_t key, obj, hash; /* the _active entry; hash is 0 when the table has none */
+    uint64_t ident;
+    uint64_t pre[PRE_HDR / 8]; /* words in front of the object (3.11+) */
+    uint64_t type;
+    size_t t;              /* index into the type array */
+    uint64_t probe;        /* inline values header, or tp_dictoffset slot, to read */
+    uint64_t dict;         /* an attribute dict still to open */
+    uint64_t keys, values; /* split attributes: shared keys and remote values[] */
+    unsigned capacity;     /* inline values capacity, 0 when unknown */
+    uint64_t name;         /* the _name str */
+    bool noname;           /* the attributes really have no _name: leave the thread out */
+};
+
+static uint64_t ld64(const uint8_t *p)
+{
+    uint64_t v;
+
+    memcpy(&v, p, sizeof(v));
+    return v;
+}
+
+/* User-space object addresses are 8-aligned and below 2^57 (5-level paging). */
+static bool ptr_ok(uint64_t p)
+{
+    return p >= 4096 && p < (1ull << 57) && (p & 7) == 0;
+}
+
+static const struct names_layout *names_layout_for(int minor)
+{
+    for (size_t i = 0; i < sizeof(names_layouts) / sizeof(names_layouts[0]); i++)
+        if (names_layouts[i].minor == minor)
+            return &names_layouts[i];
+    return NULL;
+}
+
+static int read_ptr(struct rmem *m, uint64_t addr, uint64_t *out)
+{
+    int st = rmem_read(m, addr, out, sizeof(*out));
+
+    if (st == 0 && !ptr_ok(*out))
+        return APP_E_STALE;
+    return st;
+}
+
+/* Reads record i (len bytes) from addr[i] into out + i * len for all n, in as few system calls
+ * as the ranges allow; zero addresses are skipped. Records are zero-filled first. When strict
+ * is false an unreadable range stays zeroed and the batch goes on after it, so one odd key
+ * cannot hide the others; a burst of failures still ends the walk. */
+static int read_batch(struct rmem *m, const uint64_t *addr, size_t n, size_t len, uint8_t *out,
+                      bool strict)
+{
+    struct rmem_iov iov[BATCH_IOV];
+    size_t idx[BATCH_IOV], i = 0;
+    int bad = 0;
+
+    memset(out, 0, n * len);
+    while (i < n) {
+        int k = 0, done = 0, st;
+
+        for (; i < n && k < BATCH_IOV; i++) {
+            if (!addr[i])
+                continue;
+            iov[k] = (struct rmem_iov){addr[i], out + i * len, len};
+            idx[k++] = i;
+        }
+        if (k == 0)
+            break;
+        st = rmem_readv(m, iov, k, &done);
+        if (st == 0)
+            continue;
+        if (st != APP_E_STALE || strict || ++bad > BATCH_MAX_BAD || done >= k)
+            return st;
+        memset(out + idx[done] * len, 0, len);
+        i = idx[done] + 1;
+    }
+    return 0;
+}
+
+static uint64_t dv_key(const struct dview *v, size_t i)
+{
+    return ld64(v->ent + i * v->stride + (v->stride == 24 ? 8 : 0));
+}
+
+static uint64_t dv_value(const struct dview *v, size_t i)
+{
+    return ld64(v->ent + i * v->stride + (v->stride == 24 ? 16 : 8));
+}
+
+static uint64_t dv_hash(const struct dview *v, size_t i)
+{
+    return v->stride == 24 ? ld64(v->ent + i * v->stride) : 0;
+}
+
+/* Deleted entries have a NULL key (3.11+) or a NULL value next to the dummy key (<= 3.10). */
+static bool dv_live(const struct dview *v, size_t i)
+{
+    return dv_key(v, i) != 0 && (v->split || dv_value(v, i) != 0);
+}
+
+/* 3.11+ keys header: checks the geometry the way new_keys_object() builds it. */
+static int keys_geom_new(const uint8_t *h, struct dview *v, size_t *eoff)
+{
+    unsigned log2 = h[8], log2_idx = h[9], kind = h[10];
+    int64_t n = (int64_t)ld64(h + 24);
+    unsigned want = log2 < 8 ? log2 : log2 < 16 ? log2 + 1 : log2 + 2;
+
+    if (log2 < 3 || log2 > DICT_MAX_LOG2 || log2_idx != want || kind > KIND_SPLIT)
+        return APP_E_STALE;
+    if (n < 0 || n > ((int64_t)2 << log2) / 3 || (kind == KIND_SPLIT) != v->split)
+        return APP_E_STALE;
+    v->kind = (int)kind;
+    v->stride = kind == KIND_GENERAL ? 24 : 16;
+    v->n = (size_t)n;
+    *eoff = 32 + ((size_t)1 << log2_idx);
+    return 0;
+}
+
+/* 3.8-3.10 keys header: dk_size @8, dk_nentries @32, indices @40 sized by dk_size. */
+static int keys_geom_old(const uint8_t *h, struct dview *v, size_t *eoff)
+{
+    int64_t size = (int64_t)ld64(h + 8), n = (int64_t)ld64(h + 32);
+    size_t width;
+
+    if (size < 8 || size > (1 << DICT_MAX_LOG2) || (size & (size - 1)) != 0)
+        return APP_E_STALE;
+    if (n < 0 || n > (2 * size) / 3)
+        return APP_E_STALE;
+    width = size <= 0xff ? 1 : size <= 0xffff ? 2 : 4;
+    v->kind = KIND_GENERAL;
+    v->stride = 24;
+    v->n = (size_t)n;
+    *eoff = 40 + (size_t)size * width;
+    return 0;
+}
+
+/* Copies the entries of the keys object at `keys`; one read for small tables. `split` says
+ * whether the values live outside the entries (a split dict or an object's shared keys). */
+static int keys_load(struct walk *w, uint64_t keys, bool split, struct dview *v)
+{
+    uint8_t head[KEYS_SPECULATIVE];
+    size_t eoff = 0, need;
+    long got;
+    int st;
+
+    memset(v, 0, sizeof(*v));
+    v->split = split;
+    if (!ptr_ok(keys))
+        return APP_E_STALE;
+    got = rmem_read_some(w->m, keys, head, sizeof(head));
+    if (got < 0)
+        return (int)got;
+    if (got < 40)
+        return APP_E_STALE;
+    st = w->N->keys_new ? keys_geom_new(head, v, &eoff) : keys_geom_old(head, v, &eoff);
+    if (st < 0)
+        return st;
+    need = v->n * v->stride;
+    v->ent = x_malloc(need ? need : 1);
+    if (eoff + need <= (size_t)got)
+        memcpy(v->ent, head + eoff, need);
+    else if (need && (st = rmem_read(w->m, keys + eoff, v->ent, need)) < 0)
+        return st;
+    return 0;
+}
+
+/* Checks a copied dict header: type, keys pointer, used count. The first dict seen (the
+ * modules dict, which is always a real dict) teaches us the address of PyDict_Type. */
+static int dict_check(struct walk *w, const uint8_t *hdr)
+{
+    uint64_t type = ld64(hdr + OB_TYPE);
+    int64_t used = (int64_t)ld64(hdr + DICT_USED);
+
+    if (!w->dict_type && ptr_ok(type))
+        w->dict_type = type;
+    if (type != w->dict_type || !ptr_ok(ld64(hdr + DICT_KEYS)) || used < 0)
+        return APP_E_STALE;
+    if (ld64(hdr + DICT_VALUES) && !ptr_ok(ld64(hdr + DICT_VALUES)))
+        return APP_E_STALE;
+    return 0;
+}
+
+/* Loads the dict at addr whose header is already in hdr (DICT_HDR bytes). */
+static int dict_load_hdr(struct walk *w, const uint8_t *hdr, struct dview *v)
+{
+    uint64_t values = ld64(hdr + DICT_VALUES);
+    int st = dict_check(w, hdr);
+
+    if (st == 0)
+        st = keys_load(w, ld64(hdr + DICT_KEYS), values != 0, v);
+    if (st == 0 && (uint64_t)ld64(hdr + DICT_USED) > v->n)
+        st = APP_E_STALE;
+    if (values)
+        v->values = values + w->N->values_off;
+    return st;
+}
+
+static int dict_load(struct walk *w, uint64_t addr, struct dview *v, uint8_t *hdr)
+{
+    int st;
+
+    memset(v, 0, sizeof(*v));
+    if (!ptr_ok(addr))
+        return APP_E_STALE;
+    st = rmem_read(w->m, addr, hdr, DICT_HDR);
+    return st < 0 ? st : dict_load_hdr(w, hdr, v);
+}
+
+/* True when hdr (STR_HDR bytes of a str) describes a compact ASCII string of len characters. */
+static bool str_is_ascii(const struct py_layout *L, const uint8_t *hdr, size_t len)
+{
+    int64_t n;
+    uint32_t state;
+
+    memcpy(&n, hdr + L->str_length, sizeof(n));
+    memcpy(&state, hdr + L->str_state, sizeof(state));
+    return ld64(hdr + OB_TYPE) != 0 && n == (int64_t)len && ((state >> 2) & 7) == 1 &&
+           ((state >> 5) & 1) && ((state >> 6) & 1);
+}
+
+/* Finds the entry whose key is the str s (ASCII). One batched read of every key's header picks
+ * the candidates of the right length, a second reads their characters. Returns 0 with *ix set,
+ * APP_E_NOTFOUND, or a read status. */
+static int dv_find_str(struct walk *w, const struct dview *v, const char *s, size_t *ix)
+{
+    size_t len = strlen(s), nc = 0;
+    uint64_t *addr = x_calloc(v->n + 1, sizeof(*addr));
+    size_t *cidx = x_calloc(v->n + 1, sizeof(*cidx));
+    uint8_t *buf = x_malloc((v->n + 1) * STR_HDR);
+    int st;
+
+    for (size_t i = 0; i < v->n; i++)
+        addr[i] = dv_live(v, i) && ptr_ok(dv_key(v, i)) ? dv_key(v, i) : 0;
+    st = read_batch(w->m, addr, v->n, STR_HDR, buf, false);
+    for (size_t i = 0; st == 0 && i < v->n; i++) {
+        if (addr[i] && str_is_ascii(w->L, buf + i * STR_HDR, len)) {
+            cidx[nc] = i;
+            addr[nc++] = addr[i] + w->L->str_ascii_size;
+        }
+    }
+    if (st == 0)
+        st = read_batch(w->m, addr, nc, len, buf, false);
+    if (st == 0)
+        st = APP_E_NOTFOUND;
+    for (size_t c = 0; st == APP_E_NOTFOUND && c < nc; c++) {
+        if (memcmp(buf + c * len, s, len) == 0) {
+            *ix = cidx[c];
+            st = 0;
+        }
+    }
+    free(addr);
+    free(cidx);
+    free(buf);
+    return st;
+}
+
+/* The value of entry ix: from the entry itself, or from values[ix] of a split table. */
+static int dv_get(struct walk *w, const struct dview *v, size_t ix, uint64_t *val)
+{
+    if (!v->split) {
+        *val = dv_value(v, ix);
+        return ptr_ok(*val) ? 0 : APP_E_STALE;
+    }
+    if (!v->values)
+        return APP_E_STALE;
+    return read_ptr(w->m, v->values + 8 * ix, val);
+}
+
+/* Returns 0 when the dict at addr still has the header (hdr0) and entry count (n0) it had when
+ * it was loaded, else APP_E_STALE: any insert, delete or resize changes ma_used, the version
+ * tag (to 3.13), ma_keys or dk_nentries. One read. */
+static int dict_unchanged(struct walk *w, uint64_t addr, const uint8_t *hdr0, size_t n0)
+{
+    uint8_t hdr[DICT_HDR], kh[40];
+    struct rmem_iov iov[2] = {{addr, hdr, sizeof(hdr)}, {ld64(hdr0 + DICT_KEYS), kh, 40}};
+    int st = rmem_readv(w->m, iov, 2, NULL);
+
+    if (st < 0)
+        return st;
+    if (memcmp(hdr + DICT_USED, hdr0 + DICT_USED, DICT_HDR - DICT_USED) != 0)
+        return APP_E_STALE;
+    return ld64(kh + (w->N->keys_new ? 24 : 32)) == n0 ? 0 : APP_E_STALE;
+}
+
+/* Looks up the str key s in the dict at addr; *val gets the value object. APP_E_NOTFOUND is
+ * only returned when the dict did not change during the lookup (else APP_E_STALE), so a dict
+ * being resized under us is never mistaken for a missing key. */
+static int dict_lookup_str(struct walk *w, uint64_t addr, const char *s, uint64_t *val)
+{
+    uint8_t hdr[DICT_HDR];
+    struct dview v;
+    size_t ix = 0;
+    int st = dict_load(w, addr, &v, hdr);
+
+    if (st == 0)
+        st = dv_find_str(w, &v, s, &ix);
+    if (st == 0)
+        st = dv_get(w, &v, ix, val);
+    if (st == APP_E_NOTFOUND && dict_unchanged(w, addr, hdr, v.n) < 0)
+        st = APP_E_STALE;
+    free(v.ent);
+    return st;
+}
+
+/* interp -> modules dict -> threading module -> its md_dict -> the _active dict. */
+static int find_active(struct walk *w, uint64_t interp, uint64_t *active, struct app_err *err)
+{
+    uint64_t modules = 0, mod = 0, md = 0;
+    int st = rmem_read(w->m, interp + w->L->is_modules, &modules, sizeof(modules));
+
+    if (st < 0)
+        return app_err_set(err, st, "interpreter state unreadable");
+    if (modules == 0)
+        return app_err_set(err, APP_E_NOTFOUND, "no modules dict yet");
+    st = dict_lookup_str(w, modules, "threading", &mod);
+    if (st == APP_E_NOTFOUND)
+        return app_err_set(err, st, "threading is not imported");
+    if (st == 0)
+        st = read_ptr(w->m, mod + MOD_DICT, &md);
+    if (st == 0)
+        st = dict_lookup_str(w, md, "_active", active);
+    if (st == APP_E_NOTFOUND)
+        return app_err_set(err, st, "threading._active not defined yet");
+    if (st < 0)
+        return app_err_set(err, st, "modules or threading dict torn");
+    return 0;
+}
+
+/* Copies the live entries of _active (at most PYNAMES_MAX_THREADS) into slots. */
+static int active_slots(const struct dview *v, struct tslot **out, size_t *n)
+{
+    struct tslot *s;
+    size_t k = 0;
+
+    if (v->split)
+        return APP_E_STALE;
+    s = x_calloc(v->n + 1, sizeof(*s));
+    for (size_t i = 0; i < v->n && k < PYNAMES_MAX_THREADS; i++) {
+        if (!dv_live(v, i))
+            continue;
+        s[k].key = dv_key(v, i);
+        s[k].obj = dv_value(v, i);
+        s[k].hash = dv_hash(v, i);
+        if (!ptr_ok(s[k].key) || !ptr_ok(s[k].obj)) {
+            free(s);
+            return APP_E_STALE;
+        }
+        k++;
+    }
+    *out = s;
+    *n = k;
+    return 0;
+}
+
+/* Digit count of a copied PyLong header, or -1 for a negative (or implausible) int. */
+static int64_t long_ndigits(const struct names_layout *N, const uint8_t *obj)
+{
+    int64_t size = (int64_t)ld64(obj + LONG_SIZE);
+
+    if (!N->long_tag)
+        return size;
+    if ((size & 3) == 2)
+        return -1;
+    return (size & 3) == 1 ? 0 : (int64_t)((uint64_t)size >> 3);
+}
+
+/* Decodes a non-negative int of at most three 30-bit digits whose first ndig digits are in
+ * obj. pthread_t values are addresses, so anything longer is torn data. */
+static int long_decode(const uint8_t *obj, int64_t ndig, uint64_t *out)
+{
+    uint32_t d;
+
+    if (ndig <= 0 || ndig > 3)
+        return APP_E_STALE;
+    *out = 0;
+    for (int64_t i = 0; i < ndig; i++) {
+        memcpy(&d, obj + LONG_DIGITS + 4 * i, sizeof(d));
+        if (d >> 30 || (i == 2 && d >> 4))
+            return APP_E_STALE;
+        *out |= (uint64_t)d << (30 * i);
+    }
+    return 0;
+}
+
+/* Hash of a non-negative int: value mod 2^61 - 1 (Python/pyhash.c). */
+static bool hash_matches(uint64_t ident, uint64_t hash)
+{
+    uint64_t h = ident % ((1ull << 61) - 1);
+
+    return hash == 0 || h == hash;
+}
+
+/* Reads the int key of every slot. Idents of three digits (>= 2^60) take one more read. */
+static int idents_read(struct walk *w, struct tslot *s, size_t n)
+{
+    uint64_t *addr = x_calloc(n + 1, sizeof(*addr));
+    uint8_t *buf = x_malloc((n + 1) * LONG_READ), big[LONG_DIGITS + 12];
+    int st;
+
+    for (size_t i = 0; i < n; i++)
+        addr[i] = s[i].key;
+    st = read_batch(w->m, addr, n, LONG_READ, buf, true);
+    for (size_t i = 0; st == 0 && i < n; i++) {
+        const uint8_t *b = buf + i * LONG_READ;
+        int64_t ndig = long_ndigits(w->N, b);
+
+        if (ndig == 3) {
+            st = rmem_read(w->m, s[i].key, big, sizeof(big));
+            b = big;
+            if (st == 0 && long_ndigits(w->N, b) != 3)
+                st = APP_E_STALE;
+        }
+        if (st == 0)
+            st = long_decode(b, ndig, &s[i].ident);
+        if (st == 0 && (s[i].ident == 0 || !hash_matches(s[i].ident, s[i].hash)))
+            st = APP_E_STALE;
+    }
+    free(addr);
+    free(buf);
+    return st;
+}
+
+/* Reads each Thread's header and, for managed dicts, the words in front of it. */
+static int objects_read(struct walk *w, struct tslot *s, size_t n)
+{
+    size_t pre = w->N->dict_ptr != NONE ? PRE_HDR : 0, len = pre + 16;
+    uint64_t *addr = x_calloc(n + 1, sizeof(*addr));
+    uint8_t *buf = x_malloc((n + 1) * len);
+    int st;
+
+    for (size_t i = 0; i < n; i++)
+        addr[i] = s[i].obj - pre;
+    st = read_batch(w->m, addr, n, len, buf, true);
+    for (size_t i = 0; st == 0 && i < n; i++) {
+        const uint8_t *b = buf + i * len;
+
+        memcpy(s[i].pre, b, pre);
+        s[i].type = ld64(b + pre + OB_TYPE);
+        if ((int64_t)ld64(b + pre) <= 0 || !ptr_ok(s[i].type))
+            st = APP_E_STALE;
+    }
+    free(addr);
+    free(buf);
+    return st;
+}
+
+/* Fills a type record from its copied header; Threads are always heap types. */
+static int type_parse(const struct names_layout *N, const uint8_t *b, struct ttype *t)
+{
+    t->flags = ld64(b + TP_FLAGS);
+    t->basicsize = ld64(b + TP_BASICSIZE);
+    t->dictoffset = (int64_t)ld64(b + TP_DICTOFFSET);
+    t->cached_keys = ld64(b + N->ht_cached_keys);
+    if (!(t->flags & TPF_HEAPTYPE) || !(t->flags & TPF_READY))
+        return APP_E_STALE;
+    if (t->basicsize < 16 || t->basicsize > 65536 || (t->basicsize & 7) != 0)
+        return APP_E_STALE;
+    if (t->cached_keys && !ptr_ok(t->cached_keys))
+        return APP_E_STALE;
+    return 0;
+}
+
+/* Reads each distinct type once (a handful: Thread, _MainThread, _DummyThread, subclasses). */
+static int types_read(struct walk *w, struct tslot *s, size_t n, struct ttype **out)
+{
+    size_t len = w->N->ht_cached_keys + 8, k = 0;
+    uint64_t *addr = x_calloc(n + 1, sizeof(*addr));
+    struct ttype *t = x_calloc(n + 1, sizeof(*t));
+    uint8_t *buf;
+    int st;
+
+    for (size_t i = 0; i < n; i++) {
+        size_t j = 0;
+
+        while (j < k && addr[j] != s[i].type)
+            j++;
+        if (j == k)
+            addr[k++] = s[i].type;
+        s[i].t = j;
+    }
+    buf = x_malloc(k * len);
+    st = read_batch(w->m, addr, k, len, buf, true);
+    for (size_t j = 0; st == 0 && j < k; j++) {
+        t[j].addr = addr[j];
+        st = type_parse(w->N, buf + j * len, &t[j]);
+    }
+    free(addr);
+    free(buf);
+    *out = t;
+    return st;
+}
+
+/* Decides where a Thread keeps its attributes, from its type and the words in front of it:
+ * shared keys + values (3.11 values pointer, 3.12 tagged pointer), a probe still to read
+ * (3.13+ inline values header, or the tp_dictoffset slot), or a managed dict. */
+static int slot_resolve(const struct names_layout *N, const struct ttype *t, struct tslot *s)
+{
+    uint64_t d = N->dict_ptr != NONE ? s->pre[(PRE_HDR + N->dict_ptr) / 8] : 0;
+    uint64_t vals = N->values_ptr != NONE ? s->pre[(PRE_HDR + N->values_ptr) / 8] : 0;
+
+    if (N->dict_ptr == NONE || !(t->flags & TPF_MANAGED_DICT)) {
+        if (t->dictoffset < 16 || (uint64_t)t->dictoffset + 8 > t->basicsize)
+            return APP_E_STALE;
+        s->probe = s->obj + (uint64_t)t->dictoffset;
+        return 0;
+    }
+    if (N->dict_ptr_tagged && (d & 1)) {
+        vals = d + 1;
+        d = 0;
+    }
+    if (vals) {
+        s->keys = t->cached_keys;
+        s->values = vals + N->values_off;
+        return ptr_ok(vals) && s->keys ? 0 : APP_E_STALE;
+    }
+    if (N->inline_values && (t->flags & TPF_INLINE_VALUES))
+        s->probe = s->obj + t->basicsize;
+    if (d && !ptr_ok(d))
+        return APP_E_STALE;
+    s->dict = d;
+    return s->probe || d ? 0 : APP_E_STALE;
+}
+
+/* Reads the probes: an inline values header {capacity, size, embedded, valid} selects the
+ * shared keys when valid (else the managed dict stays); a tp_dictoffset slot gives the dict. */
+static int probes_read(struct walk *w, struct tslot *s, size_t n, const struct ttype *t)
+{
+    uint64_t *addr = x_calloc(n + 1, sizeof(*addr));
+    uint8_t *buf = x_malloc((n + 1) * 8);
+    int st;
+
+    for (size_t i = 0; i < n; i++)
+        addr[i] = s[i].probe;
+    st = read_batch(w->m, addr, n, 8, buf, true);
+    for (size_t i = 0; st == 0 && i < n; i++) {
+        const uint8_t *b = buf + i * 8;
+        bool inl = w->N->inline_values && s[i].probe == s[i].obj + t[s[i].t].basicsize;
+
+        if (!s[i].probe)
+            continue;
+        if (inl && b[3]) {
+            s[i].keys = t[s[i].t].cached_keys;
+            s[i].values = s[i].probe + w->N->values_off;
+            s[i].capacity = b[0];
+            s[i].dict = 0;
+        } else if (!inl) {
+            s[i].dict = ld64(b);
+        }
+        if (!s[i].keys && !ptr_ok(s[i].dict))
+            st = APP_E_STALE;
+    }
+    free(addr);
+    free(buf);
+    return st;
+}
+
+/* Opens the attribute dicts: a split one yields shared keys + values, a combined one is
+ * searched for "_name" directly (rare: only after attributes were deleted or overflowed). */
+static int dicts_read(struct walk *w, struct tslot *s, size_t n)
+{
+    uint64_t *addr = x_calloc(n + 1, sizeof(*addr));
+    uint8_t *buf = x_malloc((n + 1) * DICT_HDR);
+    int st;
+
+    for (size_t i = 0; i < n; i++)
+        addr[i] = s[i].keys ? 0 : s[i].dict;
+    st = read_batch(w->m, addr, n, DICT_HDR, buf, true);
+    for (size_t i = 0; st == 0 && i < n; i++) {
+        const uint8_t *b = buf + i * DICT_HDR;
+
+        if (!addr[i])
+            continue;
+        st = dict_check(w, b);
+        if (st == 0 && ld64(b + DICT_VALUES)) {
+            s[i].keys = ld64(b + DICT_KEYS);
+            s[i].values = ld64(b + DICT_VALUES) + w->N->values_off;
+        } else if (st == 0) {
+            st = dict_lookup_str(w, s[i].dict, "_name", &s[i].name);
+        }
+        if (st == APP_E_NOTFOUND) {
+            s[i].noname = true;
+            st = 0;
+        }
+    }
+    free(addr);
+    free(buf);
+    return st;
+}
+
+/* Index of "_name" in the shared keys at `keys` (SIZE_MAX when absent), memoised per keys
+ * object in ix_keys/ix_val. Shared keys only ever grow in place, so a miss is genuine. */
+static int shared_index(struct walk *w, uint64_t keys, uint64_t *ix_keys, size_t *ix_val,
+                        size_t *nix, size_t *ix)
+{
+    struct dview v;
+    int st;
+
+    for (size_t j = 0; j < *nix; j++) {
+        if (ix_keys[j] == keys) {
+            *ix = ix_val[j];
+            return 0;
+        }
+    }
+    st = keys_load(w, keys, true, &v);
+    if (st == 0)
+        st = dv_find_str(w, &v, "_name", ix);
+    free(v.ent);
+    if (st == APP_E_NOTFOUND) {
+        *ix = SIZE_MAX;
+        st = 0;
+    }
+    if (st == 0) {
+        ix_keys[*nix] = keys;
+        ix_val[(*nix)++] = *ix;
+    }
+    return st;
+}
+
+/* For split attributes: finds "_name" in each distinct shared keys object, then reads every
+ * values[ix] pointer in one batch. */
+static int split_names(struct walk *w, struct tslot *s, size_t n)
+{
+    uint64_t *addr = x_calloc(n + 1, sizeof(*addr)), *ix_keys = x_calloc(n + 1, 8);
+    size_t *ix_val = x_calloc(n + 1, sizeof(size_t)), nix = 0, ix = 0;
+    uint8_t *buf = x_malloc((n + 1) * 8);
+    int st = 0;
+
+    for (size_t i = 0; st == 0 && i < n; i++) {
+        if (s[i].name || s[i].noname || !s[i].keys)
+            continue;
+        st = shared_index(w, s[i].keys, ix_keys, ix_val, &nix, &ix);
+        if (st == 0 && ix == SIZE_MAX)
+            s[i].noname = true;
+        else if (st == 0 && s[i].capacity && ix >= s[i].capacity)
+            st = APP_E_STALE;
+        else
+            addr[i] = s[i].values + 8 * ix;
+    }
+    if (st == 0)
+        st = read_batch(w->m, addr, n, 8, buf, true);
+    for (size_t i = 0; st == 0 && i < n; i++) {
+        if (addr[i])
+            s[i].name = ld64(buf + i * 8);
+        if (addr[i] && !s[i].name)
+            s[i].noname = true; /* deleted from the values array */
+        else if (!s[i].noname && !ptr_ok(s[i].name))
+            st = APP_E_STALE;
+    }
+    free(addr);
+    free(ix_keys);
+    free(ix_val);
+    free(buf);
+    return st;
+}
+
+/* Resolves every slot's _name str object. */
+static int names_locate(struct walk *w, struct tslot *s, size_t n)
+{
+    struct ttype *t = NULL;
+    int st = objects_read(w, s, n);
+
+    if (st == 0)
+        st = types_read(w, s, n, &t);
+    for (size_t i = 0; st == 0 && i < n; i++)
+        st = slot_resolve(w->N, &t[s[i].t], &s[i]);
+    if (st == 0)
+        st = probes_read(w, s, n, t);
+    if (st == 0)
+        st = dicts_read(w, s, n);
+    if (st == 0)
+        st = split_names(w, s, n);
+    free(t);
+    return st;
+}
+
+/* Decodes the names into a new array of *n records, leaving out threads without a _name. */
+static int names_decode(struct walk *w, const struct tslot *s, size_t ns, struct pyname **out,
+                        size_t *n)
+{
+    struct pyname *v = x_calloc(ns + 1, sizeof(*v));
+    size_t k = 0;
+    int st = 0;
+
+    for (size_t i = 0; st == 0 && i < ns; i++) {
+        if (s[i].noname)
+            continue;
+        v[k].ident = s[i].ident;
+        v[k].name = pystr_read(w->m, w->L, s[i].name, &st);
+        if (v[k++].name == NULL && st == 0)
+            st = APP_E_STALE;
+    }
+    if (st < 0 || k == 0) {
+        pynames_free(v, k);
+        v = NULL;
+        k = 0;
+    }
+    *out = v;
+    *n = k;
+    return st;
+}
+
+static int active_walk(struct walk *w, uint64_t active, struct pyname **out, size_t *n)
+{
+    uint8_t hdr0[DICT_HDR];
+    struct dview v;
+    struct tslot *s = NULL;
+    size_t ns = 0;
+    int st = dict_load(w, active, &v, hdr0);
+
+    if (st == 0)
+        st = active_slots(&v, &s, &ns);
+    if (st == 0)
+        st = idents_read(w, s, ns);
+    if (st == 0)
+        st = names_locate(w, s, ns);
+    if (st == 0)
+        st = dict_unchanged(w, active, hdr0, v.n);
+    if (st == 0)
+        st = names_decode(w, s, ns, out, n);
+    free(v.ent);
+    free(s);
+    return st;
+}
+
+int pynames_read(struct rmem *m, const struct py_layout *L, uint64_t interp, struct pyname **out,
+                 size_t *n, struct app_err *err)
+{
+    struct walk w = {.m = m, .L = L};
+    uint64_t active = 0;
+    int st;
+
+    *out = NULL;
+    *n = 0;
+    w.N = L ? names_layout_for(L->minor) : NULL;
+    if (!w.N || L->is_modules == 0 || L->str_state + 4 > STR_HDR)
+        return app_err_set(err, APP_E_VERSION, "no thread-name layout for 3.%d", L ? L->minor : 0);
+    if (!ptr_ok(interp))
+        return app_err_set(err, APP_E_STALE, "bad interpreter address");
+    st = find_active(&w, interp, &active, err);
+    if (st < 0)
+        return st;
+    st = active_walk(&w, active, out, n);
+    if (st < 0)
+        return app_err_set(err, st, "threading._active: %s", app_status_str(st));
+    return 0;
+}
+
+void pynames_free(struct pyname *v, size_t n)
+{
+    if (!v)
+        return;
+    for (size_t i = 0; i < n; i++)
+        free(v[i].name);
+    free(v);
+}

@@ -141,21 +141,43 @@ static uint32_t detect_version(struct rmem *m, const struct pycand *c, uint64_t 
     return version_from_path(c->path);
 }
 
+/* The owner of pid from /proc/PID/status, or -1. */
+static long target_uid(int pid)
+{
+    char path[64], *buf, *u;
+    size_t len;
+    long uid = -1;
+
+    snprintf(path, sizeof(path), "/proc/%d/status", pid);
+    if (file_read_all(path, 1 << 16, &buf, &len) < 0)
+        return -1;
+    u = strstr(buf, "\nUid:");
+    if (u)
+        uid = strtol(u + 5, NULL, 10);
+    free(buf);
+    return uid;
+}
+
 static int perm_message(int pid, struct app_err *err)
 {
-    char *scope = NULL;
+    char *scope = NULL, who[96] = "";
+    char val[48] = "kernel.yama.ptrace_scope is absent";
+    long uid = target_uid(pid);
     size_t len;
-    char val[16] = "absent";
 
     if (file_read_all("/proc/sys/kernel/yama/ptrace_scope", 64, &scope, &len) == 0) {
-        snprintf(val, sizeof(val), "%.*s", (int)strcspn(scope, "\n"), scope);
+        snprintf(val, sizeof(val), "kernel.yama.ptrace_scope is %.*s", (int)strcspn(scope, "\n"),
+                 scope);
         free(scope);
     }
+    if (uid >= 0 && (uid_t)uid != geteuid())
+        snprintf(who, sizeof(who), "it runs as uid %ld, ranktop as uid %ld; ", uid,
+                 (long)geteuid());
     return app_err_set(err, APP_E_PERM,
-                       "cannot read memory of process %d: permission denied (ptrace_scope %s). "
+                       "cannot read memory of process %d: permission denied (%s%s). "
                        "Run ranktop as the same user with kernel.yama.ptrace_scope=0, or as "
                        "root / with CAP_SYS_PTRACE (containers: --cap-add SYS_PTRACE)",
-                       pid, val);
+                       pid, who, val);
 }
 
 static int locate_in(int pid, const struct procmaps *maps, struct pycand *c, bool is_exe,
@@ -219,6 +241,8 @@ int pyproc_open(int pid, const struct pyproc_opts *opts, struct pyproc **out, st
     if (pid <= 0)
         return app_err_set(err, APP_E_USAGE, "invalid PID %d", pid);
     rc = procmaps_read(pid, &maps, err);
+    if (rc == APP_E_PERM)
+        return perm_message(pid, err);
     if (rc < 0)
         return rc == APP_E_NOTFOUND ? app_err_set(err, rc, "no such process %d", pid) : rc;
     if (maps.n == 0) {

@@ -28,7 +28,7 @@ enum app_status {
 
 struct app_err {
     int code;
-    char msg[256];
+    char msg[512];
 };
 
 /* Fills err (when not NULL) with code and a formatted message; returns code so callers can

@@ -361,6 +361,28 @@ START_TEST(test_code_address_reuse)
 }
 END_TEST
 
+/* No interpreter yet (start-up) and a set _finalizing (shut-down) are reported as such. */
+START_TEST(test_starting_and_exiting)
+{
+    struct app_err err = {0};
+    const struct pysample *s;
+    int rc;
+    struct img *im = img_new(&v3140);
+    struct pyproc *p = img_open(im, v3140.version, &rc, &err);
+    uint64_t zero = 0, one = 0x1234;
+
+    ck_assert_int_eq(rc, 0);
+    rmem_image_write(p->mem, RUNTIME + 808, &zero, 8);
+    ck_assert_int_eq(pyproc_sample(p, &s, &err), APP_E_STARTING);
+    ck_assert(strstr(err.msg, "starting up") != NULL);
+    rmem_image_write(p->mem, RUNTIME + 784, &one, 8);
+    ck_assert_int_eq(pyproc_sample(p, &s, &err), APP_E_EXITING);
+    ck_assert(strstr(err.msg, "shutting down") != NULL);
+    pyproc_free(p);
+    img_free(im);
+}
+END_TEST
+
 static Suite *pyimage_suite(void)
 {
     Suite *s = suite_create("pyimage");
@@ -372,6 +394,7 @@ static Suite *pyimage_suite(void)
     tcase_add_test(tc, test_self_loop_dropped);
     tcase_add_test(tc, test_code_generation_flush);
     tcase_add_test(tc, test_code_address_reuse);
+    tcase_add_test(tc, test_starting_and_exiting);
     suite_add_tcase(s, tc);
     return s;
 }

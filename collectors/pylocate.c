@@ -194,17 +194,53 @@ static int locate_in(int pid, const struct procmaps *maps, struct pycand *c, boo
     return 0;
 }
 
-static int attach_found(int pid, struct pycand *c, const struct pyproc_opts *opts,
-                        struct pyproc **out, struct app_err *err)
+/* An empty maps file: a zombie, a kernel thread, or a process in the middle of exec. */
+static int no_mappings(int pid, struct app_err *err)
+{
+    char path[64], *buf, *rp;
+    size_t len;
+    char state = '?';
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+    if (file_read_all(path, 4096, &buf, &len) < 0)
+        return app_err_set(err, APP_E_GONE, "process %d exited", pid);
+    rp = strrchr(buf, ')');
+    if (rp && rp[1] == ' ')
+        state = rp[2];
+    free(buf);
+    if (state == 'Z' || state == 'X')
+        return app_err_set(err, APP_E_GONE, "process %d exited (zombie)", pid);
+    snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+    if (access(path, F_OK) < 0 && errno == ENOENT)
+        return app_err_set(err, APP_E_NOTPY, "process %d is a kernel thread", pid);
+    return app_err_set(err, APP_E_STARTING, "process %d is starting (exec in progress)", pid);
+}
+
+/* ld.so maps a library whole from file offset 0 before it maps the data segment in place, so
+ * _PyRuntime is only meaningful once its page is a writable mapping. */
+static bool runtime_ready(const struct procmaps *maps, uint64_t runtime)
+{
+    for (size_t i = 0; i < maps->n; i++)
+        if (runtime >= maps->v[i].start && runtime < maps->v[i].end)
+            return maps->v[i].perms[0] == 'r' && maps->v[i].perms[1] == 'w';
+    return false;
+}
+
+static int attach_found(int pid, const struct procmaps *maps, struct pycand *c,
+                        const struct pyproc_opts *opts, struct pyproc **out, struct app_err *err)
 {
     uint64_t bias = c->elf.type == ET_DYN ? c->base - c->elf.load_vaddr : 0;
     uint64_t rtaddr = c->elf.pyruntime ? c->elf.pyruntime : c->elf.pyruntime_sec;
     uint64_t runtime = rtaddr ? bias + rtaddr : 0;
-    struct rmem *m = rmem_new_pid(pid);
+    struct rmem *m;
     uint8_t probe[8];
     uint32_t version;
     int rc;
 
+    if (runtime && !runtime_ready(maps, runtime))
+        return app_err_set(err, APP_E_STARTING,
+                           "process %d: interpreter starting up (its data is not mapped yet)", pid);
+    m = rmem_new_pid(pid);
     rc = runtime ? rmem_read(m, runtime, probe, sizeof(probe)) : 0;
     if (rc == APP_E_PERM || rc == APP_E_GONE) {
         rmem_free(m);
@@ -247,10 +283,7 @@ int pyproc_open(int pid, const struct pyproc_opts *opts, struct pyproc **out, st
         return rc == APP_E_NOTFOUND ? app_err_set(err, rc, "no such process %d", pid) : rc;
     if (maps.n == 0) {
         procmaps_fini(&maps);
-        return app_err_set(err, APP_E_PERM,
-                           "process %d: no readable mappings (kernel thread, "
-                           "zombie, or permission denied)",
-                           pid);
+        return no_mappings(pid, err);
     }
     snprintf(link, sizeof(link), "/proc/%d/exe", pid);
     n = readlink(link, exepath, sizeof(exepath) - 1);
@@ -262,7 +295,7 @@ int pyproc_open(int pid, const struct pyproc_opts *opts, struct pyproc **out, st
     if (lib.path)
         rc = locate_in(pid, &maps, &lib, false, err);
     if (rc == 0 && (lib.elf.pyruntime || lib.elf.pyruntime_sec))
-        rc = attach_found(pid, &lib, opts, out, err);
+        rc = attach_found(pid, &maps, &lib, opts, out, err);
     else if (rc != APP_E_PERM) {
         exe.path = exepath;
         for (size_t i = 0; i < maps.n; i++)
@@ -271,7 +304,7 @@ int pyproc_open(int pid, const struct pyproc_opts *opts, struct pyproc **out, st
         rc = locate_in(pid, &maps, &exe, true, err);
         if (rc == 0 && (exe.elf.pyruntime || exe.elf.pyruntime_sec || lib.have_elf ||
                         version_from_path(exe.path)))
-            rc = attach_found(pid, lib.have_elf ? &lib : &exe, opts, out, err);
+            rc = attach_found(pid, &maps, lib.have_elf ? &lib : &exe, opts, out, err);
         else if (rc == 0)
             rc = app_err_set(err, APP_E_NOTPY,
                              "process %d is not a Python process (%s has no _PyRuntime and no "

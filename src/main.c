@@ -10,6 +10,7 @@ static void usage(FILE *f)
     fputs("usage: ranktop <command> [options]\n"
           "\n"
           "commands:\n"
+          "  ls [--json] [discovery flags]   list the GPUs/NPUs and the ranks of this node\n"
           "  dump -p PID[,PID...] [--json]   print the Python stacks of running processes\n"
           "\n"
           "options:\n"
@@ -36,6 +37,8 @@ int main(int argc, char **argv)
         puts("ranktop " RANKTOP_VERSION);
         return 0;
     }
+    if (!strcmp(argv[1], "ls"))
+        return cmd_ls(argc - 1, argv + 1);
     if (!strcmp(argv[1], "dump"))
         return cmd_dump(argc - 1, argv + 1);
     fprintf(stderr, "ranktop: unknown command '%s'\n", argv[1]);

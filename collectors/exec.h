@@ -1,0 +1,27 @@
+/* Running an external tool with a deadline. */
+#ifndef RANKTOP_EXEC_H
+#define RANKTOP_EXEC_H
+
+#include <stddef.h>
+
+#include "ranktop/status.h"
+
+struct exec_result {
+    char *out; /* stdout, NUL-terminated (heap; may hold NULs from the tool) */
+    size_t out_len;
+    char *err; /* stderr, NUL-terminated (heap) */
+    size_t err_len;
+    int status; /* exit code, or 128 + signal */
+};
+
+/* Runs argv[0] (searched on PATH when it has no '/') with stdin from /dev/null, reading stdout
+ * and stderr until EOF or until timeout_ms passes; then kills its process group and reaps it.
+ * Output beyond 16 MiB is dropped. Returns 0 (whatever the exit status) with *res filled, or
+ * APP_E_NOTFOUND (no such program), APP_E_TIMEOUT (killed at the deadline; output so far in
+ * *res), APP_E_IO. Callable from any thread; never blocks longer than the deadline. */
+int exec_run(const char *const argv[], int timeout_ms, struct exec_result *res,
+             struct app_err *err);
+
+void exec_result_fini(struct exec_result *res);
+
+#endif

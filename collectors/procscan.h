@@ -1,0 +1,40 @@
+/* /proc enumeration for discovery: every process with its parent, Python detection, launcher
+ * identity from the environment, and PID-namespace translation. */
+#ifndef RANKTOP_PROCSCAN_H
+#define RANKTOP_PROCSCAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "ranktop/discovery.h"
+
+struct pslist {
+    int *pid, *ppid;
+    int *nsinner; /* the PID in the process's own innermost namespace (NSpid's last value) */
+    size_t n;
+};
+
+/* Lists every process visible in /proc with its parent (sorted by pid). */
+int procscan_list(struct pslist *out);
+void procscan_list_fini(struct pslist *l);
+
+/* Index of pid in the list, or -1. */
+long procscan_find(const struct pslist *l, int pid);
+
+/* True when pid runs CPython: its executable is a python binary or it maps libpython. */
+bool procscan_is_python(int pid);
+
+/* Executable path (or comm when that is unreadable). Returns 0 or a negative status. */
+int procscan_name(int pid, char *out, size_t len);
+
+/* Launcher identity from /proc/PID/environ. Returns 0 or a negative status. */
+int procscan_ident(int pid, struct rank_ident *id);
+
+/* Appends every descendant of root (children, grandchildren...) to *out. */
+void procscan_descendants(const struct pslist *l, int root, int **out, size_t *n);
+
+/* Maps a PID printed by a tool that lives in another PID namespace (a container) to ours: the
+ * unique process whose innermost NSpid equals it. Returns 0 when there is none or several. */
+int procscan_from_inner(const struct pslist *l, int inner);
+
+#endif

@@ -1,0 +1,79 @@
+/* Rank discovery: which processes of this node belong to the job, which rank each one is, and
+ * which GPUs / NPUs they use. Produced by collectors/discovery.c, read by `ranktop ls`, the
+ * engine and the UI. A struct discovery is filled by one thread and then only read. */
+#ifndef RANKTOP_DISCOVERY_H
+#define RANKTOP_DISCOVERY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ranktop/devices.h"
+#include "ranktop/status.h"
+
+/* Distributed-launcher identity from a process's environment; -1 / "" when unset. */
+struct rank_ident {
+    int rank, local_rank, world_size, group_rank, local_world_size;
+    char run_id[64];         /* TORCHELASTIC_RUN_ID */
+    char master_addr[64];    /* MASTER_ADDR */
+    char master_port[16];    /* MASTER_PORT */
+    char cuda_visible[64];   /* CUDA_VISIBLE_DEVICES */
+    char ascend_visible[64]; /* ASCEND_RT_VISIBLE_DEVICES */
+};
+
+struct proc_dev {
+    enum smi_kind kind;
+    int index;      /* GPU index or NPU card id */
+    int chip;       /* NPU chip; -1 for GPUs */
+    int64_t mem_mb; /* -1 unknown */
+};
+
+struct proc_rec {
+    int pid;        /* in our PID namespace when alive; else as the device tool printed it */
+    int ppid;       /* 0 unknown */
+    char name[256]; /* executable path, else the tool's process name */
+    bool alive;     /* the process exists in our /proc */
+    bool python;    /* runs CPython (executable or libpython mapping) */
+    struct rank_ident id;
+    struct proc_dev *devs;
+    size_t ndevs;
+    int *children; /* DataLoader-style workers grouped under this rank */
+    size_t nchildren;
+};
+
+struct discovery {
+    char host[64];
+    struct smi_result devs; /* devices (GPUs and NPUs) and the tools' process rows */
+    struct proc_rec *procs; /* sorted by rank (unknown last), then pid */
+    size_t nprocs;
+    char **errors; /* one line each: "npu-smi: not found on PATH" */
+    size_t nerrors;
+    bool any_tool; /* some device source answered */
+};
+
+struct discovery_opts {
+    const char *nvidia_smi;      /* tool path; NULL = "nvidia-smi" on PATH */
+    const char *npu_smi;         /* NULL = "npu-smi" */
+    const char *nvidia_smi_file; /* recorded default output to parse instead of running it */
+    const char *npu_smi_file;
+    int timeout_ms; /* deadline per external command; 0 = 5000 */
+    int *pids;      /* -p (owned by the caller) */
+    int npids;
+    int *children_of; /* --children-of */
+    int nchildren_of;
+    const char *match;     /* --match REGEX on the command line */
+    bool no_nvml, no_dcmi; /* skip the libraries, use the tools */
+};
+
+void discovery_init(struct discovery *d);
+void discovery_fini(struct discovery *d);
+
+/* Runs the device sources and the /proc scan and joins them. Returns 0 (even when nothing was
+ * found; errors go to d->errors), or APP_E_USAGE for a bad --match expression (message in
+ * err). Callable from any one thread; external tools run under the deadline. */
+int discovery_run(const struct discovery_opts *o, struct discovery *d, struct app_err *err);
+
+/* Pure: fills id from an environ image (NUL-separated NAME=value). */
+void rank_ident_parse(const char *env, size_t len, struct rank_ident *id);
+
+#endif

@@ -1,0 +1,26 @@
+/* The discovery flags every subcommand that finds ranks accepts (issue 3): -p, --children-of,
+ * --match, --nvidia-smi, --npu-smi, --nvidia-smi-file, --npu-smi-file, --tool-timeout. */
+#ifndef RANKTOP_CLI_DISCOVERY_H
+#define RANKTOP_CLI_DISCOVERY_H
+
+#include <getopt.h>
+#include <stdio.h>
+
+#include "ranktop/discovery.h"
+
+/* Long options to splice into a subcommand's table (terminated by a zero entry); their `val`s
+ * are >= CLI_DISC_BASE. */
+#define CLI_DISC_BASE 0x1000
+extern const struct option cli_disc_options[];
+
+/* Handles one getopt result that belongs to discovery ('p' or >= CLI_DISC_BASE). Returns 1 when
+ * handled, 0 when not ours, -1 on a bad value (message printed with the command's name). */
+int cli_disc_handle(int c, const char *arg, struct discovery_opts *o, const char *cmd);
+
+/* Frees what cli_disc_handle allocated. */
+void cli_disc_fini(struct discovery_opts *o);
+
+/* Prints the help lines of the discovery flags. */
+void cli_disc_usage(FILE *f);
+
+#endif

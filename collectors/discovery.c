@@ -243,8 +243,13 @@ int discovery_run(const struct discovery_opts *o, struct discovery *d, struct ap
         add_named(o, &ps, o->match ? &re : NULL, &cand);
     else
         add_default(d, &ps, &cand);
-    for (size_t i = 0; i < cand.n; i++)
+    for (size_t i = 0; i < cand.n; i++) {
+        if (explicit && procscan_find(&ps, cand.v[i]) < 0) {
+            devsrc_error(d, "process %d: no such process", cand.v[i]);
+            continue;
+        }
         fill_rec(new_rec(d, cand.v[i]), &ps);
+    }
     attach_devices(d, &ps, explicit);
     group_workers(d);
     qsort(d->procs, d->nprocs, sizeof(*d->procs), cmp_rec);

@@ -1,0 +1,57 @@
+# Shared helpers for the end-to-end tests: they drive the real ranktop binary against real
+# processes. Sourced by each test; RANKTOP_BIN and RANKTOP_SRCDIR come from meson.
+set -eu
+: "${RANKTOP_BIN:?set by meson}"
+: "${RANKTOP_SRCDIR:?set by meson}"
+FAKE="$RANKTOP_SRCDIR/tests/fake"
+DATA="$RANKTOP_SRCDIR/tests/data"
+WORK=$(mktemp -d)
+PIDS=""
+
+# kill_tree PID: kills a process and all its descendants (launchers start ranks in their own
+# sessions, so killing a process group is not enough).
+kill_tree() {
+    for c in $(pgrep -P "$1" 2>/dev/null); do kill_tree "$c"; done
+    kill -9 "$1" 2>/dev/null || true
+}
+
+cleanup() {
+    for p in $PIDS; do kill -9 "$p" 2>/dev/null || true; done
+    rm -rf "$WORK"
+}
+trap cleanup EXIT INT TERM
+
+fail() {
+    echo "FAIL: $*" >&2
+    exit 1
+}
+
+# start_rank RANK [WORLD]: a sleeping Python process with the launcher's environment.
+start_rank() {
+    RANK=$1 LOCAL_RANK=$1 WORLD_SIZE=${2:-4} MASTER_ADDR=127.0.0.1 MASTER_PORT=29500 \
+        python3 -S -c 'import time
+while True: time.sleep(1)' &
+    PIDS="$PIDS $!"
+    LAST=$!
+}
+
+# wait_for CMD...: retries a command for up to 60 s (no bare sleeps in assertions).
+wait_for() {
+    i=0
+    until "$@"; do
+        i=$((i + 1))
+        [ $i -ge 300 ] && return 1
+        sleep 0.2
+    done
+}
+
+# json_check FILE PYTHON-EXPR: evaluates an assertion with `d` bound to the parsed JSON.
+json_check() {
+    python3 -c 'import json,sys
+d = json.load(open(sys.argv[1]))
+ok = eval(sys.argv[2])
+if not ok:
+    print("assertion failed:", sys.argv[2], file=sys.stderr)
+    print(json.dumps(d, indent=1)[:4000], file=sys.stderr)
+    sys.exit(1)' "$1" "$2"
+}

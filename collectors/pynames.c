@@ -7,9 +7,10 @@
  * pointers are range- and alignment-checked, dict geometry is validated and capped, every dict
  * must have the type of the modules dict, int keys must agree with their entry hash, and the
  * _active dict is read again at the end so that a thread starting or ending mid-walk yields
- * APP_E_STALE instead of a mixed answer. Each walk step reads all threads with one
- * process_vm_readv, so the cost grows with steps, not threads, except one read per name.
- * Stateless; runs on the thread that owns the struct rmem. */
+ * APP_E_STALE instead of a mixed answer. A key reported missing was missing in a dict that did
+ * not change meanwhile; a Thread whose attributes really lack _name is left out. Each walk step
+ * reads all threads with one process_vm_readv, so the cost grows with steps, not threads,
+ * except one read per name. Stateless; runs on the thread that owns the struct rmem. */
 #include "pynames.h"
 
 #include "pystr.h"
@@ -45,10 +46,12 @@
 
 #define DICT_MAX_LOG2 17      /* 131072 slots: far above any modules dict */
 #define KEYS_SPECULATIVE 2048 /* first read of a keys object: header, indices, entries */
-#define STR_HDR 40            /* length and state of a str; inside every str object */
+#define STR_FROM 16           /* str bytes read to filter keys: length @16, hash, state @32 */
+#define STR_LEN 24
+#define FIND_CHUNK 512
 #define BATCH_IOV 512
 #define BATCH_MAX_BAD 16
-#define NONE (-1)
+#define OFF_NONE (-1)
 
 struct names_layout {
     int minor;
@@ -65,20 +68,20 @@ struct names_layout {
 /* 3.8-3.13 compiled with offsetof against each version's headers and checked on live
  * interpreters; 3.14 read from the 3.14 headers (PyTypeObject unchanged since 3.13). */
 static const struct names_layout names_layouts[] = {
-    {.minor = 8, .values_ptr = NONE, .dict_ptr = NONE, .ht_cached_keys = 872},
-    {.minor = 9, .values_ptr = NONE, .dict_ptr = NONE, .ht_cached_keys = 864},
-    {.minor = 10, .values_ptr = NONE, .dict_ptr = NONE, .ht_cached_keys = 872},
+    {.minor = 8, .values_ptr = OFF_NONE, .dict_ptr = OFF_NONE, .ht_cached_keys = 872},
+    {.minor = 9, .values_ptr = OFF_NONE, .dict_ptr = OFF_NONE, .ht_cached_keys = 864},
+    {.minor = 10, .values_ptr = OFF_NONE, .dict_ptr = OFF_NONE, .ht_cached_keys = 872},
     {.minor = 11, .keys_new = true, .values_ptr = -32, .dict_ptr = -24, .ht_cached_keys = 872},
     {.minor = 12,
      .keys_new = true,
-     .values_ptr = NONE,
+     .values_ptr = OFF_NONE,
      .dict_ptr = -24,
      .dict_ptr_tagged = true,
      .ht_cached_keys = 880,
      .long_tag = true},
     {.minor = 13,
      .keys_new = true,
-     .values_ptr = NONE,
+     .values_ptr = OFF_NONE,
      .dict_ptr = -24,
      .inline_values = true,
      .values_off = 8,
@@ -86,7 +89,7 @@ static const struct names_layout names_layouts[] = {
      .long_tag = true},
     {.minor = 14,
      .keys_new = true,
-     .values_ptr = NONE,
+     .values_ptr = OFF_NONE,
      .dict_ptr = -24,
      .inline_values = true,
      .values_off = 8,
@@ -105,9 +108,8 @@ struct walk {
 struct dview {
     uint8_t *ent;
     size_t n, stride; /* entries, bytes per entry */
-    int kind;
-    bool split;      /* values are not in the entries */
-    uint64_t values; /* remote values[] of a split dict, 0 when unknown */
+    bool split;       /* values are not in the entries */
+    uint64_t values;  /* remote values[] of a split dict, 0 when unknown */
 };
 
 struct ttype {
@@ -226,7 +228,6 @@ static int keys_geom_new(const uint8_t *h, struct dview *v, size_t *eoff)
         return APP_E_STALE;
     if (n < 0 || n > ((int64_t)2 << log2) / 3 || (kind == KIND_SPLIT) != v->split)
         return APP_E_STALE;
-    v->kind = (int)kind;
     v->stride = kind == KIND_GENERAL ? 24 : 16;
     v->n = (size_t)n;
     *eoff = 32 + ((size_t)1 << log2_idx);
@@ -244,7 +245,6 @@ static int keys_geom_old(const uint8_t *h, struct dview *v, size_t *eoff)
     if (n < 0 || n > (2 * size) / 3)
         return APP_E_STALE;
     width = size <= 0xff ? 1 : size <= 0xffff ? 2 : 4;
-    v->kind = KIND_GENERAL;
     v->stride = 24;
     v->n = (size_t)n;
     *eoff = 40 + (size_t)size * width;
@@ -323,51 +323,62 @@ static int dict_load(struct walk *w, uint64_t addr, struct dview *v, uint8_t *hd
     return st < 0 ? st : dict_load_hdr(w, hdr, v);
 }
 
-/* True when hdr (STR_HDR bytes of a str) describes a compact ASCII string of len characters. */
+/* True when hdr, a copy of str bytes [STR_FROM, STR_FROM + STR_LEN), describes a compact ASCII
+ * string of len characters. Zero-filled (unreadable) copies never match. */
 static bool str_is_ascii(const struct py_layout *L, const uint8_t *hdr, size_t len)
 {
     int64_t n;
     uint32_t state;
 
-    memcpy(&n, hdr + L->str_length, sizeof(n));
-    memcpy(&state, hdr + L->str_state, sizeof(state));
-    return ld64(hdr + OB_TYPE) != 0 && n == (int64_t)len && ((state >> 2) & 7) == 1 &&
-           ((state >> 5) & 1) && ((state >> 6) & 1);
+    memcpy(&n, hdr + L->str_length - STR_FROM, sizeof(n));
+    memcpy(&state, hdr + L->str_state - STR_FROM, sizeof(state));
+    return n == (int64_t)len && ((state >> 2) & 7) == 1 && ((state >> 5) & 1) && ((state >> 6) & 1);
 }
 
-/* Finds the entry whose key is the str s (ASCII). One batched read of every key's header picks
- * the candidates of the right length, a second reads their characters. Returns 0 with *ix set,
- * APP_E_NOTFOUND, or a read status. */
-static int dv_find_str(struct walk *w, const struct dview *v, const char *s, size_t *ix)
+/* Looks for the str s among entries [at, at + k) of v (k <= FIND_CHUNK): one batched read of
+ * every key's length and state, then one of the characters of the keys of the right length. */
+static int find_chunk(struct walk *w, const struct dview *v, size_t at, size_t k, const char *s,
+                      size_t *ix)
 {
-    size_t len = strlen(s), nc = 0;
-    uint64_t *addr = x_calloc(v->n + 1, sizeof(*addr));
-    size_t *cidx = x_calloc(v->n + 1, sizeof(*cidx));
-    uint8_t *buf = x_malloc((v->n + 1) * STR_HDR);
+    uint64_t addr[FIND_CHUNK] = {0};
+    size_t cidx[FIND_CHUNK], len = strlen(s), nc = 0;
+    uint8_t buf[FIND_CHUNK * STR_LEN];
     int st;
 
-    for (size_t i = 0; i < v->n; i++)
-        addr[i] = dv_live(v, i) && ptr_ok(dv_key(v, i)) ? dv_key(v, i) : 0;
-    st = read_batch(w->m, addr, v->n, STR_HDR, buf, false);
-    for (size_t i = 0; st == 0 && i < v->n; i++) {
-        if (addr[i] && str_is_ascii(w->L, buf + i * STR_HDR, len)) {
-            cidx[nc] = i;
-            addr[nc++] = addr[i] + w->L->str_ascii_size;
+    for (size_t i = 0; i < k; i++) {
+        uint64_t key = dv_key(v, at + i);
+
+        addr[i] = dv_live(v, at + i) && ptr_ok(key) ? key + STR_FROM : 0;
+    }
+    st = read_batch(w->m, addr, k, STR_LEN, buf, false);
+    for (size_t i = 0; st == 0 && i < k; i++) {
+        if (addr[i] && str_is_ascii(w->L, buf + i * STR_LEN, len)) {
+            cidx[nc] = at + i;
+            addr[nc++] = addr[i] - STR_FROM + w->L->str_ascii_size;
         }
     }
     if (st == 0)
         st = read_batch(w->m, addr, nc, len, buf, false);
-    if (st == 0)
-        st = APP_E_NOTFOUND;
-    for (size_t c = 0; st == APP_E_NOTFOUND && c < nc; c++) {
+    for (size_t c = 0; st == 0 && c < nc; c++) {
         if (memcmp(buf + c * len, s, len) == 0) {
             *ix = cidx[c];
-            st = 0;
+            return 0;
         }
     }
-    free(addr);
-    free(cidx);
-    free(buf);
+    return st < 0 ? st : APP_E_NOTFOUND;
+}
+
+/* Finds the entry whose key is the str s (ASCII, at most STR_LEN characters), chunk by chunk
+ * so that a key near the front of a large dict costs two reads. Returns 0 with *ix set,
+ * APP_E_NOTFOUND, or a read status. */
+static int dv_find_str(struct walk *w, const struct dview *v, const char *s, size_t *ix)
+{
+    int st = APP_E_NOTFOUND;
+
+    if (strlen(s) > STR_LEN)
+        return APP_E_NOTFOUND;
+    for (size_t at = 0; st == APP_E_NOTFOUND && at < v->n; at += FIND_CHUNK)
+        st = find_chunk(w, v, at, v->n - at < FIND_CHUNK ? v->n - at : FIND_CHUNK, s, ix);
     return st;
 }
 
@@ -540,7 +551,7 @@ static int idents_read(struct walk *w, struct tslot *s, size_t n)
 /* Reads each Thread's header and, for managed dicts, the words in front of it. */
 static int objects_read(struct walk *w, struct tslot *s, size_t n)
 {
-    size_t pre = w->N->dict_ptr != NONE ? PRE_HDR : 0, len = pre + 16;
+    size_t pre = w->N->dict_ptr != OFF_NONE ? PRE_HDR : 0, len = pre + 16;
     uint64_t *addr = x_calloc(n + 1, sizeof(*addr));
     uint8_t *buf = x_malloc((n + 1) * len);
     int st;
@@ -612,10 +623,10 @@ static int types_read(struct walk *w, struct tslot *s, size_t n, struct ttype **
  * (3.13+ inline values header, or the tp_dictoffset slot), or a managed dict. */
 static int slot_resolve(const struct names_layout *N, const struct ttype *t, struct tslot *s)
 {
-    uint64_t d = N->dict_ptr != NONE ? s->pre[(PRE_HDR + N->dict_ptr) / 8] : 0;
-    uint64_t vals = N->values_ptr != NONE ? s->pre[(PRE_HDR + N->values_ptr) / 8] : 0;
+    uint64_t d = N->dict_ptr != OFF_NONE ? s->pre[(PRE_HDR + N->dict_ptr) / 8] : 0;
+    uint64_t vals = N->values_ptr != OFF_NONE ? s->pre[(PRE_HDR + N->values_ptr) / 8] : 0;
 
-    if (N->dict_ptr == NONE || !(t->flags & TPF_MANAGED_DICT)) {
+    if (N->dict_ptr == OFF_NONE || !(t->flags & TPF_MANAGED_DICT)) {
         if (t->dictoffset < 16 || (uint64_t)t->dictoffset + 8 > t->basicsize)
             return APP_E_STALE;
         s->probe = s->obj + (uint64_t)t->dictoffset;
@@ -849,7 +860,8 @@ int pynames_read(struct rmem *m, const struct py_layout *L, uint64_t interp, str
     *out = NULL;
     *n = 0;
     w.N = L ? names_layout_for(L->minor) : NULL;
-    if (!w.N || L->is_modules == 0 || L->str_state + 4 > STR_HDR)
+    if (!w.N || L->is_modules == 0 || L->str_length != STR_FROM ||
+        L->str_state + 4 > STR_FROM + STR_LEN)
         return app_err_set(err, APP_E_VERSION, "no thread-name layout for 3.%d", L ? L->minor : 0);
     if (!ptr_ok(interp))
         return app_err_set(err, APP_E_STALE, "bad interpreter address");

@@ -6,11 +6,14 @@
  * d->errors and never stops the other source. Discovery thread. */
 #include "devsrc.h"
 
+#include "dcmi.h"
 #include "exec.h"
+#include "nvml.h"
 #include "npusmi_parse.h"
 #include "nvsmi_parse.h"
 #include "ranktop/util.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,6 +135,66 @@ static bool gpu_table(struct discovery *d, const char *tool, int t, struct exec_
     return true;
 }
 
+/* The device libraries are loaded once per process and kept (NVML's init re-creates the
+ * driver context otherwise); one mutex serialises their use across engines and threads. */
+static pthread_mutex_t lib_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct nvml *g_nvml;
+static struct dcmi *g_dcmi;
+static int g_nvml_rc = 1, g_dcmi_rc = 1; /* 1 = not tried yet */
+static bool g_atexit;
+
+static void libs_close(void)
+{
+    nvml_close(g_nvml);
+    dcmi_close(g_dcmi);
+}
+
+/* Collects from NVML when it is present. Returns true when it answered; false means "use the
+ * tool" (after recording why, unless the library is simply not installed). */
+static bool gpu_from_nvml(struct discovery *d)
+{
+    struct app_err err = {0};
+    bool ok = false;
+
+    pthread_mutex_lock(&lib_lock);
+    if (g_nvml_rc == 1) {
+        g_nvml_rc = nvml_open(&g_nvml, &err);
+        if (g_nvml_rc < 0 && g_nvml_rc != APP_E_NOTFOUND)
+            devsrc_error(d, "%s (using nvidia-smi instead)", err.msg);
+        if (g_nvml_rc == 0 && !g_atexit)
+            g_atexit = atexit(libs_close) == 0;
+    }
+    if (g_nvml_rc == 0) {
+        ok = nvml_collect(g_nvml, &d->devs, &err) == 0;
+        if (!ok)
+            devsrc_error(d, "%s (using nvidia-smi instead)", err.msg);
+    }
+    pthread_mutex_unlock(&lib_lock);
+    return ok;
+}
+
+static bool npu_from_dcmi(struct discovery *d)
+{
+    struct app_err err = {0};
+    bool ok = false;
+
+    pthread_mutex_lock(&lib_lock);
+    if (g_dcmi_rc == 1) {
+        g_dcmi_rc = dcmi_open(&g_dcmi, &err);
+        if (g_dcmi_rc < 0 && g_dcmi_rc != APP_E_NOTFOUND)
+            devsrc_error(d, "%s (using npu-smi instead)", err.msg);
+        if (g_dcmi_rc == 0 && !g_atexit)
+            g_atexit = atexit(libs_close) == 0;
+    }
+    if (g_dcmi_rc == 0) {
+        ok = dcmi_collect(g_dcmi, &d->devs, &err) == 0;
+        if (!ok)
+            devsrc_error(d, "%s (using npu-smi instead)", err.msg);
+    }
+    pthread_mutex_unlock(&lib_lock);
+    return ok;
+}
+
 bool devsrc_gpu(const struct discovery_opts *o, struct discovery *d)
 {
     const char *tool = o->nvidia_smi ? o->nvidia_smi : "nvidia-smi";
@@ -143,6 +206,8 @@ bool devsrc_gpu(const struct discovery_opts *o, struct discovery *d)
 
     if (o->nvidia_smi_file)
         return parse_file(d, "nvidia-smi", o->nvidia_smi_file, nvsmi_parse_table) == 0;
+    if (!o->no_nvml && !o->nvidia_smi && gpu_from_nvml(d))
+        return true;
     if (run_tool(d, query, t, &res, false) < 0) {
         exec_result_fini(&res);
         return false;
@@ -171,6 +236,8 @@ bool devsrc_npu(const struct discovery_opts *o, struct discovery *d)
 
     if (o->npu_smi_file)
         return parse_file(d, "npu-smi", o->npu_smi_file, npusmi_parse_info) == 0;
+    if (!o->no_dcmi && !o->npu_smi && npu_from_dcmi(d))
+        return true;
     if (run_tool(d, argv, t, &res, false) < 0) {
         exec_result_fini(&res);
         return false;

@@ -14,7 +14,7 @@
 
 #include <string.h>
 
-#define CSV_MAX_FIELDS 320
+#define CSV_MAX_FIELDS 512
 #define TOOL "nvidia-smi"
 
 enum nv_state { NV_NONE, NV_HEADER, NV_DEVS, NV_PROCS, NV_SKIP };
@@ -25,6 +25,8 @@ struct nv_table {
     size_t k;          /* row number inside the current block */
     bool have_dev;     /* dev holds a device whose first row was read */
     bool seen_gpu_hdr; /* a GPU table header was found */
+    size_t first_dev;  /* r->ndevs and r->nprocs when the parse started */
+    size_t first_proc;
     struct smi_device dev;
     struct smi_cols pcols; /* process table columns */
     size_t pname;          /* index of "Process name" in pcols, or pcols.n */
@@ -184,13 +186,15 @@ static void gpu_csv_row(struct smi_result *r, const enum gpu_col *cols, size_t n
     struct smi_device d;
     size_t n = csv_split(line, f, CSV_MAX_FIELDS);
 
-    /* Without a header the query may stop after power.draw or after temperature.gpu. */
+    /* Fields past CSV_MAX_FIELDS are ignored, as they are in the header. Without a header
+     * the query may stop after power.draw or after temperature.gpu. */
+    n = n < CSV_MAX_FIELDS ? n : CSV_MAX_FIELDS;
     if (n != ncols && !(ncols == 8 && n == 7 && cols[0] == GC_INDEX && cols[7] == GC_TEMP)) {
         smi_text_skip(r, lineno);
         return;
     }
     smi_device_init(&d, SMI_KIND_GPU);
-    for (size_t i = 0; i < n && i < CSV_MAX_FIELDS; i++)
+    for (size_t i = 0; i < n; i++)
         gpu_set(&d, cols[i], f[i]);
     if (!smi_dev_has(&d, SMI_DEV_INDEX)) {
         smi_text_skip(r, lineno);
@@ -560,6 +564,10 @@ static bool nv_header_start(struct smi_span line)
 static void nv_row(struct nv_table *t, struct smi_result *r, struct smi_span line, unsigned lineno)
 {
     if (smi_text_find(line, "NVIDIA-SMI ", NULL)) {
+        /* A second snapshot (nvidia-smi -l) replaces the first. */
+        nv_flush_dev(t, r);
+        r->ndevs = t->first_dev;
+        r->nprocs = t->first_proc;
         nv_version(r, line);
         t->state = NV_NONE;
     } else if (t->state == NV_HEADER) {
@@ -604,25 +612,51 @@ static void nv_line(struct nv_table *t, struct smi_result *r, struct smi_span li
     t->k = 0;
 }
 
+/* No GPU table: a GPU nvidia-smi could not reach, or some other text (quoted). */
+static int nv_no_table(const char *buf, size_t len, struct smi_result *r, struct app_err *err)
+{
+    static const char *const lost[] = {"Unable to determine the device handle", "GPU is lost",
+                                       "Unknown Error"};
+    struct smi_lines it;
+    struct smi_span line, first = {buf, 0};
+    char quoted[120];
+
+    smi_text_lines_init(&it, buf, len);
+    while (smi_text_next_line(&it, &line)) {
+        if (!first.n && smi_text_trim(line).n)
+            first = line;
+        for (size_t i = 0; i < sizeof(lost) / sizeof(lost[0]); i++) {
+            if (smi_text_find(line, lost[i], NULL)) {
+                smi_text_copy(line, quoted, sizeof(quoted));
+                return smi_text_fail(r, err, APP_E_IO, TOOL ": %s", quoted);
+            }
+        }
+    }
+    smi_text_copy(first, quoted, sizeof(quoted));
+    return smi_text_fail(r, err, APP_E_PARSE,
+                         TOOL ": no GPU table in the output (%u line(s)%s%s%s)", it.lineno,
+                         quoted[0] ? ", the first: '" : "", quoted, quoted[0] ? "'" : "");
+}
+
 int nvsmi_parse_table(const char *buf, size_t len, struct smi_result *r, struct app_err *err)
 {
     struct nv_table t;
     struct smi_lines it;
     struct smi_span line;
-    size_t before = r->ndevs;
     int rc = nvsmi_parse_error(buf, len, r, err);
 
     if (rc < 0)
         return rc;
     memset(&t, 0, sizeof(t));
+    t.first_dev = r->ndevs;
+    t.first_proc = r->nprocs;
     smi_text_lines_init(&it, buf, len);
     while (smi_text_next_line(&it, &line))
         nv_line(&t, r, line, it.lineno);
     nv_flush_dev(&t, r);
     if (!t.seen_gpu_hdr)
-        return smi_text_fail(r, err, APP_E_PARSE, TOOL ": no GPU table in the output (%u line(s))",
-                             it.lineno);
-    if (r->ndevs == before)
+        return nv_no_table(buf, len, r, err);
+    if (r->ndevs == t.first_dev)
         return smi_text_fail(r, err, APP_E_PARSE,
                              TOOL ": the GPU table has no rows (output cut short?)");
     return smi_text_done(r, err, TOOL);

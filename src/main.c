@@ -12,6 +12,7 @@ static void usage(FILE *f)
           "commands:\n"
           "  ls [--json] [discovery flags]   list the GPUs/NPUs and the ranks of this node\n"
           "  dump -p PID[,PID...] [--json]   print the Python stacks of running processes\n"
+          "  record -o FILE [options]        record the ranks' stacks to a trace file\n"
           "\n"
           "options:\n"
           "  -h, --help      this help\n"
@@ -39,6 +40,8 @@ int main(int argc, char **argv)
     }
     if (!strcmp(argv[1], "ls"))
         return cmd_ls(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "record"))
+        return cmd_record(argc - 1, argv + 1);
     if (!strcmp(argv[1], "dump"))
         return cmd_dump(argc - 1, argv + 1);
     fprintf(stderr, "ranktop: unknown command '%s'\n", argv[1]);

@@ -16,7 +16,7 @@ kill_tree() {
 }
 
 cleanup() {
-    for p in $PIDS; do kill -9 "$p" 2>/dev/null || true; done
+    for p in $PIDS; do kill_tree "$p"; done
     rm -rf "$WORK"
 }
 trap cleanup EXIT INT TERM
@@ -49,7 +49,11 @@ wait_for() {
 json_check() {
     python3 -c 'import json,sys
 d = json.load(open(sys.argv[1]))
-ok = eval(sys.argv[2])
+try:
+    ok = eval(sys.argv[2])
+except Exception as e:
+    print("assertion raised", repr(e), file=sys.stderr)
+    ok = False
 if not ok:
     print("assertion failed:", sys.argv[2], file=sys.stderr)
     print(json.dumps(d, indent=1)[:4000], file=sys.stderr)

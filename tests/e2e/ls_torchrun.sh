@@ -16,12 +16,12 @@ four_ranks() {
         --npu-smi /nonexistent/npu-smi "$@" > "$WORK/ls.json" 2>/dev/null || return 1
     python3 -c 'import json,sys
 d = json.load(open(sys.argv[1]))
-ranks = sorted(p["rank"] for p in d["processes"] if p["rank"] is not None)
+ranks = sorted(p["rank"] for p in d["processes"] if p["world_size"] == 4)
 sys.exit(0 if ranks == [0, 1, 2, 3] else 1)' "$WORK/ls.json"
 }
 
 wait_for four_ranks || fail "4 ranks not found through /proc: $(cat "$WORK/ls.json"; tail "$WORK/job.log")"
-json_check "$WORK/ls.json" "all(p['python'] and p['alive'] and p['world_size'] == 4 and p['local_rank'] == p['rank'] for p in d['processes'])"
+json_check "$WORK/ls.json" "all(p['python'] and p['alive'] and p['local_rank'] == p['rank'] for p in d['processes'] if p['world_size'] == 4)"
 json_check "$WORK/ls.json" "$LAUNCHER not in [p['pid'] for p in d['processes']]"
 
 wait_for four_ranks --children-of "$LAUNCHER" || fail "4 ranks not found through --children-of"

@@ -1,7 +1,7 @@
 /* Unit tests of the npu-smi parsers (collectors/npusmi_parse.c).
  *
  * One Check test per fixture in tests/data/npu-smi, asserting every key of its .expected
- * sidecar; per fixture also many cut points, 150 damaged copies, and every parser on it (see
+ * sidecar; per fixture also many cut points, 100 damaged copies, and every parser on it (see
  * smi_fixture.h). Then direct tests of `info -t usages` handling. Fixtures are found through
  * RANKTOP_SRCDIR (set by meson). */
 #include "npusmi_parse.h"

@@ -1,7 +1,7 @@
 /* Unit tests of the nvidia-smi parsers (collectors/nvsmi_parse.c).
  *
  * One Check test per fixture in tests/data/nvidia-smi, asserting every key of its .expected
- * sidecar; per fixture also many cut points, 150 damaged copies, and every parser on it (see
+ * sidecar; per fixture also many cut points, 100 damaged copies, and every parser on it (see
  * smi_fixture.h). Then direct tests of the CSV forms with and without header and units, of
  * error outputs through every parser, and of result reuse. Fixtures are found through
  * RANKTOP_SRCDIR (set by meson). */

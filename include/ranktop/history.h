@@ -1,0 +1,136 @@
+/* The recorded timeline of a job: per rank and thread, runs of identical stacks over interned
+ * frames and stacks; counter series (device utilisation and memory, host memory, GIL busy %);
+ * rank start and exit times.
+ *
+ * Ownership and threads: a struct history is written by the engine's collector threads under
+ * the engine's lock (short appends) and read by exporters on a private copy made with
+ * history_clone(), so no reader ever holds the lock while writing a file. All strings are
+ * owned by the history. Times are CLOCK_MONOTONIC nanoseconds. */
+#ifndef RANKTOP_HISTORY_H
+#define RANKTOP_HISTORY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct hframe {
+    const char *function; /* interned */
+    const char *file;     /* interned */
+    int line;             /* 0 unknown */
+};
+
+struct hstack {
+    uint32_t nframes;
+    uint32_t first; /* index into history.stack_frames: frame ids, OUTERMOST first */
+    uint64_t hash;
+};
+
+/* One run: the thread showed `stack` in every sample from t0 to t1 (the last such sample).
+ * A run ends at the next sample, which showed another stack (or none: the thread was gone
+ * or its stack could not be read, then stack == HSTACK_NONE). */
+#define HSTACK_NONE UINT32_MAX
+struct hrun {
+    uint32_t stack;
+    uint64_t t0, t1;
+};
+
+struct hthread {
+    uint64_t ident;       /* Python thread ident */
+    int tid;              /* kernel TID (monitor namespace), 0 unknown */
+    char name[64];        /* Python thread name, "" unknown */
+    bool main;            /* the interpreter's main thread */
+    uint64_t first, last; /* first and last sample that saw it */
+    bool gone;            /* no longer present at `last` + one interval */
+    bool seen;            /* scratch for the sampler: seen in the current sample */
+    struct hrun *runs;
+    size_t nruns, cap;
+};
+
+struct hrank {
+    int pid;
+    int rank; /* -1 unknown */
+    char host[64];
+    char device[32]; /* "gpu 3", "npu 2.1", "" */
+    uint64_t start;  /* first sample */
+    uint64_t end;    /* exit time when exited */
+    bool exited;
+    char python[24]; /* "3.11.7" */
+    struct hthread *threads;
+    size_t nthreads, cap;
+};
+
+/* A numeric time series, exported as a Chrome `C` counter named `name` with one key `key`. */
+struct hpoint {
+    uint64_t t;
+    double v;
+};
+
+struct hseries {
+    char name[48]; /* "gpu3", "gpu3 mem", "rank 3 mem", "rank 3 GIL" */
+    char key[24];  /* "util_pct", "used_mib", "rss_mib", "busy_pct" */
+    int pid;       /* the rank's pid, or 0 for node-wide series (devices) */
+    struct hpoint *pts;
+    size_t n, cap;
+};
+
+struct history {
+    uint64_t t0;        /* CLOCK_MONOTONIC ns at the start of recording */
+    int64_t wall_t0_us; /* wall clock (µs since the epoch) at t0 */
+    char host[64];
+    /* Interning: frames and stacks are append-only; ids are indexes. */
+    struct hframe *frames;
+    size_t nframes, frames_cap;
+    struct hstack *stacks;
+    size_t nstacks, stacks_cap;
+    uint32_t *stack_frames;
+    size_t nstack_frames, stack_frames_cap;
+    void *intern; /* private hash tables (strings, frames, stacks) */
+    struct hrank *ranks;
+    size_t nranks, ranks_cap;
+    struct hseries *series;
+    size_t nseries, series_cap;
+    uint64_t window_ns;  /* runs ending before now - window are trimmed; 0 keeps all */
+    size_t mem_cap;      /* bytes; oldest runs trimmed beyond it; 0 = no cap */
+    size_t dropped_runs; /* runs trimmed so far */
+};
+
+void history_init(struct history *h, uint64_t t0, int64_t wall_t0_us, const char *host);
+void history_fini(struct history *h);
+
+/* Interns a stack given innermost-first frames (as the reader returns them). */
+uint32_t history_intern_stack(struct history *h, const struct hframe *inner_first, uint32_t n);
+
+/* The rank record for pid (created on first use with the given identity). */
+struct hrank *history_rank(struct history *h, int pid, int rank, const char *device);
+
+/* The thread record for ident within r (created on first use). */
+struct hthread *history_thread(struct hrank *r, uint64_t ident, int tid, const char *name,
+                               bool main);
+
+/* Records that thread t showed `stack` at time t (ns): extends the last run or starts one. */
+void history_observe(struct hthread *t, uint32_t stack, uint64_t now);
+
+/* Marks a thread or rank gone / exited at `now`. */
+void history_thread_gone(struct hthread *t, uint64_t now);
+void history_rank_exit(struct hrank *r, uint64_t now);
+
+/* Appends a point to the series (name, key, pid), creating it on first use. */
+void history_counter(struct history *h, const char *name, const char *key, int pid, uint64_t t,
+                     double v);
+
+/* Drops runs and points older than the window and enforces the memory cap. */
+void history_trim(struct history *h, uint64_t now);
+
+/* Bytes the history uses (arrays, strings, tables). */
+size_t history_memory(const struct history *h);
+
+/* Deep copy for an exporter (interning tables are not copied; the copy is read-only). */
+void history_clone(const struct history *h, struct history *out);
+
+/* Frame ids of a stack, outermost first. */
+static inline const uint32_t *history_stack_frames(const struct history *h, uint32_t stack)
+{
+    return h->stack_frames + h->stacks[stack].first;
+}
+
+#endif

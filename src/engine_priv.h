@@ -1,0 +1,43 @@
+/* Engine internals shared by engine.c (lifecycle, discovery) and engine_sampler.c. */
+#ifndef RANKTOP_ENGINE_PRIV_H
+#define RANKTOP_ENGINE_PRIV_H
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "engine.h"
+
+struct target {
+    int pid;
+    int rank;
+    char device[32];
+};
+
+struct engine {
+    struct engine_opts o;
+    pthread_mutex_t lock;
+    pthread_cond_t cond; /* broadcast on stop and on new targets */
+    bool stop;
+    bool discovered; /* the first discovery pass has published */
+    struct history hist;
+    struct target *targets;
+    size_t ntargets;
+    uint64_t targets_gen;
+    char errors[1024];
+    uint64_t period_ns; /* sampler period */
+    uint64_t t_start;
+    /* statistics, under lock */
+    uint64_t samples, stacks, errs, lag_sum_ns, lag_max_ns;
+    int ranks_now, ranks_seen;
+    pthread_t th[4];
+    int nth;
+};
+
+/* Sleeps until abs_ns or stop; true when stopping. */
+bool engine_wait(struct engine *e, uint64_t abs_ns);
+
+void *engine_sampler_main(void *arg);
+void *engine_mem_main(void *arg);
+void *engine_gil_main(void *arg);
+
+#endif

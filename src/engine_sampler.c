@@ -1,0 +1,221 @@
+/* The engine's stack sampler thread.
+ *
+ * Owns one pyproc per target (attached on first sight, re-tried every few seconds when the
+ * attach fails) and samples every target once per period. Reading is done with the lock
+ * released; the lock is taken per target only to intern the stacks and extend the runs. A
+ * target that exits, restarts or is stopped costs only its own read: a stopped process is
+ * read like a running one, and an exited one returns at once. */
+#include "engine_priv.h"
+
+#include "ranktop/pystack.h"
+#include "ranktop/util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ATTACH_RETRY_NS (2000000000ull)
+#define TRIM_EVERY_NS (1000000000ull)
+
+struct slot {
+    struct target t;
+    struct pyproc *py;
+    uint64_t next_attach;
+    uint64_t first_try; /* first attach attempt */
+    bool dead;          /* exited (GONE) */
+    bool started;       /* a rank-start instant was recorded */
+};
+
+struct sampler {
+    struct engine *e;
+    struct slot *s;
+    size_t n, cap;
+    uint64_t gen;
+    struct hframe *scratch;
+    size_t scratch_cap;
+};
+
+/* Adds slots for targets not seen before (the target list comes from discovery). */
+static void sync_targets(struct sampler *sp)
+{
+    struct engine *e = sp->e;
+
+    pthread_mutex_lock(&e->lock);
+    if (e->targets_gen != sp->gen) {
+        sp->gen = e->targets_gen;
+        for (size_t i = 0; i < e->ntargets; i++) {
+            bool known = false;
+
+            for (size_t k = 0; k < sp->n && !known; k++)
+                known = sp->s[k].t.pid == e->targets[i].pid && !sp->s[k].dead;
+            if (known)
+                continue;
+            if (sp->n == sp->cap) {
+                sp->cap = sp->cap ? sp->cap * 2 : 16;
+                sp->s = x_reallocarray(sp->s, sp->cap, sizeof(*sp->s));
+            }
+            memset(&sp->s[sp->n], 0, sizeof(sp->s[0]));
+            sp->s[sp->n++].t = e->targets[i];
+        }
+    }
+    pthread_mutex_unlock(&e->lock);
+}
+
+static void record_sample(struct sampler *sp, struct slot *sl, const struct pysample *s)
+{
+    struct engine *e = sp->e;
+    struct hrank *r;
+
+    pthread_mutex_lock(&e->lock);
+    r = history_rank(&e->hist, sl->t.pid, sl->t.rank, sl->t.device);
+    if (!r->start)
+        r->start = s->t_mono_ns;
+    snprintf(r->python, sizeof(r->python), "%s", pyproc_version(sl->py));
+    for (size_t i = 0; i < r->nthreads; i++)
+        r->threads[i].seen = false;
+    for (uint32_t i = 0; i < s->nthreads; i++) {
+        const struct pythread *pt = &s->threads[i];
+        struct hthread *t;
+        uint32_t stack = HSTACK_NONE;
+
+        if (pt->status == 0) {
+            if (pt->nframes > sp->scratch_cap) {
+                sp->scratch_cap = pt->nframes;
+                sp->scratch = x_reallocarray(sp->scratch, sp->scratch_cap, sizeof(struct hframe));
+            }
+            for (uint32_t k = 0; k < pt->nframes; k++)
+                sp->scratch[k] =
+                    (struct hframe){pt->frames[k].function, pt->frames[k].file, pt->frames[k].line};
+            stack = history_intern_stack(&e->hist, sp->scratch, pt->nframes);
+            e->stacks++;
+        } else {
+            e->errs++;
+        }
+        t = history_thread(r, pt->ident, pt->tid, pt->name, i + 1 == s->nthreads);
+        t->seen = true;
+        history_observe(t, stack, s->t_mono_ns);
+    }
+    for (size_t i = 0; i < r->nthreads; i++)
+        if (!r->threads[i].seen && !r->threads[i].gone)
+            history_thread_gone(&r->threads[i], s->t_mono_ns);
+    pthread_mutex_unlock(&e->lock);
+}
+
+static void slot_exit(struct engine *e, struct slot *sl, uint64_t now)
+{
+    pthread_mutex_lock(&e->lock);
+    for (size_t i = 0; i < e->hist.nranks; i++)
+        if (e->hist.ranks[i].pid == sl->t.pid && !e->hist.ranks[i].exited)
+            history_rank_exit(&e->hist.ranks[i], now);
+    pthread_mutex_unlock(&e->lock);
+    pyproc_free(sl->py);
+    sl->py = NULL;
+    sl->dead = true;
+}
+
+static void count_error(struct engine *e)
+{
+    pthread_mutex_lock(&e->lock);
+    e->errs++;
+    pthread_mutex_unlock(&e->lock);
+}
+
+static void sample_slot(struct sampler *sp, struct slot *sl, uint64_t now)
+{
+    struct engine *e = sp->e;
+    struct pyproc_opts po = {.main_only = !e->o.all_threads};
+    const struct pysample *s;
+    struct app_err err = {0};
+    int rc;
+
+    if (sl->dead)
+        return;
+    if (!sl->py) {
+        if (now < sl->next_attach)
+            return;
+        rc = pyproc_open(sl->t.pid, &po, &sl->py, &err);
+        if (rc == APP_E_GONE || rc == APP_E_NOTFOUND) {
+            sl->dead = true;
+            return;
+        }
+        if (!sl->first_try)
+            sl->first_try = now;
+        if (rc == APP_E_STARTING || (rc == APP_E_NOTPY && now - sl->first_try < ATTACH_RETRY_NS)) {
+            /* Just started, or still exec'ing the interpreter: readable in a moment. */
+            sl->next_attach = now + ATTACH_RETRY_NS / 40;
+            return;
+        }
+        if (rc < 0) {
+            sl->next_attach = now + ATTACH_RETRY_NS;
+            count_error(e);
+            return;
+        }
+    }
+    rc = pyproc_sample(sl->py, &s, &err);
+    if (rc == APP_E_GONE) {
+        slot_exit(e, sl, clock_mono_ns());
+        return;
+    }
+    if (rc < 0) {
+        if (rc != APP_E_STARTING)
+            count_error(e);
+        return;
+    }
+    record_sample(sp, sl, s);
+}
+
+/* One pass over every target; returns how many were sampled. */
+static int sample_pass(struct sampler *sp)
+{
+    int live = 0;
+
+    sync_targets(sp);
+    for (size_t i = 0; i < sp->n; i++) {
+        sample_slot(sp, &sp->s[i], clock_mono_ns());
+        live += sp->s[i].py != NULL;
+    }
+    return live;
+}
+
+static void pass_done(struct engine *e, int live, uint64_t lag, uint64_t now, uint64_t *trim_at)
+{
+    pthread_mutex_lock(&e->lock);
+    e->samples++;
+    e->lag_sum_ns += lag;
+    if (lag > e->lag_max_ns)
+        e->lag_max_ns = lag;
+    e->ranks_now = live;
+    if (e->hist.nranks > (size_t)e->ranks_seen)
+        e->ranks_seen = (int)e->hist.nranks;
+    if (now >= *trim_at) {
+        history_trim(&e->hist, now);
+        *trim_at = now + TRIM_EVERY_NS;
+    }
+    pthread_mutex_unlock(&e->lock);
+}
+
+void *engine_sampler_main(void *arg)
+{
+    struct sampler sp = {.e = arg};
+    struct engine *e = sp.e;
+    uint64_t next = clock_mono_ns(), trim_at = next + TRIM_EVERY_NS;
+
+    while (!engine_wait(e, next)) {
+        uint64_t start = clock_mono_ns(), period;
+        int live = sample_pass(&sp);
+
+        pass_done(e, live, start > next ? start - next : 0, start, &trim_at);
+        pthread_mutex_lock(&e->lock);
+        period = e->period_ns;
+        pthread_mutex_unlock(&e->lock);
+        next += period;
+        /* Behind by more than a period: skip the missed ticks instead of bursting. */
+        if (next + period < clock_mono_ns())
+            next = clock_mono_ns();
+    }
+    for (size_t i = 0; i < sp.n; i++)
+        pyproc_free(sp.s[i].py);
+    free(sp.s);
+    free(sp.scratch);
+    return NULL;
+}

@@ -1,0 +1,550 @@
+/* Export plumbing shared by the three formats: the buffered JSON writer, the export plan
+ * (lanes in rank order, small pids and tids, thread selection, runs clipped to the window),
+ * and the atomic file replacement behind export_write.
+ *
+ * Invariants: a lane's pid is its 1-based position in rank order (unknown ranks last); tid 0
+ * is the rank's main thread, other threads follow in the order the history holds them; a
+ * thread's clipped runs are contiguous and in time order, so consumers only ever see time
+ * move forward. export_write never leaves anything but the old or the complete new file at
+ * the path. Runs on whichever thread calls it, on a history nobody else writes. */
+#include "export_priv.h"
+
+#include "ranktop/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#define XB_CHUNK (1u << 20) /* bytes handed to fwrite at a time */
+
+void xb_init(struct xbuf *b, FILE *f)
+{
+    memset(b, 0, sizeof(*b));
+    b->f = f;
+    b->cap = f ? XB_CHUNK : 4096;
+    b->p = x_malloc(b->cap);
+}
+
+void xb_fini(struct xbuf *b)
+{
+    free(b->p);
+    memset(b, 0, sizeof(*b));
+}
+
+int xb_flush(struct xbuf *b)
+{
+    errno = 0;
+    if (b->f && b->len && !b->err && fwrite(b->p, 1, b->len, b->f) != b->len)
+        b->err = errno ? errno : EIO;
+    if (b->f)
+        b->len = 0;
+    return b->err;
+}
+
+void xb_put_slow(struct xbuf *b, const char *s, size_t n)
+{
+    if (!b->f) {
+        while (b->len + n > b->cap)
+            b->cap *= 2;
+        b->p = x_reallocarray(b->p, b->cap, 1);
+    } else {
+        xb_flush(b);
+        if (n > b->cap) {
+            /* Larger than a chunk: hand it over directly rather than in pieces. */
+            errno = 0;
+            if (!b->err && fwrite(s, 1, n, b->f) != n)
+                b->err = errno ? errno : EIO;
+            return;
+        }
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+}
+
+void xb_u64(struct xbuf *b, uint64_t v)
+{
+    char tmp[24];
+    size_t i = sizeof(tmp);
+
+    do {
+        tmp[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    xb_put(b, tmp + i, sizeof(tmp) - i);
+}
+
+void xb_i64(struct xbuf *b, int64_t v)
+{
+    if (v < 0) {
+        xb_put(b, "-", 1);
+        xb_u64(b, (uint64_t)0 - (uint64_t)v);
+        return;
+    }
+    xb_u64(b, (uint64_t)v);
+}
+
+void xb_us(struct xbuf *b, uint64_t ns)
+{
+    unsigned frac = (unsigned)(ns % 1000);
+    char d[4];
+    size_t n = 3;
+
+    xb_u64(b, ns / 1000);
+    if (!frac)
+        return;
+    d[0] = '.';
+    d[1] = (char)('0' + frac / 100);
+    d[2] = (char)('0' + frac / 10 % 10);
+    d[3] = (char)('0' + frac % 10);
+    while (d[n] == '0')
+        n--;
+    xb_put(b, d, n + 1);
+}
+
+void xb_dbl(struct xbuf *b, double v)
+{
+    char tmp[40];
+    int n;
+
+    /* Integral values (counts, MiB) print as integers; the rest keep 15 significant digits,
+     * which round-trips every value the collectors produce without "0.30000000000000004". */
+    if (v == floor(v) && fabs(v) < 9007199254740992.0) {
+        xb_i64(b, (int64_t)v);
+        return;
+    }
+    n = snprintf(tmp, sizeof(tmp), "%.15g", v);
+    xb_put(b, tmp, (size_t)n);
+}
+
+/* Length of the valid UTF-8 sequence at s (2..4), or 0 if the bytes there are not one. */
+static size_t utf8_valid_len(const unsigned char *s)
+{
+    uint32_t cp;
+    size_t n;
+
+    if (s[0] >= 0xC2 && s[0] <= 0xDF)
+        n = 2, cp = s[0] & 0x1Fu;
+    else if (s[0] >= 0xE0 && s[0] <= 0xEF)
+        n = 3, cp = s[0] & 0x0Fu;
+    else if (s[0] >= 0xF0 && s[0] <= 0xF4)
+        n = 4, cp = s[0] & 0x07u;
+    else
+        return 0;
+    for (size_t i = 1; i < n; i++) {
+        if ((s[i] & 0xC0) != 0x80) /* also stops at the terminating NUL */
+            return 0;
+        cp = cp << 6 | (s[i] & 0x3Fu);
+    }
+    /* Overlong forms, UTF-16 surrogates and code points past U+10FFFF are not UTF-8. */
+    if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+        (cp >= 0xD800 && cp <= 0xDFFF))
+        return 0;
+    return n;
+}
+
+static void xb_jesc_byte(struct xbuf *b, unsigned char c)
+{
+    static const char hex[] = "0123456789abcdef";
+    char u[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+
+    switch (c) {
+    case '"':
+        xb_put(b, "\\\"", 2);
+        return;
+    case '\\':
+        xb_put(b, "\\\\", 2);
+        return;
+    case '\n':
+        xb_put(b, "\\n", 2);
+        return;
+    case '\r':
+        xb_put(b, "\\r", 2);
+        return;
+    case '\t':
+        xb_put(b, "\\t", 2);
+        return;
+    default:
+        xb_put(b, u, sizeof(u));
+    }
+}
+
+void xb_jesc(struct xbuf *b, const char *str)
+{
+    const unsigned char *s = (const unsigned char *)(str ? str : "");
+
+    while (*s) {
+        const unsigned char *run = s;
+        size_t n;
+
+        while (*s >= 0x20 && *s < 0x80 && *s != '"' && *s != '\\')
+            s++;
+        xb_put(b, (const char *)run, (size_t)(s - run));
+        if (!*s)
+            break;
+        if (*s < 0x80) {
+            xb_jesc_byte(b, *s++);
+        } else if ((n = utf8_valid_len(s))) {
+            xb_put(b, (const char *)s, n);
+            s += n;
+        } else {
+            xb_put(b, "\xEF\xBF\xBD", 3);
+            s++;
+        }
+    }
+}
+
+void xb_jstr(struct xbuf *b, const char *s)
+{
+    xb_put(b, "\"", 1);
+    xb_jesc(b, s);
+    xb_put(b, "\"", 1);
+}
+
+const char *xframe_fn(const struct hframe *f)
+{
+    return f->function && f->function[0] ? f->function : "<unknown>";
+}
+
+const char *xframe_file(const struct hframe *f)
+{
+    return f->file ? f->file : "";
+}
+
+/* The first sample of a rank: its own record, else the earliest of its threads. */
+static uint64_t rank_start(const struct hrank *r)
+{
+    uint64_t s = r->start;
+
+    for (size_t i = 0; !r->start && i < r->nthreads; i++) {
+        const struct hthread *t = &r->threads[i];
+        uint64_t f = t->first ? t->first : (t->nruns ? t->runs[0].t0 : 0);
+
+        if (f && (!s || f < s))
+            s = f;
+    }
+    return s;
+}
+
+static bool rank_in_window(const struct hrank *r, uint64_t start, const struct export_opts *o)
+{
+    if (o->to && start && start > o->to)
+        return false;
+    return !(o->from && r->exited && r->end < o->from);
+}
+
+/* "rank 3 (pid 5263, node01, gpu 3)"; the unknown parts are left out. */
+static void lane_names(struct xlane *l)
+{
+    const struct hrank *r = l->r;
+    char parts[160] = "";
+    size_t n = 0;
+
+    if (r->rank >= 0)
+        snprintf(l->label, sizeof(l->label), "rank %d", r->rank);
+    else if (r->pid > 0)
+        snprintf(l->label, sizeof(l->label), "pid %d", r->pid);
+    else
+        snprintf(l->label, sizeof(l->label), "unknown");
+    if (r->rank >= 0 && r->pid > 0)
+        n += (size_t)snprintf(parts + n, sizeof(parts) - n, "pid %d", r->pid);
+    if (r->host[0] && n < sizeof(parts))
+        n += (size_t)snprintf(parts + n, sizeof(parts) - n, "%s%.64s", n ? ", " : "", r->host);
+    if (r->device[0] && n < sizeof(parts))
+        snprintf(parts + n, sizeof(parts) - n, "%s%.32s", n ? ", " : "", r->device);
+    if (parts[0])
+        snprintf(l->name, sizeof(l->name), "%s (%s)", l->label, parts);
+    else
+        snprintf(l->name, sizeof(l->name), "%s", l->label);
+}
+
+static void thread_add(struct xlane *l, const struct hthread *t, int tid)
+{
+    struct xthread *x = &l->th[l->nth++];
+
+    x->t = t;
+    x->tid = tid;
+    if (t->name[0])
+        snprintf(x->name, sizeof(x->name), "%s", t->name);
+    else if (t->main)
+        snprintf(x->name, sizeof(x->name), "MainThread");
+    else
+        snprintf(x->name, sizeof(x->name), "thread %d", t->tid > 0 ? t->tid : tid);
+}
+
+/* Threads shown for a lane: the main thread first as tid 0, then (with all_threads) the
+ * others as 1.. in history order. Threads that never produced a run are left out. */
+static void lane_threads(struct xlane *l, const struct export_opts *o)
+{
+    const struct hrank *r = l->r;
+    size_t main_i = r->nthreads;
+    int tid = 1;
+
+    l->th = x_calloc(r->nthreads ? r->nthreads : 1, sizeof(*l->th));
+    for (size_t i = 0; i < r->nthreads && main_i == r->nthreads; i++)
+        if (r->threads[i].main && r->threads[i].nruns)
+            main_i = i;
+    if (main_i < r->nthreads)
+        thread_add(l, &r->threads[main_i], 0);
+    for (size_t i = 0; i < r->nthreads; i++) {
+        const struct hthread *t = &r->threads[i];
+
+        if (i == main_i || !t->nruns || !(o->all_threads || t->main))
+            continue;
+        thread_add(l, t, tid++);
+    }
+}
+
+static int lane_cmp(const void *a, const void *b)
+{
+    const struct xlane *x = a, *y = b;
+    int xr = x->r->rank, yr = y->r->rank;
+
+    if ((xr < 0) != (yr < 0))
+        return xr < 0 ? 1 : -1;
+    if (xr != yr)
+        return xr < yr ? -1 : 1;
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    if (x->r->pid != y->r->pid)
+        return x->r->pid < y->r->pid ? -1 : 1;
+    return x->r < y->r ? -1 : x->r > y->r;
+}
+
+void xplan_init(struct xplan *p, const struct history *h, const struct export_opts *o)
+{
+    memset(p, 0, sizeof(*p));
+    p->h = h;
+    p->o = o;
+    p->lane = x_calloc(h->nranks ? h->nranks : 1, sizeof(*p->lane));
+    for (size_t i = 0; i < h->nranks; i++) {
+        const struct hrank *r = &h->ranks[i];
+        uint64_t start = rank_start(r);
+
+        if (rank_in_window(r, start, o)) {
+            p->lane[p->nlane].r = r;
+            p->lane[p->nlane++].start = start;
+        }
+    }
+    qsort(p->lane, p->nlane, sizeof(*p->lane), lane_cmp);
+    for (size_t i = 0; i < p->nlane; i++) {
+        p->lane[i].pid = (int)i + 1;
+        lane_names(&p->lane[i]);
+        lane_threads(&p->lane[i], o);
+    }
+}
+
+void xplan_fini(struct xplan *p)
+{
+    for (size_t i = 0; i < p->nlane; i++)
+        free(p->lane[i].th);
+    free(p->lane);
+    memset(p, 0, sizeof(*p));
+}
+
+long xplan_series_lane(const struct xplan *p, const struct hseries *s)
+{
+    long found = -1;
+
+    if (s->pid <= 0)
+        return -1;
+    /* A pid that came back after an exit has two records: a live one wins, else the latest. */
+    for (size_t i = 0; i < p->nlane; i++) {
+        if (p->lane[i].r->pid != s->pid)
+            continue;
+        if (!p->lane[i].r->exited)
+            return (long)i;
+        found = (long)i;
+    }
+    return found;
+}
+
+/* When the last run of a thread stops: one interval after its last sample (the sample that
+ * would have seen it again), or at the rank's exit if that came first. */
+static uint64_t thread_end(const struct export_opts *o, const struct hrank *r,
+                           const struct hthread *t)
+{
+    const struct hrun *last = &t->runs[t->nruns - 1];
+    uint64_t end = last->t1 + o->interval_ns;
+
+    if (r->exited && (!o->interval_ns || r->end < end))
+        end = r->end;
+    return end < last->t1 ? last->t1 : end;
+}
+
+void xiter_init(struct xiter *it, const struct xplan *p, const struct hrank *r,
+                const struct hthread *t)
+{
+    it->p = p;
+    it->r = r;
+    it->t = t;
+    it->i = 0;
+    it->last = 0;
+}
+
+bool xiter_next(struct xiter *it, struct xseg *seg)
+{
+    const struct export_opts *o = it->p->o;
+    const struct hthread *t = it->t;
+
+    while (it->i < t->nruns) {
+        size_t i = it->i++;
+        uint64_t s = t->runs[i].t0;
+        uint64_t e = i + 1 < t->nruns ? t->runs[i + 1].t0 : thread_end(o, it->r, t);
+
+        if (o->to && s >= o->to) {
+            it->i = t->nruns;
+            break;
+        }
+        if (o->from && s < o->from)
+            s = o->from;
+        if (o->to && e > o->to)
+            e = o->to;
+        /* Runs out of order would make time run backwards; the later one loses its overlap. */
+        if (s < it->last)
+            s = it->last;
+        if (e <= s)
+            continue;
+        it->last = e;
+        seg->stack = t->runs[i].stack < it->p->h->nstacks ? t->runs[i].stack : HSTACK_NONE;
+        seg->s = s;
+        seg->e = e;
+        return true;
+    }
+    return false;
+}
+
+int export_format_parse(const char *name)
+{
+    if (!name)
+        return -1;
+    if (!strcmp(name, "chrome"))
+        return EXPORT_CHROME;
+    if (!strcmp(name, "speedscope"))
+        return EXPORT_SPEEDSCOPE;
+    if (!strcmp(name, "collapsed"))
+        return EXPORT_COLLAPSED;
+    return -1;
+}
+
+const char *export_format_ext(enum export_format fmt)
+{
+    switch (fmt) {
+    case EXPORT_SPEEDSCOPE:
+        return ".speedscope.json";
+    case EXPORT_COLLAPSED:
+        return ".folded";
+    case EXPORT_CHROME:
+    default:
+        return ".json";
+    }
+}
+
+/* Writes the whole export to f and flushes it; returns 0 or the errno of the first failure. */
+static int stream_errno(const struct history *h, const struct export_opts *o, FILE *f)
+{
+    struct xbuf b;
+    struct xplan p;
+    int e;
+
+    xb_init(&b, f);
+    xplan_init(&p, h, o);
+    if (o->format == EXPORT_SPEEDSCOPE)
+        export_speedscope(&b, &p);
+    else if (o->format == EXPORT_COLLAPSED)
+        export_collapsed(&b, &p);
+    else
+        export_chrome(&b, &p);
+    e = xb_flush(&b);
+    errno = 0;
+    if (!e && fflush(f))
+        e = errno ? errno : EIO;
+    if (!e && ferror(f))
+        e = EIO;
+    xplan_fini(&p);
+    xb_fini(&b);
+    return e;
+}
+
+int export_stream(const struct history *h, const struct export_opts *o, FILE *f,
+                  struct app_err *err)
+{
+    char buf[128];
+    int e;
+
+    if ((unsigned)o->format > EXPORT_COLLAPSED)
+        return app_err_set(err, APP_E_USAGE, "unknown export format %d", (int)o->format);
+    e = stream_errno(h, o, f);
+    if (e)
+        return app_err_set(err, APP_E_IO, "write error: %s", strerror_r(e, buf, sizeof(buf)));
+    return 0;
+}
+
+/* fsyncs the directory holding path so the rename itself survives a crash. Best effort: the
+ * new file is already in place, and some file systems refuse fsync on directories. */
+static void sync_dir(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    char *dir = slash ? x_strndup(path, slash == path ? 1 : (size_t)(slash - path)) : x_strdup(".");
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+    if (fd >= 0) {
+        (void)fsync(fd);
+        close(fd);
+    }
+    free(dir);
+}
+
+/* Streams into the open temp file, then makes it durable; returns 0 or an errno value.
+ * Closes fd in every case. */
+static int write_temp(const struct history *h, const struct export_opts *o, int fd)
+{
+    FILE *f = fdopen(fd, "w");
+    int e;
+
+    if (!f) {
+        e = errno;
+        close(fd);
+        return e;
+    }
+    e = stream_errno(h, o, f);
+    if (!e && fsync(fileno(f)))
+        e = errno;
+    if (fclose(f) && !e)
+        e = errno ? errno : EIO;
+    return e;
+}
+
+int export_write(const struct history *h, const struct export_opts *o, const char *path,
+                 struct app_err *err)
+{
+    size_t n = strlen(path) + 32;
+    char *tmp = x_malloc(n);
+    char buf[128];
+    int fd, e;
+
+    if ((unsigned)o->format > EXPORT_COLLAPSED) {
+        free(tmp);
+        return app_err_set(err, APP_E_USAGE, "unknown export format %d", (int)o->format);
+    }
+    snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0) {
+        e = errno;
+        goto fail;
+    }
+    e = write_temp(h, o, fd);
+    if (!e && rename(tmp, path))
+        e = errno;
+    if (e) {
+        unlink(tmp);
+        goto fail;
+    }
+    sync_dir(path);
+    free(tmp);
+    return 0;
+fail:
+    free(tmp);
+    return app_err_set(err, APP_E_IO, "cannot write %s: %s", path, strerror_r(e, buf, sizeof(buf)));
+}

@@ -1,0 +1,45 @@
+/* Export of a recorded history: Chrome trace JSON (Perfetto, chrome://tracing, speedscope),
+ * speedscope's own sampled-profile JSON, and collapsed stacks (flamegraph.pl, inferno).
+ *
+ * The exporters only read the history they are given; pass a private copy made with
+ * history_clone() so the engine's lock is never held while a file is written. Any thread may
+ * call these functions; they share no state. */
+#ifndef RANKTOP_EXPORT_H
+#define RANKTOP_EXPORT_H
+
+#include "ranktop/history.h"
+#include "ranktop/status.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+enum export_format { EXPORT_CHROME, EXPORT_SPEEDSCOPE, EXPORT_COLLAPSED };
+
+struct export_opts {
+    enum export_format format;
+    bool all_threads;     /* else the interpreters' main threads only */
+    uint64_t from, to;    /* CLOCK_MONOTONIC ns window; 0 = unbounded on that side */
+    uint64_t interval_ns; /* sampling interval: how long the last sample of a run lasts */
+    const char *version;  /* ranktop version for the file's metadata; NULL = "" */
+};
+
+/* Writes h to path atomically: PATH.tmp.<pid>, checked writes, fflush, fsync, rename over
+ * path, fsync of the directory. On failure the temp file is removed, any previous file at
+ * path is left untouched, and err gets one line (APP_E_IO, "cannot write /x/y.json: No space
+ * left on device"). Returns 0 or a negative app_status. */
+int export_write(const struct history *h, const struct export_opts *o, const char *path,
+                 struct app_err *err);
+
+/* Writes h to f in o->format and flushes f (f is not closed). Returns 0, or APP_E_IO with
+ * err set ("write error: ...") when a write or the flush failed. */
+int export_stream(const struct history *h, const struct export_opts *o, FILE *f,
+                  struct app_err *err);
+
+/* "chrome", "speedscope" or "collapsed" -> enum export_format; -1 for anything else. */
+int export_format_parse(const char *name);
+
+/* File name suffix of a format: ".json", ".speedscope.json", ".folded". */
+const char *export_format_ext(enum export_format fmt);
+
+#endif

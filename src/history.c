@@ -1,0 +1,443 @@
+/* The recorded timeline: interning of strings, frames and stacks; per-thread runs; counter
+ * series; trimming to the time window and memory cap.
+ *
+ * Invariants: frames, stacks and interned strings are append-only and live until
+ * history_fini, so ids and string pointers stay valid for clones; runs of a thread are in
+ * time order and only the last run is ever extended. The engine serialises writers with its
+ * lock; this file has no locking of its own. */
+#include "ranktop/history.h"
+
+#include "ranktop/util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Open-addressed hash set of ids; the caller compares candidates. */
+struct idset {
+    uint32_t *slot; /* id + 1, 0 = empty */
+    uint64_t *hash;
+    size_t cap, used;
+};
+
+struct intern {
+    struct idset strs, frames, stacks;
+    char **str; /* interned strings by id */
+    size_t nstr, strcap;
+    size_t str_bytes;
+};
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+    h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+    return h * 0xff51afd7ed558ccdull;
+}
+
+static uint64_t hash_str(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static void idset_grow(struct idset *s)
+{
+    struct idset n = {0};
+
+    n.cap = s->cap ? s->cap * 2 : 1024;
+    n.slot = x_calloc(n.cap, sizeof(*n.slot));
+    n.hash = x_calloc(n.cap, sizeof(*n.hash));
+    for (size_t i = 0; i < s->cap; i++) {
+        size_t j;
+
+        if (!s->slot[i])
+            continue;
+        for (j = s->hash[i] & (n.cap - 1); n.slot[j]; j = (j + 1) & (n.cap - 1))
+            ;
+        n.slot[j] = s->slot[i];
+        n.hash[j] = s->hash[i];
+    }
+    n.used = s->used;
+    free(s->slot);
+    free(s->hash);
+    *s = n;
+}
+
+/* Finds an id with hash h for which eq(ctx, id) holds; else inserts make(ctx) and returns it. */
+static uint32_t idset_get(struct idset *s, uint64_t h, bool (*eq)(void *, uint32_t),
+                          uint32_t (*make)(void *), void *ctx)
+{
+    size_t j;
+
+    if ((s->used + 1) * 2 > s->cap)
+        idset_grow(s);
+    for (j = h & (s->cap - 1); s->slot[j]; j = (j + 1) & (s->cap - 1))
+        if (s->hash[j] == h && eq(ctx, s->slot[j] - 1))
+            return s->slot[j] - 1;
+    s->slot[j] = make(ctx) + 1;
+    s->hash[j] = h;
+    s->used++;
+    return s->slot[j] - 1;
+}
+
+static void idset_free(struct idset *s)
+{
+    free(s->slot);
+    free(s->hash);
+}
+
+#define GROW(arr, n, cap)                                                                          \
+    do {                                                                                           \
+        if ((n) == (cap)) {                                                                        \
+            (cap) = (cap) ? (cap)*2 : 64;                                                          \
+            (arr) = x_reallocarray((arr), (cap), sizeof(*(arr)));                                  \
+        }                                                                                          \
+    } while (0)
+
+struct str_ctx {
+    struct intern *in;
+    const char *s;
+};
+
+static bool str_eq(void *c, uint32_t id)
+{
+    struct str_ctx *x = c;
+
+    return strcmp(x->in->str[id], x->s) == 0;
+}
+
+static uint32_t str_make(void *c)
+{
+    struct str_ctx *x = c;
+
+    GROW(x->in->str, x->in->nstr, x->in->strcap);
+    x->in->str[x->in->nstr] = x_strdup(x->s);
+    x->in->str_bytes += strlen(x->s) + 1;
+    return (uint32_t)x->in->nstr++;
+}
+
+static const char *intern_str(struct intern *in, const char *s)
+{
+    struct str_ctx c = {in, s ? s : ""};
+    /* str_make may move in->str: take the id first, then index. */
+    uint32_t id = idset_get(&in->strs, hash_str(c.s), str_eq, str_make, &c);
+
+    return in->str[id];
+}
+
+struct frame_ctx {
+    struct history *h;
+    struct hframe f; /* with interned strings */
+};
+
+static bool frame_eq(void *c, uint32_t id)
+{
+    struct frame_ctx *x = c;
+    const struct hframe *f = &x->h->frames[id];
+
+    return f->function == x->f.function && f->file == x->f.file && f->line == x->f.line;
+}
+
+static uint32_t frame_make(void *c)
+{
+    struct frame_ctx *x = c;
+
+    GROW(x->h->frames, x->h->nframes, x->h->frames_cap);
+    x->h->frames[x->h->nframes] = x->f;
+    return (uint32_t)x->h->nframes++;
+}
+
+static uint32_t intern_frame(struct history *h, const struct hframe *f)
+{
+    struct intern *in = h->intern;
+    struct frame_ctx c = {h, {intern_str(in, f->function), intern_str(in, f->file), f->line}};
+    uint64_t k = mix(mix((uint64_t)(uintptr_t)c.f.function, (uint64_t)(uintptr_t)c.f.file),
+                     (uint64_t)f->line);
+
+    return idset_get(&in->frames, k, frame_eq, frame_make, &c);
+}
+
+struct stack_ctx {
+    struct history *h;
+    const uint32_t *ids; /* outermost first */
+    uint32_t n;
+    uint64_t hash;
+};
+
+static bool stack_eq(void *c, uint32_t id)
+{
+    struct stack_ctx *x = c;
+    const struct hstack *s = &x->h->stacks[id];
+
+    return s->nframes == x->n &&
+           !memcmp(x->h->stack_frames + s->first, x->ids, x->n * sizeof(uint32_t));
+}
+
+static uint32_t stack_make(void *c)
+{
+    struct stack_ctx *x = c;
+    struct history *h = x->h;
+
+    while (h->nstack_frames + x->n > h->stack_frames_cap) {
+        h->stack_frames_cap = h->stack_frames_cap ? h->stack_frames_cap * 2 : 4096;
+        h->stack_frames = x_reallocarray(h->stack_frames, h->stack_frames_cap, sizeof(uint32_t));
+    }
+    memcpy(h->stack_frames + h->nstack_frames, x->ids, x->n * sizeof(uint32_t));
+    GROW(h->stacks, h->nstacks, h->stacks_cap);
+    h->stacks[h->nstacks] = (struct hstack){x->n, (uint32_t)h->nstack_frames, x->hash};
+    h->nstack_frames += x->n;
+    return (uint32_t)h->nstacks++;
+}
+
+uint32_t history_intern_stack(struct history *h, const struct hframe *inner_first, uint32_t n)
+{
+    uint32_t *ids = x_malloc((n ? n : 1) * sizeof(uint32_t));
+    struct stack_ctx c = {h, ids, n, 0x51ed27};
+    uint32_t id;
+
+    for (uint32_t i = 0; i < n; i++) {
+        ids[i] = intern_frame(h, &inner_first[n - 1 - i]);
+        c.hash = mix(c.hash, ids[i]);
+    }
+    id = idset_get(&((struct intern *)h->intern)->stacks, c.hash, stack_eq, stack_make, &c);
+    free(ids);
+    return id;
+}
+
+void history_init(struct history *h, uint64_t t0, int64_t wall_t0_us, const char *host)
+{
+    memset(h, 0, sizeof(*h));
+    h->t0 = t0;
+    h->wall_t0_us = wall_t0_us;
+    snprintf(h->host, sizeof(h->host), "%s", host ? host : "");
+    h->intern = x_calloc(1, sizeof(struct intern));
+}
+
+static void free_ranks(struct history *h)
+{
+    for (size_t i = 0; i < h->nranks; i++) {
+        for (size_t k = 0; k < h->ranks[i].nthreads; k++)
+            free(h->ranks[i].threads[k].runs);
+        free(h->ranks[i].threads);
+    }
+    free(h->ranks);
+    for (size_t i = 0; i < h->nseries; i++)
+        free(h->series[i].pts);
+    free(h->series);
+}
+
+void history_fini(struct history *h)
+{
+    struct intern *in = h->intern;
+
+    free_ranks(h);
+    if (in) {
+        for (size_t i = 0; i < in->nstr; i++)
+            free(in->str[i]);
+        free(in->str);
+        idset_free(&in->strs);
+        idset_free(&in->frames);
+        idset_free(&in->stacks);
+        free(in);
+    }
+    free(h->frames);
+    free(h->stacks);
+    free(h->stack_frames);
+    memset(h, 0, sizeof(*h));
+}
+
+struct hrank *history_rank(struct history *h, int pid, int rank, const char *device)
+{
+    struct hrank *r;
+
+    for (size_t i = 0; i < h->nranks; i++)
+        if (h->ranks[i].pid == pid && !h->ranks[i].exited)
+            return &h->ranks[i];
+    GROW(h->ranks, h->nranks, h->ranks_cap);
+    r = memset(&h->ranks[h->nranks++], 0, sizeof(*r));
+    r->pid = pid;
+    r->rank = rank;
+    snprintf(r->host, sizeof(r->host), "%s", h->host);
+    snprintf(r->device, sizeof(r->device), "%s", device ? device : "");
+    return r;
+}
+
+struct hthread *history_thread(struct hrank *r, uint64_t ident, int tid, const char *name,
+                               bool main)
+{
+    struct hthread *t;
+
+    for (size_t i = 0; i < r->nthreads; i++) {
+        t = &r->threads[i];
+        if (t->ident == ident && (!t->gone || (tid && t->tid == tid))) {
+            if (name && name[0] && strcmp(t->name, name))
+                snprintf(t->name, sizeof(t->name), "%s", name);
+            if (tid)
+                t->tid = tid;
+            t->gone = false;
+            return t;
+        }
+    }
+    GROW(r->threads, r->nthreads, r->cap);
+    t = memset(&r->threads[r->nthreads++], 0, sizeof(*t));
+    t->ident = ident;
+    t->tid = tid;
+    t->main = main;
+    snprintf(t->name, sizeof(t->name), "%s", name ? name : "");
+    return t;
+}
+
+void history_observe(struct hthread *t, uint32_t stack, uint64_t now)
+{
+    struct hrun *last = t->nruns ? &t->runs[t->nruns - 1] : NULL;
+
+    if (!t->first)
+        t->first = now;
+    t->last = now;
+    if (last && last->stack == stack && now >= last->t1) {
+        last->t1 = now;
+        return;
+    }
+    GROW(t->runs, t->nruns, t->cap);
+    t->runs[t->nruns++] = (struct hrun){stack, now, now};
+}
+
+void history_thread_gone(struct hthread *t, uint64_t now)
+{
+    (void)now;
+    t->gone = true;
+}
+
+void history_rank_exit(struct hrank *r, uint64_t now)
+{
+    r->exited = true;
+    r->end = now;
+    for (size_t i = 0; i < r->nthreads; i++)
+        r->threads[i].gone = true;
+}
+
+void history_counter(struct history *h, const char *name, const char *key, int pid, uint64_t t,
+                     double v)
+{
+    struct hseries *s = NULL;
+
+    for (size_t i = 0; i < h->nseries && !s; i++)
+        if (h->series[i].pid == pid && !strcmp(h->series[i].name, name) &&
+            !strcmp(h->series[i].key, key))
+            s = &h->series[i];
+    if (!s) {
+        GROW(h->series, h->nseries, h->series_cap);
+        s = memset(&h->series[h->nseries++], 0, sizeof(*s));
+        snprintf(s->name, sizeof(s->name), "%s", name);
+        snprintf(s->key, sizeof(s->key), "%s", key);
+        s->pid = pid;
+    }
+    GROW(s->pts, s->n, s->cap);
+    s->pts[s->n++] = (struct hpoint){t, v};
+}
+
+size_t history_memory(const struct history *h)
+{
+    const struct intern *in = h->intern;
+    size_t b = sizeof(*h) + h->frames_cap * sizeof(struct hframe) +
+               h->stacks_cap * sizeof(struct hstack) + h->stack_frames_cap * sizeof(uint32_t) +
+               h->ranks_cap * sizeof(struct hrank) + h->series_cap * sizeof(struct hseries);
+
+    if (in)
+        b += in->str_bytes + in->strcap * sizeof(char *) +
+             (in->strs.cap + in->frames.cap + in->stacks.cap) * 12;
+    for (size_t i = 0; i < h->nranks; i++)
+        for (size_t k = 0; k < h->ranks[i].nthreads; k++)
+            b += sizeof(struct hthread) + h->ranks[i].threads[k].cap * sizeof(struct hrun);
+    for (size_t i = 0; i < h->nseries; i++)
+        b += h->series[i].cap * sizeof(struct hpoint);
+    return b;
+}
+
+/* Drops runs that ended before cut (keeping each thread's last run) and points before cut. */
+static void trim_before(struct history *h, uint64_t cut)
+{
+    for (size_t i = 0; i < h->nranks; i++)
+        for (size_t k = 0; k < h->ranks[i].nthreads; k++) {
+            struct hthread *t = &h->ranks[i].threads[k];
+            size_t d = 0;
+
+            while (d + 1 < t->nruns && t->runs[d].t1 < cut)
+                d++;
+            if (!d)
+                continue;
+            memmove(t->runs, t->runs + d, (t->nruns - d) * sizeof(*t->runs));
+            t->nruns -= d;
+            h->dropped_runs += d;
+            if (t->cap > 64 && t->nruns < t->cap / 4) {
+                t->cap /= 2;
+                t->runs = x_reallocarray(t->runs, t->cap, sizeof(*t->runs));
+            }
+        }
+    for (size_t i = 0; i < h->nseries; i++) {
+        struct hseries *s = &h->series[i];
+        size_t d = 0;
+
+        while (d + 1 < s->n && s->pts[d].t < cut)
+            d++;
+        memmove(s->pts, s->pts + d, (s->n - d) * sizeof(*s->pts));
+        s->n -= d;
+    }
+}
+
+void history_trim(struct history *h, uint64_t now)
+{
+    uint64_t cut = h->window_ns && now > h->window_ns ? now - h->window_ns : 0;
+
+    if (cut)
+        trim_before(h, cut);
+    /* Over the memory cap: give up the oldest quarter of what is left, a few times. */
+    for (int i = 0; i < 8 && h->mem_cap && history_memory(h) > h->mem_cap; i++) {
+        cut = cut ? cut : h->t0;
+        cut += (now - cut) / 4;
+        trim_before(h, cut);
+    }
+}
+
+static void *dup_array(const void *src, size_t n, size_t size)
+{
+    void *p = x_reallocarray(NULL, n ? n : 1, size);
+
+    if (n)
+        memcpy(p, src, n * size);
+    return p;
+}
+
+void history_clone(const struct history *h, struct history *out)
+{
+    *out = *h;
+    out->intern = NULL;
+    out->frames = dup_array(h->frames, h->nframes, sizeof(*h->frames));
+    out->frames_cap = h->nframes;
+    out->stacks = dup_array(h->stacks, h->nstacks, sizeof(*h->stacks));
+    out->stacks_cap = h->nstacks;
+    out->stack_frames = dup_array(h->stack_frames, h->nstack_frames, sizeof(uint32_t));
+    out->stack_frames_cap = h->nstack_frames;
+    out->ranks = dup_array(h->ranks, h->nranks, sizeof(*h->ranks));
+    out->ranks_cap = h->nranks;
+    for (size_t i = 0; i < h->nranks; i++) {
+        struct hrank *r = &out->ranks[i];
+
+        r->threads = dup_array(h->ranks[i].threads, r->nthreads, sizeof(*r->threads));
+        r->cap = r->nthreads;
+        for (size_t k = 0; k < r->nthreads; k++) {
+            struct hthread *t = &r->threads[k];
+
+            t->runs = dup_array(h->ranks[i].threads[k].runs, t->nruns, sizeof(*t->runs));
+            t->cap = t->nruns;
+        }
+    }
+    out->series = dup_array(h->series, h->nseries, sizeof(*h->series));
+    out->series_cap = h->nseries;
+    for (size_t i = 0; i < h->nseries; i++) {
+        out->series[i].pts = dup_array(h->series[i].pts, h->series[i].n, sizeof(struct hpoint));
+        out->series[i].cap = h->series[i].n;
+    }
+}

@@ -1,0 +1,1094 @@
+/* Tests for the exporters (src/export*.c).
+ *
+ * One hand-built history serves most cases: two ranks and a rank of unknown number, a main
+ * thread whose stack changes (sharing prefixes, moving between lines of one function, going
+ * empty for a sample), a worker thread that goes away, a rank that exits, counters on rank
+ * and node pids, and names with non-ASCII text, quotes, a backslash and a newline. Each format
+ * is written to a temp dir and read back: Chrome JSON with json-c (lanes, sort indexes, the
+ * exact B/E sequence with timestamps, args, counters, instants, otherData) and then through
+ * tests/tools/trace_check.py; speedscope JSON likewise; collapsed stacks compared line for
+ * line. The atomic writer is driven into failures: a missing and a read-only directory, a
+ * full tmpfs (when mount(2) is permitted) and RLIMIT_FSIZE in a child, each leaving the old
+ * file byte-identical and no temp file behind. The checker is itself checked: every rule it
+ * enforces rejects a small trace breaking it. Histories are filled in by hand (the structs
+ * are transparent), so nothing here depends on history.c. RANKTOP_SRCDIR (set by meson)
+ * locates the checker; python3 must be on PATH. Single-threaded. */
+#include "export.h"
+#include "export_priv.h"
+
+#include "ranktop/history.h"
+
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <json-c/json.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define T0 1000000000000ull /* history start, CLOCK_MONOTONIC ns */
+#define OFF 1500ull         /* first sample 1.5 µs after the start */
+#define IVAL 100000000ull   /* 100 ms sampling interval */
+#define T(k) (T0 + OFF + (uint64_t)(k)*IVAL)
+#define WALL0 1700000000123456ll /* wall clock at T0, µs */
+#define WORKER_NAME "data \"loader\"\\\n"
+#define QUOTE_FN "say \"hi\"\\\n"
+#define NONASCII_FN                                                                                \
+    "l\xC3\xA4"                                                                                    \
+    "dt_\xE6\x95\xB0\xE6\x8D\xAE" /* "lädt_数据" */
+
+struct stacks {
+    uint32_t s1, s2, s3, w, s4, s5;
+};
+
+static char tmpdir[64];
+
+/* Histories are filled in by hand (the structs are transparent), so these tests depend on
+ * nothing but the data model. Rank and thread arrays have a fixed capacity so the pointers
+ * handed out stay valid. */
+#define TB_RANKS 8
+#define TB_THREADS 8
+
+static void tb_init(struct history *h, const char *host)
+{
+    memset(h, 0, sizeof(*h));
+    h->t0 = T0;
+    h->wall_t0_us = WALL0;
+    snprintf(h->host, sizeof(h->host), "%s", host);
+    h->ranks = calloc(TB_RANKS, sizeof(*h->ranks));
+    ck_assert_ptr_nonnull(h->ranks);
+    h->ranks_cap = TB_RANKS;
+}
+
+static void tb_free(struct history *h)
+{
+    for (size_t i = 0; i < h->nranks; i++) {
+        for (size_t k = 0; k < h->ranks[i].nthreads; k++)
+            free(h->ranks[i].threads[k].runs);
+        free(h->ranks[i].threads);
+    }
+    for (size_t i = 0; i < h->nseries; i++)
+        free(h->series[i].pts);
+    free(h->ranks);
+    free(h->series);
+    free(h->frames);
+    free(h->stacks);
+    free(h->stack_frames);
+    memset(h, 0, sizeof(*h));
+}
+
+static void *tb_grow(void *p, size_t n, size_t size)
+{
+    p = realloc(p, (n + 1) * size);
+    ck_assert_ptr_nonnull(p);
+    return p;
+}
+
+/* A frame id, reusing an equal frame as interning would. */
+static uint32_t tb_frame(struct history *h, const struct hframe *f)
+{
+    for (size_t i = 0; i < h->nframes; i++)
+        if (!strcmp(h->frames[i].function, f->function) && !strcmp(h->frames[i].file, f->file) &&
+            h->frames[i].line == f->line)
+            return (uint32_t)i;
+    h->frames = tb_grow(h->frames, h->nframes, sizeof(*h->frames));
+    h->frames[h->nframes] = *f;
+    return (uint32_t)h->nframes++;
+}
+
+/* A new stack from frames given outermost first. */
+static uint32_t tb_stack(struct history *h, const struct hframe *outer_first, uint32_t n)
+{
+    h->stacks = tb_grow(h->stacks, h->nstacks, sizeof(*h->stacks));
+    h->stacks[h->nstacks] = (struct hstack){n, (uint32_t)h->nstack_frames, 0};
+    for (uint32_t i = 0; i < n; i++) {
+        h->stack_frames = tb_grow(h->stack_frames, h->nstack_frames, sizeof(uint32_t));
+        h->stack_frames[h->nstack_frames++] = tb_frame(h, &outer_first[i]);
+    }
+    return (uint32_t)h->nstacks++;
+}
+
+static struct hrank *tb_rank(struct history *h, int pid, int rank, const char *host,
+                             const char *device, uint64_t start)
+{
+    struct hrank *r = &h->ranks[h->nranks++];
+
+    ck_assert_uint_le(h->nranks, TB_RANKS);
+    r->pid = pid;
+    r->rank = rank;
+    snprintf(r->host, sizeof(r->host), "%s", host);
+    snprintf(r->device, sizeof(r->device), "%s", device);
+    r->start = start;
+    r->threads = calloc(TB_THREADS, sizeof(*r->threads));
+    ck_assert_ptr_nonnull(r->threads);
+    r->cap = TB_THREADS;
+    return r;
+}
+
+static struct hthread *tb_thread(struct hrank *r, uint64_t ident, int tid, const char *name,
+                                 bool main)
+{
+    struct hthread *t = &r->threads[r->nthreads++];
+
+    ck_assert_uint_le(r->nthreads, TB_THREADS);
+    t->ident = ident;
+    t->tid = tid;
+    snprintf(t->name, sizeof(t->name), "%s", name);
+    t->main = main;
+    return t;
+}
+
+/* The thread showed `stack` in samples k0..k1. */
+static void tb_run(struct hthread *t, uint32_t stack, int k0, int k1)
+{
+    t->runs = tb_grow(t->runs, t->nruns, sizeof(*t->runs));
+    t->runs[t->nruns++] = (struct hrun){stack, T(k0), T(k1)};
+    if (!t->first)
+        t->first = T(k0);
+    t->last = T(k1);
+    t->cap = t->nruns;
+}
+
+static void tb_counter(struct history *h, const char *name, const char *key, int pid, uint64_t t,
+                       double v)
+{
+    struct hseries *s = NULL;
+
+    for (size_t i = 0; i < h->nseries && !s; i++)
+        if (!strcmp(h->series[i].name, name) && h->series[i].pid == pid)
+            s = &h->series[i];
+    if (!s) {
+        h->series = tb_grow(h->series, h->nseries, sizeof(*h->series));
+        s = memset(&h->series[h->nseries++], 0, sizeof(*s));
+        snprintf(s->name, sizeof(s->name), "%s", name);
+        snprintf(s->key, sizeof(s->key), "%s", key);
+        s->pid = pid;
+    }
+    s->pts = tb_grow(s->pts, s->n, sizeof(*s->pts));
+    s->pts[s->n++] = (struct hpoint){t, v};
+}
+
+static struct hframe fr(const char *fn, const char *file, int line)
+{
+    struct hframe f = {fn, file, line};
+
+    return f;
+}
+
+static void build_stacks(struct history *h, struct stacks *s)
+{
+    const struct hframe s1[] = {fr("main", "train.py", 10), fr("train", "train.py", 20),
+                                fr("step", "train.py", 30)};
+    const struct hframe s2[] = {fr("main", "train.py", 10), fr("train", "train.py", 20),
+                                fr("step", "train.py", 31)};
+    const struct hframe s3[] = {fr("main", "train.py", 10), fr("train", "train.py", 20),
+                                fr("save", "io.py", 5)};
+    const struct hframe w[] = {fr("run", "threading.py", 1), fr(NONASCII_FN, "data.py", 7),
+                               fr(QUOTE_FN, "we\"ird.py", 3)};
+    const struct hframe s4[] = {fr("main", "eval.py", 1), fr("evaluate", "eval.py", 2)};
+    const struct hframe s5[] = {fr("main", "x.py", 1)};
+
+    s->s1 = tb_stack(h, s1, 3);
+    s->s2 = tb_stack(h, s2, 3);
+    s->s3 = tb_stack(h, s3, 3);
+    s->w = tb_stack(h, w, 3);
+    s->s4 = tb_stack(h, s4, 2);
+    s->s5 = tb_stack(h, s5, 1);
+}
+
+/* The shared scenario; see the file comment. Times are samples k = 0..7, 100 ms apart. */
+static void build(struct history *h, struct stacks *s)
+{
+    struct hrank *r;
+    struct hthread *t;
+
+    tb_init(h, "node01");
+    build_stacks(h, s);
+    r = tb_rank(h, 5263, 1, "node01", "gpu 1", T(0));
+    t = tb_thread(r, 1, 5263, "MainThread", true);
+    tb_run(t, s->s1, 0, 2);
+    tb_run(t, s->s2, 3, 4);
+    tb_run(t, s->s3, 5, 5);
+    tb_run(t, HSTACK_NONE, 6, 6);
+    tb_run(t, s->s1, 7, 7);
+    t = tb_thread(r, 2, 5270, WORKER_NAME, false);
+    tb_run(t, s->w, 0, 3);
+    t->gone = true;
+
+    r = tb_rank(h, 6000, 0, "node01", "gpu 0", T(0));
+    t = tb_thread(r, 1, 6000, "MainThread", true);
+    tb_run(t, s->s4, 0, 4);
+    t->gone = true;
+    r->exited = true;
+    r->end = T(4) + IVAL / 2;
+
+    r = tb_rank(h, 7000, -1, "", "", T(2));
+    tb_run(tb_thread(r, 9, 0, "", true), s->s5, 2, 2);
+
+    tb_counter(h, "gpu1", "util_pct", 5263, T(0), 10);
+    tb_counter(h, "gpu1", "util_pct", 5263, T(1), 20.5);
+    tb_counter(h, "gpu1", "util_pct", 5263, T(2), 30);
+    tb_counter(h, "gpu7", "util_pct", 0, T(0) + IVAL / 2, 99);
+    tb_counter(h, "gpu7", "util_pct", 0, T(1) + IVAL / 2, 98);
+    tb_counter(h, "rank 0 mem", "rss_mib", 6000, T(1), 1024);
+}
+
+static struct export_opts opts(enum export_format fmt, bool all)
+{
+    struct export_opts o = {
+        .format = fmt, .all_threads = all, .interval_ns = IVAL, .version = "9.9-test"};
+
+    return o;
+}
+
+static void setup(void)
+{
+    snprintf(tmpdir, sizeof(tmpdir), "/tmp/check_export.XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+}
+
+static void teardown(void)
+{
+    const char *mounts[] = {"tiny", "ro"};
+    char cmd[128];
+
+    /* A failed test may leave its tmpfs mounted; detach it so the tree can go. */
+    for (size_t i = 0; i < sizeof(mounts) / sizeof(*mounts); i++) {
+        snprintf(cmd, sizeof(cmd), "%s/%s", tmpdir, mounts[i]);
+        (void)umount2(cmd, MNT_DETACH);
+    }
+
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+static void path_in(char *out, size_t n, const char *dir, const char *name)
+{
+    snprintf(out, n, "%s/%s", dir, name);
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf;
+    long n;
+
+    ck_assert_msg(f != NULL, "cannot open %s: %s", path, strerror(errno));
+    fseek(f, 0, SEEK_END);
+    n = ftell(f);
+    rewind(f);
+    buf = malloc((size_t)n + 1);
+    ck_assert_ptr_nonnull(buf);
+    ck_assert_uint_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+    buf[n] = '\0';
+    fclose(f);
+    if (len)
+        *len = (size_t)n;
+    return buf;
+}
+
+/* Number of entries in dir other than . and .. */
+static int dir_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int n = 0;
+
+    ck_assert_ptr_nonnull(d);
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+            n++;
+    closedir(d);
+    return n;
+}
+
+/* Runs tests/tools/trace_check.py with extra arguments; returns its exit status. */
+static int run_checker(const char *file, const char *extra)
+{
+    const char *src = getenv("RANKTOP_SRCDIR");
+    char cmd[1024];
+    int st;
+
+    ck_assert_msg(src != NULL, "RANKTOP_SRCDIR is not set (run through meson test)");
+    snprintf(cmd, sizeof(cmd), "python3 '%s/tests/tools/trace_check.py' -q '%s' %s", src, file,
+             extra);
+    st = system(cmd);
+    ck_assert_msg(st != -1 && WIFEXITED(st), "cannot run: %s", cmd);
+    ck_assert_msg(WEXITSTATUS(st) != 127, "python3 not found for: %s", cmd);
+    return WEXITSTATUS(st);
+}
+
+static json_object *export_parse(const struct history *h, const struct export_opts *o,
+                                 const char *name, char *path, size_t pathlen)
+{
+    struct app_err err = {0};
+    json_object *doc;
+
+    path_in(path, pathlen, tmpdir, name);
+    ck_assert_msg(export_write(h, o, path, &err) == 0, "export: %s", err.msg);
+    doc = json_object_from_file(path);
+    ck_assert_msg(doc != NULL, "%s is not JSON: %s", path, json_util_get_last_err());
+    return doc;
+}
+
+static json_object *get(json_object *o, const char *key)
+{
+    json_object *v = NULL;
+
+    ck_assert_msg(json_object_object_get_ex(o, key, &v), "no key %s in %s", key,
+                  json_object_to_json_string(o));
+    return v;
+}
+
+static const char *gets(json_object *o, const char *key)
+{
+    return json_object_get_string(get(o, key));
+}
+
+static int geti(json_object *o, const char *key)
+{
+    return json_object_get_int(get(o, key));
+}
+
+static bool has(json_object *o, const char *key)
+{
+    return json_object_object_get_ex(o, key, NULL);
+}
+
+static bool is_ph(json_object *ev, const char *ph)
+{
+    return !strcmp(gets(ev, "ph"), ph);
+}
+
+/* The B/E events of one (pid, tid) as "B name ts|E name ts|..." (ts in µs, 1 decimal). */
+static void slice_seq(json_object *events, int pid, int tid, char *out, size_t n)
+{
+    size_t len = 0;
+
+    out[0] = '\0';
+    for (size_t i = 0; i < json_object_array_length(events); i++) {
+        json_object *ev = json_object_array_get_idx(events, i);
+
+        if (!(is_ph(ev, "B") || is_ph(ev, "E")) || geti(ev, "pid") != pid || geti(ev, "tid") != tid)
+            continue;
+        len += (size_t)snprintf(out + len, n - len, "%s%s %s %.1f", len ? "|" : "", gets(ev, "ph"),
+                                gets(ev, "name"), json_object_get_double(get(ev, "ts")));
+        ck_assert_uint_lt(len, n);
+    }
+}
+
+/* The process-scoped events (C and i) of pid in file order, as "name key=value ts|...". */
+static void process_seq(json_object *events, int pid, char *out, size_t n)
+{
+    size_t len = 0;
+
+    out[0] = '\0';
+    for (size_t i = 0; i < json_object_array_length(events); i++) {
+        json_object *ev = json_object_array_get_idx(events, i);
+        double ts;
+
+        if (!(is_ph(ev, "C") || is_ph(ev, "i")) || geti(ev, "pid") != pid)
+            continue;
+        ck_assert(!has(ev, "tid"));
+        ts = json_object_get_double(get(ev, "ts"));
+        if (is_ph(ev, "i")) {
+            ck_assert_str_eq(gets(ev, "s"), "p");
+            len += (size_t)snprintf(out + len, n - len, "%s%s %.1f", len ? "|" : "",
+                                    gets(ev, "name"), ts);
+        } else {
+            json_object_object_foreach(get(ev, "args"), k, v)
+            {
+                ck_assert(json_object_is_type(v, json_type_int) ||
+                          json_object_is_type(v, json_type_double));
+                len += (size_t)snprintf(out + len, n - len, "%s%s %s=%g %.1f", len ? "|" : "",
+                                        gets(ev, "name"), k, json_object_get_double(v), ts);
+            }
+        }
+        ck_assert_uint_lt(len, n);
+    }
+}
+
+/* The args.name (or args.sort_index as text) of the M event `what` for pid/tid (-1: none). */
+static const char *meta(json_object *events, const char *what, int pid, int tid)
+{
+    static char buf[32];
+
+    for (size_t i = 0; i < json_object_array_length(events); i++) {
+        json_object *ev = json_object_array_get_idx(events, i);
+
+        if (!is_ph(ev, "M") || strcmp(gets(ev, "name"), what) || geti(ev, "pid") != pid)
+            continue;
+        if (tid >= 0 && (!has(ev, "tid") || geti(ev, "tid") != tid))
+            continue;
+        if (has(get(ev, "args"), "name"))
+            return gets(get(ev, "args"), "name");
+        snprintf(buf, sizeof(buf), "%d", geti(get(ev, "args"), "sort_index"));
+        return buf;
+    }
+    return NULL;
+}
+
+static int count_meta(json_object *events, const char *what)
+{
+    int n = 0;
+
+    for (size_t i = 0; i < json_object_array_length(events); i++) {
+        json_object *ev = json_object_array_get_idx(events, i);
+
+        n += is_ph(ev, "M") && !strcmp(gets(ev, "name"), what);
+    }
+    return n;
+}
+
+START_TEST(test_chrome_lanes)
+{
+    struct history h;
+    struct stacks s;
+    struct export_opts o = opts(EXPORT_CHROME, true);
+    char path[256];
+    json_object *doc, *ev;
+
+    build(&h, &s);
+    doc = export_parse(&h, &o, "lanes.json", path, sizeof(path));
+    ck_assert_str_eq(gets(doc, "displayTimeUnit"), "ms");
+    ev = get(doc, "traceEvents");
+    ck_assert_int_eq(count_meta(ev, "process_name"), 4);
+    ck_assert_str_eq(meta(ev, "process_name", 1, -1), "rank 0 (pid 6000, node01, gpu 0)");
+    ck_assert_str_eq(meta(ev, "process_name", 2, -1), "rank 1 (pid 5263, node01, gpu 1)");
+    ck_assert_str_eq(meta(ev, "process_name", 3, -1), "pid 7000");
+    ck_assert_str_eq(meta(ev, "process_name", 4, -1), "node01 devices");
+    for (int pid = 1; pid <= 4; pid++) {
+        char want[8];
+
+        snprintf(want, sizeof(want), "%d", pid);
+        ck_assert_str_eq(meta(ev, "process_sort_index", pid, -1), want);
+    }
+    ck_assert_str_eq(meta(ev, "thread_name", 2, 0), "MainThread (tid 5263)");
+    ck_assert_str_eq(meta(ev, "thread_name", 2, 1), WORKER_NAME " (tid 5270)");
+    ck_assert_str_eq(meta(ev, "thread_name", 3, 0), "MainThread");
+    ck_assert_str_eq(meta(ev, "thread_sort_index", 2, 1), "1");
+    ck_assert_int_eq(count_meta(ev, "thread_name"), 4);
+    json_object_put(doc);
+    ck_assert_int_eq(run_checker(path, "--lanes 4 --threads 4 --lane-name-regex '^rank 1 '"), 0);
+    tb_free(&h);
+}
+END_TEST
+
+START_TEST(test_chrome_slices)
+{
+    struct history h;
+    struct stacks s;
+    struct export_opts o = opts(EXPORT_CHROME, true);
+    char path[256], seq[2048];
+    json_object *doc, *ev;
+
+    build(&h, &s);
+    doc = export_parse(&h, &o, "slices.json", path, sizeof(path));
+    ev = get(doc, "traceEvents");
+    /* The line move 30 -> 31 at sample 3 continues the slice; the empty sample 6 closes all;
+     * the last run lasts one interval. */
+    slice_seq(ev, 2, 0, seq, sizeof(seq));
+    ck_assert_str_eq(seq, "B main 1.5|B train 1.5|B step 1.5|E step 500001.5|B save 500001.5|"
+                          "E save 600001.5|E train 600001.5|E main 600001.5|B main 700001.5|"
+                          "B train 700001.5|B step 700001.5|E step 800001.5|"
+                          "E train 800001.5|E main 800001.5");
+    /* The worker went away after sample 3: closed one interval later. */
+    slice_seq(ev, 2, 1, seq, sizeof(seq));
+    ck_assert_str_eq(seq, "B run 1.5|B " NONASCII_FN " 1.5|B " QUOTE_FN " 1.5|E " QUOTE_FN
+                          " 400001.5|E " NONASCII_FN " 400001.5|E run 400001.5");
+    /* Rank 0 exited half an interval after its last sample: closed at the exit. */
+    slice_seq(ev, 1, 0, seq, sizeof(seq));
+    ck_assert_str_eq(seq, "B main 1.5|B evaluate 1.5|E evaluate 450001.5|E main 450001.5");
+    slice_seq(ev, 3, 0, seq, sizeof(seq));
+    ck_assert_str_eq(seq, "B main 200001.5|E main 300001.5");
+    json_object_put(doc);
+    ck_assert_int_eq(
+        run_checker(path, "--slice step --slice " NONASCII_FN " --order main,train,step,save"), 0);
+    ck_assert_int_eq(run_checker(path, "--order save,step"), 1);
+    tb_free(&h);
+}
+END_TEST
+
+/* B carries cat and the file and line of its first sample; E carries no args. */
+START_TEST(test_chrome_args)
+{
+    struct history h;
+    struct stacks s;
+    struct export_opts o = opts(EXPORT_CHROME, true);
+    char path[256];
+    json_object *doc, *ev;
+    int nb = 0, ne = 0;
+
+    build(&h, &s);
+    doc = export_parse(&h, &o, "args.json", path, sizeof(path));
+    ev = get(doc, "traceEvents");
+    for (size_t i = 0; i < json_object_array_length(ev); i++) {
+        json_object *e = json_object_array_get_idx(ev, i);
+
+        if (is_ph(e, "E")) {
+            ck_assert(!has(e, "args"));
+            ne++;
+        } else if (is_ph(e, "B")) {
+            ck_assert_str_eq(gets(e, "cat"), "sampled");
+            if (!strcmp(gets(e, "name"), "step")) {
+                ck_assert_str_eq(gets(get(e, "args"), "file"), "train.py");
+                ck_assert_int_eq(geti(get(e, "args"), "line"), 30);
+            }
+            if (!strcmp(gets(e, "name"), QUOTE_FN))
+                ck_assert_str_eq(gets(get(e, "args"), "file"), "we\"ird.py");
+            nb++;
+        }
+    }
+    ck_assert_int_eq(nb, 13);
+    ck_assert_int_eq(nb, ne);
+    json_object_put(doc);
+    tb_free(&h);
+}
+END_TEST
+
+START_TEST(test_chrome_counters_instants)
+{
+    struct history h;
+    struct stacks s;
+    struct export_opts o = opts(EXPORT_CHROME, false);
+    char path[256], seq[1024];
+    json_object *doc, *ev, *other;
+
+    build(&h, &s);
+    doc = export_parse(&h, &o, "counters.json", path, sizeof(path));
+    ev = get(doc, "traceEvents");
+    process_seq(ev, 1, seq, sizeof(seq));
+    ck_assert_str_eq(seq, "rank 0 started 1.5|rank 0 mem rss_mib=1024 100001.5|"
+                          "rank 0 exited 450001.5");
+    process_seq(ev, 2, seq, sizeof(seq));
+    ck_assert_str_eq(seq, "rank 1 started 1.5|gpu1 util_pct=10 1.5|gpu1 util_pct=20.5 100001.5|"
+                          "gpu1 util_pct=30 200001.5");
+    process_seq(ev, 3, seq, sizeof(seq));
+    ck_assert_str_eq(seq, "pid 7000 started 200001.5");
+    process_seq(ev, 4, seq, sizeof(seq));
+    ck_assert_str_eq(seq, "gpu7 util_pct=99 50001.5|gpu7 util_pct=98 150001.5");
+    /* Main threads only: no worker lane. */
+    ck_assert_ptr_null(meta(ev, "thread_name", 2, 1));
+    other = get(doc, "otherData");
+    ck_assert(json_object_get_int64(get(other, "wall_clock_start_us")) == WALL0);
+    ck_assert_str_eq(gets(other, "host"), "node01");
+    ck_assert_str_eq(gets(other, "tool"), "ranktop");
+    ck_assert_str_eq(gets(other, "version"), "9.9-test");
+    json_object_put(doc);
+    ck_assert_int_eq(run_checker(path, "--threads 3 --counter gpu7 --instant 'rank 0 exited'"), 0);
+    tb_free(&h);
+}
+END_TEST
+
+/* A window cuts runs at its edges and keeps only what happens inside. */
+START_TEST(test_chrome_window)
+{
+    struct history h;
+    struct stacks s;
+    struct export_opts o = opts(EXPORT_CHROME, false);
+    char path[256], seq[1024];
+    json_object *doc, *ev;
+
+    build(&h, &s);
+    o.from = T(1) + IVAL / 2;
+    o.to = T(6) + IVAL / 5;
+    doc = export_parse(&h, &o, "window.json", path, sizeof(path));
+    ev = get(doc, "traceEvents");
+    slice_seq(ev, 2, 0, seq, sizeof(seq));
+    ck_assert_str_eq(seq, "B main 150001.5|B train 150001.5|B step 150001.5|E step 500001.5|"
+                          "B save 500001.5|E save 600001.5|E train 600001.5|E main 600001.5");
+    process_seq(ev, 1, seq, sizeof(seq));
+    ck_assert_str_eq(seq, "rank 0 exited 450001.5");
+    process_seq(ev, 2, seq, sizeof(seq));
+    ck_assert_str_eq(seq, "gpu1 util_pct=30 200001.5");
+    process_seq(ev, 4, seq, sizeof(seq));
+    ck_assert_str_eq(seq, "gpu7 util_pct=98 150001.5");
+    json_object_put(doc);
+    ck_assert_int_eq(run_checker(path, ""), 0);
+
+    /* A window after rank 0's exit leaves it out; the lanes renumber. */
+    o.from = T(5);
+    o.to = 0;
+    doc = export_parse(&h, &o, "window2.json", path, sizeof(path));
+    ev = get(doc, "traceEvents");
+    ck_assert_str_eq(meta(ev, "process_name", 1, -1), "rank 1 (pid 5263, node01, gpu 1)");
+    ck_assert_int_eq(count_meta(ev, "process_name"), 2);
+    slice_seq(ev, 1, 0, seq, sizeof(seq));
+    ck_assert_str_eq(seq, "B main 500001.5|B train 500001.5|B save 500001.5|E save 600001.5|"
+                          "E train 600001.5|E main 600001.5|B main 700001.5|"
+                          "B train 700001.5|B step 700001.5|E step 800001.5|"
+                          "E train 800001.5|E main 800001.5");
+    json_object_put(doc);
+    ck_assert_int_eq(run_checker(path, "--lanes 2"), 0);
+    tb_free(&h);
+}
+END_TEST
+
+static void check_profile(json_object *p, const char *name, double start, double end,
+                          size_t nsamples)
+{
+    json_object *samples = get(p, "samples"), *weights = get(p, "weights");
+    double sum = 0;
+
+    ck_assert_str_eq(gets(p, "type"), "sampled");
+    ck_assert_str_eq(gets(p, "unit"), "microseconds");
+    ck_assert_str_eq(gets(p, "name"), name);
+    ck_assert_double_eq_tol(json_object_get_double(get(p, "startValue")), start, 1e-6);
+    ck_assert_double_eq_tol(json_object_get_double(get(p, "endValue")), end, 1e-6);
+    ck_assert_uint_eq(json_object_array_length(samples), nsamples);
+    ck_assert_uint_eq(json_object_array_length(weights), nsamples);
+    for (size_t i = 0; i < nsamples; i++)
+        sum += json_object_get_double(json_object_array_get_idx(weights, i));
+    ck_assert_double_eq_tol(sum, end - start, 1e-6);
+}
+
+static void check_sample(const struct history *h, json_object *sample, uint32_t stack)
+{
+    const uint32_t *f = history_stack_frames(h, stack);
+
+    ck_assert_uint_eq(json_object_array_length(sample), h->stacks[stack].nframes);
+    for (uint32_t i = 0; i < h->stacks[stack].nframes; i++)
+        ck_assert_int_eq(json_object_get_int(json_object_array_get_idx(sample, i)), (int)f[i]);
+}
+
+START_TEST(test_speedscope)
+{
+    struct history h;
+    struct stacks s;
+    struct export_opts o = opts(EXPORT_SPEEDSCOPE, true);
+    char path[256];
+    json_object *doc, *frames, *prof, *p, *samples, *w;
+
+    build(&h, &s);
+    doc = export_parse(&h, &o, "p.speedscope.json", path, sizeof(path));
+    ck_assert_str_eq(gets(doc, "$schema"), "https://www.speedscope.app/file-format-schema.json");
+    frames = get(get(doc, "shared"), "frames");
+    ck_assert_uint_eq(json_object_array_length(frames), h.nframes);
+    for (size_t i = 0; i < h.nframes; i++) {
+        json_object *f = json_object_array_get_idx(frames, i);
+
+        ck_assert_str_eq(gets(f, "name"), h.frames[i].function);
+        ck_assert_str_eq(gets(f, "file"), h.frames[i].file);
+        ck_assert_int_eq(geti(f, "line"), h.frames[i].line);
+    }
+    prof = get(doc, "profiles");
+    ck_assert_uint_eq(json_object_array_length(prof), 4);
+    check_profile(json_object_array_get_idx(prof, 0), "rank 0 (pid 6000, node01, gpu 0) MainThread",
+                  1.5, 450001.5, 1);
+    p = json_object_array_get_idx(prof, 1);
+    check_profile(p, "rank 1 (pid 5263, node01, gpu 1) MainThread", 1.5, 800001.5, 5);
+    samples = get(p, "samples");
+    w = get(p, "weights");
+    check_sample(&h, json_object_array_get_idx(samples, 0), s.s1);
+    check_sample(&h, json_object_array_get_idx(samples, 1), s.s2);
+    check_sample(&h, json_object_array_get_idx(samples, 2), s.s3);
+    ck_assert_uint_eq(json_object_array_length(json_object_array_get_idx(samples, 3)), 0);
+    check_sample(&h, json_object_array_get_idx(samples, 4), s.s1);
+    ck_assert_double_eq_tol(json_object_get_double(json_object_array_get_idx(w, 0)), 300000, 1e-6);
+    ck_assert_double_eq_tol(json_object_get_double(json_object_array_get_idx(w, 1)), 200000, 1e-6);
+    check_profile(json_object_array_get_idx(prof, 2),
+                  "rank 1 (pid 5263, node01, gpu 1) " WORKER_NAME, 1.5, 400001.5, 1);
+    check_profile(json_object_array_get_idx(prof, 3), "pid 7000 MainThread", 200001.5, 300001.5, 1);
+    json_object_put(doc);
+    ck_assert_int_eq(run_checker(path, "--speedscope --profiles 4 --exact-weights"), 0);
+    tb_free(&h);
+}
+END_TEST
+
+START_TEST(test_collapsed)
+{
+    struct history h;
+    struct stacks s;
+    struct export_opts o = opts(EXPORT_COLLAPSED, false);
+    struct app_err err = {0};
+    char path[256], *text;
+
+    build(&h, &s);
+    path_in(path, sizeof(path), tmpdir, "p.folded");
+    ck_assert_int_eq(export_write(&h, &o, path, &err), 0);
+    text = slurp(path, NULL);
+    /* Rank 0's run lasts 4.5 intervals (rounded to 5); S1 is seen 3 + 1 times. */
+    ck_assert_str_eq(text, "rank 0;MainThread;main (eval.py:1);evaluate (eval.py:2) 5\n"
+                           "rank 1;MainThread;main (train.py:10);train (train.py:20);"
+                           "step (train.py:30) 4\n"
+                           "rank 1;MainThread;main (train.py:10);train (train.py:20);"
+                           "step (train.py:31) 2\n"
+                           "rank 1;MainThread;main (train.py:10);train (train.py:20);"
+                           "save (io.py:5) 1\n"
+                           "pid 7000;MainThread;main (x.py:1) 1\n");
+    free(text);
+    o.all_threads = true;
+    ck_assert_int_eq(export_write(&h, &o, path, &err), 0);
+    text = slurp(path, NULL);
+    ck_assert_ptr_nonnull(strstr(text, "rank 1;data \"loader\"\\ ;run (threading.py:1);" NONASCII_FN
+                                       " (data.py:7);say \"hi\"\\  (we\"ird.py:3) 4\n"));
+    free(text);
+    tb_free(&h);
+}
+END_TEST
+
+START_TEST(test_writer_helpers)
+{
+    struct xbuf b;
+
+    xb_init(&b, NULL);
+    xb_jesc(&b, "a\"b\\c\nd\x01\t\xC3\xA9\xFF|\xE6\x95|\xED\xA0\x80|\xF0\x9F\x98\x80");
+    xb_put(&b, "", 1);
+    ck_assert_str_eq(b.p, "a\\\"b\\\\c\\nd\\u0001\\t\xC3\xA9\xEF\xBF\xBD|\xEF\xBF\xBD\xEF\xBF\xBD"
+                          "|\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD|\xF0\x9F\x98\x80");
+    b.len = 0;
+    xb_us(&b, 0);
+    xb_put(&b, " ", 1);
+    xb_us(&b, 1500);
+    xb_put(&b, " ", 1);
+    xb_us(&b, 1000);
+    xb_put(&b, " ", 1);
+    xb_us(&b, 123456789);
+    xb_put(&b, " ", 1);
+    xb_us(&b, 1010);
+    xb_put(&b, " ", 1);
+    xb_dbl(&b, 20.5);
+    xb_put(&b, " ", 1);
+    xb_dbl(&b, -3);
+    xb_put(&b, " ", 1);
+    xb_dbl(&b, 0.1);
+    xb_put(&b, "", 1);
+    ck_assert_str_eq(b.p, "0 1.5 1 123456.789 1.01 20.5 -3 0.1");
+    xb_fini(&b);
+    ck_assert_int_eq(export_format_parse("chrome"), EXPORT_CHROME);
+    ck_assert_int_eq(export_format_parse("speedscope"), EXPORT_SPEEDSCOPE);
+    ck_assert_int_eq(export_format_parse("collapsed"), EXPORT_COLLAPSED);
+    ck_assert_int_eq(export_format_parse("json"), -1);
+    ck_assert_int_eq(export_format_parse(NULL), -1);
+    ck_assert_str_eq(export_format_ext(EXPORT_CHROME), ".json");
+    ck_assert_str_eq(export_format_ext(EXPORT_SPEEDSCOPE), ".speedscope.json");
+    ck_assert_str_eq(export_format_ext(EXPORT_COLLAPSED), ".folded");
+}
+END_TEST
+
+/* An empty history still gives a well-formed file in every format. */
+START_TEST(test_empty)
+{
+    struct history h;
+    struct export_opts o = opts(EXPORT_CHROME, true);
+    char path[256];
+    json_object *doc;
+
+    tb_init(&h, "");
+    doc = export_parse(&h, &o, "empty.json", path, sizeof(path));
+    ck_assert_uint_eq(json_object_array_length(get(doc, "traceEvents")), 0);
+    json_object_put(doc);
+    o.format = EXPORT_SPEEDSCOPE;
+    doc = export_parse(&h, &o, "empty.speedscope.json", path, sizeof(path));
+    ck_assert_uint_eq(json_object_array_length(get(doc, "profiles")), 0);
+    json_object_put(doc);
+    tb_free(&h);
+}
+END_TEST
+
+/* A history big enough to overflow a 16 KiB file system: 3000 runs of long names. */
+static void build_big(struct history *h)
+{
+    static char fn[2][200];
+    struct hframe f;
+    struct hthread *t;
+    uint32_t st[2];
+
+    tb_init(h, "node01");
+    for (int i = 0; i < 2; i++) {
+        memset(fn[i], 'a' + i, sizeof(fn[i]) - 1);
+        fn[i][sizeof(fn[i]) - 1] = '\0';
+        f = fr(fn[i], "big.py", i + 1);
+        st[i] = tb_stack(h, &f, 1);
+    }
+    t = tb_thread(tb_rank(h, 100, 0, "node01", "", T(0)), 1, 100, "MainThread", true);
+    for (int k = 0; k < 3000; k++)
+        tb_run(t, st[k % 2], k, k);
+}
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+/* The file at path still holds `old`, and nothing else is in its directory. */
+static void assert_untouched(const char *dir, const char *path, const char *old)
+{
+    char *now = slurp(path, NULL);
+
+    ck_assert_str_eq(now, old);
+    free(now);
+    ck_assert_int_eq(dir_entries(dir), 1);
+}
+
+START_TEST(test_atomic_replace)
+{
+    struct history h;
+    struct export_opts o = opts(EXPORT_CHROME, true);
+    struct app_err err = {0};
+    char path[256];
+    size_t len;
+    char *text;
+
+    build_big(&h);
+    path_in(path, sizeof(path), tmpdir, "out.json");
+    write_file(path, "previous");
+    ck_assert_int_eq(export_write(&h, &o, path, &err), 0);
+    text = slurp(path, &len);
+    ck_assert_uint_gt(len, 100000);
+    ck_assert_ptr_nonnull(strstr(text, "\"otherData\""));
+    free(text);
+    ck_assert_int_eq(dir_entries(tmpdir), 1);
+    ck_assert_int_eq(run_checker(path, "--lanes 1"), 0);
+    tb_free(&h);
+}
+END_TEST
+
+START_TEST(test_missing_dir)
+{
+    struct history h;
+    struct export_opts o = opts(EXPORT_CHROME, true);
+    struct app_err err = {0};
+    char path[256], want[300];
+
+    build_big(&h);
+    path_in(path, sizeof(path), tmpdir, "no/such/dir/out.json");
+    ck_assert_int_eq(export_write(&h, &o, path, &err), APP_E_IO);
+    ck_assert_int_eq(err.code, APP_E_IO);
+    snprintf(want, sizeof(want), "cannot write %s: No such file or directory", path);
+    ck_assert_str_eq(err.msg, want);
+    ck_assert_int_eq(dir_entries(tmpdir), 0);
+    tb_free(&h);
+}
+END_TEST
+
+/* A directory we may not write into: read-only tmpfs as root (root ignores modes), else a
+ * 0555 directory. */
+START_TEST(test_readonly_dir)
+{
+    struct history h;
+    struct export_opts o = opts(EXPORT_CHROME, true);
+    struct app_err err = {0};
+    char dir[256], path[300], want[400];
+    bool mounted = false;
+
+    build_big(&h);
+    path_in(dir, sizeof(dir), tmpdir, "ro");
+    ck_assert_int_eq(mkdir(dir, 0755), 0);
+    if (geteuid() == 0) {
+        if (mount("tmpfs", dir, "tmpfs", MS_RDONLY, "size=16k")) {
+            printf("check_export: mount(2) refused (%s); read-only case skipped\n",
+                   strerror(errno));
+            tb_free(&h);
+            return;
+        }
+        mounted = true;
+    } else {
+        ck_assert_int_eq(chmod(dir, 0555), 0);
+    }
+    path_in(path, sizeof(path), dir, "out.json");
+    ck_assert_int_eq(export_write(&h, &o, path, &err), APP_E_IO);
+    snprintf(want, sizeof(want), "cannot write %s: %s", path,
+             mounted ? "Read-only file system" : "Permission denied");
+    ck_assert_str_eq(err.msg, want);
+    ck_assert_int_eq(dir_entries(dir), 0);
+    if (mounted)
+        ck_assert_int_eq(umount2(dir, MNT_DETACH), 0);
+    else
+        chmod(dir, 0755);
+    tb_free(&h);
+}
+END_TEST
+
+/* A 16 KiB tmpfs fills up mid-export: ENOSPC, old file intact, no temp file. */
+START_TEST(test_full_disk)
+{
+    struct history h;
+    struct export_opts o = opts(EXPORT_CHROME, true);
+    struct app_err err = {0};
+    char dir[256], path[300], want[400];
+
+    path_in(dir, sizeof(dir), tmpdir, "tiny");
+    ck_assert_int_eq(mkdir(dir, 0755), 0);
+    if (mount("tmpfs", dir, "tmpfs", 0, "size=16k")) {
+        printf("check_export: mount(2) refused (%s); tmpfs case skipped, RLIMIT_FSIZE case "
+               "covers the write failure\n",
+               strerror(errno));
+        return;
+    }
+    build_big(&h);
+    path_in(path, sizeof(path), dir, "out.json");
+    write_file(path, "previous export");
+    for (enum export_format f = EXPORT_CHROME; f <= EXPORT_SPEEDSCOPE; f++) {
+        o.format = f;
+        ck_assert_int_eq(export_write(&h, &o, path, &err), APP_E_IO);
+        snprintf(want, sizeof(want), "cannot write %s: No space left on device", path);
+        ck_assert_str_eq(err.msg, want);
+        assert_untouched(dir, path, "previous export");
+    }
+    ck_assert_int_eq(umount2(dir, MNT_DETACH), 0);
+    tb_free(&h);
+}
+END_TEST
+
+/* The file size limit makes write(2) fail with EFBIG; run in a child so the limit dies with
+ * it. */
+START_TEST(test_file_size_limit)
+{
+    struct history h;
+    struct export_opts o = opts(EXPORT_CHROME, true);
+    char path[256];
+    pid_t pid;
+    int st;
+
+    build_big(&h);
+    path_in(path, sizeof(path), tmpdir, "out.json");
+    write_file(path, "previous export");
+    pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        struct rlimit rl = {16384, 16384};
+        struct app_err err = {0};
+        char want[400];
+
+        signal(SIGXFSZ, SIG_IGN);
+        if (setrlimit(RLIMIT_FSIZE, &rl))
+            _exit(3);
+        snprintf(want, sizeof(want), "cannot write %s: File too large", path);
+        if (export_write(&h, &o, path, &err) != APP_E_IO)
+            _exit(1);
+        _exit(strcmp(err.msg, want) ? 2 : 0);
+    }
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert(WIFEXITED(st));
+    ck_assert_int_eq(WEXITSTATUS(st), 0);
+    assert_untouched(tmpdir, path, "previous export");
+    tb_free(&h);
+}
+END_TEST
+
+START_TEST(test_stream_dev_full)
+{
+    struct history h;
+    struct export_opts o = opts(EXPORT_CHROME, true);
+    struct app_err err = {0};
+    FILE *f = fopen("/dev/full", "w");
+
+    if (!f) {
+        printf("check_export: no /dev/full; case skipped\n");
+        return;
+    }
+    build_big(&h);
+    ck_assert_int_eq(export_stream(&h, &o, f, &err), APP_E_IO);
+    ck_assert_str_eq(err.msg, "write error: No space left on device");
+    fclose(f);
+    o.format = (enum export_format)7;
+    ck_assert_int_eq(export_write(&h, &o, "/nonexistent/x", &err), APP_E_USAGE);
+    tb_free(&h);
+}
+END_TEST
+
+/* The checker itself: each rule it enforces rejects a small trace that breaks it. */
+static const struct {
+    const char *json, *args;
+    int rc;
+} checker_cases[] = {
+    {"[{\"ph\":\"B\",\"pid\":1,\"tid\":0,\"ts\":1,\"name\":\"a\"},"
+     "{\"ph\":\"E\",\"pid\":1,\"tid\":0,\"ts\":2}]",
+     "", 0},
+    {"[]", "", 1},
+    {"[{\"ph\":\"B\",\"pid\":1,\"tid\":0,\"ts\":1,\"name\":\"a\"}", "", 1},
+    {"{\"traceEvents\":[{\"ph\":\"B\",\"pid\":1,\"tid\":0,\"ts\":1,\"name\":\"a\"}]}", "", 1},
+    {"[{\"ph\":\"B\",\"pid\":1,\"tid\":0,\"ts\":1,\"name\":\"a\"},"
+     "{\"ph\":\"E\",\"pid\":1,\"tid\":0,\"ts\":2,\"name\":\"b\"}]",
+     "", 1},
+    {"[{\"ph\":\"B\",\"pid\":1,\"tid\":0,\"ts\":5,\"name\":\"a\"},"
+     "{\"ph\":\"E\",\"pid\":1,\"tid\":0,\"ts\":4}]",
+     "", 1},
+    {"[{\"ph\":\"B\",\"pid\":1,\"tid\":0,\"ts\":1,\"name\":\"a\"},"
+     "{\"ph\":\"E\",\"pid\":1,\"tid\":0,\"ts\":2,\"args\":{\"x\":1}}]",
+     "", 1},
+    {"[{\"ph\":\"E\",\"pid\":1,\"tid\":0,\"ts\":2}]", "", 1},
+    {"[{\"ph\":\"X\",\"pid\":1,\"tid\":0,\"ts\":2,\"dur\":-1,\"name\":\"x\"}]", "", 1},
+    {"[{\"ph\":\"X\",\"pid\":1,\"tid\":0,\"ts\":0,\"dur\":10,\"name\":\"a\"},"
+     "{\"ph\":\"X\",\"pid\":1,\"tid\":0,\"ts\":5,\"dur\":10,\"name\":\"b\"}]",
+     "", 1},
+    {"[{\"ph\":\"C\",\"pid\":1,\"ts\":0,\"name\":\"c\",\"args\":{\"v\":\"12\"}}]", "", 1},
+    {"[{\"ph\":\"C\",\"pid\":1,\"ts\":0,\"name\":\"c\",\"args\":{}}]", "", 1},
+    {"[{\"ph\":\"i\",\"s\":\"p\",\"pid\":4294967296,\"ts\":0,\"name\":\"c\"}]", "", 1},
+    {"[{\"ph\":\"M\",\"pid\":1,\"tid\":0,\"name\":\"thread_name\",\"args\":{}}]", "", 1},
+    {"[{\"ph\":\"i\",\"s\":\"x\",\"pid\":1,\"ts\":0,\"name\":\"c\"}]", "", 1},
+    {"{\"traceEvents\":[{\"ph\":\"i\",\"s\":\"g\",\"ts\":0,\"name\":\"c\"}],"
+     "\"displayTimeUnit\":\"us\"}",
+     "", 1},
+    {"[{\"ph\":\"M\",\"pid\":1,\"name\":\"process_name\",\"args\":{\"name\":\"rank 0\"}}]",
+     "--lanes 2", 1},
+    {"{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\"shared\":{"
+     "\"frames\":[{\"name\":\"a\"}]},\"profiles\":[{\"type\":\"sampled\",\"name\":\"p\","
+     "\"unit\":\"microseconds\",\"startValue\":0,\"endValue\":3,\"samples\":[[0],[1]],"
+     "\"weights\":[1]}]}",
+     "--speedscope", 1},
+};
+
+START_TEST(test_checker_rejects)
+{
+    char path[256];
+
+    path_in(path, sizeof(path), tmpdir, "case.json");
+    for (size_t i = 0; i < sizeof(checker_cases) / sizeof(*checker_cases); i++) {
+        write_file(path, checker_cases[i].json);
+        ck_assert_msg(run_checker(path, checker_cases[i].args) == checker_cases[i].rc,
+                      "case %zu: %s", i, checker_cases[i].json);
+    }
+}
+END_TEST
+
+static Suite *export_suite(void)
+{
+    Suite *s = suite_create("export");
+    TCase *tc = tcase_create("formats");
+    TCase *io = tcase_create("atomic");
+
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, test_writer_helpers);
+    tcase_add_test(tc, test_chrome_lanes);
+    tcase_add_test(tc, test_chrome_slices);
+    tcase_add_test(tc, test_chrome_args);
+    tcase_add_test(tc, test_chrome_counters_instants);
+    tcase_add_test(tc, test_chrome_window);
+    tcase_add_test(tc, test_speedscope);
+    tcase_add_test(tc, test_collapsed);
+    tcase_add_test(tc, test_empty);
+    tcase_add_test(tc, test_checker_rejects);
+    suite_add_tcase(s, tc);
+    tcase_add_checked_fixture(io, setup, teardown);
+    tcase_add_test(io, test_atomic_replace);
+    tcase_add_test(io, test_missing_dir);
+    tcase_add_test(io, test_readonly_dir);
+    tcase_add_test(io, test_full_disk);
+    tcase_add_test(io, test_file_size_limit);
+    tcase_add_test(io, test_stream_dev_full);
+    suite_add_tcase(s, io);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(export_suite());
+    int failed;
+
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -263,3 +263,26 @@ int procscan_name(int pid, char *out, size_t len)
     free(buf);
     return 0;
 }
+
+int procscan_cpu_ticks(int pid, uint64_t *ticks)
+{
+    char path[64], *buf, *rp;
+    size_t len;
+    unsigned long long ut = 0, st = 0;
+    int rc;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+    rc = file_read_all(path, 4096, &buf, &len);
+    if (rc < 0)
+        return rc == APP_E_NOTFOUND ? APP_E_GONE : rc;
+    rp = strrchr(buf, ')');
+    /* After "pid (comm)": state ppid pgrp session tty tpgid flags minflt cminflt majflt
+     * cmajflt utime stime -- utime is the 12th field after the parenthesis. */
+    rc = rp && sscanf(rp + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) ==
+                     2
+             ? 0
+             : APP_E_PARSE;
+    free(buf);
+    *ticks = (uint64_t)(ut + st);
+    return rc;
+}

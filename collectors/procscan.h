@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "ranktop/discovery.h"
 
@@ -36,5 +37,8 @@ void procscan_descendants(const struct pslist *l, int root, int **out, size_t *n
 /* Maps a PID printed by a tool that lives in another PID namespace (a container) to ours: the
  * unique process whose innermost NSpid equals it. Returns 0 when there is none or several. */
 int procscan_from_inner(const struct pslist *l, int inner);
+
+/* User + system CPU time of pid in clock ticks (sysconf(_SC_CLK_TCK) per second). */
+int procscan_cpu_ticks(int pid, uint64_t *ticks);
 
 #endif

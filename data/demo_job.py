@@ -1,64 +1,108 @@
-"""A tiny stand-in for one rank of a training job, for ranktop's quick start.
+"""ranktop's demo job: one "rank" of a pretend data-parallel training run, pure Python.
 
-It runs a training-like loop on the main thread (forward, backward, optimizer step), a
-data-loader thread that fetches batches, and a logger thread that sleeps. No torch needed.
-Usage: python3 demo_job.py RANK
+Run one process per rank with RANK, LOCAL_RANK and WORLD_SIZE set (``ranktop demo`` does).
+Every rank loops over load -> forward -> backward -> all_reduce (a file-based barrier that
+makes the ranks wait for each other, like NCCL/gloo would). The misbehaviours the monitor
+should reveal:
+  * rank STALL_RANK (default 2) stalls for STALL_SECS in ``load_batch_slowly`` every
+    STALL_EVERY steps, so the other ranks wait in ``all_reduce``;
+  * a ``metrics`` thread in every rank burns CPU in Python in bursts, contending for the GIL
+    with the training loop;
+  * rank LEAK_RANK (default 3) leaks about 2 MiB per step in ``cache_activations``.
 """
 import os
 import sys
+import tempfile
 import threading
 import time
 
+RANK = int(os.environ.get("RANK", "0"))
+WORLD = int(os.environ.get("WORLD_SIZE", "1"))
+STALL_RANK = int(os.environ.get("STALL_RANK", "2"))
+STALL_EVERY = int(os.environ.get("STALL_EVERY", "40"))
+STALL_SECS = float(os.environ.get("STALL_SECS", "8"))
+LEAK_RANK = int(os.environ.get("LEAK_RANK", "3"))
+SYNC_DIR = os.environ.get("DEMO_SYNC_DIR", os.path.join(tempfile.gettempdir(), "ranktop-demo"))
 
-def load_batch(i):
+_leak = []
+
+
+def load_batch(step):
     time.sleep(0.02)
-    return [i] * 64
+    return [float(step % 7)] * 512
 
 
-def data_loader(queue, stop):
-    i = 0
-    while not stop.is_set():
-        if len(queue) < 4:
-            queue.append(load_batch(i))
-            i += 1
-        else:
-            time.sleep(0.005)
+def load_batch_slowly(step):
+    time.sleep(STALL_SECS)
+    return load_batch(step)
 
 
-class Trainer:
-    def __init__(self, queue):
-        self.queue = queue
-        self.weights = [0.0] * 256
+class Model:
+    def __init__(self):
+        self.weights = [0.001] * 512
 
     def forward(self, batch):
-        return sum(x * w for x, w in zip(batch * 4, self.weights))
+        return sum(x * w for x, w in zip(batch, self.weights))
 
     def backward(self, loss):
-        for k in range(len(self.weights)):
-            self.weights[k] += 1e-6 * loss
-
-    def step(self):
-        while not self.queue:
-            time.sleep(0.001)
-        batch = self.queue.pop(0)
-        loss = self.forward(batch)
-        self.backward(loss)
+        for i in range(0, len(self.weights), 8):
+            self.weights[i] -= 1e-9 * loss
 
 
-def log_metrics(stop):
-    while not stop.is_set():
-        time.sleep(0.5)
+def cache_activations(step):
+    if RANK == LEAK_RANK:
+        _leak.append(bytearray(2 << 20))
+
+
+def all_reduce(step):
+    """Waits until every rank has written its file for this step (a file barrier)."""
+    path = os.path.join(SYNC_DIR, "step-%d-rank-%d" % (step, RANK))
+    with open(path, "w"):
+        pass
+    deadline = time.monotonic() + 3600
+    while time.monotonic() < deadline:
+        done = sum(os.path.exists(os.path.join(SYNC_DIR, "step-%d-rank-%d" % (step, r)))
+                   for r in range(WORLD))
+        if done == WORLD:
+            break
+        time.sleep(0.005)
+    if RANK == 0 and step >= 2:
+        for r in range(WORLD):
+            try:
+                os.unlink(os.path.join(SYNC_DIR, "step-%d-rank-%d" % (step - 2, r)))
+            except OSError:
+                pass
+
+
+def train_step(model, step):
+    if RANK == STALL_RANK and step % STALL_EVERY == STALL_EVERY - 1:
+        batch = load_batch_slowly(step)
+    else:
+        batch = load_batch(step)
+    loss = model.forward(batch)
+    model.backward(loss)
+    cache_activations(step)
+    all_reduce(step)
+
+
+def metrics_loop():
+    while True:
+        end = time.monotonic() + 0.3
+        x = 0
+        while time.monotonic() < end:
+            x += 1
+        time.sleep(0.7)
 
 
 def main():
-    queue, stop = [], threading.Event()
-    threading.Thread(target=data_loader, args=(queue, stop), name="data-loader",
-                     daemon=True).start()
-    threading.Thread(target=log_metrics, args=(stop,), name="logger", daemon=True).start()
-    trainer = Trainer(queue)
+    os.makedirs(SYNC_DIR, exist_ok=True)
+    threading.Thread(target=metrics_loop, name="metrics", daemon=True).start()
+    model = Model()
+    step = 0
     while True:
-        trainer.step()
+        train_step(model, step)
+        step += 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

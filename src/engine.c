@@ -102,6 +102,20 @@ static void publish_targets(struct engine *e, const struct discovery *d, uint64_
     e->targets_gen++;
     e->discovered = true;
     device_counters(e, d, now);
+    free(e->devs);
+    e->ndevs = d->devs.ndevs;
+    e->devs = x_calloc(e->ndevs ? e->ndevs : 1, sizeof(*e->devs));
+    if (e->ndevs)
+        memcpy(e->devs, d->devs.devs, e->ndevs * sizeof(*e->devs));
+    for (size_t i = 0; i < d->nprocs; i++) {
+        int64_t mb = -1;
+
+        for (size_t k = 0; k < d->procs[i].ndevs; k++)
+            if (d->procs[i].devs[k].mem_mb >= 0)
+                mb = (mb < 0 ? 0 : mb) + d->procs[i].devs[k].mem_mb;
+        if (d->procs[i].alive)
+            engine_live_locked(e, d->procs[i].pid)->dev_mem_mb = mb;
+    }
     e->errors[0] = '\0';
     for (size_t i = 0; i < d->nerrors; i++)
         at += (size_t)snprintf(e->errors + at, at < sizeof(e->errors) ? sizeof(e->errors) - at : 0,
@@ -208,6 +222,8 @@ void engine_free(struct engine *e)
         return;
     history_fini(&e->hist);
     free(e->targets);
+    free(e->devs);
+    free(e->live);
     pthread_mutex_destroy(&e->lock);
     pthread_cond_destroy(&e->cond);
     free(e);
@@ -249,9 +265,69 @@ void engine_set_rate(struct engine *e, double hz)
     pthread_mutex_unlock(&e->lock);
 }
 
+double engine_rate(struct engine *e)
+{
+    double hz;
+
+    pthread_mutex_lock(&e->lock);
+    hz = e->o.rate_hz;
+    pthread_mutex_unlock(&e->lock);
+    return hz;
+}
+
 void engine_last_errors(struct engine *e, char *buf, size_t len)
 {
     pthread_mutex_lock(&e->lock);
     snprintf(buf, len, "%s", e->errors);
     pthread_mutex_unlock(&e->lock);
+}
+
+struct engine_rank_live *engine_live_locked(struct engine *e, int pid)
+{
+    for (size_t i = 0; i < e->nlive; i++)
+        if (e->live[i].pid == pid)
+            return &e->live[i];
+    e->live = x_reallocarray(e->live, e->nlive + 1, sizeof(*e->live));
+    memset(&e->live[e->nlive], 0, sizeof(e->live[0]));
+    e->live[e->nlive].pid = pid;
+    e->live[e->nlive].dev_mem_mb = -1;
+    e->live[e->nlive].gil_busy_pct = -1;
+    e->live[e->nlive].gil_waiters = -1;
+    return &e->live[e->nlive++];
+}
+
+void engine_snapshot_live(struct engine *e, struct smi_device **devs, size_t *ndevs,
+                          struct engine_rank_live **ranks, size_t *nranks)
+{
+    pthread_mutex_lock(&e->lock);
+    *ndevs = e->ndevs;
+    *devs = x_calloc(e->ndevs ? e->ndevs : 1, sizeof(**devs));
+    if (e->ndevs)
+        memcpy(*devs, e->devs, e->ndevs * sizeof(**devs));
+    *nranks = e->nlive;
+    *ranks = x_calloc(e->nlive ? e->nlive : 1, sizeof(**ranks));
+    if (e->nlive)
+        memcpy(*ranks, e->live, e->nlive * sizeof(**ranks));
+    pthread_mutex_unlock(&e->lock);
+}
+
+void engine_mem_focus(struct engine *e, int pid, bool new_baseline)
+{
+    pthread_mutex_lock(&e->lock);
+    if (pid != e->focus_pid || new_baseline)
+        e->focus_reset = true;
+    e->focus_pid = pid;
+    pthread_mutex_unlock(&e->lock);
+}
+
+size_t engine_mem_growth(struct engine *e, int *pid, struct engine_growth *out, size_t n)
+{
+    size_t k;
+
+    pthread_mutex_lock(&e->lock);
+    *pid = e->growth_pid;
+    k = e->ngrowth < n ? e->ngrowth : n;
+    memcpy(out, e->growth, k * sizeof(*out));
+    pthread_mutex_unlock(&e->lock);
+    return k;
 }

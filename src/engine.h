@@ -54,8 +54,39 @@ void engine_get_stats(struct engine *e, struct engine_stats *st);
 
 /* Changes the stack sampling rate (Hz, clamped to 0.1..1000). */
 void engine_set_rate(struct engine *e, double hz);
+double engine_rate(struct engine *e);
 
 /* The last discovery error lines, joined by "; " (empty when none). */
 void engine_last_errors(struct engine *e, char *buf, size_t len);
+
+/* Live per-rank figures that are not time series: the UI's rank table and GIL view. */
+struct engine_rank_live {
+    int pid;
+    int64_t dev_mem_mb;  /* device memory of this process, -1 unknown */
+    double gil_busy_pct; /* over the last second, -1 unknown */
+    double gil_switches; /* per second */
+    double gil_waiters;  /* average, -1 unknown */
+    size_t nshares;
+    struct {
+        uint64_t ident;
+        double pct;
+    } shares[16]; /* GIL holder share per thread, largest first */
+};
+
+/* Copies of the latest device list and per-rank live figures (caller frees *devs, *ranks). */
+void engine_snapshot_live(struct engine *e, struct smi_device **devs, size_t *ndevs,
+                          struct engine_rank_live **ranks, size_t *nranks);
+
+/* Memory growth by mapping for one rank: the mem thread takes a baseline of pid's mappings
+ * when asked (or when pid changes) and compares every few seconds. pid 0 stops. */
+void engine_mem_focus(struct engine *e, int pid, bool new_baseline);
+
+struct engine_growth {
+    char label[96];
+    int64_t before_kb, after_kb, delta_kb;
+};
+
+/* The latest comparison for the focused pid; returns how many rows were copied. */
+size_t engine_mem_growth(struct engine *e, int *pid, struct engine_growth *out, size_t n);
 
 #endif

@@ -92,6 +92,18 @@ static void gil_probe(struct gslot *s)
     gilstats_add(&s->st, &smp);
 }
 
+static void live_figures(struct engine_rank_live *l, const struct gilfigures *f)
+{
+    l->gil_busy_pct = f->busy_pct;
+    l->gil_switches = f->switches_per_s;
+    l->gil_waiters = f->waiters_avg;
+    l->nshares = f->nthreads < 16 ? f->nthreads : 16;
+    for (size_t i = 0; i < l->nshares; i++) {
+        l->shares[i].ident = f->threads[i].ident;
+        l->shares[i].pct = f->threads[i].holder_pct;
+    }
+}
+
 static void gil_publish(struct gilthread *gt, uint64_t now)
 {
     struct engine *e = gt->e;
@@ -109,6 +121,7 @@ static void gil_publish(struct gilthread *gt, uint64_t now)
         history_counter(&e->hist, "GIL switches", "per_s", s->pid, now, f.switches_per_s);
         if (f.waiters_avg >= 0)
             history_counter(&e->hist, "GIL waiters", "avg", s->pid, now, f.waiters_avg);
+        live_figures(engine_live_locked(e, s->pid), &f);
         pthread_mutex_unlock(&e->lock);
     }
 }

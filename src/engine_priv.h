@@ -31,7 +31,20 @@ struct engine {
     int ranks_now, ranks_seen;
     pthread_t th[4];
     int nth;
+    /* live figures for the UI, under lock */
+    struct smi_device *devs;
+    size_t ndevs;
+    struct engine_rank_live *live;
+    size_t nlive;
+    int focus_pid;
+    bool focus_reset;
+    int growth_pid;
+    struct engine_growth growth[16];
+    size_t ngrowth;
 };
+
+/* The live record of pid (created on first use); call with the lock held. */
+struct engine_rank_live *engine_live_locked(struct engine *e, int pid);
 
 /* Sleeps until abs_ns or stop; true when stopping. */
 bool engine_wait(struct engine *e, uint64_t abs_ns);

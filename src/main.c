@@ -10,6 +10,8 @@ static void usage(FILE *f)
     fputs("usage: ranktop <command> [options]\n"
           "\n"
           "commands:\n"
+          "  (none) [options]                the live monitor (see ranktop --help)\n"
+          "  demo                            the monitor on a bundled demo job\n"
           "  ls [--json] [discovery flags]   list the GPUs/NPUs and the ranks of this node\n"
           "  dump -p PID[,PID...] [--json]   print the Python stacks of running processes\n"
           "  record -o FILE [options]        record the ranks' stacks to a trace file\n"
@@ -24,11 +26,12 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        usage(stderr);
-        fputs("ranktop: the live monitor is not part of this build yet; use 'ranktop dump'\n",
-              stderr);
-        return 2;
+    if (argc < 2 || argv[1][0] == '-') {
+        if (argc >= 2 && (!strcmp(argv[1], "-V") || !strcmp(argv[1], "--version"))) {
+            puts("ranktop " RANKTOP_VERSION);
+            return 0;
+        }
+        return cmd_monitor(argc, argv);
     }
     if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
         usage(stdout);
@@ -40,6 +43,8 @@ int main(int argc, char **argv)
     }
     if (!strcmp(argv[1], "ls"))
         return cmd_ls(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "demo"))
+        return cmd_demo(argc - 1, argv + 1);
     if (!strcmp(argv[1], "record"))
         return cmd_record(argc - 1, argv + 1);
     if (!strcmp(argv[1], "dump"))

@@ -1,0 +1,435 @@
+/* bench_engine: what the sampling engine costs the monitor and what it costs the job.
+ *
+ * Part 1, monitor CPU: starts 8 or 32 targets (bench/targets/threads8.py: a main thread and
+ * 7 helpers, each about 20 frames deep, blocked in Event.wait), runs the engine on them at 10
+ * or 100 Hz sampling every thread, and after a warm-up measures this process's CPU time over
+ * wall time (% of one core) with the engine's achieved rate, mean lag and stacks per pass
+ * over the same window. One more row has one target's main thread busy in a Python loop; the
+ * targets are otherwise idle so that they do not starve the monitor on a small machine.
+ *
+ * Part 2, target slowdown: one threads8.py target runs a fixed pure-Python workload (about
+ * 2 s) on request and reports its own wall time; runs alternate between unsampled and sampled
+ * by the engine at 100 Hz (all threads, ABBA order against drift). Prints the medians and the
+ * slowdown (goal < 1 %, issue 4).
+ *
+ * History memory and export time for an hour of 64 ranks at 10 Hz: see bench_export.
+ *
+ * Usage: bench_engine [--quick] [PYTHON]; PYTHON defaults to pyenv's 3.12, else
+ * /usr/bin/python3. Every target is killed at the end, on SIGINT / SIGTERM, and (through
+ * PR_SET_PDEATHSIG) if this process dies. Not a test: it asserts nothing. */
+#include "engine.h"
+#include "ranktop/util.h"
+
+#include <errno.h>
+#include <glob.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_TARGETS 32
+#define DEPTH "20"
+#define MAX_RUNS 5
+
+struct cfg {
+    const char *python;
+    const char *script;
+    double warm_s, measure_s; /* part 1 */
+    int runs;                 /* part 2, per side */
+    const char *iters;        /* part 2 workload size */
+};
+
+struct target {
+    pid_t pid;
+    FILE *in, *out; /* the target's stdin and stdout */
+};
+
+/* Live target PIDs for the signal handler. */
+static pid_t live_pid[MAX_TARGETS];
+static volatile sig_atomic_t nlive;
+
+static void kill_live(void)
+{
+    for (int i = 0; i < nlive; i++)
+        if (live_pid[i] > 0)
+            kill(live_pid[i], SIGKILL);
+}
+
+static void on_signal(int sig)
+{
+    kill_live();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void install_handlers(void)
+{
+    struct sigaction sa;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+static void sleep_s(double s)
+{
+    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+static void exec_target(const struct cfg *c, const char *mode, int in, int out)
+{
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    dup2(in, 0);
+    dup2(out, 1);
+    execl(c->python, c->python, "-S", c->script, mode, DEPTH, c->iters, (char *)NULL);
+    _exit(127);
+}
+
+/* Forks one target; it is registered for the signal handler before it can run. */
+static int spawn_target(const struct cfg *c, const char *mode, struct target *t)
+{
+    int in[2], out[2];
+    sigset_t all, old;
+
+    if (pipe(in) < 0)
+        return -1;
+    if (pipe(out) < 0) {
+        close(in[0]);
+        close(in[1]);
+        return -1;
+    }
+    sigfillset(&all);
+    sigprocmask(SIG_BLOCK, &all, &old);
+    t->pid = fork();
+    if (t->pid == 0) {
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        close(in[1]);
+        close(out[0]);
+        exec_target(c, mode, in[0], out[1]);
+    }
+    if (t->pid > 0)
+        live_pid[nlive++] = t->pid;
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    close(in[0]);
+    close(out[1]);
+    t->in = fdopen(in[1], "w");
+    t->out = fdopen(out[0], "r");
+    return t->pid > 0 ? 0 : -1;
+}
+
+static bool target_ready(struct target *t)
+{
+    char line[64];
+
+    return fgets(line, sizeof(line), t->out) && strncmp(line, "ready", 5) == 0;
+}
+
+static void kill_targets(struct target *t, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (t[i].pid > 0)
+            kill(t[i].pid, SIGKILL);
+    for (int i = 0; i < n; i++) {
+        if (t[i].pid > 0)
+            waitpid(t[i].pid, NULL, 0);
+        if (t[i].in)
+            fclose(t[i].in);
+        if (t[i].out)
+            fclose(t[i].out);
+    }
+    nlive = 0;
+}
+
+/* Starts n targets (the first nbusy with a busy main thread); false when one fails. */
+static bool start_targets(const struct cfg *c, struct target *t, int n, int nbusy)
+{
+    memset(t, 0, sizeof(*t) * (size_t)n);
+    for (int i = 0; i < n; i++)
+        if (spawn_target(c, i < nbusy ? "busy" : "idle", &t[i]) < 0)
+            return false;
+    for (int i = 0; i < n; i++)
+        if (!target_ready(&t[i]))
+            return false;
+    return true;
+}
+
+static int start_engine(struct target *t, int n, double hz, int *pids, struct engine **e)
+{
+    struct engine_opts o = {.rate_hz = hz, .all_threads = true};
+    struct app_err err = {0};
+    int rc;
+
+    for (int i = 0; i < n; i++)
+        pids[i] = t[i].pid;
+    o.disc.pids = pids;
+    o.disc.npids = n;
+    o.disc.nvidia_smi = "/nonexistent";
+    o.disc.npu_smi = "/nonexistent";
+    o.disc.no_nvml = true;
+    o.disc.no_dcmi = true;
+    rc = engine_start(&o, e, &err);
+    if (rc < 0)
+        fprintf(stderr, "bench_engine: engine_start: %s\n", err.msg);
+    return rc;
+}
+
+/* Part 1: one row of monitor cost. */
+static void cpu_row(const struct cfg *c, int n, int nbusy, double hz)
+{
+    struct target t[MAX_TARGETS];
+    int pids[MAX_TARGETS];
+    struct engine *e;
+    struct engine_stats a, b;
+    uint64_t t0, t1;
+    double wall, ds, lag;
+
+    if (!start_targets(c, t, n, nbusy) || start_engine(t, n, hz, pids, &e) < 0) {
+        printf("%7d %5d %6.0f  (could not start)\n", n, nbusy, hz);
+        kill_targets(t, n);
+        return;
+    }
+    sleep_s(c->warm_s);
+    engine_get_stats(e, &a);
+    t0 = clock_mono_ns();
+    sleep_s(c->measure_s);
+    engine_get_stats(e, &b);
+    t1 = clock_mono_ns();
+    engine_stop(e);
+    engine_free(e);
+    kill_targets(t, n);
+    wall = (double)(t1 - t0) / 1e9;
+    ds = (double)(b.samples - a.samples);
+    lag = ds > 0 ? (b.lag_ms * (double)b.samples - a.lag_ms * (double)a.samples) / ds : 0;
+    printf("%7d %5d %6.0f %7.2f %9.1f %8.2f %8.1f %7.1f %6d %6llu\n", n, nbusy, hz,
+           (double)(b.cpu_ns - a.cpu_ns) / 1e9 / wall * 100, ds / wall, lag, b.lag_max_ms,
+           ds > 0 ? (double)(b.stacks - a.stacks) / ds : 0, b.ranks,
+           (unsigned long long)(b.errors - a.errors));
+}
+
+/* Runs the workload once; *wall and *cpu get its times in seconds as the target measured
+ * them (its main thread's CPU time). Returns 0 or -1. */
+static int run_work(struct target *t, double *wall, double *cpu)
+{
+    char line[64];
+
+    if (fputs("go\n", t->in) == EOF || fflush(t->in) == EOF || !fgets(line, sizeof(line), t->out))
+        return -1;
+    return sscanf(line, "%lf %lf", wall, cpu) == 2 ? 0 : -1;
+}
+
+/* Waits until the engine has attached to the target and recorded its stacks. */
+static bool engine_attached(struct engine *e)
+{
+    struct engine_stats st;
+
+    for (int i = 0; i < 500; i++) {
+        engine_get_stats(e, &st);
+        if (st.ranks > 0 && st.stacks > 0)
+            return true;
+        sleep_s(0.01);
+    }
+    return false;
+}
+
+/* One sampled run (times as run_work); *hz and *mon accumulate the engine's rate and the
+ * monitor's CPU share. */
+static void run_sampled(struct target *t, double *wall, double *cpu, double *hz, double *mon)
+{
+    int pid;
+    struct engine *e;
+    struct engine_stats a, b;
+    double dt;
+    uint64_t t0;
+
+    *wall = *cpu = -1;
+    if (start_engine(t, 1, 100, &pid, &e) < 0)
+        return;
+    if (engine_attached(e)) {
+        engine_get_stats(e, &a);
+        t0 = clock_mono_ns();
+        run_work(t, wall, cpu);
+        engine_get_stats(e, &b);
+        dt = (double)(clock_mono_ns() - t0) / 1e9;
+        *hz += (double)(b.samples - a.samples) / dt;
+        *mon += (double)(b.cpu_ns - a.cpu_ns) / 1e9 / dt * 100;
+    }
+    engine_stop(e);
+    engine_free(e);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof(*v), cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Prints the runs in their order, then sorts them. */
+static void print_side(const char *name, double *v, int n)
+{
+    double m;
+
+    printf("%-10s", name);
+    for (int i = 0; i < n; i++)
+        printf(" %7.3f", v[i]);
+    m = median(v, n);
+    printf("   median %7.3f  min %7.3f\n", m, v[0]);
+}
+
+/* Prints both sides of one measure (wall or CPU) and the slowdown three ways: of the
+ * medians, of the minima, and the median of the adjacent pairs' ratios (least drift). */
+static void print_measure(const char *name, double *u, double *s, int n)
+{
+    double pair[MAX_RUNS], mu, ms, mp;
+
+    for (int i = 0; i < n; i++)
+        pair[i] = u[i] > 0 ? s[i] / u[i] : 0;
+    mp = median(pair, n);
+    print_side(name, u, n);
+    print_side("  sampled", s, n);
+    mu = median(u, n);
+    ms = median(s, n);
+    printf("  slowdown %+.2f %% (medians), %+.2f %% (minima), %+.2f %% (pairs)\n",
+           (ms / mu - 1) * 100, (s[0] / u[0] - 1) * 100, (mp - 1) * 100);
+}
+
+/* Steal and total CPU time of the machine (jiffies, /proc/stat), to show a noisy host. */
+static void cpu_jiffies(unsigned long long *steal, unsigned long long *total)
+{
+    unsigned long long v[8] = {0};
+    FILE *f = fopen("/proc/stat", "r");
+
+    *steal = *total = 0;
+    if (!f)
+        return;
+    if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4],
+               &v[5], &v[6], &v[7]) == 8) {
+        for (int i = 0; i < 8; i++)
+            *total += v[i];
+        *steal = v[7];
+    }
+    fclose(f);
+}
+
+/* Part 2: alternating unsampled (u) and sampled (s) runs in the order u s s u u s ... */
+static void slowdown(const struct cfg *c)
+{
+    struct target t;
+    double uw[MAX_RUNS], uc[MAX_RUNS], sw[MAX_RUNS], sc[MAX_RUNS], hz = 0, mon = 0;
+
+    unsigned long long st0, tot0, st1, tot1;
+
+    memset(&t, 0, sizeof(t));
+    cpu_jiffies(&st0, &tot0);
+    if (spawn_target(c, "work", &t) < 0 || !target_ready(&t) ||
+        run_work(&t, uw, uc) < 0) { /* the first run warms the interpreter */
+        printf("(the workload target failed)\n");
+        kill_targets(&t, 1);
+        return;
+    }
+    for (int i = 0; i < c->runs; i++) {
+        bool sampled_first = i % 2;
+
+        if (sampled_first)
+            run_sampled(&t, &sw[i], &sc[i], &hz, &mon);
+        if (run_work(&t, &uw[i], &uc[i]) < 0)
+            uw[i] = uc[i] = -1;
+        if (!sampled_first)
+            run_sampled(&t, &sw[i], &sc[i], &hz, &mon);
+    }
+    kill_targets(&t, 1);
+    cpu_jiffies(&st1, &tot1);
+    print_measure("wall", uw, sw, c->runs);
+    print_measure("cpu", uc, sc, c->runs);
+    printf("engine %.1f Hz, monitor CPU %.2f %% of one core; host steal %.1f %%\n", hz / c->runs,
+           mon / c->runs, tot1 > tot0 ? (double)(st1 - st0) * 100 / (double)(tot1 - tot0) : 0);
+}
+
+static const char *default_python(void)
+{
+    static char path[512];
+    const char *root = getenv("PYENV_ROOT") ? getenv("PYENV_ROOT") : "/root/.pyenv";
+    glob_t g;
+
+    snprintf(path, sizeof(path), "%s/versions/3.12.*/bin/python3", root);
+    if (glob(path, 0, NULL, &g) == 0)
+        snprintf(path, sizeof(path), "%s", g.gl_pathv[0]);
+    else
+        snprintf(path, sizeof(path), "/usr/bin/python3");
+    globfree(&g);
+    return path;
+}
+
+static void print_load(const char *when)
+{
+    double l[3] = {0, 0, 0};
+
+    getloadavg(l, 3);
+    printf("%s: load average %.2f %.2f %.2f on %ld CPUs\n", when, l[0], l[1], l[2],
+           sysconf(_SC_NPROCESSORS_ONLN));
+}
+
+static void monitor_cpu(const struct cfg *c)
+{
+    static const struct {
+        int n, nbusy;
+        double hz;
+    } rows[] = {{8, 0, 10}, {8, 0, 100}, {32, 0, 10}, {32, 0, 100}, {8, 1, 100}, {32, 1, 100}};
+
+    printf("\nmonitor CPU, 8 threads per target at depth %s, all threads sampled "
+           "(%.0f s after %.0f s warm-up)\n",
+           DEPTH, c->measure_s, c->warm_s);
+    printf("%7s %5s %6s %7s %9s %8s %8s %7s %6s %6s\n", "targets", "busy", "Hz", "cpu %",
+           "achieved", "lag ms", "lag max", "stacks", "ranks", "errors");
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+        cpu_row(c, rows[i].n, rows[i].nbusy, rows[i].hz);
+}
+
+int main(int argc, char **argv)
+{
+    struct cfg c = {.warm_s = 2, .measure_s = 8, .runs = 5, .iters = "15000000"};
+
+    c.script = getenv("RANKTOP_BENCH_TARGET") ? getenv("RANKTOP_BENCH_TARGET") : BENCH_TARGET;
+    c.python = default_python();
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--quick") == 0) {
+            c = (struct cfg){.python = c.python,
+                             .script = c.script,
+                             .warm_s = 1,
+                             .measure_s = 2,
+                             .runs = 3,
+                             .iters = "4000000"};
+        } else {
+            c.python = argv[i];
+        }
+    }
+    install_handlers();
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    printf("python %s, target %s\n", c.python, c.script);
+    print_load("start");
+    monitor_cpu(&c);
+    printf("\nslowdown of a CPU-bound target (main thread busy, 7 idle) sampled at 100 Hz, "
+           "%d runs per side, seconds; the first row of each is unsampled\n",
+           c.runs);
+    slowdown(&c);
+    printf("\nhistory memory and export time for 64 ranks x 10 Hz x 1 h: run bench_export\n");
+    print_load("end");
+    return 0;
+}

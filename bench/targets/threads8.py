@@ -1,0 +1,66 @@
+"""Benchmark target for bench_engine: a main thread and 7 helper threads, each DEPTH frames deep.
+
+Usage: threads8.py MODE [DEPTH [ITERS]]
+  idle  every thread blocks in Event.wait
+  busy  the helpers block; the main thread loops in Python at depth (one core busy)
+  work  the helpers block; the main thread waits for a line on stdin, runs a fixed pure-Python
+        workload of ITERS loop turns (default 15 million, about 2 s) at depth, prints its wall
+        time and its CPU time in seconds, and repeats until EOF
+Prints "ready" once every thread is at depth.
+"""
+import sys
+import threading
+import time
+
+NHELPERS = 7
+MODE = sys.argv[1] if len(sys.argv) > 1 else "idle"
+DEPTH = int(sys.argv[2]) if len(sys.argv) > 2 else 20
+ITERS = int(sys.argv[3]) if len(sys.argv) > 3 else 15_000_000
+ev = threading.Event()
+at_depth = threading.Barrier(NHELPERS + 1)
+
+
+def work():
+    """Interpreter work: integer arithmetic and a dict store per turn."""
+    acc, seen = 0, {}
+    for i in range(ITERS):
+        acc = (acc * 31 + i) % 1_000_003
+        seen[acc & 1023] = i
+    return acc + len(seen)
+
+
+def spin():
+    while True:
+        x = 0
+        for i in range(10_000):
+            x += i * i
+
+
+def serve():
+    for _ in sys.stdin:
+        t0, c0 = time.perf_counter(), time.thread_time()
+        work()
+        print(f"{time.perf_counter() - t0:.6f} {time.thread_time() - c0:.6f}", flush=True)
+
+
+def level(n, leaf):
+    # The leaf adds one frame (two for Event.wait, which calls Condition.wait).
+    if n <= 3:
+        leaf()
+    else:
+        level(n - 1, leaf)
+
+
+def helper():
+    level(DEPTH, lambda: (at_depth.wait(), ev.wait()))
+
+
+def main_leaf():
+    at_depth.wait()
+    print("ready", flush=True)
+    {"idle": ev.wait, "busy": spin, "work": serve}[MODE]()
+
+
+for _ in range(NHELPERS):
+    threading.Thread(target=helper, daemon=True).start()
+level(DEPTH, main_leaf)

@@ -1,0 +1,214 @@
+/* View models behind the monitor's panes: the merged (STAT-style) tree of all ranks' stacks,
+ * the hang verdict, the top functions over a window and the rank table's rows.
+ *
+ * Everything here is pure: it reads a history (the UI thread's private copy made with
+ * history_clone()) and a time `now`, and fills a plain struct whose arrays it allocates. No
+ * function does I/O, takes a lock or keeps state between calls, so any thread may call them
+ * on a history no other thread writes. Strings in the outputs (function and file names,
+ * hosts, devices) and frame pointers are borrowed from the history and valid while it lives;
+ * arrays are owned by the output and freed by the matching _fini (safe on a zeroed struct and
+ * twice in a row). Times are CLOCK_MONOTONIC nanoseconds, as in the history.
+ *
+ * Ranks are named by view_rank_id(): the job rank when known, else the pid. A rank's stack is
+ * its interpreter main thread's stack at its last run; a thread that is gone, has no run, or
+ * whose last sample could not be read or held no Python frame has no stack (HSTACK_NONE). */
+#ifndef RANKTOP_VIEW_H
+#define RANKTOP_VIEW_H
+
+#include "ranktop/history.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define VIEW_MAX_NODES 10000                /* default cap on merged-tree nodes */
+#define VIEW_MAX_ROWS 10000                 /* cap on top-function rows */
+#define VIEW_DEFAULT_INTERVAL_NS 100000000u /* 10 Hz, the engine's default rate */
+
+/* ---- Shared helpers (view.c) ---- */
+
+/* The rank's job rank when known (>= 0), else its pid. */
+int view_rank_id(const struct hrank *r);
+
+/* The rank's interpreter main thread: a thread flagged main, preferring one still present and
+ * then the most recently sampled. NULL when none is flagged. Borrowed from the history. */
+const struct hthread *view_main_thread(const struct hrank *r);
+
+/* Stack of t's last run; HSTACK_NONE when t is NULL or gone, has no run, or the last sample
+ * was unreadable, out of range or empty. */
+uint32_t view_thread_stack(const struct history *h, const struct hthread *t);
+
+/* Nanoseconds since t's stack last changed: now - t0 of its last run; 0 without runs or when
+ * now precedes that run. */
+uint64_t view_since_change(const struct hthread *t, uint64_t now);
+
+/* Writes the set of ranks compactly into buf (always NUL-terminated when len > 0): sorted,
+ * duplicates dropped, runs of two or more consecutive ranks as "a-b": "0,2-5,9". When the
+ * whole set does not fit, as many leading items as fit are followed by "…(+N)", N the ranks
+ * left out ("0-6,8,…(+7)"); if even that does not fit, buf gets "". ranks need not be
+ * sorted; n == 0 gives "". Returns the bytes written (without the NUL). */
+size_t view_rankset_format(const int *ranks, size_t n, char *buf, size_t len);
+
+/* Same with another ellipsis (e.g. "..." when the terminal is not UTF-8). */
+size_t view_rankset_format_ex(const int *ranks, size_t n, char *buf, size_t len,
+                              const char *ellipsis);
+
+/* Writes "function (file:line)" with the file's base name ("all_reduce
+ * (distributed_c10d.py:1541)"); ":line" is left out when the line is unknown. Returns the
+ * length snprintf would have written. */
+int view_frame_format(const struct hframe *f, char *buf, size_t len);
+
+/* ---- Rank table rows (view.c) ---- */
+
+struct view_rank_row {
+    size_t idx; /* index into h->ranks */
+    int pid;
+    int rank;                  /* -1 unknown */
+    const char *host, *device; /* borrowed */
+    bool exited;
+    uint32_t stack;           /* main thread's current stack, HSTACK_NONE */
+    const struct hframe *top; /* innermost frame of that stack; NULL without one */
+    uint64_t since;           /* ns since the main thread's stack last changed */
+};
+
+struct view_ranks {
+    struct view_rank_row *rows;
+    size_t n;
+};
+
+/* One row per rank record, ordered by rank (unknown last), live before exited, then pid. The
+ * UI adds CPU, RSS and GIL figures from the counter series. */
+void view_ranks(const struct history *h, uint64_t now, struct view_ranks *out);
+void view_ranks_fini(struct view_ranks *out);
+
+/* ---- Merged tree (view_merge.c) ---- */
+
+enum view_node_kind {
+    VIEW_NODE_FRAME,   /* a frame, merged by function and file */
+    VIEW_NODE_NOSTACK, /* synthetic top-level node "<no stack>" */
+    VIEW_NODE_EXITED,  /* synthetic top-level node "<exited>" */
+};
+
+struct view_merge_opts {
+    bool all_threads;          /* every live thread of every rank, not just main threads */
+    const uint64_t *collapsed; /* ids of nodes whose children are hidden (borrowed) */
+    size_t ncollapsed;
+    size_t max_nodes; /* 0 = VIEW_MAX_NODES */
+};
+
+/* One node: a frame shared by the stacks passing through it. Stacks and ranks: in main-thread
+ * mode each rank gives one stack; with all_threads each live thread gives one, keyed by its
+ * rank, so count may exceed nranks. */
+struct view_node {
+    uint64_t id; /* hash of the (function, file) path from the top: stable across rebuilds */
+    int parent;  /* node index; -1 at the top */
+    int child;   /* first child; -1 for a leaf */
+    int next;    /* next sibling; siblings are in descending count order */
+    int depth;   /* 0 at the top */
+    enum view_node_kind kind;
+    const char *function, *file; /* borrowed; synthetic nodes: "<no stack>" / "<exited>", "" */
+    int line;                    /* most common line among the stacks here; 0 unknown */
+    int line_min, line_max;      /* range of the known lines; 0 unknown */
+    const int *ranks;            /* distinct rank ids through here, sorted (owned by tree) */
+    size_t nranks;
+    size_t count;         /* stacks through here */
+    const int *end_ranks; /* ranks whose stack ends exactly here, sorted, distinct */
+    size_t nend_ranks;
+    size_t nend;                          /* stacks ending exactly here */
+    uint64_t unchanged_min, unchanged_max; /* ns their stacks have been unchanged (exited: since
+                                              the exit) */
+    bool odd;       /* on a branch taken by fewer stacks than the biggest sibling branch */
+    bool end_odd;   /* the stacks ending here are fewer than the biggest child's */
+    bool collapsed; /* has children and its id is in opts->collapsed */
+};
+
+struct view_tree {
+    struct view_node *nodes; /* parents precede their children */
+    size_t nnodes;
+    int root;       /* first top-level node, -1 when empty; the others follow by `next` */
+    int *visible;   /* node indexes in drawing order: depth first, collapsed subtrees skipped */
+    size_t nvisible;
+    size_t nstacks; /* stacks merged */
+    bool truncated; /* max_nodes was reached: deeper frames of some stacks were left out */
+    int *pool;      /* private: rank arrays */
+};
+
+/* Builds the merged prefix tree of the ranks' current stacks. Exited ranks go under
+ * "<exited>", ranks (or threads) without a stack under "<no stack>". o may be NULL. out must
+ * be released with view_merge_fini() whatever the result. Returns 0, or APP_E_LIMIT when the
+ * node cap truncated the tree (which is still consistent and drawable). */
+int view_merge(const struct history *h, uint64_t now, const struct view_merge_opts *o,
+               struct view_tree *out);
+void view_merge_fini(struct view_tree *out);
+
+/* ---- Hang verdict (view_hang.c) ---- */
+
+struct view_hang_in {
+    double flat_pts;     /* utilisation range (max - min, points) still flat; 0 = 5 */
+    bool ignore_devices; /* judge by stacks alone */
+};
+
+struct view_hang_rank {
+    int rank; /* view_rank_id */
+    int pid;
+    uint32_t stack;  /* HSTACK_NONE when it has none */
+    char where[160]; /* innermost frame, view_frame_format; "<no stack>" */
+};
+
+struct view_hang {
+    bool hang;
+    uint64_t since;  /* ns every live rank has kept its stack (min over them) */
+    size_t nlive;    /* ranks not exited */
+    size_t nmajority; /* live ranks sharing the most common stack */
+    uint32_t stack;   /* that stack; HSTACK_NONE when no live rank has one */
+    char where[160];  /* its innermost frame */
+    struct view_hang_rank *odd; /* live ranks with another stack, by rank (owned) */
+    size_t nodd;
+    int *exited; /* ranks that exited and were not restarted, sorted (owned) */
+    size_t nexited;
+    size_t ndevices; /* device utilisation series judged over the interval */
+    size_t nvarying; /* of those, series that were not flat */
+    char text[512];  /* banner when hang: "HANG 42s: 15 ranks in f (a.py:3); odd: rank 3 in
+                        g (b.py:12)"; "" otherwise */
+};
+
+/* Judges whether the job hangs at `now`: every live rank's stack unchanged for at least
+ * hang_after_ns, the most common stack a real one, and every device utilisation series
+ * ("gpuN"/"npuN.M", key util_pct/aicore_pct; only the ranks' devices when those are known)
+ * flat over [now - hang_after_ns, now]. dev may be NULL (defaults). The majority, odd ranks
+ * and since are filled in whatever the verdict. Release with view_hang_fini(). */
+void view_hang(const struct history *h, uint64_t now, uint64_t hang_after_ns,
+               const struct view_hang_in *dev, struct view_hang *out);
+void view_hang_fini(struct view_hang *out);
+
+/* ---- Top functions (view_top.c) ---- */
+
+struct view_top_row {
+    const char *function, *file; /* borrowed; lines are merged */
+    uint64_t own_ns;             /* time it was the innermost frame */
+    uint64_t total_ns;           /* time it was anywhere on the stack (once per stack) */
+    double own_pct, total_pct;   /* of sampled_ns */
+};
+
+struct view_top {
+    struct view_top_row *rows; /* own desc, then total desc, then name */
+    size_t nrows;
+    uint64_t sampled_ns;  /* thread time in the window with a readable stack */
+    uint64_t interval_ns; /* how long a run's last sample counts */
+    bool truncated;       /* rows beyond VIEW_MAX_ROWS were dropped */
+};
+
+/* Sampling interval estimated from the history: the median gap between a run's last sample
+ * and the next run's first over all threads; VIEW_DEFAULT_INTERVAL_NS without any. */
+uint64_t view_top_interval(const struct history *h);
+
+/* Own and total time per function over [now - window_ns, now] (window_ns 0 = all history),
+ * for the ranks with pid rank_pid (0 = all ranks), main threads or all threads. A run lasts
+ * from its t0 to the next run's t0; the last one to t1 + view_top_interval() or the rank's
+ * exit. Returns 0, APP_E_NOTFOUND when no rank has that pid, APP_E_LIMIT when rows were
+ * dropped. Release with view_top_fini(). */
+int view_top(const struct history *h, uint64_t now, uint64_t window_ns, int rank_pid,
+             bool all_threads, struct view_top *out);
+void view_top_fini(struct view_top *out);
+
+#endif

@@ -1,0 +1,810 @@
+/* Tests for the view models (src/view*.c): the merged tree, rank sets, the hang verdict, top
+ * functions and the rank table's rows.
+ *
+ * The main fixture is the story the monitor exists for: 16 ranks sampled once a second, each
+ * with a main thread and a pin-memory worker; all are in forward() under train_step() until
+ * T(8), then 15 wait in all_reduce() and rank 3 goes into load_batch_slowly() at T(10). It is
+ * built through the history API (history_rank, history_thread, history_intern_stack,
+ * history_observe), as the engine builds it. Top functions use a crafted 100 ms timeline whose
+ * own and total shares are worked out by hand in the comments. Single-threaded. */
+#include "view.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ranktop/history.h"
+#include "ranktop/status.h"
+
+#define T0 5000000000000ull /* history start, ns */
+#define SEC 1000000000ull
+#define T(k) (T0 + (uint64_t)(k)*SEC) /* main fixture: one sample a second */
+#define NRANKS 16
+#define ODD_RANK 3
+#define PID(i) (4000 + (i))
+#define C10D "/usr/lib/python3/site-packages/torch/distributed/distributed_c10d.py"
+
+struct fx {
+    struct history h;
+    uint32_t maj, odd, early, work, here;
+};
+
+/* Frames are given innermost first, as the sampler returns them. */
+static void stacks_init(struct fx *f)
+{
+    const struct hframe maj[] = {{"all_reduce", C10D, 1541},
+                                 {"train_step", "/job/train.py", 30},
+                                 {"main", "/job/train.py", 40},
+                                 {"<module>", "/job/train.py", 50}};
+    const struct hframe odd[] = {{"load_batch_slowly", "/job/train.py", 12},
+                                 {"train_step", "/job/train.py", 25},
+                                 {"main", "/job/train.py", 40},
+                                 {"<module>", "/job/train.py", 50}};
+    const struct hframe early[] = {{"forward", "/job/model.py", 7},
+                                   {"train_step", "/job/train.py", 28},
+                                   {"main", "/job/train.py", 40},
+                                   {"<module>", "/job/train.py", 50}};
+    const struct hframe work[] = {{"get", "/usr/lib/python3.11/queue.py", 180},
+                                  {"_worker_loop", "/torch/pin_memory.py", 50},
+                                  {"_bootstrap", "/usr/lib/python3.11/threading.py", 1002}};
+
+    f->maj = history_intern_stack(&f->h, maj, 4);
+    f->odd = history_intern_stack(&f->h, odd, 4);
+    f->early = history_intern_stack(&f->h, early, 4);
+    f->work = history_intern_stack(&f->h, work, 3);
+    f->here = history_intern_stack(&f->h, odd + 1, 3); /* ends in train_step itself */
+}
+
+static struct hthread *main_of(struct history *h, int i)
+{
+    return history_thread(history_rank(h, PID(i), i, NULL), 1, PID(i), "MainThread", true);
+}
+
+static struct hthread *worker_of(struct history *h, int i, uint64_t ident)
+{
+    return history_thread(history_rank(h, PID(i), i, NULL), ident, PID(i) + 100,
+                          "pin_memory", false);
+}
+
+/* Samples every rank once a second from T(0) to T(upto). */
+static void fx_build(struct fx *f, int upto)
+{
+    char dev[16];
+
+    history_init(&f->h, T0, 0, "node1");
+    stacks_init(f);
+    for (int i = 0; i < NRANKS; i++) {
+        snprintf(dev, sizeof(dev), "gpu %d", i);
+        history_rank(&f->h, PID(i), i, dev);
+    }
+    for (int k = 0; k <= upto; k++)
+        for (int i = 0; i < NRANKS; i++) {
+            uint32_t s = i == ODD_RANK ? (k < 10 ? f->early : f->odd) : (k < 8 ? f->early : f->maj);
+
+            history_observe(main_of(&f->h, i), s, T(k));
+            history_observe(worker_of(&f->h, i, 2), f->work, T(k));
+        }
+}
+
+static const struct view_node *child_named(const struct view_tree *t, int parent,
+                                           const char *fn)
+{
+    int n = parent < 0 ? t->root : t->nodes[parent].child;
+
+    for (; n >= 0; n = t->nodes[n].next)
+        if (!strcmp(t->nodes[n].function, fn))
+            return &t->nodes[n];
+    return NULL;
+}
+
+static int idx(const struct view_tree *t, const struct view_node *n)
+{
+    ck_assert_ptr_nonnull(n);
+    return (int)(n - t->nodes);
+}
+
+static void ranks_text(const struct view_node *n, char *buf, size_t len)
+{
+    view_rankset_format(n->ranks, n->nranks, buf, len);
+}
+
+/* ---- rank sets ---- */
+
+static void check_set(const int *v, size_t n, size_t len, const char *want)
+{
+    char buf[128];
+
+    memset(buf, 'x', sizeof(buf));
+    ck_assert_uint_eq(view_rankset_format(v, n, buf, len), strlen(want));
+    ck_assert_str_eq(buf, want);
+}
+
+START_TEST(rankset_basic)
+{
+    const int one[] = {7}, run[] = {3, 0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+    const int gaps[] = {9, 0, 2, 3, 4, 5}, pair[] = {5, 4}, dup[] = {3, 3, 1, 1, 3};
+    const int maj[] = {0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+    char buf[4] = "abc";
+
+    check_set(NULL, 0, 16, "");
+    check_set(one, 1, 16, "7");
+    check_set(run, 16, 16, "0-15");
+    check_set(gaps, 6, 16, "0,2-5,9");
+    check_set(pair, 2, 16, "4-5");
+    check_set(dup, 5, 16, "1,3");
+    check_set(maj, 15, 16, "0-2,4-15");
+    ck_assert_uint_eq(view_rankset_format(one, 1, buf, 0), 0);
+    ck_assert_str_eq(buf, "abc"); /* len 0: nothing written */
+}
+END_TEST
+
+START_TEST(rankset_truncation)
+{
+    const int even[] = {0, 2, 4, 6, 8, 10, 12, 14, 16, 18};
+    const int run[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+    char buf[64];
+
+    /* "0,2,…(+8)" is 11 bytes ("…" is 3): the most that fits in 12 with the NUL. */
+    check_set(even, 10, 12, "0,2,\u2026(+8)");
+    check_set(even, 10, 11, "0,\u2026(+9)");
+    check_set(even, 10, 9, "\u2026(+10)");
+    check_set(even, 10, 8, "");
+    check_set(even, 10, 1, "");
+    check_set(even, 10, 25, "0,2,4,6,8,10,12,14,16,18"); /* exactly fits */
+    check_set(even, 10, 24, "0,2,4,6,8,10,12,\u2026(+3)");
+    check_set(run, 16, 5, "0-15");
+    check_set(run, 16, 4, "");
+    ck_assert_uint_eq(view_rankset_format_ex(even, 10, buf, 12, "..."), 11);
+    ck_assert_str_eq(buf, "0,2,...(+8)");
+}
+END_TEST
+
+/* ---- merged tree ---- */
+
+START_TEST(merge_main_threads)
+{
+    struct fx f;
+    struct view_tree t;
+    const struct view_node *mod, *mn, *ts, *ar, *lb;
+    char buf[64];
+
+    fx_build(&f, 52);
+    ck_assert_int_eq(view_merge(&f.h, T(52), NULL, &t), 0);
+    ck_assert_uint_eq(t.nstacks, NRANKS);
+    ck_assert_uint_eq(t.nnodes, 5);
+    ck_assert(!t.truncated);
+    mod = child_named(&t, -1, "<module>");
+    ck_assert_int_eq(t.root, idx(&t, mod));
+    ck_assert_int_eq(mod->next, -1);
+    ck_assert_uint_eq(mod->count, NRANKS);
+    ranks_text(mod, buf, sizeof(buf));
+    ck_assert_str_eq(buf, "0-15");
+    mn = child_named(&t, idx(&t, mod), "main");
+    ts = child_named(&t, idx(&t, mn), "train_step");
+    ck_assert_int_eq(ts->depth, 2);
+    ck_assert_uint_eq(ts->count, NRANKS);
+    /* Lines differ (15 on line 30, one on 25): merged, with the range and the common one. */
+    ck_assert_int_eq(ts->line, 30);
+    ck_assert_int_eq(ts->line_min, 25);
+    ck_assert_int_eq(ts->line_max, 30);
+    ck_assert_str_eq(ts->file, "/job/train.py");
+
+    ar = &t.nodes[ts->child];
+    lb = &t.nodes[ar->next];
+    ck_assert_str_eq(ar->function, "all_reduce");
+    ck_assert_str_eq(lb->function, "load_batch_slowly");
+    ck_assert_int_eq(lb->next, -1);
+    ck_assert_uint_eq(ar->count, 15);
+    ck_assert_uint_eq(ar->nranks, 15);
+    ck_assert_uint_eq(ar->nend, 15);
+    ck_assert_int_eq(ar->line, 1541);
+    ranks_text(ar, buf, sizeof(buf));
+    ck_assert_str_eq(buf, "0-2,4-15");
+    ck_assert_uint_eq(lb->count, 1);
+    ranks_text(lb, buf, sizeof(buf));
+    ck_assert_str_eq(buf, "3");
+    ck_assert_int_eq(lb->line, 12);
+
+    ck_assert(lb->odd);
+    ck_assert(lb->end_odd);
+    ck_assert(!ar->odd && !ar->end_odd && !ts->odd && !mod->odd && !mn->odd);
+
+    /* Unchanged: the 15 since T(8), rank 3 since T(10); train_step spans both. */
+    ck_assert_uint_eq(ar->unchanged_min, 44 * SEC);
+    ck_assert_uint_eq(ar->unchanged_max, 44 * SEC);
+    ck_assert_uint_eq(lb->unchanged_min, 42 * SEC);
+    ck_assert_uint_eq(lb->unchanged_max, 42 * SEC);
+    ck_assert_uint_eq(ts->unchanged_min, 42 * SEC);
+    ck_assert_uint_eq(ts->unchanged_max, 44 * SEC);
+
+    ck_assert_uint_eq(t.nvisible, 5);
+    ck_assert_int_eq(t.visible[0], idx(&t, mod));
+    ck_assert_int_eq(t.visible[1], idx(&t, mn));
+    ck_assert_int_eq(t.visible[2], idx(&t, ts));
+    ck_assert_int_eq(t.visible[3], idx(&t, ar));
+    ck_assert_int_eq(t.visible[4], idx(&t, lb));
+    ck_assert_int_eq(lb->parent, idx(&t, ts));
+    view_merge_fini(&t);
+    view_merge_fini(&t); /* twice is harmless */
+    history_fini(&f.h);
+}
+END_TEST
+
+START_TEST(merge_collapse_and_ids)
+{
+    struct fx f;
+    struct view_tree a, b;
+    struct view_merge_opts o = {0};
+    uint64_t ids[2];
+    const struct view_node *ts;
+
+    fx_build(&f, 12);
+    view_merge(&f.h, T(12), NULL, &a);
+    ts = child_named(&a, a.nodes[a.root].child, "train_step");
+    ck_assert_ptr_nonnull(ts);
+    /* Ids name places, not positions: a rebuild later (other counts) gives the same ids. */
+    ids[0] = ts->id;
+    ids[1] = 42; /* unknown ids are ignored */
+    ck_assert_uint_ne(a.nodes[ts->child].id, a.nodes[a.nodes[ts->child].next].id);
+    o.collapsed = ids;
+    o.ncollapsed = 2;
+    history_observe(main_of(&f.h, 5), f.early, T(13));
+    ck_assert_int_eq(view_merge(&f.h, T(13), &o, &b), 0);
+    ck_assert_uint_eq(b.nvisible, 3);
+    ck_assert_str_eq(b.nodes[b.visible[2]].function, "train_step");
+    ck_assert_uint_eq(b.nodes[b.visible[2]].id, ids[0]);
+    ck_assert(b.nodes[b.visible[2]].collapsed);
+    ck_assert(!b.nodes[b.visible[0]].collapsed);
+    /* The hidden children are still in the tree: 3 under train_step now. */
+    ck_assert_uint_eq(b.nnodes, 6);
+    ck_assert_uint_eq(b.nodes[0].id, a.nodes[0].id);
+    view_merge_fini(&a);
+    view_merge_fini(&b);
+    history_fini(&f.h);
+}
+END_TEST
+
+START_TEST(merge_synthetic_nodes)
+{
+    struct fx f;
+    struct view_tree t;
+    const struct view_node *ex, *ns, *mod;
+    char buf[64];
+
+    fx_build(&f, 17);
+    for (int k = 18; k <= 20; k++)
+        for (int i = 0; i < NRANKS; i++)
+            history_observe(main_of(&f.h, i), i == 9 ? HSTACK_NONE : f.maj, T(k));
+    history_rank_exit(history_rank(&f.h, PID(7), 7, NULL), T(15));
+    ck_assert_int_eq(view_merge(&f.h, T(20), NULL, &t), 0);
+    mod = &t.nodes[t.root];
+    ck_assert_str_eq(mod->function, "<module>");
+    ck_assert_uint_eq(mod->count, 14);
+    ranks_text(mod, buf, sizeof(buf));
+    ck_assert_str_eq(buf, "0-6,8,10-15");
+    ex = child_named(&t, -1, "<exited>");
+    ns = child_named(&t, -1, "<no stack>");
+    ck_assert_int_eq(ex->kind, VIEW_NODE_EXITED);
+    ck_assert_int_eq(ns->kind, VIEW_NODE_NOSTACK);
+    ck_assert_int_eq(ex->child, -1);
+    ck_assert_uint_eq(ex->count, 1);
+    ck_assert_int_eq(ex->ranks[0], 7);
+    ck_assert_int_eq(ns->ranks[0], 9);
+    ck_assert(ex->odd && ns->odd && !mod->odd);
+    ck_assert_uint_eq(ex->unchanged_max, 5 * SEC);
+    ck_assert_uint_eq(ns->unchanged_max, 2 * SEC);
+    ck_assert_uint_eq(t.nvisible, t.nnodes);
+    view_merge_fini(&t);
+    history_fini(&f.h);
+}
+END_TEST
+
+START_TEST(merge_stack_ending_inside)
+{
+    struct fx f;
+    struct view_tree t;
+    const struct view_node *ts;
+    int i_ts;
+
+    fx_build(&f, 12);
+    history_observe(main_of(&f.h, ODD_RANK), f.here, T(13));
+    view_merge(&f.h, T(13), NULL, &t);
+    i_ts = t.nodes[t.nodes[t.root].child].child;
+    ts = &t.nodes[i_ts];
+    ck_assert_str_eq(ts->function, "train_step");
+    ck_assert_uint_eq(ts->nend, 1);
+    ck_assert_uint_eq(ts->nend_ranks, 1);
+    ck_assert_int_eq(ts->end_ranks[0], ODD_RANK);
+    ck_assert(ts->end_odd && !ts->odd);
+    ck_assert_uint_eq(t.nodes[ts->child].count, 15);
+    ck_assert_int_eq(t.nodes[ts->child].next, -1);
+    ck_assert(!t.nodes[ts->child].odd);
+    view_merge_fini(&t);
+    history_fini(&f.h);
+}
+END_TEST
+
+START_TEST(merge_all_threads)
+{
+    struct fx f;
+    struct view_tree t;
+    struct view_merge_opts o = {.all_threads = true};
+    const struct view_node *boot, *mod;
+
+    fx_build(&f, 12);
+    /* Rank 0 gets a second pin-memory worker: 17 stacks from 16 ranks. */
+    history_observe(worker_of(&f.h, 0, 3), f.work, T(12));
+    ck_assert_int_eq(view_merge(&f.h, T(12), &o, &t), 0);
+    ck_assert_uint_eq(t.nstacks, 2 * NRANKS + 1);
+    boot = &t.nodes[t.root];
+    ck_assert_str_eq(boot->function, "_bootstrap");
+    ck_assert_uint_eq(boot->count, 17);
+    ck_assert_uint_eq(boot->nranks, NRANKS);
+    mod = &t.nodes[boot->next];
+    ck_assert_str_eq(mod->function, "<module>");
+    ck_assert_uint_eq(mod->count, NRANKS);
+    ck_assert(mod->odd); /* fewer stacks than the workers' branch */
+    ck_assert_uint_eq(t.nvisible, 5 + 3);
+    view_merge_fini(&t);
+    history_fini(&f.h);
+}
+END_TEST
+
+START_TEST(merge_node_cap)
+{
+    struct fx f;
+    struct view_tree t;
+    struct view_merge_opts o = {.max_nodes = 3};
+    const struct view_node *ts;
+
+    fx_build(&f, 12);
+    ck_assert_int_eq(view_merge(&f.h, T(12), &o, &t), APP_E_LIMIT);
+    ck_assert(t.truncated);
+    ck_assert_uint_eq(t.nnodes, 3);
+    ts = &t.nodes[2];
+    ck_assert_str_eq(ts->function, "train_step");
+    ck_assert_uint_eq(ts->nend, NRANKS);
+    ck_assert_int_eq(ts->child, -1);
+    ck_assert_uint_eq(t.nvisible, 3);
+    view_merge_fini(&t);
+    history_fini(&f.h);
+
+    /* An empty history gives an empty tree. */
+    history_init(&f.h, T0, 0, "n");
+    ck_assert_int_eq(view_merge(&f.h, T0, NULL, &t), 0);
+    ck_assert_uint_eq(t.nnodes, 0);
+    ck_assert_int_eq(t.root, -1);
+    ck_assert_uint_eq(t.nvisible, 0);
+    view_merge_fini(&t);
+    history_fini(&f.h);
+}
+END_TEST
+
+/* ---- hang verdict ---- */
+
+static void gpu_series(struct history *h, int from, int to, int busy_gpu, int lo, int hi)
+{
+    char name[16];
+
+    for (int k = from; k <= to; k++)
+        for (int i = 0; i < NRANKS; i++) {
+            snprintf(name, sizeof(name), "gpu%d", i);
+            history_counter(h, name, "util_pct", 0, T(k),
+                            i == busy_gpu ? (k % 2 ? hi : lo) : 100.0);
+        }
+}
+
+#define BANNER                                                                                     \
+    "HANG 42s: 15 ranks in all_reduce (distributed_c10d.py:1541); odd: rank 3 in "                \
+    "load_batch_slowly (train.py:12)"
+
+START_TEST(hang_verdict)
+{
+    struct fx f;
+    struct view_hang v;
+
+    fx_build(&f, 52);
+    view_hang(&f.h, T(52), 30 * SEC, NULL, &v);
+    ck_assert(v.hang);
+    ck_assert_uint_eq(v.since, 42 * SEC);
+    ck_assert_uint_eq(v.nlive, NRANKS);
+    ck_assert_uint_eq(v.nmajority, 15);
+    ck_assert_uint_eq(v.stack, f.maj);
+    ck_assert_str_eq(v.where, "all_reduce (distributed_c10d.py:1541)");
+    ck_assert_uint_eq(v.nodd, 1);
+    ck_assert_int_eq(v.odd[0].rank, ODD_RANK);
+    ck_assert_int_eq(v.odd[0].pid, PID(ODD_RANK));
+    ck_assert_str_eq(v.odd[0].where, "load_batch_slowly (train.py:12)");
+    ck_assert_uint_eq(v.ndevices, 0);
+    ck_assert_str_eq(v.text, BANNER);
+    view_hang_fini(&v);
+
+    /* Before hang-after has passed: not yet, but the majority is already known. */
+    view_hang(&f.h, T(39), 30 * SEC, NULL, &v);
+    ck_assert(!v.hang);
+    ck_assert_uint_eq(v.since, 29 * SEC);
+    ck_assert_uint_eq(v.nmajority, 15);
+    ck_assert_str_eq(v.text, "");
+    view_hang_fini(&v);
+    view_hang(&f.h, T(40), 30 * SEC, NULL, &v);
+    ck_assert(v.hang);
+    view_hang_fini(&v);
+    history_fini(&f.h);
+}
+END_TEST
+
+START_TEST(hang_one_rank_moves)
+{
+    struct fx f;
+    struct view_hang v;
+
+    fx_build(&f, 45);
+    history_observe(main_of(&f.h, 7), f.early, T(46));
+    for (int k = 47; k <= 52; k++)
+        history_observe(main_of(&f.h, 7), f.maj, T(k));
+    view_hang(&f.h, T(52), 30 * SEC, NULL, &v);
+    ck_assert(!v.hang);
+    ck_assert_uint_eq(v.since, 5 * SEC);
+    view_hang_fini(&v);
+    view_hang(&f.h, T(52), 5 * SEC, NULL, &v);
+    ck_assert(v.hang);
+    ck_assert_str_eq(v.text, "HANG 5s: 15 ranks in all_reduce (distributed_c10d.py:1541); odd: "
+                             "rank 3 in load_batch_slowly (train.py:12)");
+    view_hang_fini(&v);
+    history_fini(&f.h);
+}
+END_TEST
+
+START_TEST(hang_devices)
+{
+    struct fx f;
+    struct view_hang v;
+    struct view_hang_in in = {0};
+
+    fx_build(&f, 52);
+    /* Flat at 100 % (NCCL spinning) on every device: still a hang. */
+    gpu_series(&f.h, 0, 52, -1, 0, 0);
+    view_hang(&f.h, T(52), 30 * SEC, NULL, &v);
+    ck_assert(v.hang);
+    ck_assert_uint_eq(v.ndevices, NRANKS);
+    ck_assert_uint_eq(v.nvarying, 0);
+    view_hang_fini(&v);
+    history_fini(&f.h);
+
+    /* gpu5 moves between 30 and 90 % within the interval: no hang. */
+    fx_build(&f, 52);
+    gpu_series(&f.h, 0, 52, 5, 30, 90);
+    view_hang(&f.h, T(52), 30 * SEC, NULL, &v);
+    ck_assert(!v.hang);
+    ck_assert_uint_eq(v.nvarying, 1);
+    view_hang_fini(&v);
+    in.ignore_devices = true;
+    view_hang(&f.h, T(52), 30 * SEC, &in, &v);
+    ck_assert(v.hang);
+    view_hang_fini(&v);
+    in = (struct view_hang_in){.flat_pts = 70};
+    view_hang(&f.h, T(52), 30 * SEC, &in, &v);
+    ck_assert(v.hang);
+    view_hang_fini(&v);
+    history_fini(&f.h);
+
+    /* Moving only before the interval, within 5 points, or on a device no rank uses: flat. */
+    fx_build(&f, 52);
+    gpu_series(&f.h, 0, 20, 5, 30, 90);
+    gpu_series(&f.h, 21, 52, 6, 97, 100);
+    for (int k = 0; k <= 52; k++)
+        history_counter(&f.h, "gpu99", "util_pct", 0, T(k), k % 2 ? 0.0 : 80.0);
+    history_counter(&f.h, "gpu5 mem", "used_mib", 0, T(50), 100);
+    history_counter(&f.h, "gpu5 mem", "used_mib", 0, T(51), 9000);
+    view_hang(&f.h, T(52), 30 * SEC, NULL, &v);
+    ck_assert(v.hang);
+    ck_assert_uint_eq(v.ndevices, NRANKS);
+    view_hang_fini(&v);
+    history_fini(&f.h);
+}
+END_TEST
+
+START_TEST(hang_npu_device_names)
+{
+    struct history h;
+    struct view_hang v;
+    const struct hframe fr[] = {{"wait", "/w.py", 3}};
+    uint32_t s;
+
+    history_init(&h, T0, 0, "n");
+    s = history_intern_stack(&h, fr, 1);
+    for (int k = 0; k <= 40; k++) {
+        history_observe(
+            history_thread(history_rank(&h, 10, 0, "npu 2"), 1, 10, "MainThread", true), s,
+            T(k));
+        history_counter(&h, "npu2.0", "aicore_pct", 0, T(k), k % 2 ? 10.0 : 60.0);
+    }
+    view_hang(&h, T(40), 30 * SEC, NULL, &v);
+    ck_assert(!v.hang);
+    ck_assert_uint_eq(v.ndevices, 1);
+    ck_assert_uint_eq(v.nvarying, 1);
+    view_hang_fini(&v);
+    view_hang(&h, T(40), 30 * SEC, &(struct view_hang_in){.ignore_devices = true}, &v);
+    ck_assert(v.hang);
+    ck_assert_str_eq(v.text, "HANG 40s: 1 rank in wait (w.py:3)");
+    view_hang_fini(&v);
+    history_fini(&h);
+}
+END_TEST
+
+START_TEST(hang_odd_groups_and_exits)
+{
+    struct fx f;
+    struct view_hang v;
+
+    fx_build(&f, 12);
+    for (int k = 13; k <= 100; k++)
+        for (int i = 0; i < NRANKS; i++) {
+            uint32_t s = i == ODD_RANK || i == 9 ? f.odd : f.maj;
+
+            if (i == 12 && k > 14)
+                continue;
+            if (i == 14 && k == 13)
+                s = HSTACK_NONE;
+            if (i == 14 && k > 13)
+                continue;
+            history_observe(main_of(&f.h, i), s, T(k));
+        }
+    history_rank_exit(history_rank(&f.h, PID(12), 12, NULL), T(15));
+    /* Rank 14 can no longer be read: it keeps "no stack" and is named with it. */
+    view_hang(&f.h, T(100), 30 * SEC, NULL, &v);
+    ck_assert(v.hang);
+    ck_assert_uint_eq(v.nlive, 15);
+    ck_assert_uint_eq(v.nmajority, 12);
+    ck_assert_uint_eq(v.nodd, 3);
+    ck_assert_uint_eq(v.nexited, 1);
+    ck_assert_int_eq(v.exited[0], 12);
+    ck_assert_str_eq(v.text, "HANG 87s: 12 ranks in all_reduce (distributed_c10d.py:1541); odd: "
+                             "ranks 3,9 in load_batch_slowly (train.py:12), rank 14 in <no "
+                             "stack>; exited: rank 12");
+    view_hang_fini(&v);
+    history_fini(&f.h);
+
+    /* No live rank with a stack: never a hang. */
+    history_init(&f.h, T0, 0, "n");
+    view_hang(&f.h, T(100), 30 * SEC, NULL, &v);
+    ck_assert(!v.hang);
+    ck_assert_uint_eq(v.nlive, 0);
+    ck_assert_str_eq(v.where, "<no stack>");
+    view_hang_fini(&v);
+    history_fini(&f.h);
+}
+END_TEST
+
+START_TEST(hang_since_and_rank_rows)
+{
+    struct fx f;
+    struct view_ranks rows;
+    struct hthread *t;
+
+    fx_build(&f, 52);
+    t = main_of(&f.h, ODD_RANK);
+    ck_assert_uint_eq(view_since_change(t, T(52)), 42 * SEC);
+    ck_assert_uint_eq(view_since_change(t, T(5)), 0);
+    ck_assert_uint_eq(view_since_change(NULL, T(5)), 0);
+    history_rank_exit(history_rank(&f.h, PID(0), 0, NULL), T(50));
+    /* Rank 0 restarted under a new pid with no sample yet. */
+    history_rank(&f.h, 9999, 0, "gpu 0");
+    view_ranks(&f.h, T(52), &rows);
+    ck_assert_uint_eq(rows.n, NRANKS + 1);
+    ck_assert_int_eq(rows.rows[0].pid, 9999);
+    ck_assert(!rows.rows[0].exited);
+    ck_assert_uint_eq(rows.rows[0].stack, HSTACK_NONE);
+    ck_assert_ptr_null(rows.rows[0].top);
+    ck_assert_int_eq(rows.rows[1].pid, PID(0));
+    ck_assert(rows.rows[1].exited);
+    ck_assert_int_eq(rows.rows[4].rank, ODD_RANK);
+    ck_assert_str_eq(rows.rows[4].device, "gpu 3");
+    ck_assert_str_eq(rows.rows[4].host, "node1");
+    ck_assert_str_eq(rows.rows[4].top->function, "load_batch_slowly");
+    ck_assert_uint_eq(rows.rows[4].since, 42 * SEC);
+    ck_assert_str_eq(rows.rows[5].top->function, "all_reduce");
+    ck_assert_uint_eq(rows.rows[5].since, 44 * SEC);
+    ck_assert_uint_eq(rows.rows[5].idx, 4);
+    view_ranks_fini(&rows);
+    history_fini(&f.h);
+}
+END_TEST
+
+/* ---- top functions ---- */
+
+#define MS 1000000ull
+#define U(k) (T0 + (uint64_t)(k)*100 * MS) /* top fixture: 100 ms samples */
+
+struct topfx {
+    struct history h;
+    uint32_t a, b, c, w;
+};
+
+/* Main thread: A = main>f>g for U(0..4), B = main>f for U(5..6), C = main>f>f for U(7..9).
+ * With the 100 ms interval (every gap between runs) A lasts 500 ms, B 200, C 300 (its last
+ * sample counts until U(10)). A worker shows W = loop>poll for U(0..9): 1000 ms. */
+static void top_build(struct topfx *f)
+{
+    const struct hframe a[] = {{"g", "/m.py", 3}, {"f", "/m.py", 10}, {"main", "/m.py", 20}};
+    const struct hframe b[] = {{"f", "/m.py", 11}, {"main", "/m.py", 20}};
+    const struct hframe c[] = {{"f", "/m.py", 12}, {"f", "/m.py", 11}, {"main", "/m.py", 20}};
+    const struct hframe w[] = {{"poll", "/w.py", 1}, {"loop", "/w.py", 9}};
+
+    history_init(&f->h, T0, 0, "n");
+    f->a = history_intern_stack(&f->h, a, 3);
+    f->b = history_intern_stack(&f->h, b, 2);
+    f->c = history_intern_stack(&f->h, c, 3);
+    f->w = history_intern_stack(&f->h, w, 2);
+    for (int k = 0; k < 10; k++) {
+        struct hrank *r = history_rank(&f->h, 77, 0, NULL);
+
+        history_observe(history_thread(r, 1, 77, "MainThread", true),
+                        k < 5 ? f->a : k < 7 ? f->b : f->c, U(k));
+        history_observe(history_thread(r, 2, 78, "worker", false), f->w, U(k));
+    }
+}
+
+static const struct view_top_row *row_named(const struct view_top *t, const char *fn)
+{
+    for (size_t i = 0; i < t->nrows; i++)
+        if (!strcmp(t->rows[i].function, fn))
+            return &t->rows[i];
+    return NULL;
+}
+
+static void check_row(const struct view_top *t, size_t i, const char *fn, double own,
+                      double total)
+{
+    ck_assert_uint_lt(i, t->nrows);
+    ck_assert_str_eq(t->rows[i].function, fn);
+    ck_assert_double_eq_tol(t->rows[i].own_pct, own, 1e-9);
+    ck_assert_double_eq_tol(t->rows[i].total_pct, total, 1e-9);
+}
+
+START_TEST(top_whole_history)
+{
+    struct topfx f;
+    struct view_top t;
+
+    top_build(&f);
+    ck_assert_uint_eq(view_top_interval(&f.h), 100 * MS);
+    ck_assert_int_eq(view_top(&f.h, U(10), 0, 0, false, &t), 0);
+    ck_assert_uint_eq(t.interval_ns, 100 * MS);
+    ck_assert_uint_eq(t.sampled_ns, 1000 * MS);
+    /* own: g 500 (A), f 200 + 300 (B, C); total: f everywhere, once in C's recursion. */
+    ck_assert_uint_eq(t.nrows, 3);
+    check_row(&t, 0, "f", 50, 100);
+    check_row(&t, 1, "g", 50, 50);
+    check_row(&t, 2, "main", 0, 100);
+    ck_assert_uint_eq(t.rows[0].own_ns, 500 * MS);
+    ck_assert_str_eq(t.rows[0].file, "/m.py");
+    view_top_fini(&t);
+
+    /* All threads: the worker's second adds 1000 ms, all of it in poll. */
+    ck_assert_int_eq(view_top(&f.h, U(10), 0, 77, true, &t), 0);
+    ck_assert_uint_eq(t.sampled_ns, 2000 * MS);
+    check_row(&t, 0, "poll", 50, 50);
+    check_row(&t, 1, "f", 25, 50);
+    check_row(&t, 2, "g", 25, 25);
+    check_row(&t, 3, "loop", 0, 50);
+    check_row(&t, 4, "main", 0, 50);
+    view_top_fini(&t);
+    ck_assert_int_eq(view_top(&f.h, U(10), 0, 12345, false, &t), APP_E_NOTFOUND);
+    ck_assert_uint_eq(t.nrows, 0);
+    view_top_fini(&t);
+    history_fini(&f.h);
+}
+END_TEST
+
+START_TEST(top_window)
+{
+    struct topfx f;
+    struct view_top t;
+
+    top_build(&f);
+    /* [U(5), U(10)]: B 200 + C 300, all in f. */
+    view_top(&f.h, U(10), 500 * MS, 0, false, &t);
+    ck_assert_uint_eq(t.sampled_ns, 500 * MS);
+    ck_assert_uint_eq(t.nrows, 2);
+    check_row(&t, 0, "f", 100, 100);
+    check_row(&t, 1, "main", 0, 100);
+    ck_assert_ptr_null(row_named(&t, "g"));
+    view_top_fini(&t);
+
+    /* [U(4), U(8)]: A 100 (g), B 200 and C 100 (f) = 400. */
+    view_top(&f.h, U(8), 400 * MS, 0, false, &t);
+    ck_assert_uint_eq(t.sampled_ns, 400 * MS);
+    check_row(&t, 0, "f", 75, 100);
+    check_row(&t, 1, "g", 25, 25);
+    view_top_fini(&t);
+    history_fini(&f.h);
+}
+END_TEST
+
+START_TEST(top_gaps_and_exit)
+{
+    struct topfx f;
+    struct view_top t;
+    struct hrank *r;
+
+    top_build(&f);
+    r = history_rank(&f.h, 77, 0, NULL);
+    /* Unreadable at U(10), U(11): C now ends at U(10) and that time is not sampled. Then A
+     * again at U(12) until the rank exits 50 ms after it. */
+    history_observe(history_thread(r, 1, 77, NULL, true), HSTACK_NONE, U(10));
+    history_observe(history_thread(r, 1, 77, NULL, true), HSTACK_NONE, U(11));
+    history_observe(history_thread(r, 1, 77, NULL, true), f.a, U(12));
+    history_rank_exit(r, U(12) + 50 * MS);
+    view_top(&f.h, U(20), 0, 0, false, &t);
+    ck_assert_uint_eq(t.sampled_ns, 1050 * MS);
+    ck_assert_uint_eq(row_named(&t, "g")->own_ns, 550 * MS);
+    ck_assert_uint_eq(row_named(&t, "f")->own_ns, 500 * MS);
+    ck_assert_uint_eq(row_named(&t, "main")->total_ns, 1050 * MS);
+    view_top_fini(&t);
+    history_fini(&f.h);
+
+    /* No gaps anywhere: the default interval. */
+    history_init(&f.h, T0, 0, "n");
+    ck_assert_uint_eq(view_top_interval(&f.h), VIEW_DEFAULT_INTERVAL_NS);
+    ck_assert_int_eq(view_top(&f.h, U(1), 0, 0, true, &t), 0);
+    ck_assert_uint_eq(t.nrows, 0);
+    view_top_fini(&t);
+    history_fini(&f.h);
+}
+END_TEST
+
+START_TEST(frame_format)
+{
+    char buf[64];
+    struct hframe f = {"all_reduce", "/a/b/distributed_c10d.py", 1541};
+
+    view_frame_format(&f, buf, sizeof(buf));
+    ck_assert_str_eq(buf, "all_reduce (distributed_c10d.py:1541)");
+    f.line = 0;
+    view_frame_format(&f, buf, sizeof(buf));
+    ck_assert_str_eq(buf, "all_reduce (distributed_c10d.py)");
+    f.file = "";
+    view_frame_format(&f, buf, sizeof(buf));
+    ck_assert_str_eq(buf, "all_reduce");
+}
+END_TEST
+
+static Suite *view_suite(void)
+{
+    Suite *s = suite_create("view");
+    TCase *tc = tcase_create("core");
+
+    tcase_add_test(tc, rankset_basic);
+    tcase_add_test(tc, rankset_truncation);
+    tcase_add_test(tc, merge_main_threads);
+    tcase_add_test(tc, merge_collapse_and_ids);
+    tcase_add_test(tc, merge_synthetic_nodes);
+    tcase_add_test(tc, merge_stack_ending_inside);
+    tcase_add_test(tc, merge_all_threads);
+    tcase_add_test(tc, merge_node_cap);
+    tcase_add_test(tc, hang_verdict);
+    tcase_add_test(tc, hang_one_rank_moves);
+    tcase_add_test(tc, hang_devices);
+    tcase_add_test(tc, hang_npu_device_names);
+    tcase_add_test(tc, hang_odd_groups_and_exits);
+    tcase_add_test(tc, hang_since_and_rank_rows);
+    tcase_add_test(tc, top_whole_history);
+    tcase_add_test(tc, top_window);
+    tcase_add_test(tc, top_gaps_and_exit);
+    tcase_add_test(tc, frame_format);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(view_suite());
+    int failed;
+
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -41,7 +41,9 @@ static void mon_usage(FILE *f)
           "      --all-threads        start with every thread (key t toggles)\n",
           f);
     cli_disc_usage(f);
-    fputs("  -h, --help               this help\n", f);
+    fputs("  -h, --help               this help\n"
+          "\nOther commands: ranktop ls | dump | record (each with --help).\n",
+          f);
 }
 
 static int num_arg(const char *arg, const char *flag, double min, double max, double *out)

@@ -100,6 +100,17 @@ int cli_disc_handle(int c, const char *arg, struct discovery_opts *o, const char
     }
 }
 
+void cli_disc_longopts(const struct option *own, size_t n, struct option *out)
+{
+    size_t k = 0;
+
+    for (size_t i = 0; i < n; i++)
+        out[k++] = own[i];
+    for (const struct option *x = cli_disc_options; x->name; x++)
+        out[k++] = *x;
+    out[k] = (struct option){NULL, 0, NULL, 0};
+}
+
 void cli_disc_fini(struct discovery_opts *o)
 {
     free(o->pids);

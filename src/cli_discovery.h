@@ -17,6 +17,10 @@ extern const struct option cli_disc_options[];
  * handled, 0 when not ours, -1 on a bad value (message printed with the command's name). */
 int cli_disc_handle(int c, const char *arg, struct discovery_opts *o, const char *cmd);
 
+/* Builds a getopt_long table: the command's own options (n of them), then the discovery
+ * options, then the terminator. out must hold n + 16 entries. */
+void cli_disc_longopts(const struct option *own, size_t n, struct option *out);
+
 /* Frees what cli_disc_handle allocated. */
 void cli_disc_fini(struct discovery_opts *o);
 

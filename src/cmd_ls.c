@@ -208,12 +208,14 @@ int cmd_ls(int argc, char **argv)
     struct discovery d;
     struct app_err err = {0};
     bool json = false;
-    int c, n = 0, rc;
+    int c, rc;
 
-    for (const struct option *x = cli_disc_options; x->name; x++)
-        longs[n++] = *x;
-    longs[n++] = (struct option){"json", no_argument, NULL, 'j'};
-    longs[n++] = (struct option){"help", no_argument, NULL, 'h'};
+    static const struct option own[] = {
+        {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
+    };
+
+    cli_disc_longopts(own, 2, longs);
     optind = 1;
     while ((c = getopt_long(argc, argv, "p:jh", longs, NULL)) != -1) {
         int h = cli_disc_handle(c, optarg, &o, "ls");

@@ -96,14 +96,9 @@ static int parse_monitor(int argc, char **argv, struct mon_opts *o)
         {"help", no_argument, NULL, 'h'},
     };
     static struct option longs[40];
-    size_t n = 0;
     int c;
 
-    for (size_t i = 0; i < sizeof(own) / sizeof(*own); i++)
-        longs[n++] = own[i];
-    for (const struct option *x = cli_disc_options; x->name; x++)
-        longs[n++] = *x;
-    longs[n] = (struct option){NULL, 0, NULL, 0};
+    cli_disc_longopts(own, sizeof(own) / sizeof(*own), longs);
     optind = 1;
     while ((c = getopt_long(argc, argv, "r:p:h", longs, NULL)) != -1) {
         int h = cli_disc_handle(c, optarg, &o->eng.disc, "monitor");

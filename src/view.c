@@ -114,8 +114,8 @@ static size_t spans_of(const int *v, size_t n, struct span *sp)
 
 static size_t span_put(const int *v, struct span s, char *buf, size_t len)
 {
-    int w = s.a == s.b ? snprintf(buf, len, "%d", v[s.a])
-                       : snprintf(buf, len, "%d-%d", v[s.a], v[s.b]);
+    int w =
+        s.a == s.b ? snprintf(buf, len, "%d", v[s.a]) : snprintf(buf, len, "%d-%d", v[s.a], v[s.b]);
 
     return w > 0 ? (size_t)w : 0;
 }

@@ -114,7 +114,7 @@ struct view_node {
     size_t count;         /* stacks through here */
     const int *end_ranks; /* ranks whose stack ends exactly here, sorted, distinct */
     size_t nend_ranks;
-    size_t nend;                          /* stacks ending exactly here */
+    size_t nend;                           /* stacks ending exactly here */
     uint64_t unchanged_min, unchanged_max; /* ns their stacks have been unchanged (exited: since
                                               the exit) */
     bool odd;       /* on a branch taken by fewer stacks than the biggest sibling branch */
@@ -125,8 +125,8 @@ struct view_node {
 struct view_tree {
     struct view_node *nodes; /* parents precede their children */
     size_t nnodes;
-    int root;       /* first top-level node, -1 when empty; the others follow by `next` */
-    int *visible;   /* node indexes in drawing order: depth first, collapsed subtrees skipped */
+    int root;     /* first top-level node, -1 when empty; the others follow by `next` */
+    int *visible; /* node indexes in drawing order: depth first, collapsed subtrees skipped */
     size_t nvisible;
     size_t nstacks; /* stacks merged */
     bool truncated; /* max_nodes was reached: deeper frames of some stacks were left out */
@@ -157,11 +157,11 @@ struct view_hang_rank {
 
 struct view_hang {
     bool hang;
-    uint64_t since;  /* ns every live rank has kept its stack (min over them) */
-    size_t nlive;    /* ranks not exited */
-    size_t nmajority; /* live ranks sharing the most common stack */
-    uint32_t stack;   /* that stack; HSTACK_NONE when no live rank has one */
-    char where[160];  /* its innermost frame */
+    uint64_t since;             /* ns every live rank has kept its stack (min over them) */
+    size_t nlive;               /* ranks not exited */
+    size_t nmajority;           /* live ranks sharing the most common stack */
+    uint32_t stack;             /* that stack; HSTACK_NONE when no live rank has one */
+    char where[160];            /* its innermost frame */
     struct view_hang_rank *odd; /* live ranks with another stack, by rank (owned) */
     size_t nodd;
     int *exited; /* ranks that exited and were not restarted, sorted (owned) */

@@ -75,8 +75,8 @@ static size_t majority(const struct live *v, size_t n, uint32_t *stack)
         for (j = i; j < n && v[j].stack == v[i].stack; j++)
             ;
         /* Sorted by rank within a group, so v[i] holds its lowest rank. */
-        if (group_better(j - i, v[i].stack != HSTACK_NONE, v[i].rank, best,
-                         *stack != HSTACK_NONE, best_lo)) {
+        if (group_better(j - i, v[i].stack != HSTACK_NONE, v[i].rank, best, *stack != HSTACK_NONE,
+                         best_lo)) {
             best = j - i;
             best_lo = v[i].rank;
             *stack = v[i].stack;
@@ -106,8 +106,7 @@ static int cmp_odd(const void *a, const void *b)
     return (x->pid > y->pid) - (x->pid < y->pid);
 }
 
-static void list_odd(const struct history *h, const struct live *v, size_t n,
-                     struct view_hang *out)
+static void list_odd(const struct history *h, const struct live *v, size_t n, struct view_hang *out)
 {
     out->odd = x_calloc(n ? n : 1, sizeof(*out->odd));
     for (size_t i = 0; i < n; i++) {
@@ -157,7 +156,7 @@ static void list_exited(const struct history *h, const struct live *v, size_t n,
 /* "gpu 3" and "gpu3" name the same device; so do "npu 2" and "npu2.0". */
 static bool device_match(const char *series, const char *device)
 {
-    char a[48], b[48];
+    char a[56], b[48];
     size_t n = 0;
 
     for (const char *p = device; *p && n + 3 < sizeof(b); p++)
@@ -350,8 +349,8 @@ void view_hang(const struct history *h, uint64_t now, uint64_t hang_after_ns,
     list_odd(h, v, n, out);
     list_exited(h, v, n, out);
     judge_devices(h, now, hang_after_ns, dev, out);
-    out->hang = sampled && out->stack != HSTACK_NONE && out->since >= hang_after_ns &&
-                !out->nvarying;
+    out->hang =
+        sampled && out->stack != HSTACK_NONE && out->since >= hang_after_ns && !out->nvarying;
     if (out->hang)
         write_text(out);
     free(v);

@@ -156,8 +156,8 @@ static void insert(struct builder *b, struct contrib *c)
     int at = -1;
 
     if (c->kind != VIEW_NODE_FRAME) {
-        c->end = node_get(b, -1, c->kind,
-                          c->kind == VIEW_NODE_EXITED ? EXITED_NAME : NOSTACK_NAME, "");
+        c->end =
+            node_get(b, -1, c->kind, c->kind == VIEW_NODE_EXITED ? EXITED_NAME : NOSTACK_NAME, "");
         return;
     }
     ids = history_stack_frames(h, c->stack);
@@ -263,8 +263,8 @@ static void fill_ranks(struct builder *b)
     t->pool = x_malloc((total ? total : 1) * sizeof(*t->pool));
     for (size_t i = 0; i < b->nc; i++) {
         const struct contrib *c = &b->c[i];
-        const uint32_t *ids = c->kind == VIEW_NODE_FRAME ? history_stack_frames(b->h, c->stack)
-                                                         : NULL;
+        const uint32_t *ids =
+            c->kind == VIEW_NODE_FRAME ? history_stack_frames(b->h, c->stack) : NULL;
 
         if (c->end < 0)
             continue;
@@ -336,8 +336,8 @@ static void mark_odd(struct view_tree *t)
 {
     for (size_t i = 0; i < t->nnodes; i++) {
         struct view_node *n = &t->nodes[i];
-        size_t top = n->parent < 0 ? t->nodes[t->root].count
-                                   : t->nodes[t->nodes[n->parent].child].count;
+        size_t top =
+            n->parent < 0 ? t->nodes[t->root].count : t->nodes[t->nodes[n->parent].child].count;
         size_t first = n->child >= 0 ? t->nodes[n->child].count : 0;
 
         if (n->parent >= 0 && t->nodes[n->parent].nend > top)

@@ -191,9 +191,13 @@ static void count_stack(struct topb *b, const struct wstack *ws)
     const uint32_t *ids = history_stack_frames(h, ws->stack);
     uint32_t nf = h->stacks[ws->stack].nframes;
 
+    size_t own;
+
     if (!nf)
         return;
-    b->out->rows[row_of(b, &h->frames[ids[nf - 1]])].own_ns += ws->w;
+    /* row_of may move the rows: take the index before indexing. */
+    own = row_of(b, &h->frames[ids[nf - 1]]);
+    b->out->rows[own].own_ns += ws->w;
     for (uint32_t d = 0; d < nf; d++) {
         size_t r = row_of(b, &h->frames[ids[d]]);
 

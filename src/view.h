@@ -117,8 +117,11 @@ struct view_node {
     size_t nend;                           /* stacks ending exactly here */
     uint64_t unchanged_min, unchanged_max; /* ns their stacks have been unchanged (exited: since
                                               the exit) */
-    bool odd;       /* on a branch taken by fewer stacks than the biggest sibling branch */
-    bool end_odd;   /* the stacks ending here are fewer than the biggest child's */
+    /* Odd rank out: this branch is taken by fewer stacks than the biggest sibling branch (or
+     * than the stacks ending at the parent), or lies under such a branch. end_odd: stacks end
+     * here and the node is odd or they are fewer than those going on to its biggest child. */
+    bool odd;
+    bool end_odd;
     bool collapsed; /* has children and its id is in opts->collapsed */
 };
 

@@ -118,6 +118,8 @@ static size_t merge_weights(struct topb *b)
 {
     size_t m = 0;
 
+    if (!b->nws)
+        return 0;
     qsort(b->ws, b->nws, sizeof(*b->ws), cmp_wstack);
     for (size_t i = 0; i < b->nws; i++) {
         if (m && b->ws[m - 1].stack == b->ws[i].stack)
@@ -225,7 +227,8 @@ static int cmp_row(const void *a, const void *b)
 
 static void finish_rows(struct view_top *out)
 {
-    qsort(out->rows, out->nrows, sizeof(*out->rows), cmp_row);
+    if (out->nrows)
+        qsort(out->rows, out->nrows, sizeof(*out->rows), cmp_row);
     if (out->nrows > VIEW_MAX_ROWS) {
         out->nrows = VIEW_MAX_ROWS;
         out->truncated = true;

@@ -223,15 +223,19 @@ static void draw_header(struct ui *u)
 {
     const struct layout_rect *r = &g_lay.header;
     size_t live = 0;
-    char prompt[160];
+    char prompt[160], hist[16];
 
     for (size_t i = 0; i < u->hist.nranks; i++)
         live += !u->hist.ranks[i].exited;
+    draw_bytes(hist, sizeof(hist), (int64_t)(u->stats.history_bytes / 1024));
     putf(u, r->y, r->x, r->w, ROLE_TITLE, true,
-         "ranktop  %s  %s  ranks %zu/%zu  %.1f/%.3g Hz  lag %.1f ms  errors %llu%s%s", u->hist.host,
-         u->o->title ? u->o->title : "", live, u->hist.nranks, u->stats.achieved_hz,
-         engine_rate(u->e), u->stats.lag_ms, (unsigned long long)u->stats.errors,
-         u->paused ? "  [PAUSED]" : "", u->all_threads ? "  [all threads]" : "");
+         "ranktop  %s  %s  ranks %zu/%zu  %.1f/%.3g Hz  lag %.1f ms  errors %.2f%%  hist %s%s%s",
+         u->hist.host, u->o->title ? u->o->title : "", live, u->hist.nranks, u->stats.achieved_hz,
+         engine_rate(u->e), u->stats.lag_ms,
+         u->stats.stacks + u->stats.errors
+             ? 100.0 * (double)u->stats.errors / (double)(u->stats.stacks + u->stats.errors)
+             : 0.0,
+         hist, u->paused ? "  [PAUSED]" : "", u->all_threads ? "  [all threads]" : "");
     if (g_lay.banner_lines > 0)
         put(u, r->y + 1, r->x, r->w, ROLE_BANNER, true, u->hang.text);
     if (u->input != INPUT_NONE) {
@@ -553,30 +557,43 @@ static void lines_gil(struct ui *u)
     }
 }
 
+/* Change of a series over the last `span` ns (newest minus the oldest point inside it). */
+static double delta_over(const struct hseries *s, uint64_t span)
+{
+    size_t k;
+
+    if (!s || s->n < 2)
+        return NAN;
+    for (k = s->n - 1; k > 0 && s->pts[s->n - 1].t - s->pts[k - 1].t <= span; k--)
+        ;
+    return s->pts[s->n - 1].v - s->pts[k].v;
+}
+
 static void lines_memory(struct ui *u)
 {
     struct engine_growth g[16];
     int gpid = 0;
     size_t ng;
 
-    add_line(ROLE_HEADER, 0, "%-6s %-8s %7s %8s %7s %7s  RSS history", "RANK", "PID", "RSS", "dRSS",
-             "USS", "SWAP");
+    add_line(ROLE_HEADER, 0, "%-6s %-8s %7s %8s %8s %7s %7s  RSS history", "RANK", "PID", "RSS",
+             "dBASE", "d60s", "USS", "SWAP");
     for (size_t i = 0; i < u->nrows; i++) {
         const struct ui_row *r = &u->rows[i];
         const struct hseries *s = series_find(&u->hist, "rss", r->pid);
-        char rss[16], d[16], uss[16], sw[16], spark[256] = "";
+        char rss[16], d[16], d60[16], uss[16], sw[16], spark[256] = "";
         double v[512];
         size_t n = 0;
 
         fmt_mib(rss, sizeof(rss), r->rss_mib, false);
         fmt_mib(d, sizeof(d), r->drss_mib, true);
+        fmt_mib(d60, sizeof(d60), delta_over(s, 60000000000ull), true);
         fmt_mib(uss, sizeof(uss), series_last(&u->hist, "uss", r->pid), false);
         fmt_mib(sw, sizeof(sw), series_last(&u->hist, "swap", r->pid), false);
         for (size_t k = s && s->n > 512 ? s->n - 512 : 0; s && k < s->n; k++)
             v[n++] = s->pts[k].v;
         draw_sparkline(spark, sizeof(spark), v, n, 40, u->utf8);
         add_line(r->drss_mib > 100 ? ROLE_BAR_WARN : ROLE_NORMAL, 0,
-                 "%-6d %-8d %7s %8s %7s %7s  %s", r->rank, r->pid, rss, d, uss, sw, spark);
+                 "%-6d %-8d %7s %8s %8s %7s %7s  %s", r->rank, r->pid, rss, d, d60, uss, sw, spark);
     }
     ng = engine_mem_growth(u->e, &gpid, g, 16);
     add_line(ROLE_TITLE, 0, "mappings that grew most since the baseline (m) for pid %d:", gpid);

@@ -45,12 +45,29 @@ PIDS="$PIDS $X"
 $CHECK --lanes 2 "$WORK/e.json" || fail "trace with an exiting rank"
 json_check "$WORK/e.json" "any(e.get('ph') == 'i' and 'rank 1 exited' in e['name'] for e in d['traceEvents'])"
 
-# 5. Nothing to record: non-zero exit, no file.
+# 5. --trigger-file: only the window while the file exists is written, to a tagged file.
+"$RANKTOP_BIN" record -p "$T" -r 50 --trigger-file "$WORK/trig" -o "$WORK/w.json" \
+    --nvidia-smi /nonexistent --npu-smi /nonexistent 2> "$WORK/w.err" &
+R=$!
+sleep 1
+[ -z "$(ls "$WORK" | grep '^w-')" ] || fail "a trigger window was written before the trigger"
+touch "$WORK/trig"
+sleep 1.5
+rm "$WORK/trig"
+wait_for sh -c "ls '$WORK' | grep -q '^w-[0-9]\{8\}-[0-9]\{6\}\.json$'" || fail "no trigger window file"
+kill -INT $R
+wait $R || true
+W=$(ls "$WORK"/w-*.json | head -1)
+$CHECK --lanes 1 "$W" || fail "trigger window trace"
+json_check "$W" "1.0e6 <= max(e['ts'] for e in d['traceEvents'] if e.get('ph') in ('B', 'E')) - min(e['ts'] for e in d['traceEvents'] if e.get('ph') in ('B', 'E')) <= 3.0e6"
+[ ! -e "$WORK/w.json" ] || fail "trigger mode wrote the main file too"
+
+# 6. Nothing to record: non-zero exit, no file.
 if "$RANKTOP_BIN" record -p 999999999 -d 1 -o "$WORK/f.json" --nvidia-smi /nonexistent \
     --npu-smi /nonexistent 2> "$WORK/f.err"; then fail "record of nothing exited 0"; fi
 [ ! -e "$WORK/f.json" ] || fail "a file was written although nothing was recorded"
 
-# 6. An unwritable output path: clear error before sampling.
+# 7. An unwritable output path: clear error before sampling.
 if "$RANKTOP_BIN" record -p "$T" -d 1 -o /nonexistent-dir/x.json 2> "$WORK/g.err"; then
     fail "unwritable path accepted"
 fi

@@ -63,8 +63,8 @@ static struct hthread *main_of(struct history *h, int i)
 
 static struct hthread *worker_of(struct history *h, int i, uint64_t ident)
 {
-    return history_thread(history_rank(h, PID(i), i, NULL), ident, PID(i) + 100,
-                          "pin_memory", false);
+    return history_thread(history_rank(h, PID(i), i, NULL), ident, PID(i) + 100, "pin_memory",
+                          false);
 }
 
 /* Samples every rank once a second from T(0) to T(upto). */
@@ -87,8 +87,7 @@ static void fx_build(struct fx *f, int upto)
         }
 }
 
-static const struct view_node *child_named(const struct view_tree *t, int parent,
-                                           const char *fn)
+static const struct view_node *child_named(const struct view_tree *t, int parent, const char *fn)
 {
     int n = parent < 0 ? t->root : t->nodes[parent].child;
 
@@ -275,7 +274,11 @@ START_TEST(merge_synthetic_nodes)
     fx_build(&f, 17);
     for (int k = 18; k <= 20; k++)
         for (int i = 0; i < NRANKS; i++)
-            history_observe(main_of(&f.h, i), i == 9 ? HSTACK_NONE : f.maj, T(k));
+            history_observe(main_of(&f.h, i),
+                            i == 9          ? HSTACK_NONE
+                            : i == ODD_RANK ? f.odd
+                                            : f.maj,
+                            T(k));
     history_rank_exit(history_rank(&f.h, PID(7), 7, NULL), T(15));
     ck_assert_int_eq(view_merge(&f.h, T(20), NULL, &t), 0);
     mod = &t.nodes[t.root];
@@ -396,7 +399,7 @@ static void gpu_series(struct history *h, int from, int to, int busy_gpu, int lo
 }
 
 #define BANNER                                                                                     \
-    "HANG 42s: 15 ranks in all_reduce (distributed_c10d.py:1541); odd: rank 3 in "                \
+    "HANG 42s: 15 ranks in all_reduce (distributed_c10d.py:1541); odd: rank 3 in "                 \
     "load_batch_slowly (train.py:12)"
 
 START_TEST(hang_verdict)
@@ -515,9 +518,8 @@ START_TEST(hang_npu_device_names)
     history_init(&h, T0, 0, "n");
     s = history_intern_stack(&h, fr, 1);
     for (int k = 0; k <= 40; k++) {
-        history_observe(
-            history_thread(history_rank(&h, 10, 0, "npu 2"), 1, 10, "MainThread", true), s,
-            T(k));
+        history_observe(history_thread(history_rank(&h, 10, 0, "npu 2"), 1, 10, "MainThread", true),
+                        s, T(k));
         history_counter(&h, "npu2.0", "aicore_pct", 0, T(k), k % 2 ? 10.0 : 60.0);
     }
     view_hang(&h, T(40), 30 * SEC, NULL, &v);
@@ -641,7 +643,10 @@ static void top_build(struct topfx *f)
         struct hrank *r = history_rank(&f->h, 77, 0, NULL);
 
         history_observe(history_thread(r, 1, 77, "MainThread", true),
-                        k < 5 ? f->a : k < 7 ? f->b : f->c, U(k));
+                        k < 5   ? f->a
+                        : k < 7 ? f->b
+                                : f->c,
+                        U(k));
         history_observe(history_thread(r, 2, 78, "worker", false), f->w, U(k));
     }
 }
@@ -654,8 +659,7 @@ static const struct view_top_row *row_named(const struct view_top *t, const char
     return NULL;
 }
 
-static void check_row(const struct view_top *t, size_t i, const char *fn, double own,
-                      double total)
+static void check_row(const struct view_top *t, size_t i, const char *fn, double own, double total)
 {
     ck_assert_uint_lt(i, t->nrows);
     ck_assert_str_eq(t->rows[i].function, fn);

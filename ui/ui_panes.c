@@ -434,7 +434,10 @@ static void lines_merged(struct ui *u)
     struct view_tree t;
     uint64_t now = clock_mono_ns();
 
-    if (view_merge(&u->hist, now, &mo, &t) < 0 || t.nvisible == 0) {
+    int rc = view_merge(&u->hist, now, &mo, &t);
+
+    /* APP_E_LIMIT: cut at the node cap but still drawable (t.truncated says so). */
+    if ((rc < 0 && rc != APP_E_LIMIT) || t.nvisible == 0) {
         add_line(ROLE_DIM, 0, "no stacks yet");
         view_merge_fini(&t);
         return;
@@ -445,7 +448,8 @@ static void lines_merged(struct ui *u)
         bool hit = u->search[0] && n->function && strstr(n->function, u->search);
 
         tree_prefix(u, &t, t.visible[i], pre, sizeof(pre));
-        view_rankset_format(n->ranks, n->nranks, ranks, sizeof(ranks));
+        view_rankset_format_ex(n->ranks, n->nranks, ranks, sizeof(ranks),
+                               u->utf8 ? "\xe2\x80\xa6" : "...");
         if (n->line > 0)
             snprintf(fr, sizeof(fr), "%s (%s:%d)", n->function, n->file, n->line);
         else

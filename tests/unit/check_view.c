@@ -579,6 +579,38 @@ START_TEST(hang_odd_groups_and_exits)
 }
 END_TEST
 
+START_TEST(hang_long_banner)
+{
+    struct history h;
+    struct view_hang v;
+    char fn[96];
+    size_t len;
+    uint32_t s;
+
+    /* Six ranks agree; ten others each wait somewhere with a long name: the banner is cut. */
+    history_init(&h, T0, 0, "n");
+    for (int i = 0; i < NRANKS; i++) {
+        struct hframe fr = {fn, "/x.py", i < 6 ? 1 : i};
+
+        snprintf(fn, sizeof(fn), "a_rather_long_function_name_for_a_waiting_rank_%02d",
+                 i < 6 ? 0 : i);
+        s = history_intern_stack(&h, &fr, 1);
+        history_observe(main_of(&h, i), s, T(0));
+    }
+    view_hang(&h, T(60), 30 * SEC, NULL, &v);
+    ck_assert(v.hang);
+    ck_assert_uint_eq(v.nmajority, 6);
+    ck_assert_uint_eq(v.nodd, 10);
+    len = strlen(v.text);
+    ck_assert_uint_lt(len, sizeof(v.text));
+    ck_assert_uint_gt(len, sizeof(v.text) - 40);
+    ck_assert_str_eq(v.text + len - 3, "\u2026");
+    ck_assert(!strncmp(v.text, "HANG 60s: 6 ranks in a_rather_long", 34));
+    view_hang_fini(&v);
+    history_fini(&h);
+}
+END_TEST
+
 START_TEST(hang_since_and_rank_rows)
 {
     struct fx f;
@@ -793,6 +825,7 @@ static Suite *view_suite(void)
     tcase_add_test(tc, hang_devices);
     tcase_add_test(tc, hang_npu_device_names);
     tcase_add_test(tc, hang_odd_groups_and_exits);
+    tcase_add_test(tc, hang_long_banner);
     tcase_add_test(tc, hang_since_and_rank_rows);
     tcase_add_test(tc, top_whole_history);
     tcase_add_test(tc, top_window);

@@ -342,7 +342,7 @@ static void rank_row(struct ui *u, const struct rank_cols *c, int y, int x0, int
     cell(u, c, y, x0, LCOL_HOST, role, hr->host);
     cell(u, c, y, x0, LCOL_DEVICE, role, hr->device[0] ? hr->device : "-");
     cell(u, c, y, x0, LCOL_STATE, role,
-         r->exited                          ? "exited"
+         r->exited                          ? "exit"
          : r->since_s >= u->o->hang_after_s ? "stuck"
                                             : "run");
     draw_pct(b, sizeof(b), r->cpu);
@@ -654,22 +654,23 @@ static void draw_lower(struct ui *u)
 static void draw_keybar(struct ui *u)
 {
     static const char *keys[][2] = {
-        {"F1", "Help"}, {"/", "Search"}, {"\\", "Filter"}, {"F6", "Sort"},
-        {"Spc", "Tag"}, {"p", "Pause"},  {"m", "Base"},    {"t", "Threads"},
-        {"+-", "Rate"}, {"e", "Export"}, {"F10", "Quit"},
+        {"F1", "Help"}, {"/", "Search"}, {"\\", "Filter"}, {"F6", "Sort"}, {"Spc", "Tag"},
+        {"p", "Pause"}, {"m", "Base"},   {"t", "Threads"}, {"+-", "Rate"}, {"e", "Export"},
     };
     const struct layout_rect *r = &g_lay.keybar;
-    int x = r->x;
+    int x = r->x, end = r->x + r->w - 8; /* "F10Quit" always fits at the right */
 
-    for (size_t i = 0; i < sizeof(keys) / sizeof(*keys) && x < r->x + r->w - 4; i++) {
+    for (size_t i = 0; i < sizeof(keys) / sizeof(*keys); i++) {
         int kw = (int)strlen(keys[i][0]), tw = (int)strlen(keys[i][1]);
 
+        if (x + kw + tw > end)
+            break;
         put(u, r->y, x, kw, ROLE_KEY, false, keys[i][0]);
-        x += kw;
-        put(u, r->y, x, r->x + r->w - x < tw ? r->x + r->w - x : tw, ROLE_KEYTEXT, false,
-            keys[i][1]);
-        x += tw + 1;
+        put(u, r->y, x + kw, tw, ROLE_KEYTEXT, false, keys[i][1]);
+        x += kw + tw + 1;
     }
+    put(u, r->y, end + 1, 3, ROLE_KEY, false, "F10");
+    put(u, r->y, end + 4, 4, ROLE_KEYTEXT, false, "Quit");
 }
 
 static void draw_help(struct ui *u)

@@ -278,7 +278,8 @@ double engine_rate(struct engine *e)
 void engine_last_errors(struct engine *e, char *buf, size_t len)
 {
     pthread_mutex_lock(&e->lock);
-    snprintf(buf, len, "%s", e->errors);
+    snprintf(buf, len, "%s%s%s", e->attach_err, e->attach_err[0] && e->errors[0] ? "; " : "",
+             e->errors);
     pthread_mutex_unlock(&e->lock);
 }
 

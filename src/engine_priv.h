@@ -24,7 +24,8 @@ struct engine {
     size_t ntargets;
     uint64_t targets_gen;
     char errors[1024];
-    uint64_t period_ns; /* sampler period */
+    char attach_err[512]; /* the sampler's last failure to attach to a target */
+    uint64_t period_ns;   /* sampler period */
     uint64_t t_start;
     /* statistics, under lock */
     uint64_t samples, stacks, errs, lag_sum_ns, lag_max_ns;

@@ -149,6 +149,9 @@ static void sample_slot(struct sampler *sp, struct slot *sl, uint64_t now)
         if (rc < 0) {
             sl->next_attach = now + ATTACH_RETRY_NS;
             count_error(e);
+            pthread_mutex_lock(&e->lock);
+            snprintf(e->attach_err, sizeof(e->attach_err), "%s", err.msg);
+            pthread_mutex_unlock(&e->lock);
             return;
         }
     }

@@ -376,9 +376,15 @@ static void draw_ranks(struct ui *u)
     u->table_y = r->y + 1;
     u->table_h = g_lay.rank_rows;
     if (u->nrows == 0) {
-        put(u, r->y + 1, r->x, r->w, ROLE_DIM, true,
-            u->filter[0] ? "no rank matches the filter (Esc clears it)"
-                         : "no ranks yet: waiting for discovery (see the status line)");
+        char why[1024];
+
+        engine_last_errors(u->e, why, sizeof(why));
+        if (u->filter[0])
+            put(u, r->y + 1, r->x, r->w, ROLE_DIM, true,
+                "no rank matches the filter (Esc clears it)");
+        else
+            putf(u, r->y + 1, r->x, r->w, ROLE_DIM, true, "no ranks yet%s%s", why[0] ? ": " : "",
+                 why[0] ? why : " (waiting for discovery)");
         return;
     }
     if (u->sel < u->scroll)

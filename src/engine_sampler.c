@@ -47,7 +47,11 @@ static void sync_targets(struct sampler *sp)
             bool known = false;
 
             for (size_t k = 0; k < sp->n && !known; k++)
-                known = sp->s[k].t.pid == e->targets[i].pid && !sp->s[k].dead;
+                if (sp->s[k].t.pid == e->targets[i].pid && !sp->s[k].dead) {
+                    /* A first look may have caught a launcher mid-exec, without RANK. */
+                    sp->s[k].t = e->targets[i];
+                    known = true;
+                }
             if (known)
                 continue;
             if (sp->n == sp->cap) {

@@ -253,8 +253,13 @@ struct hrank *history_rank(struct history *h, int pid, int rank, const char *dev
     struct hrank *r;
 
     for (size_t i = 0; i < h->nranks; i++)
-        if (h->ranks[i].pid == pid && !h->ranks[i].exited)
+        if (h->ranks[i].pid == pid && !h->ranks[i].exited) {
+            if (h->ranks[i].rank < 0 && rank >= 0)
+                h->ranks[i].rank = rank;
+            if (!h->ranks[i].device[0] && device && device[0])
+                snprintf(h->ranks[i].device, sizeof(h->ranks[i].device), "%s", device);
             return &h->ranks[i];
+        }
     GROW(h->ranks, h->nranks, h->ranks_cap);
     r = memset(&h->ranks[h->nranks++], 0, sizeof(*r));
     r->pid = pid;

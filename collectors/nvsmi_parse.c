@@ -179,8 +179,8 @@ static void gpu_set(struct smi_device *d, enum gpu_col col, struct smi_span v)
     }
 }
 
-static void gpu_csv_row(struct smi_result *r, const enum gpu_col *cols, size_t ncols,
-                        struct smi_span line, unsigned lineno)
+static void gpu_csv_row(struct smi_result *r, const int *cols, size_t ncols, struct smi_span line,
+                        unsigned lineno)
 {
     struct smi_span f[CSV_MAX_FIELDS];
     struct smi_device d;
@@ -195,7 +195,7 @@ static void gpu_csv_row(struct smi_result *r, const enum gpu_col *cols, size_t n
     }
     smi_device_init(&d, SMI_KIND_GPU);
     for (size_t i = 0; i < n; i++)
-        gpu_set(&d, cols[i], f[i]);
+        gpu_set(&d, (enum gpu_col)cols[i], f[i]);
     if (!smi_dev_has(&d, SMI_DEV_INDEX)) {
         smi_text_skip(r, lineno);
         return;
@@ -203,18 +203,26 @@ static void gpu_csv_row(struct smi_result *r, const enum gpu_col *cols, size_t n
     smi_result_add_device(r, &d);
 }
 
-int nvsmi_parse_query_gpu(const char *buf, size_t len, struct smi_result *r, struct app_err *err)
+/* One CSV query form: its default column order (no header line), how a header names a column,
+ * and how a data row becomes a record. */
+struct csv_form {
+    const int *dflt;
+    size_t ndflt;
+    int (*col_of)(struct smi_span name);
+    void (*row)(struct smi_result *r, const int *cols, size_t ncols, struct smi_span line,
+                unsigned lineno);
+};
+
+/* Reads a --format=csv output: columns from the header line when there is one, else the
+ * form's default order; blank lines skipped. Returns the number of lines read. */
+static unsigned csv_parse(const char *buf, size_t len, struct smi_result *r,
+                          const struct csv_form *form)
 {
-    static const enum gpu_col dflt[] = {GC_INDEX,    GC_UUID,      GC_NAME,  GC_UTIL,
-                                        GC_MEM_USED, GC_MEM_TOTAL, GC_POWER, GC_TEMP};
-    enum gpu_col cols[CSV_MAX_FIELDS];
+    int cols[CSV_MAX_FIELDS];
     struct smi_span f[CSV_MAX_FIELDS], line;
     struct smi_lines it;
-    size_t ncols = 0, before = r->ndevs;
-    int rc = nvsmi_parse_error(buf, len, r, err);
+    size_t ncols = 0;
 
-    if (rc < 0)
-        return rc;
     smi_text_lines_init(&it, buf, len);
     while (smi_text_next_line(&it, &line)) {
         if (!smi_text_trim(line).n)
@@ -225,17 +233,38 @@ int nvsmi_parse_query_gpu(const char *buf, size_t len, struct smi_result *r, str
             if (csv_is_header(f[0])) {
                 ncols = n < CSV_MAX_FIELDS ? n : CSV_MAX_FIELDS;
                 for (size_t i = 0; i < ncols; i++)
-                    cols[i] = gpu_col_of(f[i]);
+                    cols[i] = form->col_of(f[i]);
                 continue;
             }
-            ncols = sizeof(dflt) / sizeof(dflt[0]);
-            memcpy(cols, dflt, sizeof(dflt));
+            ncols = form->ndflt;
+            memcpy(cols, form->dflt, ncols * sizeof(int));
         }
-        gpu_csv_row(r, cols, ncols, line, it.lineno);
+        form->row(r, cols, ncols, line, it.lineno);
     }
+    return it.lineno;
+}
+
+static int gpu_col_int(struct smi_span name)
+{
+    return (int)gpu_col_of(name);
+}
+
+int nvsmi_parse_query_gpu(const char *buf, size_t len, struct smi_result *r, struct app_err *err)
+{
+    static const int dflt[] = {GC_INDEX,    GC_UUID,      GC_NAME,  GC_UTIL,
+                               GC_MEM_USED, GC_MEM_TOTAL, GC_POWER, GC_TEMP};
+    static const struct csv_form form = {dflt, sizeof(dflt) / sizeof(dflt[0]), gpu_col_int,
+                                         gpu_csv_row};
+    size_t before = r->ndevs;
+    unsigned lines;
+    int rc = nvsmi_parse_error(buf, len, r, err);
+
+    if (rc < 0)
+        return rc;
+    lines = csv_parse(buf, len, r, &form);
     if (r->ndevs == before)
         return smi_text_fail(r, err, APP_E_PARSE, TOOL " --query-gpu: no GPU rows in %u line(s)",
-                             it.lineno);
+                             lines);
     return smi_text_done(r, err, TOOL);
 }
 
@@ -289,8 +318,8 @@ static void app_set(struct smi_proc *p, enum app_col col, struct smi_span v)
 }
 
 /* One CSV process row. Windows paths may hold commas: extra fields belong to the name. */
-static void app_csv_row(struct smi_result *r, const enum app_col *cols, size_t ncols,
-                        struct smi_span line, unsigned lineno)
+static void app_csv_row(struct smi_result *r, const int *cols, size_t ncols, struct smi_span line,
+                        unsigned lineno)
 {
     struct smi_span f[CSV_MAX_FIELDS];
     struct smi_proc p;
@@ -313,7 +342,7 @@ static void app_csv_row(struct smi_result *r, const enum app_col *cols, size_t n
             j += extra;
             v.n = (size_t)(f[j].p + f[j].n - v.p);
         }
-        app_set(&p, cols[i], v);
+        app_set(&p, (enum app_col)cols[i], v);
     }
     if (!smi_proc_has(&p, SMI_PROC_PID)) {
         smi_text_skip(r, lineno);
@@ -322,35 +351,21 @@ static void app_csv_row(struct smi_result *r, const enum app_col *cols, size_t n
     smi_result_add_proc(r, &p);
 }
 
+static int app_col_int(struct smi_span name)
+{
+    return (int)app_col_of(name);
+}
+
 int nvsmi_parse_query_apps(const char *buf, size_t len, struct smi_result *r, struct app_err *err)
 {
-    static const enum app_col dflt[] = {AC_PID, AC_NAME, AC_MEM, AC_UUID};
-    enum app_col cols[CSV_MAX_FIELDS];
-    struct smi_span f[CSV_MAX_FIELDS], line;
-    struct smi_lines it;
-    size_t ncols = 0;
+    static const int dflt[] = {AC_PID, AC_NAME, AC_MEM, AC_UUID};
+    static const struct csv_form form = {dflt, sizeof(dflt) / sizeof(dflt[0]), app_col_int,
+                                         app_csv_row};
     int rc = nvsmi_parse_error(buf, len, r, err);
 
     if (rc < 0)
         return rc;
-    smi_text_lines_init(&it, buf, len);
-    while (smi_text_next_line(&it, &line)) {
-        if (!smi_text_trim(line).n)
-            continue;
-        if (!ncols) {
-            size_t n = csv_split(line, f, CSV_MAX_FIELDS);
-
-            if (csv_is_header(f[0])) {
-                ncols = n < CSV_MAX_FIELDS ? n : CSV_MAX_FIELDS;
-                for (size_t i = 0; i < ncols; i++)
-                    cols[i] = app_col_of(f[i]);
-                continue;
-            }
-            ncols = sizeof(dflt) / sizeof(dflt[0]);
-            memcpy(cols, dflt, sizeof(dflt));
-        }
-        app_csv_row(r, cols, ncols, line, it.lineno);
-    }
+    csv_parse(buf, len, r, &form);
     return smi_text_done(r, err, TOOL);
 }
 

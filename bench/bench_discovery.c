@@ -3,7 +3,7 @@
  *
  * No GPU here, so both sides are fakes serving the same recorded H100 capture (1 GPU, 3
  * compute processes, driver 590.48.01): tests/fake/libnvidia-ml.so.1 through
- * collectors/nvml.c, and tests/fake/nvidia-smi (a POSIX sh script that cats the recording)
+ * collectors/devices/nvml.c, and tests/fake/nvidia-smi (a POSIX sh script that cats the recording)
  * through exec_run and the project parsers. Rows:
  *   nvml kept     nvml_collect on a handle opened once (how ranktop uses NVML);
  *   nvml reopen   nvml_open + nvml_collect + nvml_close per refresh (the fake re-reads its
@@ -15,7 +15,7 @@
  * A real nvidia-smi costs far more than the fake script (10-20 ms healthy, seconds without
  * persistence mode: docs devices.md 2.1); these figures are the floor of the spawn path.
  * Usage: bench_discovery [N] (default 300 refreshes per row). Not a test. */
-#include "exec.h"
+#include "ranktop/exec.h"
 #include "nvml.h"
 #include "nvsmi_parse.h"
 #include "ranktop/devices.h"

@@ -10,7 +10,7 @@
  *
  * Usage: bench_export [-k] [-r RANKS] [-s SECONDS] [OUTDIR]; -k keeps the files (to feed
  * tests/tools/trace_check.py); defaults 64 ranks, 3600 s, /tmp. Asserts nothing. */
-#include "export.h"
+#include "ranktop/export.h"
 #include "ranktop/history.h"
 #include "ranktop/util.h"
 

@@ -5,7 +5,7 @@
  * live figures (one short lock inside the engine) and redraws. Exports run on their own
  * thread over a private copy, so a slow disk never freezes the screen. SIGINT/SIGTERM set a
  * flag; a crash restores the terminal before the default action runs. */
-#include "ui.h"
+#include "ranktop/ui.h"
 #include "ui_priv.h"
 
 #include "ranktop/util.h"

@@ -7,11 +7,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "engine.h"
-#include "export.h"
+#include "ranktop/engine.h"
+#include "ranktop/export.h"
 #include "ranktop/history.h"
-#include "ui.h"
-#include "view.h"
+#include "ranktop/ui.h"
+#include "ranktop/view.h"
 
 enum ui_view { VIEW_MERGED = 1, VIEW_RANK, VIEW_TOP, VIEW_GIL, VIEW_MEMORY };
 enum ui_input { INPUT_NONE, INPUT_SEARCH, INPUT_FILTER, INPUT_FORMAT };

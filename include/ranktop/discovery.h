@@ -1,6 +1,6 @@
 /* Rank discovery: which processes of this node belong to the job, which rank each one is, and
- * which GPUs / NPUs they use. Produced by collectors/discovery.c, read by `ranktop ls`, the
- * engine and the UI. A struct discovery is filled by one thread and then only read. */
+ * which GPUs / NPUs they use. Produced by collectors/discovery/discovery.c, read by `ranktop ls`,
+ * the engine and the UI. A struct discovery is filled by one thread and then only read. */
 #ifndef RANKTOP_DISCOVERY_H
 #define RANKTOP_DISCOVERY_H
 

@@ -1,4 +1,4 @@
-/* Remote CPython stack reader: the public face of collectors/pyproc.c.
+/* Remote CPython stack reader: the public face of collectors/python/pyproc.c.
  *
  * A struct pyproc is attached to one process and owned by one thread at a time (the sampler
  * or `ranktop dump`); it is not thread-safe. It never writes into the target and never stops

@@ -1,5 +1,5 @@
-/* GIL probes (collectors/pygil.c) against real CPython children, a 3.14 memory image, and the
- * pure figure arithmetic.
+/* GIL probes (collectors/python/pygil.c) against real CPython children, a 3.14 memory image, and
+ * the pure figure arithmetic.
  *
  * Live targets are tests/py/gil_threads.py, forked as children of this test process (ptrace
  * rules, Yama scope 1 included), each with PR_SET_PDEATHSIG(SIGKILL) so that a failed
@@ -45,7 +45,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "pygil.h"
+#include "ranktop/gil.h"
 #include "pyproc_priv.h"
 #include "ranktop/pystack.h"
 #include "ranktop/status.h"

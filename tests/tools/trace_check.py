@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Checks a Chrome trace (or, with --speedscope, a speedscope file) against the rules that
-Perfetto, catapult and speedscope enforce, as collected in ../shared/reference/trace-format.md.
+Perfetto, catapult and speedscope enforce, as read from those viewers' importers.
 
 Chrome trace rules (strict, in the manner of speedscope's importer):
   * valid JSON (no NaN/Infinity), object form with a "traceEvents" list or array form,

@@ -1,4 +1,4 @@
-/* Unit tests of collectors/dcmi.c against the fake libdcmi (tests/fake/fake_dcmi.c).
+/* Unit tests of collectors/devices/dcmi.c against the fake libdcmi (tests/fake/fake_dcmi.c).
  *
  * The fake serves tests/fake/data/dcmi_*.txt, whose values were read off recorded npu-smi
  * tables (the files name their source), so the assertions are the numbers npu-smi printed.

@@ -1,4 +1,4 @@
-/* Tests for pyline_lookup (collectors/pylinetable.c).
+/* Tests for pyline_lookup (collectors/python/pylinetable.c).
  *
  * Fixtures in tests/data/linetables/py3X.txt hold real tables and the lines CPython itself
  * reports for every bytecode offset (written by tests/py/gen_linetables.py; the format is

@@ -1,4 +1,4 @@
-/* Unit tests of the npu-smi parsers (collectors/npusmi_parse.c).
+/* Unit tests of the npu-smi parsers (collectors/devices/npusmi_parse.c).
  *
  * One Check test per fixture in tests/data/npu-smi, asserting every key of its .expected
  * sidecar; per fixture also many cut points, 100 damaged copies, and every parser on it (see

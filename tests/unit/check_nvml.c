@@ -1,4 +1,4 @@
-/* Unit tests of collectors/nvml.c against the fake libnvidia-ml (tests/fake/fake_nvml.c).
+/* Unit tests of collectors/devices/nvml.c against the fake libnvidia-ml (tests/fake/fake_nvml.c).
  *
  * The fake serves the values of recorded nvidia-smi CSV files (FAKE_NVML_GPUS, FAKE_NVML_APPS),
  * so every assertion below is a number read from a fixture in tests/data/nvidia-smi or from

@@ -1,4 +1,4 @@
-/* Unit tests of the nvidia-smi parsers (collectors/nvsmi_parse.c).
+/* Unit tests of the nvidia-smi parsers (collectors/devices/nvsmi_parse.c).
  *
  * One Check test per fixture in tests/data/nvidia-smi, asserting every key of its .expected
  * sidecar; per fixture also many cut points, 100 damaged copies, and every parser on it (see

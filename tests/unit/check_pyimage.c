@@ -4,7 +4,7 @@
  * two threads, data-stack chunks, a generator frame, an interpreter-owned frame to skip, code
  * objects with ASCII and UCS-2 names and real 3.11+ location tables. */
 #include "pyproc_priv.h"
-#include "rmem.h"
+#include "ranktop/rmem.h"
 
 #include <check.h>
 #include <stdlib.h>

@@ -7,7 +7,7 @@
  * built through the history API (history_rank, history_thread, history_intern_stack,
  * history_observe), as the engine builds it. Top functions use a crafted 100 ms timeline whose
  * own and total shares are worked out by hand in the comments. Single-threaded. */
-#include "view.h"
+#include "ranktop/view.h"
 
 #include <check.h>
 #include <stdio.h>

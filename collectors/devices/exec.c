@@ -1,0 +1,178 @@
+/* External tools with a deadline: posix_spawn, read both pipes with poll() until EOF or the
+ * deadline, and only then wait for the child.
+ *
+ * Reading before waiting means a tool that prints more than a pipe buffer cannot deadlock us;
+ * the deadline means a hung tool (nvidia-smi on a wedged driver) costs at most timeout_ms. The
+ * child gets its own process group so the kill also reaches anything it started. posix_spawn
+ * (not fork) because callers are threads of a multi-threaded process. Any thread. */
+#include "ranktop/exec.h"
+
+#include "ranktop/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define EXEC_MAX_OUT (16u << 20)
+
+extern char **environ;
+
+struct sink {
+    char *buf;
+    size_t len, cap;
+};
+
+static void sink_add(struct sink *s, const char *data, size_t n)
+{
+    if (s->len + n > EXEC_MAX_OUT)
+        n = EXEC_MAX_OUT - s->len;
+    if (s->len + n + 1 > s->cap) {
+        while (s->len + n + 1 > s->cap)
+            s->cap = s->cap ? s->cap * 2 : 4096;
+        s->buf = x_reallocarray(s->buf, s->cap, 1);
+    }
+    memcpy(s->buf + s->len, data, n);
+    s->len += n;
+    s->buf[s->len] = '\0';
+}
+
+static int spawn(const char *const argv[], int out[2], int errp[2], pid_t *pid)
+{
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t at;
+    int rc;
+
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, errp[1], 2);
+    posix_spawnattr_init(&at);
+    posix_spawnattr_setpgroup(&at, 0);
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
+                                      POSIX_SPAWN_SETSIGDEF);
+    {
+        sigset_t none, all;
+
+        sigemptyset(&none);
+        sigfillset(&all);
+        posix_spawnattr_setsigmask(&at, &none);
+        posix_spawnattr_setsigdefault(&at, &all);
+    }
+    rc = posix_spawnp(pid, argv[0], &fa, &at, (char *const *)argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&at);
+    return rc;
+}
+
+/* Drains both pipes until EOF or the deadline; returns 0 or APP_E_TIMEOUT. */
+static int drain(int outfd, int errfd, uint64_t deadline, struct sink *o, struct sink *e)
+{
+    struct pollfd pf[2] = {{outfd, POLLIN, 0}, {errfd, POLLIN, 0}};
+    char buf[65536];
+
+    while (pf[0].fd >= 0 || pf[1].fd >= 0) {
+        uint64_t now = clock_mono_ns();
+        int r;
+
+        if (now >= deadline)
+            return APP_E_TIMEOUT;
+        r = poll(pf, 2, (int)((deadline - now) / 1000000u) + 1);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return APP_E_IO;
+        for (int i = 0; i < 2; i++) {
+            ssize_t n;
+
+            if (pf[i].fd < 0 || !(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
+                continue;
+            n = read(pf[i].fd, buf, sizeof(buf));
+            if (n > 0)
+                sink_add(i ? e : o, buf, (size_t)n);
+            else if (n == 0 || errno != EINTR)
+                pf[i].fd = -1;
+        }
+    }
+    return 0;
+}
+
+/* Waits for the child until the deadline (a tool may close its pipes and still hang), then
+ * kills its group and collects it. *killed tells whether the deadline struck. */
+static int reap(pid_t pid, uint64_t deadline, bool *killed)
+{
+    struct timespec ms = {0, 1000000};
+    int st;
+    pid_t r;
+
+    while ((r = waitpid(pid, &st, WNOHANG)) == 0 && clock_mono_ns() < deadline)
+        nanosleep(&ms, NULL);
+    if (r == 0) {
+        *killed = true;
+        kill(-pid, SIGKILL);
+        kill(pid, SIGKILL);
+        while ((r = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
+            ;
+    }
+    if (r < 0)
+        return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+int exec_run(const char *const argv[], int timeout_ms, struct exec_result *res, struct app_err *err)
+{
+    int out[2], errp[2], rc;
+    struct sink o = {0}, e = {0};
+    uint64_t deadline = clock_mono_ns() + (uint64_t)timeout_ms * 1000000u;
+    bool killed = false;
+    pid_t pid;
+
+    memset(res, 0, sizeof(*res));
+    if (pipe2(out, O_CLOEXEC) < 0)
+        return app_err_set(err, APP_E_IO, "pipe: %s", strerror(errno));
+    if (pipe2(errp, O_CLOEXEC) < 0) {
+        close(out[0]);
+        close(out[1]);
+        return app_err_set(err, APP_E_IO, "pipe: %s", strerror(errno));
+    }
+    rc = spawn(argv, out, errp, &pid);
+    close(out[1]);
+    close(errp[1]);
+    if (rc != 0) {
+        close(out[0]);
+        close(errp[0]);
+        return app_err_set(err, rc == ENOENT ? APP_E_NOTFOUND : APP_E_IO, "%s: %s", argv[0],
+                           rc == ENOENT ? "not found on PATH" : strerror(rc));
+    }
+    rc = drain(out[0], errp[0], deadline, &o, &e);
+    close(out[0]);
+    close(errp[0]);
+    res->status = reap(pid, rc == APP_E_TIMEOUT ? 0 : deadline, &killed);
+    if (killed)
+        rc = APP_E_TIMEOUT;
+    sink_add(&o, "", 0);
+    sink_add(&e, "", 0);
+    res->out = o.buf;
+    res->out_len = o.len;
+    res->err = e.buf;
+    res->err_len = e.len;
+    if (rc == APP_E_TIMEOUT)
+        return app_err_set(err, rc, "%s: no answer within %d ms, killed", argv[0], timeout_ms);
+    if (res->status == 127 && e.len == 0)
+        return app_err_set(err, APP_E_NOTFOUND, "%s: not found on PATH", argv[0]);
+    return rc < 0 ? app_err_set(err, rc, "%s: read error", argv[0]) : 0;
+}
+
+void exec_result_fini(struct exec_result *res)
+{
+    free(res->out);
+    free(res->err);
+    memset(res, 0, sizeof(*res));
+}

@@ -1,0 +1,261 @@
+/* Rank discovery: device sources, the /proc scan, and the join into one record per process.
+ *
+ * Candidates are the processes the user named (-p, --children-of, --match) or, when none was
+ * named, the processes the device tools report plus every Python process with RANK in its
+ * environment. Each candidate gets its identity, Python-ness, devices and memory; a Python
+ * child with its parent's RANK (a DataLoader worker) is folded into its parent's record.
+ * Runs on one thread; the result is read-only afterwards. */
+#include "ranktop/discovery.h"
+
+#include "ranktop/devsrc.h"
+#include "ranktop/procenv.h"
+#include "ranktop/procscan.h"
+#include "ranktop/util.h"
+
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+void discovery_init(struct discovery *d)
+{
+    memset(d, 0, sizeof(*d));
+    smi_result_init(&d->devs);
+}
+
+void discovery_fini(struct discovery *d)
+{
+    for (size_t i = 0; i < d->nprocs; i++) {
+        free(d->procs[i].devs);
+        free(d->procs[i].children);
+    }
+    free(d->procs);
+    for (size_t i = 0; i < d->nerrors; i++)
+        free(d->errors[i]);
+    free(d->errors);
+    smi_result_fini(&d->devs);
+    memset(d, 0, sizeof(*d));
+}
+
+struct pidset {
+    int *v;
+    size_t n;
+};
+
+static void pidset_add(struct pidset *s, int pid)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (s->v[i] == pid)
+            return;
+    s->v = x_reallocarray(s->v, s->n + 1, sizeof(int));
+    s->v[s->n++] = pid;
+}
+
+/* Our PID for a PID printed by a device tool: the same number when it exists here, else the
+ * process whose innermost namespaced PID it is (the tool ran inside a container). */
+static int local_pid(const struct pslist *ps, int pid)
+{
+    int mapped;
+
+    if (procscan_find(ps, pid) >= 0)
+        return pid;
+    mapped = procscan_from_inner(ps, pid);
+    return mapped ? mapped : pid;
+}
+
+static void add_named(const struct discovery_opts *o, const struct pslist *ps, const regex_t *re,
+                      struct pidset *c)
+{
+    int self = (int)getpid();
+
+    for (int i = 0; i < o->npids; i++)
+        pidset_add(c, o->pids[i]);
+    for (int i = 0; i < o->nchildren_of; i++) {
+        int *v = NULL;
+        size_t n = 0;
+
+        procscan_descendants(ps, o->children_of[i], &v, &n);
+        for (size_t k = 0; k < n; k++)
+            pidset_add(c, v[k]);
+        free(v);
+    }
+    for (size_t i = 0; re && i < ps->n; i++) {
+        char cmd[4096];
+
+        if (ps->pid[i] != self && procenv_cmdline(ps->pid[i], cmd, sizeof(cmd)) == 0 && cmd[0] &&
+            regexec(re, cmd, 0, NULL, 0) == 0)
+            pidset_add(c, ps->pid[i]);
+    }
+}
+
+/* No names given: the device tools' processes, then Python processes with RANK set. */
+static void add_default(struct discovery *d, const struct pslist *ps, struct pidset *c)
+{
+    for (size_t i = 0; i < d->devs.nprocs; i++)
+        if (d->devs.procs[i].valid & SMI_PROC_PID)
+            pidset_add(c, local_pid(ps, d->devs.procs[i].pid));
+    for (size_t i = 0; i < ps->n; i++) {
+        struct rank_ident id;
+
+        if (procscan_ident(ps->pid[i], &id) == 0 && id.rank >= 0 && procscan_is_python(ps->pid[i]))
+            pidset_add(c, ps->pid[i]);
+    }
+}
+
+static struct proc_rec *new_rec(struct discovery *d, int pid)
+{
+    struct proc_rec *r;
+
+    d->procs = x_reallocarray(d->procs, d->nprocs + 1, sizeof(*d->procs));
+    r = memset(&d->procs[d->nprocs++], 0, sizeof(*r));
+    r->pid = pid;
+    rank_ident_parse("", 0, &r->id);
+    return r;
+}
+
+static void fill_rec(struct proc_rec *r, const struct pslist *ps)
+{
+    long i = procscan_find(ps, r->pid);
+
+    r->alive = i >= 0 && procscan_name(r->pid, r->name, sizeof(r->name)) == 0;
+    if (!r->alive)
+        return;
+    r->ppid = ps->ppid[i];
+    r->python = procscan_is_python(r->pid);
+    procscan_ident(r->pid, &r->id);
+}
+
+/* Attaches the device tools' rows to records; rows of processes we did not select are
+ * ignored, rows of processes that do not exist here become records flagged not alive. */
+static void attach_devices(struct discovery *d, const struct pslist *ps, bool explicit)
+{
+    for (size_t i = 0; i < d->devs.nprocs; i++) {
+        const struct smi_proc *sp = &d->devs.procs[i];
+        int pid = (sp->valid & SMI_PROC_PID) ? local_pid(ps, sp->pid) : 0;
+        struct proc_rec *r = NULL;
+
+        if (!pid)
+            continue;
+        for (size_t k = 0; k < d->nprocs && !r; k++)
+            if (d->procs[k].pid == pid)
+                r = &d->procs[k];
+        if (!r && explicit)
+            continue;
+        if (!r) {
+            r = new_rec(d, pid);
+            snprintf(r->name, sizeof(r->name), "%s", sp->name);
+        }
+        if (!r->alive && !r->name[0] && (sp->valid & SMI_PROC_NAME))
+            snprintf(r->name, sizeof(r->name), "%s", sp->name);
+        r->devs = x_reallocarray(r->devs, r->ndevs + 1, sizeof(*r->devs));
+        r->devs[r->ndevs++] =
+            (struct proc_dev){sp->kind, (sp->valid & SMI_PROC_DEV) ? sp->dev_index : -1,
+                              (sp->valid & SMI_PROC_CHIP) ? sp->chip : -1,
+                              (sp->valid & SMI_PROC_MEM) ? sp->mem_mb : -1};
+    }
+}
+
+static struct proc_rec *find_rec(struct discovery *d, int pid)
+{
+    for (size_t i = 0; i < d->nprocs; i++)
+        if (d->procs[i].pid == pid)
+            return &d->procs[i];
+    return NULL;
+}
+
+/* The record of pid's parent when that parent is a Python process of the same rank. */
+static struct proc_rec *same_rank_parent(struct discovery *d, const struct proc_rec *w)
+{
+    struct proc_rec *p = w->ppid ? find_rec(d, w->ppid) : NULL;
+
+    if (!p || p == w || !p->python || p->id.rank < 0 || p->id.rank != w->id.rank)
+        return NULL;
+    return p;
+}
+
+/* Folds DataLoader-style workers (Python descendants carrying their parent's RANK and using
+ * no device themselves) into the record of the topmost process of that rank. Owners are
+ * decided for every record before any record moves. */
+static void group_workers(struct discovery *d)
+{
+    int *owner = x_calloc(d->nprocs ? d->nprocs : 1, sizeof(int));
+    size_t kept = 0;
+
+    for (size_t i = 0; i < d->nprocs; i++) {
+        const struct proc_rec *w = &d->procs[i], *p = w;
+
+        if (!w->python || w->ndevs)
+            continue;
+        for (int hops = 0; hops < 64 && same_rank_parent(d, p); hops++)
+            p = same_rank_parent(d, p);
+        owner[i] = p != w ? p->pid : 0;
+    }
+    for (size_t i = 0; i < d->nprocs; i++) {
+        struct proc_rec *p = owner[i] ? find_rec(d, owner[i]) : NULL;
+
+        if (!p)
+            continue;
+        p->children = x_reallocarray(p->children, p->nchildren + 1, sizeof(int));
+        p->children[p->nchildren++] = d->procs[i].pid;
+    }
+    for (size_t i = 0; i < d->nprocs; i++) {
+        if (owner[i]) {
+            free(d->procs[i].devs);
+            free(d->procs[i].children);
+            continue;
+        }
+        d->procs[kept++] = d->procs[i];
+    }
+    d->nprocs = kept;
+    free(owner);
+}
+
+static int cmp_rec(const void *a, const void *b)
+{
+    const struct proc_rec *x = a, *y = b;
+    int rx = x->id.rank < 0 ? 1 << 30 : x->id.rank, ry = y->id.rank < 0 ? 1 << 30 : y->id.rank;
+
+    if (rx != ry)
+        return rx < ry ? -1 : 1;
+    return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+int discovery_run(const struct discovery_opts *o, struct discovery *d, struct app_err *err)
+{
+    bool explicit = o->npids || o->nchildren_of || o->match;
+    struct pidset cand = {0};
+    struct pslist ps;
+    regex_t re;
+    int rc;
+
+    if (o->match && (rc = regcomp(&re, o->match, REG_EXTENDED | REG_NOSUB)) != 0) {
+        char msg[128];
+
+        regerror(rc, &re, msg, sizeof(msg));
+        return app_err_set(err, APP_E_USAGE, "bad --match expression '%s': %s", o->match, msg);
+    }
+    gethostname(d->host, sizeof(d->host) - 1);
+    d->any_tool = devsrc_gpu(o, d);
+    d->any_tool |= devsrc_npu(o, d);
+    procscan_list(&ps);
+    if (explicit)
+        add_named(o, &ps, o->match ? &re : NULL, &cand);
+    else
+        add_default(d, &ps, &cand);
+    for (size_t i = 0; i < cand.n; i++) {
+        if (explicit && procscan_find(&ps, cand.v[i]) < 0) {
+            devsrc_error(d, "process %d: no such process", cand.v[i]);
+            continue;
+        }
+        fill_rec(new_rec(d, cand.v[i]), &ps);
+    }
+    attach_devices(d, &ps, explicit);
+    group_workers(d);
+    qsort(d->procs, d->nprocs, sizeof(*d->procs), cmp_rec);
+    free(cand.v);
+    procscan_list_fini(&ps);
+    if (o->match)
+        regfree(&re);
+    return 0;
+}

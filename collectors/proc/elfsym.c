@@ -1,0 +1,220 @@
+/* ELF symbol and section lookup for interpreter binaries.
+ *
+ * elf_parse is pure and defensive: every header, table and string is range-checked against
+ * the buffer before use, so a truncated or hostile file yields APP_E_PARSE, never a crash.
+ * elf_inspect_file only maps the file. Called from whichever thread attaches to a process. */
+#include "ranktop/elfsym.h"
+
+#include <elf.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define ELF_MAX_SYMS 4000000u
+
+struct elf_buf {
+    const uint8_t *p;
+    size_t len;
+};
+
+static const void *elf_at(const struct elf_buf *b, uint64_t off, uint64_t size)
+{
+    if (off > b->len || size > b->len - off)
+        return NULL;
+    return b->p + off;
+}
+
+static const Elf64_Shdr *elf_shdr(const struct elf_buf *b, const Elf64_Ehdr *eh, unsigned i)
+{
+    if (i >= eh->e_shnum || eh->e_shentsize != sizeof(Elf64_Shdr))
+        return NULL;
+    return elf_at(b, eh->e_shoff + (uint64_t)i * sizeof(Elf64_Shdr), sizeof(Elf64_Shdr));
+}
+
+static const char *elf_str(const struct elf_buf *b, const Elf64_Shdr *strtab, uint32_t off)
+{
+    const char *s;
+
+    if (!strtab || off >= strtab->sh_size)
+        return NULL;
+    s = elf_at(b, strtab->sh_offset + off, 1);
+    if (!s || !memchr(s, '\0', strtab->sh_size - off) ||
+        !elf_at(b, strtab->sh_offset, strtab->sh_size))
+        return NULL;
+    return s;
+}
+
+static void elf_take_symbol(struct elf_info *out, const char *name, const Elf64_Sym *sym)
+{
+    if (sym->st_shndx == SHN_UNDEF || sym->st_value == 0)
+        return;
+    if (!strcmp(name, "_PyRuntime") && !out->pyruntime) {
+        out->pyruntime = sym->st_value;
+        out->pyruntime_size = sym->st_size;
+    } else if (!strcmp(name, "Py_Version") && !out->py_version) {
+        out->py_version = sym->st_value;
+    } else if (!strcmp(name, "PyCode_Type") && !out->pycode_type) {
+        out->pycode_type = sym->st_value;
+    }
+}
+
+static void elf_scan_symtab(const struct elf_buf *b, const Elf64_Ehdr *eh, const Elf64_Shdr *sh,
+                            struct elf_info *out)
+{
+    const Elf64_Shdr *strtab = elf_shdr(b, eh, sh->sh_link);
+    uint64_t n;
+
+    if (sh->sh_entsize != sizeof(Elf64_Sym) || !elf_at(b, sh->sh_offset, sh->sh_size))
+        return;
+    n = sh->sh_size / sizeof(Elf64_Sym);
+    if (n > ELF_MAX_SYMS)
+        n = ELF_MAX_SYMS;
+    for (uint64_t i = 0; i < n; i++) {
+        const Elf64_Sym *sym = (const void *)(b->p + sh->sh_offset + i * sizeof(Elf64_Sym));
+        const char *name;
+
+        if (ELF64_ST_TYPE(sym->st_info) != STT_OBJECT)
+            continue;
+        name = elf_str(b, strtab, sym->st_name);
+        if (name)
+            elf_take_symbol(out, name, sym);
+    }
+}
+
+static int is_digit(uint8_t c)
+{
+    return c >= '0' && c <= '9';
+}
+
+/* Matches "\0" "3.<minor>.<micro>" "\0" at p: the PY_VERSION literal of the interpreter. */
+static size_t version_at(const uint8_t *p, const uint8_t *end)
+{
+    const uint8_t *q = p;
+
+    if (end - q < 6 || q[0] != '3' || q[1] != '.' || !is_digit(q[2]))
+        return 0;
+    q += 2;
+    while (q < end && is_digit(*q))
+        q++;
+    if (q >= end || *q != '.' || q - p > 4)
+        return 0;
+    q++;
+    if (q >= end || !is_digit(*q))
+        return 0;
+    while (q < end && is_digit(*q))
+        q++;
+    while (q < end && ((*q >= 'a' && *q <= 'c') || *q == 'r' || is_digit(*q) || *q == '+'))
+        q++;
+    if (q >= end || *q != '\0' || q - p >= 24)
+        return 0;
+    return (size_t)(q - p);
+}
+
+static void elf_scan_version(const struct elf_buf *b, const Elf64_Shdr *sh, struct elf_info *out)
+{
+    const uint8_t *p = elf_at(b, sh->sh_offset, sh->sh_size), *end;
+
+    if (!p || sh->sh_type == SHT_NOBITS)
+        return;
+    end = p + sh->sh_size;
+    for (const uint8_t *q = p + 1; q < end; q++) {
+        size_t n;
+
+        if (q[-1] != '\0' || *q != '3')
+            continue;
+        n = version_at(q, end);
+        if (n) {
+            memcpy(out->version, q, n);
+            out->version[n] = '\0';
+            return;
+        }
+    }
+}
+
+static void elf_scan_sections(const struct elf_buf *b, const Elf64_Ehdr *eh, struct elf_info *out)
+{
+    const Elf64_Shdr *shstr = elf_shdr(b, eh, eh->e_shstrndx);
+
+    for (unsigned i = 0; i < eh->e_shnum; i++) {
+        const Elf64_Shdr *sh = elf_shdr(b, eh, i);
+        const char *name;
+
+        if (!sh)
+            break;
+        if (sh->sh_type == SHT_DYNSYM || sh->sh_type == SHT_SYMTAB)
+            elf_scan_symtab(b, eh, sh, out);
+        name = elf_str(b, shstr, sh->sh_name);
+        if (name && !strcmp(name, ".PyRuntime"))
+            out->pyruntime_sec = sh->sh_addr;
+        if (name && !strcmp(name, ".bss")) {
+            out->bss_addr = sh->sh_addr;
+            out->bss_size = sh->sh_size;
+        }
+        if (name && !strcmp(name, ".rodata") && !out->version[0])
+            elf_scan_version(b, sh, out);
+    }
+}
+
+static int elf_first_load(const struct elf_buf *b, const Elf64_Ehdr *eh, struct elf_info *out)
+{
+    if (eh->e_phentsize != sizeof(Elf64_Phdr))
+        return APP_E_PARSE;
+    for (unsigned i = 0; i < eh->e_phnum; i++) {
+        const Elf64_Phdr *ph =
+            elf_at(b, eh->e_phoff + (uint64_t)i * sizeof(Elf64_Phdr), sizeof(Elf64_Phdr));
+
+        if (!ph)
+            return APP_E_PARSE;
+        if (ph->p_type == PT_LOAD) {
+            uint64_t align = ph->p_align > 1 ? ph->p_align : 1;
+
+            out->load_vaddr = ph->p_vaddr & ~(align - 1);
+            return 0;
+        }
+    }
+    return APP_E_PARSE;
+}
+
+int elf_parse(const uint8_t *buf, size_t len, struct elf_info *out, struct app_err *err)
+{
+    struct elf_buf b = {buf, len};
+    const Elf64_Ehdr *eh = elf_at(&b, 0, sizeof(Elf64_Ehdr));
+
+    memset(out, 0, sizeof(*out));
+    if (!eh || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0)
+        return app_err_set(err, APP_E_PARSE, "not an ELF file");
+    if (eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_ident[EI_DATA] != ELFDATA2LSB ||
+        eh->e_machine != EM_X86_64)
+        return app_err_set(err, APP_E_ARCH,
+                           "not a 64-bit x86-64 binary (32-bit and foreign targets are not "
+                           "supported)");
+    out->type = eh->e_type;
+    if (elf_first_load(&b, eh, out) < 0)
+        return app_err_set(err, APP_E_PARSE, "ELF file has no loadable segment");
+    elf_scan_sections(&b, eh, out);
+    return 0;
+}
+
+int elf_inspect_file(const char *path, struct elf_info *out, struct app_err *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    void *map;
+    int rc;
+
+    if (fd < 0)
+        return app_err_set(err, APP_E_IO, "cannot open %s", path);
+    if (fstat(fd, &st) < 0 || st.st_size <= 0) {
+        close(fd);
+        return app_err_set(err, APP_E_IO, "cannot stat %s", path);
+    }
+    map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (map == MAP_FAILED)
+        return app_err_set(err, APP_E_IO, "cannot map %s", path);
+    rc = elf_parse(map, (size_t)st.st_size, out, err);
+    munmap(map, (size_t)st.st_size);
+    return rc;
+}

@@ -1,0 +1,57 @@
+/* Code-object cache of the stack reader: remote code address -> (function, file, line table).
+ *
+ * Entries are validated on every use against a fresh copy of the code object's header, so a
+ * freed code object whose address is reused (lambdas, exec, reloads) is noticed and resolved
+ * again. One cache per attached process, owned by that process's sampling thread. */
+#ifndef RANKTOP_PYCODE_H
+#define RANKTOP_PYCODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pylayout.h"
+#include "ranktop/rmem.h"
+
+struct pycode {
+    uint64_t addr;   /* remote address; 0 = empty slot */
+    uint8_t key[48]; /* header fields that identify the object (type, names, table...) */
+    char *function;  /* UTF-8 (qualname on 3.11+) */
+    char *file;
+    uint8_t *table; /* line table copy */
+    size_t table_len;
+    int firstlineno;
+    int firsttraceable; /* 3.11+: code units before the first traceable instruction */
+    long last_q;        /* memo of the last lookup */
+    int last_line;
+};
+
+struct pycode_cache {
+    struct pycode *slots;
+    size_t cap, used;
+    uint64_t hits, misses;
+    void **grave; /* strings of replaced slots, freed by pycode_cache_collect */
+    size_t ngrave, capgrave;
+};
+
+void pycode_cache_init(struct pycode_cache *c);
+void pycode_cache_fini(struct pycode_cache *c);
+
+/* Frees what replaced entries left behind; call when no frame of the previous sample is in
+ * use any more (at the start of a sample). */
+void pycode_cache_collect(struct pycode_cache *c);
+
+/* Drops every entry (callers do this between samples when the cache is full). */
+void pycode_cache_clear(struct pycode_cache *c);
+
+/* Resolves n code addresses (duplicates allowed): one batched read of their headers, then a
+ * cache hit or a fresh resolution per address. out[i] is the entry (borrowed until the next
+ * clear) or NULL when code[i] is not a valid code object (torn). pycode_type is the remote
+ * address of PyCode_Type (0: not checked). Returns the number of NULL results, or a negative
+ * status when the process is gone or unreadable. */
+int pycode_resolve(struct pycode_cache *c, struct rmem *m, const struct py_layout *L,
+                   uint64_t pycode_type, const uint64_t *code, size_t n, struct pycode **out);
+
+/* Line for byte offset q into the code's bytecode (memoised). */
+int pycode_line(struct pycode *e, int minor, long q);
+
+#endif

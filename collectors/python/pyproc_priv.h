@@ -1,0 +1,118 @@
+/* Internals of the stack reader shared by pyproc.c (attach, sample loop), pywalk.c (frame
+ * walks) and pytask.c (TIDs, thread states, names), and by unit tests that drive the reader
+ * on memory images. Everything here belongs to the one thread that owns the struct pyproc. */
+#ifndef RANKTOP_PYPROC_PRIV_H
+#define RANKTOP_PYPROC_PRIV_H
+
+#include "pycode.h"
+#include "pylayout.h"
+#include "ranktop/pystack.h"
+#include "ranktop/rmem.h"
+
+#define PYPROC_DEFAULT_FRAMES 4096
+#define PYPROC_DEFAULT_THREADS 4096
+#define PYPROC_MAX_INTERPS 256
+#define PYPROC_TSTATE_MAX PYLAYOUT_TSTATE_READ
+#define PYPROC_MAX_CHUNKS 64
+
+/* A frame as the walk found it, before its code object is resolved. */
+struct pyrawframe {
+    uint64_t code; /* remote PyCodeObject */
+    long q;        /* byte offset of the current instruction; -1 = not started */
+    int is_gen;    /* owned by a generator (never "incomplete") */
+};
+
+#define PYHINT_MAX 4
+
+/* Frames of one thread found outside its data-stack chunks on the last walk. */
+struct pyhint {
+    uint64_t ts; /* the thread's PyThreadState address */
+    uint64_t addr[PYHINT_MAX];
+    int n;
+};
+
+struct pytid {
+    uint64_t ident;
+    int tid;
+};
+
+struct pyname_cache {
+    uint64_t *idents;
+    char **names;
+    size_t n;
+};
+
+/* Copies of one interpreter's thread states, taken at the start of a sample. */
+struct tslist {
+    uint8_t (*copy)[PYPROC_TSTATE_MAX];
+    uint64_t *addr;
+    size_t n, cap;
+};
+
+struct pyproc {
+    int pid;
+    struct rmem *mem;
+    struct py_layout L;
+    struct pyproc_opts opts;
+    uint32_t version_hex;
+    char version[24];
+    uint64_t runtime;     /* remote &_PyRuntime */
+    uint64_t pycode_type; /* remote &PyCode_Type, 0 if unknown */
+    uint64_t code_gen;    /* 3.14+: interp->_code_object_generation at the last sample */
+    struct pycode_cache codes;
+
+    /* Output of the last sample (borrowed by callers). */
+    struct pysample sample;
+    struct pythread *threads;
+    size_t threads_cap;
+    struct pyframe *frames;
+    size_t frames_len, frames_cap;
+
+    /* Scratch for one walk. */
+    struct tslist ts;
+    struct pyhint *hints;
+    size_t nhints, caphints;
+    struct pyrawframe *raw;
+    uint64_t *raw_codes;
+    struct pycode **raw_res;
+    uint8_t *chunk[PYPROC_MAX_CHUNKS];
+    size_t chunk_cap[PYPROC_MAX_CHUNKS];
+
+    /* Thread identity. */
+    long pthread_tid_off; /* offset of the TID inside glibc's struct pthread; -1 unknown */
+    struct pytid *tids;   /* ident -> kernel TID (pre-3.11), target namespace */
+    size_t ntids;
+    int *ns_inner, *ns_outer; /* TID translation when the target is in another PID ns */
+    size_t nns;
+    bool ns_differs;
+    int ns_pid; /* the target's PID inside its own namespace */
+    struct pyname_cache names, names_prev;
+    uint64_t names_sample; /* sample count at the last refresh */
+    uint64_t *neg;         /* idents not in threading._active at the last refresh */
+    size_t nneg;
+
+    uint64_t stat_samples, stat_torn, stat_dropped;
+};
+
+/* Opens a reader over an already-located runtime (used by pyproc_open and by image tests):
+ * takes ownership of mem. The layout is chosen from version_hex, using the target's
+ * _Py_DebugOffsets for 3.13+. */
+int pyproc_open_mem(struct rmem *mem, int pid, uint64_t runtime, uint64_t pycode_type,
+                    uint32_t version_hex, const struct pyproc_opts *opts, struct pyproc **out,
+                    struct app_err *err);
+
+/* Walks one thread's frames from its tstate copy into p->raw. Returns the number of frames,
+ * or a negative status (APP_E_STALE when the chain is torn). *truncated is set at the cap. */
+int pywalk_thread(struct pyproc *p, uint64_t tsaddr, const uint8_t *tstate, bool *truncated);
+
+/* Kernel TID (monitor namespace) for a thread, 0 when unknown. */
+int pytask_tid(struct pyproc *p, uint64_t ident, const uint8_t *tstate);
+/* Running / idle from /proc/PID/task/TID/stat; forgets cached identities of vanished TIDs. */
+enum pythread_state pytask_state(struct pyproc *p, uint64_t ident, int tid);
+/* Python thread name for ident, refreshed when an unknown ident appears; NULL if unknown. */
+const char *pytask_name(struct pyproc *p, uint64_t interp, uint64_t ident);
+void pytask_fini(struct pyproc *p);
+/* Reads the namespace facts of the target once at attach. */
+void pytask_init(struct pyproc *p);
+
+#endif

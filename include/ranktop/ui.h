@@ -1,0 +1,26 @@
+/* The live monitor's terminal UI. Only ui/ touches curses; the UI reads the engine through
+ * copies (never waits on a collector) and never reads /proc or runs a tool itself. */
+#ifndef RANKTOP_UI_H
+#define RANKTOP_UI_H
+
+#include <stdbool.h>
+
+#include "ranktop/engine.h"
+#include "ranktop/status.h"
+
+struct ui_opts {
+    struct engine *engine;
+    double hang_after_s;    /* --hang-after (default 30) */
+    const char *export_dir; /* --export-dir (default ".") */
+    bool all_threads;       /* start in all-threads mode */
+    const char *title;      /* shown in the header ("demo job", or the discovery mode) */
+};
+
+/* Runs the monitor until the user quits or SIGINT/SIGTERM arrives. The terminal is restored
+ * on every exit path. Returns 0, or a negative status (no terminal) with err filled. */
+int ui_run(const struct ui_opts *o, struct app_err *err);
+
+/* Restores the terminal if curses is active (fatal paths). Async-signal-tolerant. */
+void ui_restore(void);
+
+#endif

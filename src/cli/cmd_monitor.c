@@ -1,0 +1,283 @@
+/* `ranktop` (the live monitor) and `ranktop demo` (the monitor on a bundled demo job that it
+ * starts and stops). Main thread: parses options, starts the engine, runs the UI, stops. */
+#include "cli.h"
+#include "cli_discovery.h"
+#include "ranktop/engine.h"
+#include "ranktop/ui.h"
+
+#include "ranktop/util.h"
+
+#include <dirent.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DEMO_RANKS 4
+
+extern char **environ;
+
+struct mon_opts {
+    struct engine_opts eng;
+    struct ui_opts ui;
+};
+
+enum { OPT_HANG = 0x3000, OPT_EXPORT_DIR, OPT_HISTORY, OPT_ALL };
+
+static void mon_usage(FILE *f)
+{
+    fputs("usage: ranktop [options]        the live monitor on the discovered ranks\n"
+          "       ranktop demo [options]   the monitor on a bundled demo job\n"
+          "\n"
+          "  -r, --rate HZ            stack samples per second per rank (default 10)\n"
+          "      --hang-after S       HANG banner after S seconds without change (default 30)\n"
+          "      --export-dir DIR     where `e` writes traces (default: current directory)\n"
+          "      --history S          seconds of history kept (default 600)\n"
+          "      --all-threads        start with every thread (key t toggles)\n",
+          f);
+    cli_disc_usage(f);
+    fputs("  -h, --help               this help\n"
+          "\nOther commands: ranktop ls | dump | record (each with --help).\n",
+          f);
+}
+
+static int num_arg(const char *arg, const char *flag, double min, double max, double *out)
+{
+    char *end;
+    double v = strtod(arg, &end);
+
+    if (end == arg || *end || !(v >= min && v <= max)) {
+        fprintf(stderr, "ranktop: %s wants a number in [%g, %g], got '%s'\n", flag, min, max, arg);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int mon_option(int c, const char *arg, struct mon_opts *o)
+{
+    double v;
+
+    switch (c) {
+    case 'r':
+        return num_arg(arg, "--rate", 0.1, 1000, &o->eng.rate_hz);
+    case OPT_HANG:
+        return num_arg(arg, "--hang-after", 1, 1e6, &o->ui.hang_after_s);
+    case OPT_EXPORT_DIR:
+        o->ui.export_dir = arg;
+        return 0;
+    case OPT_HISTORY:
+        if (num_arg(arg, "--history", 10, 1e7, &v) < 0)
+            return -1;
+        o->eng.history_ns = (uint64_t)(v * 1e9);
+        return 0;
+    case OPT_ALL:
+        o->ui.all_threads = o->eng.all_threads = true;
+        return 0;
+    default:
+        mon_usage(stderr);
+        return -1;
+    }
+}
+
+static int parse_monitor(int argc, char **argv, struct mon_opts *o)
+{
+    static const struct option own[] = {
+        {"rate", required_argument, NULL, 'r'},
+        {"hang-after", required_argument, NULL, OPT_HANG},
+        {"export-dir", required_argument, NULL, OPT_EXPORT_DIR},
+        {"history", required_argument, NULL, OPT_HISTORY},
+        {"all-threads", no_argument, NULL, OPT_ALL},
+        {"help", no_argument, NULL, 'h'},
+    };
+    static struct option longs[40];
+    int c;
+
+    cli_disc_longopts(own, sizeof(own) / sizeof(*own), longs);
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "r:p:h", longs, NULL)) != -1) {
+        int h = cli_disc_handle(c, optarg, &o->eng.disc, "monitor");
+
+        if (h < 0)
+            return 2;
+        if (h == 1)
+            continue;
+        if (c == 'h') {
+            mon_usage(stdout);
+            return 0;
+        }
+        if (mon_option(c, optarg, o) < 0)
+            return 2;
+    }
+    if (optind < argc) {
+        fprintf(stderr, "ranktop: unexpected argument '%s'\n", argv[optind]);
+        return 2;
+    }
+    return -1;
+}
+
+static int run_monitor(struct mon_opts *o)
+{
+    struct engine *e;
+    struct app_err err = {0};
+    sigset_t set;
+    int rc;
+
+    /* Collector threads must not take SIGWINCH / SIGINT: block before they start; the UI
+     * thread unblocks. */
+    sigemptyset(&set);
+    sigaddset(&set, SIGWINCH);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    rc = engine_start(&o->eng, &e, &err);
+    pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+    if (rc < 0) {
+        fprintf(stderr, "ranktop: %s\n", err.msg);
+        return 1;
+    }
+    o->ui.engine = e;
+    rc = ui_run(&o->ui, &err);
+    engine_stop(e);
+    engine_free(e);
+    if (rc < 0)
+        fprintf(stderr, "ranktop: %s\n", err.msg);
+    return rc < 0 ? 1 : 0;
+}
+
+static void mon_defaults(struct mon_opts *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->eng.rate_hz = 10;
+    o->eng.gil = o->eng.mem = o->eng.gpu = o->eng.npu = true;
+    o->eng.history_ns = 600ull * 1000000000ull;
+    o->eng.mem_cap = 512u << 20;
+    o->ui.hang_after_s = 30;
+    o->ui.export_dir = ".";
+}
+
+int cmd_monitor(int argc, char **argv)
+{
+    struct mon_opts o;
+    int rc;
+
+    mon_defaults(&o);
+    rc = parse_monitor(argc, argv, &o);
+    if (rc < 0) {
+        o.ui.title = o.eng.disc.npids          ? "given pids"
+                     : o.eng.disc.nchildren_of ? "children of launcher"
+                                               : "discovered ranks";
+        rc = run_monitor(&o);
+    }
+    cli_disc_fini(&o.eng.disc);
+    return rc;
+}
+
+/* Starts DEMO_RANKS python3 processes running data/demo_job.py; returns how many started. */
+static int demo_start(const char *script, const char *syncdir, int *pids)
+{
+    int n = 0;
+
+    for (int r = 0; r < DEMO_RANKS; r++) {
+        char rank[32], lrank[32], world[32], sync[600];
+        char *const argv[] = {(char *)"python3", (char *)"-S", (char *)script, NULL};
+        char *envp[512];
+        int k = 0;
+
+        snprintf(rank, sizeof(rank), "RANK=%d", r);
+        snprintf(lrank, sizeof(lrank), "LOCAL_RANK=%d", r);
+        snprintf(world, sizeof(world), "WORLD_SIZE=%d", DEMO_RANKS);
+        snprintf(sync, sizeof(sync), "DEMO_SYNC_DIR=%s", syncdir);
+        envp[k++] = rank;
+        envp[k++] = lrank;
+        envp[k++] = world;
+        envp[k++] = sync;
+        for (char **e = environ; *e && k < 500; e++)
+            if (strncmp(*e, "RANK=", 5) && strncmp(*e, "LOCAL_RANK=", 11) &&
+                strncmp(*e, "WORLD_SIZE=", 11))
+                envp[k++] = *e;
+        envp[k] = NULL;
+        if (posix_spawnp(&pids[n], "python3", NULL, NULL, argv, envp) == 0)
+            n++;
+    }
+    return n;
+}
+
+static void demo_stop(int *pids, int n, const char *syncdir)
+{
+    DIR *d;
+    struct dirent *de;
+    struct timespec ts = {0, 100 * 1000 * 1000};
+
+    for (int i = 0; i < n; i++)
+        kill(pids[i], SIGTERM);
+    nanosleep(&ts, NULL);
+    for (int i = 0; i < n; i++) {
+        kill(pids[i], SIGKILL);
+        waitpid(pids[i], NULL, 0);
+    }
+    d = opendir(syncdir);
+    while (d && (de = readdir(d)) != NULL) {
+        char path[1200];
+
+        if (de->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof(path), "%s/%s", syncdir, de->d_name);
+        unlink(path);
+    }
+    if (d)
+        closedir(d);
+    rmdir(syncdir);
+}
+
+static const char *demo_script(void)
+{
+    static char path[1024];
+    const char *dir = getenv("RANKTOP_DATADIR");
+
+    snprintf(path, sizeof(path), "%s/demo_job.py", dir ? dir : RANKTOP_DATADIR);
+    if (access(path, R_OK) == 0)
+        return path;
+    snprintf(path, sizeof(path), "%s/demo_job.py", RANKTOP_INSTALL_DATADIR);
+    return access(path, R_OK) == 0 ? path : NULL;
+}
+
+int cmd_demo(int argc, char **argv)
+{
+    struct mon_opts o;
+    char syncdir[] = "/tmp/ranktop-demo-XXXXXX";
+    const char *script = demo_script();
+    int pids[DEMO_RANKS], n, rc;
+
+    mon_defaults(&o);
+    o.ui.hang_after_s = 10;
+    rc = parse_monitor(argc, argv, &o);
+    if (rc >= 0 || !script || !mkdtemp(syncdir)) {
+        if (rc < 0)
+            fprintf(stderr, "ranktop demo: %s\n",
+                    !script ? "cannot find demo_job.py (set RANKTOP_DATADIR)"
+                            : "cannot create a temporary directory");
+        cli_disc_fini(&o.eng.disc);
+        return rc >= 0 ? rc : 1;
+    }
+    n = demo_start(script, syncdir, pids);
+    if (n == 0) {
+        fprintf(stderr, "ranktop demo: cannot start python3 (is it installed?)\n");
+        rmdir(syncdir);
+        return 1;
+    }
+    cli_disc_fini(&o.eng.disc);
+    o.eng.disc.pids = x_calloc((size_t)n, sizeof(int));
+    memcpy(o.eng.disc.pids, pids, (size_t)n * sizeof(int));
+    o.eng.disc.npids = n;
+    o.ui.title = "demo job";
+    rc = run_monitor(&o);
+    demo_stop(pids, n, syncdir);
+    cli_disc_fini(&o.eng.disc);
+    return rc;
+}

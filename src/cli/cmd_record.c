@@ -1,0 +1,397 @@
+/* `ranktop record`: the headless recorder. Runs the engine, autosaves the trace atomically,
+ * writes time-tagged snapshots and trigger windows, and on SIGINT / SIGTERM / --duration
+ * writes the final file and a one-line summary. Main thread; the engine's threads sample.
+ * Signals are blocked in every thread and taken synchronously here (sigtimedwait), so a
+ * signal never interrupts a file write half-way. */
+#include "cli.h"
+#include "cli_discovery.h"
+#include "ranktop/engine.h"
+#include "ranktop/export.h"
+
+#include "ranktop/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+struct rec_opts {
+    const char *out;
+    struct engine_opts eng;
+    double duration;     /* seconds, 0 = until a signal */
+    double autosave;     /* seconds, 0 = off */
+    double snapshot;     /* seconds, 0 = off */
+    const char *trigger; /* --trigger-file */
+    enum export_format fmt;
+};
+
+enum {
+    OPT_ALL = 0x2000,
+    OPT_NPU,
+    OPT_GPU,
+    OPT_MEM,
+    OPT_AUTOSAVE,
+    OPT_SNAPSHOT,
+    OPT_GIL,
+    OPT_FORMAT,
+    OPT_TRIGGER,
+    OPT_HISTORY,
+    OPT_MEMCAP,
+};
+
+static void rec_usage(FILE *f)
+{
+    fputs("usage: ranktop record -o FILE [options]\n"
+          "\n"
+          "Samples the Python stacks of every rank (and optionally device, memory and GIL\n"
+          "counters) and writes a Chrome trace (Perfetto, chrome://tracing), a speedscope\n"
+          "profile or collapsed stacks. The file is replaced atomically on every autosave.\n"
+          "\n"
+          "  -o, --output FILE             where to write (required)\n"
+          "  -i, --interval S              seconds between samples (default 0.1)\n"
+          "  -r, --rate HZ                 samples per second (instead of -i)\n"
+          "  -d, --duration S              stop after S seconds (default: until Ctrl-C)\n"
+          "      --all-threads             every Python thread (default: main thread only)\n"
+          "      --gpu-usage               GPU utilisation and memory counters\n"
+          "      --npu-usage               NPU AICore and HBM counters\n"
+          "      --cpu-mem-usage           host memory counters (RSS, PSS, USS, swap)\n"
+          "      --gil                     GIL counters (busy %, switches/s, waiters)\n"
+          "      --autosave-interval S     rewrite FILE every S seconds (default 30; 0 = off)\n"
+          "      --autosave-snapshot-interval S\n"
+          "                                also keep a time-tagged copy every S seconds\n"
+          "                                (default 7200; 0 = off)\n"
+          "      --format F                chrome (default), speedscope or collapsed\n"
+          "      --trigger-file PATH       record only while PATH exists; write each window\n"
+          "                                to its own time-tagged file\n"
+          "      --history S               keep only the last S seconds (default: all)\n"
+          "      --memory-cap MB           history memory cap (default 1024)\n",
+          f);
+    cli_disc_usage(f);
+    fputs("  -h, --help                    this help\n"
+          "\nExit status: 0 when a trace was written, 1 when nothing could be recorded or\n"
+          "written, 2 on bad usage.\n",
+          f);
+}
+
+static int seconds_arg(const char *arg, const char *flag, double min, double *out)
+{
+    char *end;
+    double v = strtod(arg, &end);
+
+    if (end == arg || *end || !(v >= min) || v > 1e9) {
+        fprintf(stderr, "ranktop record: %s wants a number >= %g, got '%s'\n", flag, min, arg);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int rec_option(int c, const char *arg, struct rec_opts *o)
+{
+    double v = 0;
+
+    switch (c) {
+    case 'o':
+        o->out = arg;
+        return 0;
+    case 'i':
+        if (seconds_arg(arg, "--interval", 0.001, &v) < 0)
+            return -1;
+        o->eng.rate_hz = 1.0 / v;
+        return 0;
+    case 'r':
+        if (seconds_arg(arg, "--rate", 0.1, &v) < 0 || v > 1000)
+            return v > 1000 ? (fprintf(stderr, "ranktop record: --rate at most 1000\n"), -1) : -1;
+        o->eng.rate_hz = v;
+        return 0;
+    case 'd':
+        return seconds_arg(arg, "--duration", 0.001, &o->duration);
+    case OPT_AUTOSAVE:
+        return seconds_arg(arg, "--autosave-interval", 0, &o->autosave);
+    case OPT_SNAPSHOT:
+        return seconds_arg(arg, "--autosave-snapshot-interval", 0, &o->snapshot);
+    case OPT_HISTORY:
+        if (seconds_arg(arg, "--history", 1, &v) < 0)
+            return -1;
+        o->eng.history_ns = (uint64_t)(v * 1e9);
+        return 0;
+    case OPT_MEMCAP:
+        if (seconds_arg(arg, "--memory-cap", 16, &v) < 0)
+            return -1;
+        o->eng.mem_cap = (size_t)(v * 1048576.0);
+        return 0;
+    case OPT_FORMAT:
+        if ((int)(o->fmt = (enum export_format)export_format_parse(arg)) < 0) {
+            fprintf(stderr,
+                    "ranktop record: unknown --format '%s' (chrome, speedscope, "
+                    "collapsed)\n",
+                    arg);
+            return -1;
+        }
+        return 0;
+    case OPT_TRIGGER:
+        o->trigger = arg;
+        return 0;
+    default:
+        o->eng.all_threads |= c == OPT_ALL;
+        o->eng.npu |= c == OPT_NPU;
+        o->eng.gpu |= c == OPT_GPU;
+        o->eng.mem |= c == OPT_MEM;
+        o->eng.gil |= c == OPT_GIL;
+        return c >= OPT_ALL && c <= OPT_GIL ? 0 : 1;
+    }
+}
+
+static int parse_record(int argc, char **argv, struct rec_opts *o)
+{
+    static const struct option own[] = {
+        {"output", required_argument, NULL, 'o'},
+        {"interval", required_argument, NULL, 'i'},
+        {"rate", required_argument, NULL, 'r'},
+        {"duration", required_argument, NULL, 'd'},
+        {"all-threads", no_argument, NULL, OPT_ALL},
+        {"npu-usage", no_argument, NULL, OPT_NPU},
+        {"gpu-usage", no_argument, NULL, OPT_GPU},
+        {"cpu-mem-usage", no_argument, NULL, OPT_MEM},
+        {"gil", no_argument, NULL, OPT_GIL},
+        {"autosave-interval", required_argument, NULL, OPT_AUTOSAVE},
+        {"autosave-snapshot-interval", required_argument, NULL, OPT_SNAPSHOT},
+        {"format", required_argument, NULL, OPT_FORMAT},
+        {"trigger-file", required_argument, NULL, OPT_TRIGGER},
+        {"history", required_argument, NULL, OPT_HISTORY},
+        {"memory-cap", required_argument, NULL, OPT_MEMCAP},
+        {"help", no_argument, NULL, 'h'},
+    };
+    static struct option longs[48];
+    int c;
+
+    cli_disc_longopts(own, sizeof(own) / sizeof(*own), longs);
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "o:i:r:d:p:h", longs, NULL)) != -1) {
+        int h = cli_disc_handle(c, optarg, &o->eng.disc, "record");
+
+        if (h < 0)
+            return 2;
+        if (h == 1)
+            continue;
+        if (c == 'h') {
+            rec_usage(stdout);
+            return 0;
+        }
+        h = rec_option(c, optarg, o);
+        if (h != 0) {
+            if (h > 0)
+                rec_usage(stderr);
+            return 2;
+        }
+    }
+    if (optind < argc || !o->out) {
+        fprintf(stderr, "ranktop record: %s\n",
+                optind < argc ? "unexpected argument" : "no output file: use -o FILE");
+        return 2;
+    }
+    return -1;
+}
+
+/* Fails early, before any sampling, when the output cannot be written. */
+static int check_writable(const char *path)
+{
+    char tmp[4096];
+    int fd;
+
+    snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
+    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        fprintf(stderr, "ranktop record: cannot write %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    close(fd);
+    unlink(tmp);
+    return 0;
+}
+
+/* "trace.json" -> "trace-20261122-051200.json" (the tag goes before the extension). */
+static void tagged_name(const char *path, char *out, size_t len)
+{
+    const char *slash = strrchr(path, '/'), *dot = strchr(slash ? slash : path, '.');
+    char tag[32];
+    time_t now = time(NULL);
+    struct tm tm;
+
+    localtime_r(&now, &tm);
+    strftime(tag, sizeof(tag), "-%Y%m%d-%H%M%S", &tm);
+    if (!dot || dot == (slash ? slash + 1 : path))
+        dot = path + strlen(path);
+    snprintf(out, len, "%.*s%s%s", (int)(dot - path), path, tag, dot);
+}
+
+static bool nothing_recorded(const struct history *h)
+{
+    for (size_t i = 0; i < h->nranks; i++)
+        for (size_t k = 0; k < h->ranks[i].nthreads; k++)
+            if (h->ranks[i].threads[k].nruns)
+                return false;
+    return true;
+}
+
+/* Exports the engine's history (or the window from..to) to path; reports failures once per
+ * message so a full disk does not flood the terminal. Returns 0, 1 (nothing to write) or -1. */
+static int save(struct engine *e, const struct rec_opts *o, const char *path, uint64_t from,
+                uint64_t to)
+{
+    static char last_err[512];
+    struct export_opts xo = {.format = o->fmt,
+                             .all_threads = o->eng.all_threads,
+                             .from = from,
+                             .to = to,
+                             .interval_ns = (uint64_t)(1e9 / o->eng.rate_hz),
+                             .version = RANKTOP_VERSION};
+    struct history h;
+    struct app_err err = {0};
+    int rc;
+
+    engine_clone_history(e, &h);
+    if (nothing_recorded(&h)) {
+        history_fini(&h);
+        return 1;
+    }
+    rc = export_write(&h, &xo, path, &err);
+    history_fini(&h);
+    if (rc < 0 && strcmp(last_err, err.msg) != 0) {
+        fprintf(stderr, "ranktop record: %s\n", err.msg);
+        snprintf(last_err, sizeof(last_err), "%s", err.msg);
+    } else if (rc == 0) {
+        last_err[0] = '\0';
+    }
+    return rc < 0 ? -1 : 0;
+}
+
+static void summary(struct engine *e)
+{
+    struct engine_stats st;
+    double pct;
+
+    engine_get_stats(e, &st);
+    pct = st.stacks + st.errors ? 100.0 * (double)st.errors / (double)(st.stacks + st.errors) : 0;
+    fprintf(stderr,
+            "ranktop: %llu samples, %llu thread stacks, %llu errors (%.2f%%), %.1f Hz achieved, "
+            "%.2f s CPU\n",
+            (unsigned long long)st.samples, (unsigned long long)st.stacks,
+            (unsigned long long)st.errors, pct, st.achieved_hz, (double)st.cpu_ns / 1e9);
+}
+
+struct rec_state {
+    uint64_t start, next_save, next_snap, trig_from;
+    bool trig_active, wrote;
+    int failed;
+};
+
+/* One tick of the recorder: autosave, snapshot and trigger bookkeeping. */
+static void tick(struct engine *e, const struct rec_opts *o, struct rec_state *s, uint64_t now)
+{
+    char path[4200];
+
+    if (o->trigger) {
+        bool exists = access(o->trigger, F_OK) == 0;
+
+        if (exists && !s->trig_active) {
+            s->trig_active = true;
+            s->trig_from = now;
+        } else if (!exists && s->trig_active) {
+            s->trig_active = false;
+            tagged_name(o->out, path, sizeof(path));
+            if (save(e, o, path, s->trig_from, now) == 0) {
+                fprintf(stderr, "ranktop: wrote %s\n", path);
+                s->wrote = true;
+            }
+        }
+        return;
+    }
+    if (o->autosave > 0 && now >= s->next_save) {
+        int rc = save(e, o, o->out, 0, 0);
+
+        s->wrote |= rc == 0;
+        s->failed += rc < 0;
+        s->next_save = now + (uint64_t)(o->autosave * 1e9);
+    }
+    if (o->snapshot > 0 && now >= s->next_snap) {
+        tagged_name(o->out, path, sizeof(path));
+        save(e, o, path, 0, 0);
+        s->next_snap = now + (uint64_t)(o->snapshot * 1e9);
+    }
+}
+
+static int finish(struct engine *e, const struct rec_opts *o, struct rec_state *s)
+{
+    int rc = 0;
+
+    engine_stop(e);
+    if (!o->trigger) {
+        rc = save(e, o, o->out, 0, 0);
+        if (rc == 1)
+            fprintf(stderr, "ranktop record: nothing was recorded, %s not written\n", o->out);
+        else if (rc == 0)
+            s->wrote = true;
+    }
+    summary(e);
+    if (!s->wrote) {
+        char errs[1024];
+
+        engine_last_errors(e, errs, sizeof(errs));
+        if (errs[0])
+            fprintf(stderr, "ranktop record: %s\n", errs);
+    }
+    return s->wrote && rc >= 0 ? 0 : 1;
+}
+
+int cmd_record(int argc, char **argv)
+{
+    struct rec_opts o = {.autosave = 30, .snapshot = 7200, .fmt = EXPORT_CHROME};
+    struct rec_state s = {0};
+    struct engine *e = NULL;
+    struct app_err err = {0};
+    sigset_t set;
+    int rc;
+
+    o.eng.rate_hz = 10;
+    o.eng.mem_cap = 1024u << 20;
+    rc = parse_record(argc, argv, &o);
+    if (rc >= 0 || check_writable(o.out) < 0) {
+        cli_disc_fini(&o.eng.disc);
+        return rc >= 0 ? rc : 2;
+    }
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    if (engine_start(&o.eng, &e, &err) < 0) {
+        fprintf(stderr, "ranktop record: %s\n", err.msg);
+        cli_disc_fini(&o.eng.disc);
+        return 1;
+    }
+    s.start = clock_mono_ns();
+    s.next_save = s.start + (uint64_t)(o.autosave * 1e9);
+    s.next_snap = s.start + (uint64_t)(o.snapshot * 1e9);
+    for (;;) {
+        struct timespec ts = {0, 100 * 1000 * 1000};
+        uint64_t now = clock_mono_ns();
+
+        if (sigtimedwait(&set, NULL, &ts) > 0)
+            break;
+        now = clock_mono_ns();
+        if (o.duration > 0 && now - s.start >= (uint64_t)(o.duration * 1e9))
+            break;
+        tick(e, &o, &s, now);
+    }
+    rc = finish(e, &o, &s);
+    engine_free(e);
+    cli_disc_fini(&o.eng.disc);
+    return rc;
+}

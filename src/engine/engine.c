@@ -1,0 +1,334 @@
+/* The sampling engine: collector threads writing one history.
+ *
+ * Threads: discovery (every disc period: device tools + /proc, publishes the target list and
+ * device counters), sampler (stack samples of every target at the set rate), and optional
+ * memory and GIL threads. Locking protocol: e->lock guards the history, the target list and
+ * the statistics; a thread does its I/O (tools, /proc, process_vm_readv) with the lock
+ * released, then takes it briefly to record the result. No lock is held across I/O, and the
+ * sampler never waits on a tool. Each pyproc belongs to the one thread that opened it. */
+#include "ranktop/engine.h"
+#include "engine_priv.h"
+
+#include "ranktop/pystack.h"
+#include "ranktop/util.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Sleeps until abs_ns (CLOCK_MONOTONIC) or until stop is set. Returns true when stopping. */
+bool engine_wait(struct engine *e, uint64_t abs_ns)
+{
+    struct timespec ts = {(time_t)(abs_ns / 1000000000u), (long)(abs_ns % 1000000000u)};
+    bool stop;
+
+    pthread_mutex_lock(&e->lock);
+    while (!e->stop && clock_mono_ns() < abs_ns)
+        if (pthread_cond_timedwait(&e->cond, &e->lock, &ts) == ETIMEDOUT)
+            break;
+    stop = e->stop;
+    pthread_mutex_unlock(&e->lock);
+    return stop;
+}
+
+static void device_label(const struct proc_rec *r, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    if (!r->ndevs || r->devs[0].index < 0)
+        return;
+    if (r->devs[0].chip >= 0)
+        snprintf(buf, len, "%s %d.%d", smi_kind_name(r->devs[0].kind), r->devs[0].index,
+                 r->devs[0].chip);
+    else
+        snprintf(buf, len, "%s %d", smi_kind_name(r->devs[0].kind), r->devs[0].index);
+}
+
+static void device_counters(struct engine *e, const struct discovery *d, uint64_t now)
+{
+    for (size_t i = 0; i < d->devs.ndevs; i++) {
+        const struct smi_device *dv = &d->devs.devs[i];
+        char name[48], mem[56];
+        bool npu = dv->kind == SMI_KIND_NPU;
+
+        if ((npu && !e->o.npu) || (!npu && !e->o.gpu) || !(dv->valid & SMI_DEV_INDEX))
+            continue;
+        if (npu)
+            snprintf(name, sizeof(name), "npu%d.%d", dv->index, dv->chip < 0 ? 0 : dv->chip);
+        else
+            snprintf(name, sizeof(name), "gpu%d", dv->index);
+        snprintf(mem, sizeof(mem), "%s mem", name);
+        if (dv->valid & SMI_DEV_UTIL)
+            history_counter(&e->hist, name, npu ? "aicore_pct" : "util_pct", 0, now,
+                            (double)dv->util_pct);
+        if (dv->valid & SMI_DEV_MEM_USED)
+            history_counter(&e->hist, mem, "used_mib", 0, now, (double)dv->mem_used_mb);
+    }
+}
+
+/* A process named with -p is sampled even when discovery does not (yet) see Python in it:
+ * a launcher wrapper may still be exec'ing the interpreter. */
+static bool named(const struct engine *e, int pid)
+{
+    for (int i = 0; i < e->o.disc.npids; i++)
+        if (e->o.disc.pids[i] == pid)
+            return true;
+    return false;
+}
+
+/* Publishes the Python processes discovery found as the sampler's targets. */
+static void publish_targets(struct engine *e, const struct discovery *d, uint64_t now)
+{
+    struct target *t = x_calloc(d->nprocs ? d->nprocs : 1, sizeof(*t));
+    size_t n = 0, at = 0;
+
+    for (size_t i = 0; i < d->nprocs; i++) {
+        const struct proc_rec *r = &d->procs[i];
+
+        if (!r->alive || (!r->python && !named(e, r->pid)))
+            continue;
+        t[n].pid = r->pid;
+        t[n].rank = r->id.rank;
+        device_label(r, t[n].device, sizeof(t[n].device));
+        n++;
+    }
+    pthread_mutex_lock(&e->lock);
+    free(e->targets);
+    e->targets = t;
+    e->ntargets = n;
+    e->targets_gen++;
+    e->discovered = true;
+    device_counters(e, d, now);
+    free(e->devs);
+    e->ndevs = d->devs.ndevs;
+    e->devs = x_calloc(e->ndevs ? e->ndevs : 1, sizeof(*e->devs));
+    if (e->ndevs)
+        memcpy(e->devs, d->devs.devs, e->ndevs * sizeof(*e->devs));
+    for (size_t i = 0; i < d->nprocs; i++) {
+        int64_t mb = -1;
+
+        for (size_t k = 0; k < d->procs[i].ndevs; k++)
+            if (d->procs[i].devs[k].mem_mb >= 0)
+                mb = (mb < 0 ? 0 : mb) + d->procs[i].devs[k].mem_mb;
+        if (d->procs[i].alive)
+            engine_live_locked(e, d->procs[i].pid)->dev_mem_mb = mb;
+    }
+    e->errors[0] = '\0';
+    for (size_t i = 0; i < d->nerrors; i++)
+        at += (size_t)snprintf(e->errors + at, at < sizeof(e->errors) ? sizeof(e->errors) - at : 0,
+                               "%s%s", i ? "; " : "", d->errors[i]);
+    pthread_cond_broadcast(&e->cond);
+    pthread_mutex_unlock(&e->lock);
+}
+
+static void *discovery_main(void *arg)
+{
+    struct engine *e = arg;
+    uint64_t next = clock_mono_ns();
+
+    do {
+        struct discovery d;
+        struct app_err err = {0};
+
+        discovery_init(&d);
+        if (discovery_run(&e->o.disc, &d, &err) == 0)
+            publish_targets(e, &d, clock_mono_ns());
+        discovery_fini(&d);
+        next += (uint64_t)e->o.discovery_ms * 1000000u;
+    } while (!engine_wait(e, next));
+    return NULL;
+}
+
+static void engine_init_sync(struct engine *e)
+{
+    pthread_condattr_t ca;
+
+    pthread_mutex_init(&e->lock, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&e->cond, &ca);
+    pthread_condattr_destroy(&ca);
+}
+
+static int64_t wall_us(void)
+{
+    struct timeval tv;
+
+    gettimeofday(&tv, NULL);
+    return (int64_t)tv.tv_sec * 1000000 + tv.tv_usec;
+}
+
+static int spawn(struct engine *e, void *(*fn)(void *), struct app_err *err)
+{
+    int rc = pthread_create(&e->th[e->nth], NULL, fn, e);
+
+    if (rc != 0)
+        return app_err_set(err, APP_E_IO, "cannot start a collector thread: %s", strerror(rc));
+    e->nth++;
+    return 0;
+}
+
+int engine_start(const struct engine_opts *o, struct engine **out, struct app_err *err)
+{
+    struct engine *e = x_calloc(1, sizeof(*e));
+    char host[64] = "";
+    int rc;
+
+    e->o = *o;
+    if (e->o.rate_hz <= 0)
+        e->o.rate_hz = 10;
+    if (e->o.discovery_ms <= 0)
+        e->o.discovery_ms = (o->gpu || o->npu) ? 1000 : 2000;
+    e->period_ns = (uint64_t)(1e9 / e->o.rate_hz);
+    engine_init_sync(e);
+    gethostname(host, sizeof(host) - 1);
+    e->t_start = clock_mono_ns();
+    history_init(&e->hist, e->t_start, wall_us(), host);
+    e->hist.window_ns = o->history_ns;
+    e->hist.mem_cap = o->mem_cap;
+    rc = spawn(e, discovery_main, err);
+    if (rc == 0)
+        rc = spawn(e, engine_sampler_main, err);
+    if (rc == 0 && o->mem)
+        rc = spawn(e, engine_mem_main, err);
+    if (rc == 0 && o->gil)
+        rc = spawn(e, engine_gil_main, err);
+    if (rc < 0) {
+        engine_stop(e);
+        engine_free(e);
+        return rc;
+    }
+    *out = e;
+    return 0;
+}
+
+void engine_stop(struct engine *e)
+{
+    pthread_mutex_lock(&e->lock);
+    e->stop = true;
+    pthread_cond_broadcast(&e->cond);
+    pthread_mutex_unlock(&e->lock);
+    for (int i = 0; i < e->nth; i++)
+        pthread_join(e->th[i], NULL);
+    e->nth = 0;
+}
+
+void engine_free(struct engine *e)
+{
+    if (!e)
+        return;
+    history_fini(&e->hist);
+    free(e->targets);
+    free(e->devs);
+    free(e->live);
+    pthread_mutex_destroy(&e->lock);
+    pthread_cond_destroy(&e->cond);
+    free(e);
+}
+
+void engine_clone_history(struct engine *e, struct history *out)
+{
+    pthread_mutex_lock(&e->lock);
+    history_clone(&e->hist, out);
+    pthread_mutex_unlock(&e->lock);
+}
+
+void engine_get_stats(struct engine *e, struct engine_stats *st)
+{
+    uint64_t now = clock_mono_ns();
+
+    memset(st, 0, sizeof(*st));
+    pthread_mutex_lock(&e->lock);
+    st->samples = e->samples;
+    st->stacks = e->stacks;
+    st->errors = e->errs;
+    st->achieved_hz = now > e->t_start ? (double)e->samples * 1e9 / (double)(now - e->t_start) : 0;
+    st->lag_ms = e->samples ? (double)e->lag_sum_ns / 1e6 / (double)e->samples : 0;
+    st->lag_max_ms = (double)e->lag_max_ns / 1e6;
+    st->history_bytes = history_memory(&e->hist);
+    st->ranks = e->ranks_now;
+    st->ranks_seen = e->ranks_seen;
+    pthread_mutex_unlock(&e->lock);
+    st->cpu_ns = clock_process_cpu_ns();
+}
+
+void engine_set_rate(struct engine *e, double hz)
+{
+    hz = hz < 0.1 ? 0.1 : hz > 1000 ? 1000 : hz;
+    pthread_mutex_lock(&e->lock);
+    e->o.rate_hz = hz;
+    e->period_ns = (uint64_t)(1e9 / hz);
+    pthread_cond_broadcast(&e->cond);
+    pthread_mutex_unlock(&e->lock);
+}
+
+double engine_rate(struct engine *e)
+{
+    double hz;
+
+    pthread_mutex_lock(&e->lock);
+    hz = e->o.rate_hz;
+    pthread_mutex_unlock(&e->lock);
+    return hz;
+}
+
+void engine_last_errors(struct engine *e, char *buf, size_t len)
+{
+    pthread_mutex_lock(&e->lock);
+    snprintf(buf, len, "%s%s%s", e->attach_err, e->attach_err[0] && e->errors[0] ? "; " : "",
+             e->errors);
+    pthread_mutex_unlock(&e->lock);
+}
+
+struct engine_rank_live *engine_live_locked(struct engine *e, int pid)
+{
+    for (size_t i = 0; i < e->nlive; i++)
+        if (e->live[i].pid == pid)
+            return &e->live[i];
+    e->live = x_reallocarray(e->live, e->nlive + 1, sizeof(*e->live));
+    memset(&e->live[e->nlive], 0, sizeof(e->live[0]));
+    e->live[e->nlive].pid = pid;
+    e->live[e->nlive].dev_mem_mb = -1;
+    e->live[e->nlive].gil_busy_pct = -1;
+    e->live[e->nlive].gil_waiters = -1;
+    return &e->live[e->nlive++];
+}
+
+void engine_snapshot_live(struct engine *e, struct smi_device **devs, size_t *ndevs,
+                          struct engine_rank_live **ranks, size_t *nranks)
+{
+    pthread_mutex_lock(&e->lock);
+    *ndevs = e->ndevs;
+    *devs = x_calloc(e->ndevs ? e->ndevs : 1, sizeof(**devs));
+    if (e->ndevs)
+        memcpy(*devs, e->devs, e->ndevs * sizeof(**devs));
+    *nranks = e->nlive;
+    *ranks = x_calloc(e->nlive ? e->nlive : 1, sizeof(**ranks));
+    if (e->nlive)
+        memcpy(*ranks, e->live, e->nlive * sizeof(**ranks));
+    pthread_mutex_unlock(&e->lock);
+}
+
+void engine_mem_focus(struct engine *e, int pid, bool new_baseline)
+{
+    pthread_mutex_lock(&e->lock);
+    if (pid != e->focus_pid || new_baseline)
+        e->focus_reset = true;
+    e->focus_pid = pid;
+    pthread_mutex_unlock(&e->lock);
+}
+
+size_t engine_mem_growth(struct engine *e, int *pid, struct engine_growth *out, size_t n)
+{
+    size_t k;
+
+    pthread_mutex_lock(&e->lock);
+    *pid = e->growth_pid;
+    k = e->ngrowth < n ? e->ngrowth : n;
+    memcpy(out, e->growth, k * sizeof(*out));
+    pthread_mutex_unlock(&e->lock);
+    return k;
+}

@@ -1,0 +1,155 @@
+/* The engine's GIL thread: probes every target's GIL at GIL_HZ with its own readers and, once
+ * a second, records busy %, switches per second and waiting threads as counters on the rank's
+ * lane. Probing is I/O without the lock; only the once-a-second append takes it. */
+#include "engine_priv.h"
+
+#include "ranktop/gil.h"
+#include "ranktop/pystack.h"
+#include "ranktop/util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define GIL_HZ 500
+#define GIL_WINDOW_NS 1000000000ull
+#define GIL_RETRY_NS 2000000000ull
+
+struct gslot {
+    int pid;
+    struct pygil *g;
+    struct gilstats st;
+    uint64_t next_attach;
+    bool dead;
+};
+
+struct gilthread {
+    struct engine *e;
+    struct gslot *s;
+    size_t n;
+    uint64_t gen;
+};
+
+static void gil_sync(struct gilthread *gt)
+{
+    struct engine *e = gt->e;
+
+    pthread_mutex_lock(&e->lock);
+    if (gt->gen != e->targets_gen) {
+        gt->gen = e->targets_gen;
+        for (size_t i = 0; i < e->ntargets; i++) {
+            bool known = false;
+
+            for (size_t k = 0; k < gt->n && !known; k++)
+                known = gt->s[k].pid == e->targets[i].pid;
+            if (known)
+                continue;
+            gt->s = x_reallocarray(gt->s, gt->n + 1, sizeof(*gt->s));
+            memset(&gt->s[gt->n], 0, sizeof(gt->s[0]));
+            gt->s[gt->n].pid = e->targets[i].pid;
+            gilstats_init(&gt->s[gt->n++].st);
+        }
+    }
+    pthread_mutex_unlock(&e->lock);
+}
+
+static void gil_attach(struct gslot *s, uint64_t now)
+{
+    struct pyproc *p = NULL;
+    struct app_err err;
+    int rc;
+
+    if (now < s->next_attach)
+        return;
+    rc = pyproc_open(s->pid, NULL, &p, &err);
+    if (rc == 0)
+        s->g = pygil_new(p);
+    pyproc_free(p);
+    if (rc == APP_E_GONE || rc == APP_E_NOTFOUND)
+        s->dead = true;
+    else if (!s->g)
+        s->next_attach = now + GIL_RETRY_NS;
+}
+
+static void gil_probe(struct gslot *s)
+{
+    struct pygil_sample smp;
+    struct app_err err;
+    int rc;
+
+    if (s->dead)
+        return;
+    if (!s->g)
+        gil_attach(s, clock_mono_ns());
+    if (!s->g)
+        return;
+    rc = pygil_sample(s->g, &smp, &err);
+    if (rc == APP_E_GONE) {
+        pygil_free(s->g);
+        s->g = NULL;
+        s->dead = true;
+        return;
+    }
+    gilstats_add(&s->st, &smp);
+}
+
+static void live_figures(struct engine_rank_live *l, const struct gilfigures *f)
+{
+    l->gil_busy_pct = f->busy_pct;
+    l->gil_switches = f->switches_per_s;
+    l->gil_waiters = f->waiters_avg;
+    l->nshares = f->nthreads < 16 ? f->nthreads : 16;
+    for (size_t i = 0; i < l->nshares; i++) {
+        l->shares[i].ident = f->threads[i].ident;
+        l->shares[i].pct = f->threads[i].holder_pct;
+    }
+}
+
+static void gil_publish(struct gilthread *gt, uint64_t now)
+{
+    struct engine *e = gt->e;
+
+    for (size_t i = 0; i < gt->n; i++) {
+        struct gslot *s = &gt->s[i];
+        struct gilfigures f;
+
+        gilstats_figures(&s->st, 0, &f);
+        gilstats_next(&s->st);
+        if (!f.probes)
+            continue;
+        pthread_mutex_lock(&e->lock);
+        history_counter(&e->hist, "GIL busy", "pct", s->pid, now, f.busy_pct);
+        history_counter(&e->hist, "GIL switches", "per_s", s->pid, now, f.switches_per_s);
+        if (f.waiters_avg >= 0)
+            history_counter(&e->hist, "GIL waiters", "avg", s->pid, now, f.waiters_avg);
+        if (f.drop_pending_pct >= 0)
+            history_counter(&e->hist, "GIL drop requests", "pending_pct", s->pid, now,
+                            f.drop_pending_pct);
+        if (f.gc_pct >= 0)
+            history_counter(&e->hist, "in GC", "pct", s->pid, now, f.gc_pct);
+        live_figures(engine_live_locked(e, s->pid), &f);
+        pthread_mutex_unlock(&e->lock);
+    }
+}
+
+void *engine_gil_main(void *arg)
+{
+    struct gilthread gt = {.e = arg};
+    uint64_t next = clock_mono_ns(), publish = next + GIL_WINDOW_NS;
+
+    while (!engine_wait(gt.e, next)) {
+        gil_sync(&gt);
+        for (size_t i = 0; i < gt.n; i++)
+            gil_probe(&gt.s[i]);
+        next += 1000000000ull / GIL_HZ;
+        if (next < clock_mono_ns())
+            next = clock_mono_ns();
+        if (clock_mono_ns() >= publish) {
+            gil_publish(&gt, clock_mono_ns());
+            publish += GIL_WINDOW_NS;
+        }
+    }
+    for (size_t i = 0; i < gt.n; i++)
+        pygil_free(gt.s[i].g);
+    free(gt.s);
+    return NULL;
+}

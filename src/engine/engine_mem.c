@@ -1,0 +1,160 @@
+/* The engine's memory thread: once a second, RSS and swap of every target from
+ * /proc/PID/status (cheap), and every FULL_EVERY seconds PSS and USS from smaps_rollup, whose
+ * cost grows with the resident size (the kernel walks the page tables: ~30 ms per GiB).
+ * Recorded as counters on the rank's lane. Reads /proc with the lock released; takes it only
+ * to append the points. */
+#include "engine_priv.h"
+
+#include "ranktop/memstat.h"
+#include "ranktop/procscan.h"
+#include "ranktop/util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MEM_PERIOD_NS 1000000000ull
+#define FULL_EVERY 10
+
+static int *copy_pids(struct engine *e, size_t *n)
+{
+    int *pids;
+
+    pthread_mutex_lock(&e->lock);
+    *n = e->ntargets;
+    pids = x_calloc(*n ? *n : 1, sizeof(int));
+    for (size_t i = 0; i < *n; i++)
+        pids[i] = e->targets[i].pid;
+    pthread_mutex_unlock(&e->lock);
+    return pids;
+}
+
+static void record_mem(struct engine *e, int pid, const struct memstat *m, uint64_t now)
+{
+    pthread_mutex_lock(&e->lock);
+    if (m->valid & MEMSTAT_RSS)
+        history_counter(&e->hist, "rss", "MiB", pid, now, (double)m->rss_kb / 1024.0);
+    if (m->valid & MEMSTAT_PSS)
+        history_counter(&e->hist, "pss", "MiB", pid, now, (double)m->pss_kb / 1024.0);
+    if (m->valid & MEMSTAT_USS)
+        history_counter(&e->hist, "uss", "MiB", pid, now, (double)m->uss_kb / 1024.0);
+    if (m->valid & MEMSTAT_SWAP)
+        history_counter(&e->hist, "swap", "MiB", pid, now, (double)m->swap_kb / 1024.0);
+    pthread_mutex_unlock(&e->lock);
+}
+
+/* CPU % of one core since the previous round, from utime + stime. */
+struct cpuprev {
+    int pid;
+    uint64_t ticks, t;
+};
+
+static void record_cpu(struct engine *e, struct cpuprev **prev, size_t *nprev, int pid,
+                       uint64_t now)
+{
+    uint64_t ticks;
+    struct cpuprev *p = NULL;
+
+    if (procscan_cpu_ticks(pid, &ticks) < 0)
+        return;
+    for (size_t i = 0; i < *nprev && !p; i++)
+        if ((*prev)[i].pid == pid)
+            p = &(*prev)[i];
+    if (!p) {
+        *prev = x_reallocarray(*prev, *nprev + 1, sizeof(**prev));
+        p = &(*prev)[(*nprev)++];
+        *p = (struct cpuprev){pid, ticks, now};
+        return;
+    }
+    if (now > p->t && ticks >= p->ticks) {
+        double pct = (double)(ticks - p->ticks) / (double)sysconf(_SC_CLK_TCK) /
+                     ((double)(now - p->t) / 1e9) * 100.0;
+
+        pthread_mutex_lock(&e->lock);
+        history_counter(&e->hist, "cpu", "pct", pid, now, pct);
+        pthread_mutex_unlock(&e->lock);
+    }
+    p->ticks = ticks;
+    p->t = now;
+}
+
+/* Mapping growth for the pid the UI focuses on: a baseline of its mappings, compared with a
+ * fresh reading every round. smaps is expensive for big processes, so only one pid. */
+struct focus {
+    int pid;
+    struct memmap *base;
+    size_t nbase;
+};
+
+static void focus_round(struct engine *e, struct focus *f)
+{
+    struct memgrowth g[16];
+    struct memmap *now_maps = NULL;
+    size_t n = 0, k;
+    struct app_err err;
+    bool reset;
+    int pid;
+
+    pthread_mutex_lock(&e->lock);
+    pid = e->focus_pid;
+    reset = e->focus_reset || pid != f->pid;
+    e->focus_reset = false;
+    pthread_mutex_unlock(&e->lock);
+    if (reset) {
+        free(f->base);
+        f->base = NULL;
+        f->nbase = 0;
+        f->pid = pid;
+        if (pid > 0)
+            memstat_read_maps(pid, &f->base, &f->nbase, &err);
+        return;
+    }
+    if (pid <= 0 || memstat_read_maps(pid, &now_maps, &n, &err) < 0)
+        return;
+    k = memstat_top_growth(f->base, f->nbase, now_maps, n, g, 16);
+    free(now_maps);
+    pthread_mutex_lock(&e->lock);
+    e->growth_pid = pid;
+    e->ngrowth = k;
+    for (size_t i = 0; i < k; i++) {
+        snprintf(e->growth[i].label, sizeof(e->growth[i].label), "%.95s", g[i].label);
+        e->growth[i].before_kb = g[i].before_kb;
+        e->growth[i].after_kb = g[i].after_kb;
+        e->growth[i].delta_kb = g[i].delta_kb;
+    }
+    pthread_mutex_unlock(&e->lock);
+}
+
+void *engine_mem_main(void *arg)
+{
+    struct engine *e = arg;
+    uint64_t next = clock_mono_ns();
+    unsigned round = 0;
+    struct cpuprev *prev = NULL;
+    size_t nprev = 0;
+    struct focus f = {0};
+
+    do {
+        size_t n;
+        int *pids = copy_pids(e, &n);
+        bool full = round++ % FULL_EVERY == 0;
+
+        for (size_t i = 0; i < n; i++) {
+            struct memstat m;
+            struct app_err err;
+            int rc =
+                full ? memstat_read(pids[i], &m, &err) : memstat_read_status(pids[i], &m, &err);
+
+            if (rc == 0)
+                record_mem(e, pids[i], &m, clock_mono_ns());
+            record_cpu(e, &prev, &nprev, pids[i], clock_mono_ns());
+        }
+        focus_round(e, &f);
+        free(pids);
+        next += MEM_PERIOD_NS;
+    } while (!engine_wait(e, next));
+    free(prev);
+    free(f.base);
+    return NULL;
+}

@@ -1,0 +1,122 @@
+/* Pieces shared by the exporters (export*.c only): a buffered writer with JSON helpers, and
+ * the export plan: which ranks become lanes, in which order, which threads they show, and the
+ * runs of each thread clipped to the export window.
+ *
+ * Everything here works on one caller's stack; nothing is shared between threads. */
+#ifndef RANKTOP_EXPORT_PRIV_H
+#define RANKTOP_EXPORT_PRIV_H
+
+#include "ranktop/export.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Output buffer. With a FILE it drains there in large chunks; without one (f == NULL) it
+ * grows in memory. The first write error's errno is kept in err and later output dropped. */
+struct xbuf {
+    FILE *f;
+    char *p;
+    size_t len, cap;
+    int err;
+};
+
+void xb_init(struct xbuf *b, FILE *f);
+void xb_fini(struct xbuf *b);
+/* Drains the buffer to its FILE; returns b->err (0 or an errno value). */
+int xb_flush(struct xbuf *b);
+/* Slow path of xb_put: drain or grow, then append. */
+void xb_put_slow(struct xbuf *b, const char *s, size_t n);
+
+static inline void xb_put(struct xbuf *b, const char *s, size_t n)
+{
+    if (b->len + n > b->cap) {
+        xb_put_slow(b, s, n);
+        return;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+}
+
+static inline void xb_puts(struct xbuf *b, const char *s)
+{
+    xb_put(b, s, strlen(s));
+}
+
+void xb_u64(struct xbuf *b, uint64_t v);
+void xb_i64(struct xbuf *b, int64_t v);
+/* Nanoseconds as microseconds with at most 3 decimals ("1500" -> 1.5). */
+void xb_us(struct xbuf *b, uint64_t ns);
+/* A finite double as a JSON number (callers skip NaN and infinities). */
+void xb_dbl(struct xbuf *b, double v);
+/* s as the inside of a JSON string: quotes, backslashes and control characters escaped,
+ * valid UTF-8 passed through, invalid bytes replaced by U+FFFD. NULL is "". */
+void xb_jesc(struct xbuf *b, const char *s);
+/* s as a quoted JSON string. */
+void xb_jstr(struct xbuf *b, const char *s);
+
+/* A thread as exported: its small tid (0 = the main thread) and display name. */
+struct xthread {
+    const struct hthread *t;
+    int tid;
+    char name[64];
+};
+
+/* A rank as exported: its small pid (1..N in rank order) and names. */
+struct xlane {
+    const struct hrank *r;
+    int pid;
+    char label[32]; /* "rank 3", or "pid 5263" when the rank is unknown */
+    char name[224]; /* "rank 3 (pid 5263, node01, gpu 3)" */
+    struct xthread *th;
+    size_t nth;
+    uint64_t start; /* first sample of the rank, 0 unknown */
+};
+
+struct xplan {
+    const struct history *h;
+    const struct export_opts *o;
+    struct xlane *lane;
+    size_t nlane;
+};
+
+/* Builds the lanes of h that overlap the window of o; xplan_fini frees them. */
+void xplan_init(struct xplan *p, const struct history *h, const struct export_opts *o);
+void xplan_fini(struct xplan *p);
+
+/* The lane a counter series belongs to (its rank's lane), or -1 for the devices lane. */
+long xplan_series_lane(const struct xplan *p, const struct hseries *s);
+
+/* One run clipped to the window: the thread showed `stack` (HSTACK_NONE: nothing) over
+ * [s, e), e > s. */
+struct xseg {
+    uint32_t stack;
+    uint64_t s, e;
+};
+
+struct xiter {
+    const struct xplan *p;
+    const struct hrank *r;
+    const struct hthread *t;
+    size_t i;
+    uint64_t last; /* end of the previous segment */
+};
+
+void xiter_init(struct xiter *it, const struct xplan *p, const struct hrank *r,
+                const struct hthread *t);
+/* The next non-empty clipped run; false after the last. Segments are contiguous: each
+ * starts where the previous one ended. */
+bool xiter_next(struct xiter *it, struct xseg *seg);
+
+/* Function and file of a frame, never NULL. */
+const char *xframe_fn(const struct hframe *f);
+const char *xframe_file(const struct hframe *f);
+
+/* Writers of each format, into b; they report nothing, errors surface through b->err. */
+void export_chrome(struct xbuf *b, const struct xplan *p);
+void export_speedscope(struct xbuf *b, const struct xplan *p);
+void export_collapsed(struct xbuf *b, const struct xplan *p);
+
+#endif

@@ -1,0 +1,358 @@
+/* Chrome trace JSON (object form) for Perfetto, chrome://tracing and speedscope, following
+ * the rules tests/tools/trace_check.py checks: one process lane per rank, one thread lane per
+ * exported thread, sampled stacks as B/E slices, counters as C, rank start and exit as
+ * process-scoped instants.
+ *
+ * Invariants of the output: per (pid, tid) timestamps never decrease in file order; B/E nest
+ * strictly, each E carries exactly the name of the B it closes and no args; nothing is left
+ * open. Slices come from the difference of consecutive runs, compared root first on function
+ * and file only, so a loop moving from line to line stays one slice (the line of the first
+ * sample is in the B's args). Events are written as text straight into the output buffer:
+ * for an hour of 64 ranks that is tens of millions of events, and a json-c tree of them would
+ * cost gigabytes. Runs on the caller's thread. */
+#include "export_priv.h"
+
+#include "ranktop/util.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+/* An E carries its B's name and nothing else: readers match E to B by stack (Perfetto,
+ * catapult) or by name and args (speedscope), and leaving out "cat" saves a tenth of an
+ * hour-long file, whose export time is bound by the disk. */
+struct cw {
+    struct xbuf *b;
+    const struct xplan *p;
+    const struct history *h;
+    bool first;       /* no event written yet: the next one needs no separator */
+    struct xbuf tail; /* per frame: the B tail, then the E tail (text after "ts":N) */
+    size_t *off;      /* 2 * nframes + 1 offsets into tail.p */
+    long *series_lane;
+    uint32_t *open; /* frames of the open slices, outermost first */
+    size_t nopen, capopen;
+    char head_b[64], head_e[64]; /* {"ph":"B","pid":P,"tid":T,"ts": */
+    size_t len_b, len_e;
+};
+
+static void cw_sep(struct cw *w)
+{
+    xb_put(w->b, w->first ? "\n" : ",\n", w->first ? 1 : 2);
+    w->first = false;
+}
+
+static void cw_ts(struct cw *w, uint64_t t)
+{
+    xb_us(w->b, t > w->h->t0 ? t - w->h->t0 : 0);
+}
+
+/* Pre-renders, for every frame, what follows "ts":N in its B and E events. */
+static void cw_frame_tails(struct cw *w)
+{
+    const struct history *h = w->h;
+
+    xb_init(&w->tail, NULL);
+    w->off = x_calloc(2 * h->nframes + 1, sizeof(*w->off));
+    for (size_t i = 0; i < h->nframes; i++) {
+        const struct hframe *f = &h->frames[i];
+
+        w->off[2 * i] = w->tail.len;
+        xb_puts(&w->tail, ",\"name\":");
+        xb_jstr(&w->tail, xframe_fn(f));
+        xb_puts(&w->tail, ",\"cat\":\"sampled\",\"args\":{\"file\":");
+        xb_jstr(&w->tail, xframe_file(f));
+        if (f->line > 0) {
+            xb_puts(&w->tail, ",\"line\":");
+            xb_i64(&w->tail, f->line);
+        }
+        xb_puts(&w->tail, "}}");
+        w->off[2 * i + 1] = w->tail.len;
+        xb_puts(&w->tail, ",\"name\":");
+        xb_jstr(&w->tail, xframe_fn(f));
+        xb_puts(&w->tail, "}");
+    }
+    w->off[2 * h->nframes] = w->tail.len;
+}
+
+static void cw_slice(struct cw *w, bool begin, uint32_t frame, uint64_t t)
+{
+    size_t k = 2 * (size_t)frame + (begin ? 0 : 1);
+
+    cw_sep(w);
+    if (begin)
+        xb_put(w->b, w->head_b, w->len_b);
+    else
+        xb_put(w->b, w->head_e, w->len_e);
+    cw_ts(w, t);
+    xb_put(w->b, w->tail.p + w->off[k], w->off[k + 1] - w->off[k]);
+}
+
+static bool str_same(const char *a, const char *b)
+{
+    return a == b || !strcmp(a ? a : "", b ? b : "");
+}
+
+/* Frames continue a slice when function and file match; the line may move. */
+static bool frame_same(const struct history *h, uint32_t a, uint32_t b)
+{
+    return a == b || (str_same(h->frames[a].function, h->frames[b].function) &&
+                      str_same(h->frames[a].file, h->frames[b].file));
+}
+
+/* Moves the thread from its open slices to `stack` at time t: E for the old frames below the
+ * common prefix, innermost first, then B for the new ones, outermost first. */
+static void cw_transition(struct cw *w, uint32_t stack, uint64_t t)
+{
+    const uint32_t *f = NULL;
+    size_t n = 0, k = 0;
+
+    if (stack != HSTACK_NONE) {
+        f = history_stack_frames(w->h, stack);
+        n = w->h->stacks[stack].nframes;
+    }
+    while (k < w->nopen && k < n && frame_same(w->h, w->open[k], f[k]))
+        k++;
+    while (w->nopen > k)
+        cw_slice(w, false, w->open[--w->nopen], t);
+    if (n > w->capopen) {
+        w->capopen = n * 2;
+        w->open = x_reallocarray(w->open, w->capopen, sizeof(*w->open));
+    }
+    for (; k < n; k++) {
+        cw_slice(w, true, f[k], t);
+        w->open[w->nopen++] = f[k];
+    }
+}
+
+static void cw_thread(struct cw *w, const struct xlane *l, const struct xthread *x)
+{
+    struct xiter it;
+    struct xseg seg;
+    uint64_t end = 0;
+
+    w->len_b = (size_t)snprintf(w->head_b, sizeof(w->head_b),
+                                "{\"ph\":\"B\",\"pid\":%d,\"tid\":%d,\"ts\":", l->pid, x->tid);
+    w->len_e = (size_t)snprintf(w->head_e, sizeof(w->head_e),
+                                "{\"ph\":\"E\",\"pid\":%d,\"tid\":%d,\"ts\":", l->pid, x->tid);
+    w->nopen = 0;
+    xiter_init(&it, w->p, l->r, x->t);
+    while (xiter_next(&it, &seg)) {
+        cw_transition(w, seg.stack, seg.s);
+        end = seg.e;
+    }
+    cw_transition(w, HSTACK_NONE, end);
+}
+
+static void cw_meta(struct cw *w, int pid, int tid, const char *what, const char *name,
+                    long sort_index)
+{
+    cw_sep(w);
+    xb_puts(w->b, "{\"ph\":\"M\",\"pid\":");
+    xb_i64(w->b, pid);
+    if (tid >= 0) {
+        xb_puts(w->b, ",\"tid\":");
+        xb_i64(w->b, tid);
+    }
+    xb_puts(w->b, ",\"ts\":0,\"name\":\"");
+    xb_puts(w->b, what);
+    if (name) {
+        xb_puts(w->b, "\",\"args\":{\"name\":");
+        xb_jstr(w->b, name);
+    } else {
+        xb_puts(w->b, "\",\"args\":{\"sort_index\":");
+        xb_i64(w->b, sort_index);
+    }
+    xb_puts(w->b, "}}");
+}
+
+static void cw_lane_meta(struct cw *w, const struct xlane *l)
+{
+    char name[128];
+
+    cw_meta(w, l->pid, -1, "process_name", l->name, 0);
+    cw_meta(w, l->pid, -1, "process_sort_index", NULL, l->pid);
+    for (size_t i = 0; i < l->nth; i++) {
+        const struct xthread *x = &l->th[i];
+
+        if (x->t->tid > 0)
+            snprintf(name, sizeof(name), "%s (tid %d)", x->name, x->t->tid);
+        else
+            snprintf(name, sizeof(name), "%s", x->name);
+        cw_meta(w, l->pid, x->tid, "thread_name", name, 0);
+        cw_meta(w, l->pid, x->tid, "thread_sort_index", NULL, x->tid);
+    }
+}
+
+/* Process-scoped events of one lane, merged into time order: a cursor per counter series and
+ * the rank's start and exit instants. */
+struct pstream {
+    const struct hseries **s;
+    size_t *i, ns;
+    uint64_t inst_t[2];
+    const char *inst_what[2];
+    size_t ninst, iinst;
+};
+
+static bool in_window(const struct export_opts *o, uint64_t t)
+{
+    return (!o->from || t >= o->from) && (!o->to || t <= o->to);
+}
+
+/* Advances series cursor k to its next exportable point; false when it has none left. */
+static bool ps_ready(const struct cw *w, struct pstream *ps, size_t k)
+{
+    const struct hseries *s = ps->s[k];
+
+    for (; ps->i[k] < s->n; ps->i[k]++) {
+        const struct hpoint *pt = &s->pts[ps->i[k]];
+
+        if (w->p->o->to && pt->t > w->p->o->to)
+            break;
+        if (in_window(w->p->o, pt->t) && isfinite(pt->v))
+            return true;
+    }
+    ps->i[k] = s->n;
+    return false;
+}
+
+static void cw_counter(struct cw *w, int pid, const struct hseries *s, const struct hpoint *pt,
+                       uint64_t t)
+{
+    cw_sep(w);
+    xb_puts(w->b, "{\"ph\":\"C\",\"pid\":");
+    xb_i64(w->b, pid);
+    xb_puts(w->b, ",\"ts\":");
+    cw_ts(w, t);
+    xb_puts(w->b, ",\"name\":");
+    xb_jstr(w->b, s->name);
+    xb_puts(w->b, ",\"args\":{");
+    xb_jstr(w->b, s->key[0] ? s->key : "value");
+    xb_puts(w->b, ":");
+    xb_dbl(w->b, pt->v);
+    xb_puts(w->b, "}}");
+}
+
+static void cw_instant(struct cw *w, int pid, const char *label, const char *what, uint64_t t)
+{
+    cw_sep(w);
+    xb_puts(w->b, "{\"ph\":\"i\",\"s\":\"p\",\"pid\":");
+    xb_i64(w->b, pid);
+    xb_puts(w->b, ",\"ts\":");
+    cw_ts(w, t);
+    xb_puts(w->b, ",\"name\":\"");
+    xb_jesc(w->b, label);
+    xb_puts(w->b, " ");
+    xb_puts(w->b, what);
+    xb_puts(w->b, "\"}");
+}
+
+static void ps_init(struct cw *w, struct pstream *ps, long lane, const struct xlane *l)
+{
+    const struct history *h = w->h;
+
+    memset(ps, 0, sizeof(*ps));
+    ps->s = x_calloc(h->nseries ? h->nseries : 1, sizeof(*ps->s));
+    ps->i = x_calloc(h->nseries ? h->nseries : 1, sizeof(*ps->i));
+    for (size_t k = 0; k < h->nseries; k++)
+        if (w->series_lane[k] == lane)
+            ps->s[ps->ns++] = &h->series[k];
+    if (l && l->start && in_window(w->p->o, l->start)) {
+        ps->inst_t[ps->ninst] = l->start;
+        ps->inst_what[ps->ninst++] = "started";
+    }
+    if (l && l->r->exited && in_window(w->p->o, l->r->end)) {
+        ps->inst_t[ps->ninst] = l->r->end;
+        ps->inst_what[ps->ninst++] = "exited";
+    }
+}
+
+static void cw_process_events(struct cw *w, int pid, long lane, const struct xlane *l)
+{
+    struct pstream ps;
+    uint64_t last = 0;
+
+    ps_init(w, &ps, lane, l);
+    for (;;) {
+        long best = -1; /* series index, or -2 for the next instant */
+        uint64_t bt = UINT64_MAX;
+
+        if (ps.iinst < ps.ninst)
+            best = -2, bt = ps.inst_t[ps.iinst];
+        for (size_t k = 0; k < ps.ns; k++)
+            if (ps_ready(w, &ps, k) && ps.s[k]->pts[ps.i[k]].t < bt)
+                best = (long)k, bt = ps.s[k]->pts[ps.i[k]].t;
+        if (best == -1)
+            break;
+        /* Series are appended in time order; should one not be, keep the lane monotonic. */
+        last = bt > last ? bt : last;
+        if (best == -2)
+            cw_instant(w, pid, l->label, ps.inst_what[ps.iinst++], last);
+        else
+            cw_counter(w, pid, ps.s[best], &ps.s[best]->pts[ps.i[best]++], last);
+    }
+    free(ps.s);
+    free(ps.i);
+}
+
+static void cw_other_data(struct cw *w)
+{
+    const struct history *h = w->h;
+
+    xb_puts(w->b, "\n],\"displayTimeUnit\":\"ms\",\"otherData\":{\"wall_clock_start_us\":");
+    xb_i64(w->b, h->wall_t0_us);
+    xb_puts(w->b, ",\"host\":");
+    xb_jstr(w->b, h->host);
+    xb_puts(w->b, ",\"tool\":\"ranktop\",\"version\":");
+    xb_jstr(w->b, w->p->o->version ? w->p->o->version : "");
+    xb_puts(w->b, ",\"interval_us\":");
+    xb_us(w->b, w->p->o->interval_ns);
+    xb_puts(w->b, ",\"dropped_runs\":");
+    xb_u64(w->b, h->dropped_runs);
+    xb_puts(w->b, "}}\n");
+}
+
+/* True when a series without a rank lane has a point to show: the devices lane is needed. */
+static bool cw_need_devices(const struct cw *w)
+{
+    for (size_t k = 0; k < w->h->nseries; k++) {
+        const struct hseries *s = &w->h->series[k];
+
+        for (size_t i = 0; w->series_lane[k] == -1 && i < s->n; i++)
+            if (in_window(w->p->o, s->pts[i].t) && isfinite(s->pts[i].v))
+                return true;
+    }
+    return false;
+}
+
+void export_chrome(struct xbuf *b, const struct xplan *p)
+{
+    struct cw w = {.b = b, .p = p, .h = p->h, .first = true};
+    int dev_pid = (int)p->nlane + 1;
+    char dev_name[96];
+    bool devices;
+
+    cw_frame_tails(&w);
+    w.series_lane = x_calloc(p->h->nseries ? p->h->nseries : 1, sizeof(*w.series_lane));
+    for (size_t k = 0; k < p->h->nseries; k++)
+        w.series_lane[k] = xplan_series_lane(p, &p->h->series[k]);
+    devices = cw_need_devices(&w);
+    snprintf(dev_name, sizeof(dev_name), "%s%sdevices", p->h->host, p->h->host[0] ? " " : "");
+    xb_puts(b, "{\"traceEvents\":[");
+    for (size_t i = 0; i < p->nlane; i++)
+        cw_lane_meta(&w, &p->lane[i]);
+    if (devices) {
+        cw_meta(&w, dev_pid, -1, "process_name", dev_name, 0);
+        cw_meta(&w, dev_pid, -1, "process_sort_index", NULL, dev_pid);
+    }
+    for (size_t i = 0; i < p->nlane; i++) {
+        for (size_t k = 0; k < p->lane[i].nth; k++)
+            cw_thread(&w, &p->lane[i], &p->lane[i].th[k]);
+        cw_process_events(&w, p->lane[i].pid, (long)i, &p->lane[i]);
+    }
+    if (devices)
+        cw_process_events(&w, dev_pid, -1, NULL);
+    cw_other_data(&w);
+    xb_fini(&w.tail);
+    free(w.off);
+    free(w.series_lane);
+    free(w.open);
+}

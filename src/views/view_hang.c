@@ -1,0 +1,364 @@
+/* The hang verdict: a job hangs when no live rank's main-thread stack has changed for the
+ * hang-after interval and its devices have been idle or busy at a steady level meanwhile (a
+ * rank stuck in a collective keeps its GPU flat, often at 100 % with NCCL spinning, while a
+ * working job's utilisation moves). The verdict names the frame most ranks wait in and the
+ * odd ranks out, since "N-1 ranks in the all-reduce, one elsewhere" is the usual story.
+ *
+ * Ranks are grouped by their exact stack, lines included: two all-reduces called from
+ * different places are different stacks and a classic cause of a deadlock. A live rank that
+ * was never sampled (no main thread yet) cannot change, so it does not hold off the verdict;
+ * it is listed with the odd ranks. Exited ranks do not count as live but are named, unless a
+ * live process has taken over their rank number (an elastic restart). */
+#include "ranktop/view.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ranktop/util.h"
+
+#define DEFAULT_FLAT_PTS 5.0
+
+struct live {
+    int rank, pid;
+    uint32_t stack;
+    bool sampled; /* has a main thread */
+    uint64_t since;
+};
+
+static int cmp_live_stack(const void *a, const void *b)
+{
+    const struct live *x = a, *y = b;
+
+    if (x->stack != y->stack)
+        return x->stack < y->stack ? -1 : 1;
+    return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+static size_t collect_live(const struct history *h, uint64_t now, struct live *v)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < h->nranks; i++) {
+        const struct hrank *r = &h->ranks[i];
+        const struct hthread *t;
+
+        if (r->exited)
+            continue;
+        t = view_main_thread(r);
+        v[n++] = (struct live){view_rank_id(r), r->pid, view_thread_stack(h, t), t != NULL,
+                               view_since_change(t, now)};
+    }
+    return n;
+}
+
+/* Whether a group (n ranks, with a real stack or not, lowest rank lo) beats the best so far:
+ * more ranks first, then a real stack over none, then the lower rank. */
+static bool group_better(size_t n, bool real, int lo, size_t bn, bool breal, int blo)
+{
+    if (n != bn)
+        return n > bn;
+    if (real != breal)
+        return real;
+    return lo < blo;
+}
+
+/* The most common stack among v (sorted by stack, then rank); returns how many share it. */
+static size_t majority(const struct live *v, size_t n, uint32_t *stack)
+{
+    size_t best = 0;
+    int best_lo = 0;
+
+    *stack = HSTACK_NONE;
+    for (size_t i = 0, j; i < n; i = j) {
+        for (j = i; j < n && v[j].stack == v[i].stack; j++)
+            ;
+        /* Sorted by rank within a group, so v[i] holds its lowest rank. */
+        if (group_better(j - i, v[i].stack != HSTACK_NONE, v[i].rank, best, *stack != HSTACK_NONE,
+                         best_lo)) {
+            best = j - i;
+            best_lo = v[i].rank;
+            *stack = v[i].stack;
+        }
+    }
+    return best;
+}
+
+static void stack_where(const struct history *h, uint32_t stack, char *buf, size_t len)
+{
+    const uint32_t *ids;
+
+    if (stack == HSTACK_NONE) {
+        snprintf(buf, len, "<no stack>");
+        return;
+    }
+    ids = history_stack_frames(h, stack);
+    view_frame_format(&h->frames[ids[h->stacks[stack].nframes - 1]], buf, len);
+}
+
+static int cmp_odd(const void *a, const void *b)
+{
+    const struct view_hang_rank *x = a, *y = b;
+
+    if (x->rank != y->rank)
+        return x->rank < y->rank ? -1 : 1;
+    return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+static void list_odd(const struct history *h, const struct live *v, size_t n, struct view_hang *out)
+{
+    out->odd = x_calloc(n ? n : 1, sizeof(*out->odd));
+    for (size_t i = 0; i < n; i++) {
+        struct view_hang_rank *o;
+
+        if (v[i].stack == out->stack && v[i].sampled)
+            continue;
+        o = &out->odd[out->nodd++];
+        o->rank = v[i].rank;
+        o->pid = v[i].pid;
+        o->stack = v[i].stack;
+        stack_where(h, v[i].stack, o->where, sizeof(o->where));
+    }
+    qsort(out->odd, out->nodd, sizeof(*out->odd), cmp_odd);
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+
+    return (x > y) - (x < y);
+}
+
+/* Exited ranks whose number no live rank carries, sorted and distinct. */
+static void list_exited(const struct history *h, const struct live *v, size_t n,
+                        struct view_hang *out)
+{
+    size_t m = 0;
+
+    out->exited = x_malloc((h->nranks ? h->nranks : 1) * sizeof(*out->exited));
+    for (size_t i = 0; i < h->nranks; i++) {
+        int id = view_rank_id(&h->ranks[i]);
+        bool taken = false;
+
+        for (size_t k = 0; k < n && !taken; k++)
+            taken = v[k].rank == id;
+        if (h->ranks[i].exited && !taken)
+            out->exited[out->nexited++] = id;
+    }
+    qsort(out->exited, out->nexited, sizeof(*out->exited), cmp_int);
+    for (size_t i = 0; i < out->nexited; i++)
+        if (!m || out->exited[m - 1] != out->exited[i])
+            out->exited[m++] = out->exited[i];
+    out->nexited = m;
+}
+
+/* "gpu 3" and "gpu3" name the same device; so do "npu 2" and "npu2.0". */
+static bool device_match(const char *series, const char *device)
+{
+    char a[56], b[48];
+    size_t n = 0;
+
+    for (const char *p = device; *p && n + 3 < sizeof(b); p++)
+        if (*p != ' ')
+            b[n++] = *p;
+    b[n] = '\0';
+    snprintf(a, sizeof(a), "%s.0", b);
+    return !strcmp(series, b) || (!strncmp(b, "npu", 3) && !strchr(b, '.') && !strcmp(series, a));
+}
+
+/* Whether series s is a device utilisation series that belongs to the judgement: any device
+ * when no live rank names its device, else only the ranks' devices. */
+static bool device_relevant(const struct history *h, const struct hseries *s)
+{
+    bool named = false;
+
+    if ((strncmp(s->name, "gpu", 3) && strncmp(s->name, "npu", 3)) || strchr(s->name, ' ') ||
+        (strcmp(s->key, "util_pct") && strcmp(s->key, "aicore_pct")))
+        return false;
+    for (size_t i = 0; i < h->nranks; i++) {
+        const struct hrank *r = &h->ranks[i];
+
+        if (r->exited || !r->device[0])
+            continue;
+        named = true;
+        if (device_match(s->name, r->device))
+            return true;
+    }
+    return !named;
+}
+
+static void judge_devices(const struct history *h, uint64_t now, uint64_t span,
+                          const struct view_hang_in *dev, struct view_hang *out)
+{
+    double flat = dev && dev->flat_pts > 0 ? dev->flat_pts : DEFAULT_FLAT_PTS;
+    uint64_t from = now > span ? now - span : 0;
+
+    if (dev && dev->ignore_devices)
+        return;
+    for (size_t i = 0; i < h->nseries; i++) {
+        const struct hseries *s = &h->series[i];
+        double lo = 0, hi = 0;
+        size_t n = 0;
+
+        if (!device_relevant(h, s))
+            continue;
+        for (size_t k = 0; k < s->n; k++) {
+            double v = s->pts[k].v;
+
+            if (s->pts[k].t < from || s->pts[k].t > now)
+                continue;
+            lo = n && lo < v ? lo : v;
+            hi = n && hi > v ? hi : v;
+            n++;
+        }
+        /* No point in the interval: nothing is known, so nothing speaks against a hang. */
+        if (!n)
+            continue;
+        out->ndevices++;
+        if (hi - lo > flat && !(hi == 0 && lo == 0))
+            out->nvarying++;
+    }
+}
+
+/* A bounded text builder: appends until full, then remembers it was cut. */
+struct tbuf {
+    char p[2048];
+    size_t w;
+    bool cut;
+};
+
+static void tb_printf(struct tbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void tb_printf(struct tbuf *b, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    if (b->cut)
+        return;
+    va_start(ap, fmt);
+    n = vsnprintf(b->p + b->w, sizeof(b->p) - b->w, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof(b->p) - b->w) {
+        b->cut = true;
+        b->p[b->w] = '\0';
+        return;
+    }
+    b->w += (size_t)n;
+}
+
+/* Copies s into dst, cut on a UTF-8 boundary with "…" when it does not fit (or was cut). */
+static void fit_copy(char *dst, size_t len, const char *s, bool cut)
+{
+    size_t n = strlen(s);
+
+    if (n < len && !cut) {
+        memcpy(dst, s, n + 1);
+        return;
+    }
+    n = n < len - 4 ? n : len - 4;
+    while (n && ((unsigned char)s[n] & 0xC0) == 0x80)
+        n--;
+    memcpy(dst, s, n);
+    memcpy(dst + n, "\u2026", 4);
+}
+
+static void tb_duration(struct tbuf *b, uint64_t ns)
+{
+    unsigned long long s = ns / 1000000000u;
+
+    if (s < 120)
+        tb_printf(b, "%llus", s);
+    else if (s < 3600)
+        tb_printf(b, "%llum%02llus", s / 60, s % 60);
+    else
+        tb_printf(b, "%lluh%02llum", s / 3600, s / 60 % 60);
+}
+
+static void tb_ranks(struct tbuf *b, const int *ranks, size_t n)
+{
+    char set[96];
+
+    view_rankset_format(ranks, n, set, sizeof(set));
+    tb_printf(b, "%s %s", n == 1 ? "rank" : "ranks", set);
+}
+
+/* "; odd: rank 3 in f (a.py:1), ranks 5,7 in g (b.py:2)": odd ranks grouped by stack, groups
+ * in the order of their lowest rank. */
+static void tb_odd(struct tbuf *b, const struct view_hang *out)
+{
+    bool *done = x_calloc(out->nodd ? out->nodd : 1, sizeof(*done));
+    int *ranks = x_malloc((out->nodd ? out->nodd : 1) * sizeof(*ranks));
+
+    for (size_t i = 0; i < out->nodd; i++) {
+        size_t n = 0;
+
+        if (done[i])
+            continue;
+        for (size_t k = i; k < out->nodd; k++)
+            if (!done[k] && out->odd[k].stack == out->odd[i].stack) {
+                done[k] = true;
+                ranks[n++] = out->odd[k].rank;
+            }
+        tb_printf(b, "%s", i ? ", " : "; odd: ");
+        tb_ranks(b, ranks, n);
+        tb_printf(b, " in %s", out->odd[i].where);
+    }
+    free(ranks);
+    free(done);
+}
+
+static void write_text(struct view_hang *out)
+{
+    struct tbuf *b = x_calloc(1, sizeof(*b));
+
+    tb_printf(b, "HANG ");
+    tb_duration(b, out->since);
+    tb_printf(b, ": %zu %s in %s", out->nmajority, out->nmajority == 1 ? "rank" : "ranks",
+              out->where);
+    tb_odd(b, out);
+    if (out->nexited) {
+        tb_printf(b, "; exited: ");
+        tb_ranks(b, out->exited, out->nexited);
+    }
+    fit_copy(out->text, sizeof(out->text), b->p, b->cut);
+    free(b);
+}
+
+void view_hang(const struct history *h, uint64_t now, uint64_t hang_after_ns,
+               const struct view_hang_in *dev, struct view_hang *out)
+{
+    struct live *v = x_malloc((h->nranks ? h->nranks : 1) * sizeof(*v));
+    size_t n = collect_live(h, now, v);
+    bool sampled = false;
+
+    memset(out, 0, sizeof(*out));
+    out->nlive = n;
+    out->since = UINT64_MAX;
+    for (size_t i = 0; i < n; i++)
+        if (v[i].sampled) {
+            sampled = true;
+            out->since = v[i].since < out->since ? v[i].since : out->since;
+        }
+    if (!sampled)
+        out->since = 0;
+    qsort(v, n, sizeof(*v), cmp_live_stack);
+    out->nmajority = majority(v, n, &out->stack);
+    stack_where(h, out->stack, out->where, sizeof(out->where));
+    list_odd(h, v, n, out);
+    list_exited(h, v, n, out);
+    judge_devices(h, now, hang_after_ns, dev, out);
+    out->hang =
+        sampled && out->stack != HSTACK_NONE && out->since >= hang_after_ns && !out->nvarying;
+    if (out->hang)
+        write_text(out);
+    free(v);
+}
+
+void view_hang_fini(struct view_hang *out)
+{
+    free(out->odd);
+    free(out->exited);
+    memset(out, 0, sizeof(*out));
+}

@@ -124,7 +124,9 @@ void history_trim(struct history *h, uint64_t now);
 /* Bytes the history uses (arrays, strings, tables). */
 size_t history_memory(const struct history *h);
 
-/* Deep copy for an exporter (interning tables are not copied; the copy is read-only). */
+/* Deep copy for an exporter or the UI: the copy owns its arrays and strings and stays valid
+ * after the original is freed. It is read-only (no interning tables): never pass it to
+ * history_intern_stack. Free it with history_fini. */
 void history_clone(const struct history *h, struct history *out);
 
 /* Frame ids of a stack, outermost first. */

@@ -2,11 +2,13 @@
  * series; trimming to the time window and memory cap.
  *
  * Invariants: frames, stacks and interned strings are append-only and live until
- * history_fini, so ids and string pointers stay valid for clones; runs of a thread are in
+ * history_fini, so ids and string pointers stay valid while the history lives; a clone owns
+ * copies of all of them and outlives the original; runs of a thread are in
  * time order and only the last run is ever extended. The engine serialises writers with its
  * lock; this file has no locking of its own. */
 #include "ranktop/history.h"
 
+#include "ranktop/hash.h"
 #include "ranktop/util.h"
 
 #include <stdio.h>
@@ -25,22 +27,10 @@ struct intern {
     char **str; /* interned strings by id */
     size_t nstr, strcap;
     size_t str_bytes;
+    uint32_t *frame_str;  /* per frame id: string ids of its function and file */
+    size_t frame_str_cap; /* in frames */
+    char *arena;          /* a clone's strings, all in one block (str[] points into it) */
 };
-
-static uint64_t mix(uint64_t h, uint64_t v)
-{
-    h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
-    return h * 0xff51afd7ed558ccdull;
-}
-
-static uint64_t hash_str(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
 
 static void idset_grow(struct idset *s)
 {
@@ -118,18 +108,17 @@ static uint32_t str_make(void *c)
     return (uint32_t)x->in->nstr++;
 }
 
-static const char *intern_str(struct intern *in, const char *s)
+static uint32_t intern_str(struct intern *in, const char *s)
 {
     struct str_ctx c = {in, s ? s : ""};
-    /* str_make may move in->str: take the id first, then index. */
-    uint32_t id = idset_get(&in->strs, hash_str(c.s), str_eq, str_make, &c);
 
-    return in->str[id];
+    return idset_get(&in->strs, hash_str(c.s), str_eq, str_make, &c);
 }
 
 struct frame_ctx {
     struct history *h;
-    struct hframe f; /* with interned strings */
+    struct hframe f;   /* with interned strings */
+    uint32_t fn, file; /* their string ids */
 };
 
 static bool frame_eq(void *c, uint32_t id)
@@ -144,17 +133,28 @@ static uint32_t frame_make(void *c)
 {
     struct frame_ctx *x = c;
 
+    struct intern *in = x->h->intern;
+
     GROW(x->h->frames, x->h->nframes, x->h->frames_cap);
     x->h->frames[x->h->nframes] = x->f;
+    if (x->h->nframes == in->frame_str_cap) {
+        in->frame_str_cap = in->frame_str_cap ? in->frame_str_cap * 2 : 64;
+        in->frame_str = x_reallocarray(in->frame_str, in->frame_str_cap, 2 * sizeof(uint32_t));
+    }
+    in->frame_str[2 * x->h->nframes] = x->fn;
+    in->frame_str[2 * x->h->nframes + 1] = x->file;
     return (uint32_t)x->h->nframes++;
 }
 
 static uint32_t intern_frame(struct history *h, const struct hframe *f)
 {
     struct intern *in = h->intern;
-    struct frame_ctx c = {h, {intern_str(in, f->function), intern_str(in, f->file), f->line}};
-    uint64_t k = mix(mix((uint64_t)(uintptr_t)c.f.function, (uint64_t)(uintptr_t)c.f.file),
-                     (uint64_t)f->line);
+    uint32_t fn = intern_str(in, f->function), file = intern_str(in, f->file);
+    /* Index in->str only after both calls: str_make may move the array. */
+    struct frame_ctx c = {h, {in->str[fn], in->str[file], f->line}, fn, file};
+    uint64_t k =
+        hash_mix(hash_mix((uint64_t)(uintptr_t)c.f.function, (uint64_t)(uintptr_t)c.f.file),
+                 (uint64_t)f->line);
 
     return idset_get(&in->frames, k, frame_eq, frame_make, &c);
 }
@@ -199,7 +199,7 @@ uint32_t history_intern_stack(struct history *h, const struct hframe *inner_firs
 
     for (uint32_t i = 0; i < n; i++) {
         ids[i] = intern_frame(h, &inner_first[n - 1 - i]);
-        c.hash = mix(c.hash, ids[i]);
+        c.hash = hash_mix(c.hash, ids[i]);
     }
     id = idset_get(&((struct intern *)h->intern)->stacks, c.hash, stack_eq, stack_make, &c);
     free(ids);
@@ -234,9 +234,11 @@ void history_fini(struct history *h)
 
     free_ranks(h);
     if (in) {
-        for (size_t i = 0; i < in->nstr; i++)
+        for (size_t i = 0; i < in->nstr && !in->arena; i++)
             free(in->str[i]);
+        free(in->arena);
         free(in->str);
+        free(in->frame_str);
         idset_free(&in->strs);
         idset_free(&in->frames);
         idset_free(&in->stacks);
@@ -352,7 +354,8 @@ size_t history_memory(const struct history *h)
 
     if (in)
         b += in->str_bytes + in->strcap * sizeof(char *) +
-             (in->strs.cap + in->frames.cap + in->stacks.cap) * 12;
+             (in->strs.cap + in->frames.cap + in->stacks.cap) * 12 +
+             in->frame_str_cap * 2 * sizeof(uint32_t);
     for (size_t i = 0; i < h->nranks; i++)
         for (size_t k = 0; k < h->ranks[i].nthreads; k++)
             b += sizeof(struct hthread) + h->ranks[i].threads[k].cap * sizeof(struct hrun);
@@ -415,12 +418,39 @@ static void *dup_array(const void *src, size_t n, size_t size)
     return p;
 }
 
+/* The clone's strings: one block holding every interned string, in id order, and the frames
+ * repointed into it, so the clone outlives the original. The clone has no hash tables: it is
+ * read-only, and copying them would double the time the engine's lock is held. */
+static struct intern *clone_strings(const struct intern *in, struct hframe *frames, size_t nframes)
+{
+    struct intern *c = x_calloc(1, sizeof(*c));
+    size_t pos = 0;
+
+    c->nstr = c->strcap = in->nstr;
+    c->str = x_reallocarray(NULL, in->nstr ? in->nstr : 1, sizeof(char *));
+    c->arena = x_malloc(in->str_bytes ? in->str_bytes : 1);
+    c->str_bytes = in->str_bytes;
+    for (size_t i = 0; i < in->nstr; i++) {
+        size_t n = strlen(in->str[i]) + 1;
+
+        c->str[i] = memcpy(c->arena + pos, in->str[i], n);
+        pos += n;
+    }
+    c->frame_str = dup_array(in->frame_str, nframes, 2 * sizeof(uint32_t));
+    c->frame_str_cap = nframes;
+    for (size_t i = 0; i < nframes; i++) {
+        frames[i].function = c->str[in->frame_str[2 * i]];
+        frames[i].file = c->str[in->frame_str[2 * i + 1]];
+    }
+    return c;
+}
+
 void history_clone(const struct history *h, struct history *out)
 {
     *out = *h;
-    out->intern = NULL;
     out->frames = dup_array(h->frames, h->nframes, sizeof(*h->frames));
     out->frames_cap = h->nframes;
+    out->intern = clone_strings(h->intern, out->frames, h->nframes);
     out->stacks = dup_array(h->stacks, h->nstacks, sizeof(*h->stacks));
     out->stacks_cap = h->nstacks;
     out->stack_frames = dup_array(h->stack_frames, h->nstack_frames, sizeof(uint32_t));

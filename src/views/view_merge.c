@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "ranktop/status.h"
+#include "ranktop/hash.h"
 #include "ranktop/util.h"
 
 #define NOSTACK_NAME "<no stack>"
@@ -41,26 +42,6 @@ struct builder {
     struct contrib *c;
     size_t nc, ccap;
 };
-
-static uint64_t mix(uint64_t h, uint64_t v)
-{
-    h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
-    return h * 0xff51afd7ed558ccdull;
-}
-
-static uint64_t str_hash(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-
-    for (; s && *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-
-static bool same_str(const char *a, const char *b)
-{
-    return a == b || (a && b && !strcmp(a, b));
-}
 
 static void add_contrib(struct builder *b, int rank, enum view_node_kind kind, uint32_t stack,
                         uint64_t age)
@@ -130,14 +111,14 @@ static int node_get(struct builder *b, int parent, enum view_node_kind kind, con
 {
     const struct view_node *nodes = b->t->nodes;
     uint64_t pid = parent < 0 ? TOP_SEED : nodes[parent].id;
-    uint64_t id = mix(pid, mix(str_hash(fn), str_hash(file)) ^ (uint64_t)kind);
+    uint64_t id = hash_mix(pid, hash_mix(hash_str(fn), hash_str(file)) ^ (uint64_t)kind);
     size_t j;
 
     for (j = id & b->mask; b->slot[j]; j = (j + 1) & b->mask) {
         const struct view_node *n = &nodes[b->slot[j] - 1];
 
-        if (n->id == id && n->parent == parent && n->kind == kind && same_str(n->function, fn) &&
-            same_str(n->file, file))
+        if (n->id == id && n->parent == parent && n->kind == kind &&
+            hash_str_same(n->function, fn) && hash_str_same(n->file, file))
             return b->slot[j] - 1;
     }
     if (b->t->nnodes >= b->cap) {

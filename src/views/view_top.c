@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "ranktop/status.h"
+#include "ranktop/hash.h"
 #include "ranktop/util.h"
 
 #define GAPS_PER_THREAD 64 /* recent run gaps per thread used to estimate the interval */
@@ -130,20 +131,6 @@ static size_t merge_weights(struct topb *b)
     return m;
 }
 
-static uint64_t str_hash(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-
-    for (; s && *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-
-static bool same_str(const char *a, const char *b)
-{
-    return a == b || (a && b && !strcmp(a, b));
-}
-
 static void rehash(struct topb *b)
 {
     size_t nslot = b->mask ? (b->mask + 1) * 2 : 256;
@@ -153,7 +140,7 @@ static void rehash(struct topb *b)
     b->mask = nslot - 1;
     for (size_t i = 0; i < b->out->nrows; i++) {
         const struct view_top_row *row = &b->out->rows[i];
-        size_t j = (str_hash(row->function) * 31 + str_hash(row->file)) & b->mask;
+        size_t j = (hash_str(row->function) * 31 + hash_str(row->file)) & b->mask;
 
         while (b->slot[j])
             j = (j + 1) & b->mask;
@@ -169,11 +156,11 @@ static size_t row_of(struct topb *b, const struct hframe *f)
 
     if ((out->nrows + 1) * 2 > b->mask + 1)
         rehash(b);
-    for (j = (str_hash(f->function) * 31 + str_hash(f->file)) & b->mask; b->slot[j];
+    for (j = (hash_str(f->function) * 31 + hash_str(f->file)) & b->mask; b->slot[j];
          j = (j + 1) & b->mask) {
         const struct view_top_row *row = &out->rows[b->slot[j] - 1];
 
-        if (same_str(row->function, f->function) && same_str(row->file, f->file))
+        if (hash_str_same(row->function, f->function) && hash_str_same(row->file, f->file))
             return (size_t)b->slot[j] - 1;
     }
     if (out->nrows == b->rowcap) {

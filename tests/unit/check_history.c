@@ -1,0 +1,90 @@
+/* Unit tests of src/model/history.c: interning and the deep copy the UI and exporters take.
+ * The clone must stay valid after the original is freed (under ASan a dangling string pointer
+ * is a use-after-free report, not a lucky read). */
+#include "ranktop/history.h"
+
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void fill(struct history *h)
+{
+    const struct hframe a[] = {
+        {"leaf", "/x/a.py", 3}, {"mid", "/x/a.py", 10}, {"main", "/x/m.py", 1}};
+    const struct hframe b[] = {{"other", "/x/b.py", 7}, {"main", "/x/m.py", 1}};
+    struct hrank *r = history_rank(h, 100, 0, "gpu 0");
+    struct hthread *t = history_thread(r, 1, 100, "MainThread", true);
+
+    history_observe(t, history_intern_stack(h, a, 3), 10);
+    history_observe(t, history_intern_stack(h, b, 2), 20);
+    history_counter(h, "rank 0 mem", "MiB", 100, 10, 12.5);
+}
+
+START_TEST(test_intern_dedups)
+{
+    struct history h;
+    const struct hframe a[] = {{"f", "/x/a.py", 1}};
+    const struct hframe a2[] = {{"f", "/x/a.py", 1}};
+    const struct hframe b[] = {{"f", "/x/a.py", 2}};
+
+    history_init(&h, 0, 0, "host");
+    ck_assert_uint_eq(history_intern_stack(&h, a, 1), history_intern_stack(&h, a2, 1));
+    ck_assert_uint_ne(history_intern_stack(&h, a, 1), history_intern_stack(&h, b, 1));
+    ck_assert_uint_eq(h.nframes, 2);
+    /* Equal strings are interned once: both frames share the pointers. */
+    ck_assert_ptr_eq(h.frames[0].function, h.frames[1].function);
+    history_fini(&h);
+}
+END_TEST
+
+START_TEST(test_clone_outlives_original)
+{
+    struct history h, c, cc;
+
+    history_init(&h, 0, 0, "host");
+    fill(&h);
+    history_clone(&h, &c);
+    history_fini(&h);
+
+    ck_assert_uint_eq(c.nframes, 4);
+    ck_assert_uint_eq(c.nstacks, 2);
+    ck_assert_str_eq(c.frames[history_stack_frames(&c, 0)[2]].function, "leaf");
+    ck_assert_str_eq(c.frames[history_stack_frames(&c, 0)[0]].file, "/x/m.py");
+    ck_assert_str_eq(c.frames[history_stack_frames(&c, 1)[1]].function, "other");
+    ck_assert_int_eq(c.frames[history_stack_frames(&c, 1)[1]].line, 7);
+    ck_assert_str_eq(c.ranks[0].threads[0].name, "MainThread");
+    ck_assert_uint_eq(c.ranks[0].threads[0].nruns, 2);
+    ck_assert_uint_eq(c.series[0].n, 1);
+    /* Frames 1 and 2 (mid, leaf) share their interned file. */
+    ck_assert_ptr_eq(c.frames[1].file, c.frames[2].file);
+    ck_assert_uint_gt(history_memory(&c), 0);
+
+    /* A clone of a clone is as independent. */
+    history_clone(&c, &cc);
+    history_fini(&c);
+    ck_assert_str_eq(cc.frames[history_stack_frames(&cc, 1)[0]].function, "main");
+    history_fini(&cc);
+}
+END_TEST
+
+static Suite *history_suite(void)
+{
+    Suite *s = suite_create("history");
+    TCase *tc = tcase_create("core");
+
+    tcase_add_test(tc, test_intern_dedups);
+    tcase_add_test(tc, test_clone_outlives_original);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(history_suite());
+    int failed;
+
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

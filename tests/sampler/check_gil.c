@@ -31,15 +31,11 @@
  * % in a gc.collect() loop (99.8 % measured) and <= 1 % for allocation-free spinners. */
 #include <check.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <glob.h>
 #include <limits.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -50,278 +46,26 @@
 #include "ranktop/pystack.h"
 #include "ranktop/status.h"
 #include "ranktop/util.h"
+#include "tsupport.h"
 
-#define MAX_PYTHONS 16
 #define MAX_WORKERS 8
 #define MAX_PROBES 4096
 #define PROBE_PERIOD_NS 1000000ull /* 1 kHz */
-#define READY_TIMEOUT_NS (60ull * 1000000000ull)
 #define SETTLE_US 100000 /* after ready: the main thread retakes the GIL once more, then blocks */
 #define WATCHDOG_S 240
-#define SUMMARY_MAX 3500 /* Check truncates assertion messages at BUFSIZ */
-
-/* ---- failure report ------------------------------------------------------------------- */
-
-static struct {
-    int nfail;
-    size_t len;
-    char summary[SUMMARY_MAX];
-} failures;
-
-static void fail_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void child_kill(void);
-
-static void fail_note(const char *fmt, ...)
-{
-    char line[1024];
-    va_list ap;
-    size_t n;
-
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof(line), fmt, ap);
-    va_end(ap);
-    failures.nfail++;
-    fprintf(stderr, "FAIL: %s\n", line);
-    n = strlen(line);
-    if (failures.len + n + 2 < sizeof(failures.summary)) {
-        memcpy(failures.summary + failures.len, line, n);
-        failures.len += n;
-        failures.summary[failures.len++] = '\n';
-        failures.summary[failures.len] = 0;
-    }
-}
-
-static void info(const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    fputs("  ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-}
-
-static void report_assert_clean(void)
-{
-    child_kill();
-    ck_assert_msg(failures.nfail == 0, "%d failure(s), all of them on stderr:\n%s", failures.nfail,
-                  failures.summary);
-}
-
-static const char *volatile watchdog_what = "";
-
-static void watchdog_fire(int sig)
-{
-    static const char pre[] = "check_gil: watchdog: no progress within the deadline in: ";
-    const char *what = watchdog_what;
-
-    (void)sig;
-    if (write(2, pre, sizeof(pre) - 1) < 0 || write(2, what, strlen(what)) < 0 ||
-        write(2, "\n", 1) < 0)
-        _exit(3);
-    _exit(3);
-}
-
-static void watchdog_arm(const char *what)
-{
-    watchdog_what = what;
-    signal(SIGALRM, watchdog_fire);
-    alarm(WATCHDOG_S);
-}
-
-/* ---- interpreters ------------------------------------------------------------------------ */
-
-struct python {
-    char *path;
-    bool required;
-};
-
-struct pylist {
-    int n;
-    struct python v[MAX_PYTHONS];
-};
-
-static void pylist_add(struct pylist *l, const char *path, bool required)
-{
-    if (l->n < MAX_PYTHONS)
-        l->v[l->n++] = (struct python){x_strdup(path), required};
-}
-
-static void pylist_free(struct pylist *l)
-{
-    for (int i = 0; i < l->n; i++)
-        free(l->v[i].path);
-    l->n = 0;
-}
-
-static void pyenv_root(char *out, size_t n)
-{
-    const char *env = getenv("PYENV_ROOT");
-    FILE *f;
-
-    if (env && *env) {
-        snprintf(out, n, "%s", env);
-        return;
-    }
-    out[0] = 0;
-    f = popen("pyenv root 2>/dev/null", "r");
-    if (f) {
-        if (!fgets(out, (int)n, f))
-            out[0] = 0;
-        pclose(f);
-    }
-    out[strcspn(out, "\n")] = 0;
-    if (!out[0])
-        snprintf(out, n, "%s/.pyenv", getenv("HOME") ? getenv("HOME") : "/root");
-}
-
-static int pylist_glob(struct pylist *l, const char *pattern, bool required)
-{
-    glob_t g;
-    int added = 0;
-
-    if (glob(pattern, 0, NULL, &g) != 0)
-        return 0;
-    for (size_t i = 0; i < g.gl_pathc; i++) {
-        if (access(g.gl_pathv[i], X_OK) == 0) {
-            pylist_add(l, g.gl_pathv[i], required);
-            added++;
-        }
-    }
-    globfree(&g);
-    return added;
-}
-
-static void pythons_from_env(struct pylist *l, const char *list)
-{
-    char *copy = x_strdup(list), *save = NULL;
-
-    for (char *tok = strtok_r(copy, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save)) {
-        if (access(tok, X_OK) != 0)
-            fail_note("RANKTOP_PYTHONS names %s, which is not an executable", tok);
-        else
-            pylist_add(l, tok, true);
-    }
-    free(copy);
-    if (l->n == 0)
-        fail_note("RANKTOP_PYTHONS is set but names no usable interpreter");
-}
-
-static void pythons_discover(struct pylist *l)
-{
-    const char *env = getenv("RANKTOP_PYTHONS");
-    char root[PATH_MAX], pattern[PATH_MAX + 64];
-
-    l->n = 0;
-    if (env && *env) {
-        pythons_from_env(l, env);
-        return;
-    }
-    pyenv_root(root, sizeof(root));
-    for (int minor = 8; minor <= 13; minor++) {
-        bool required = minor >= 11;
-
-        snprintf(pattern, sizeof(pattern), "%s/versions/3.%d.*/bin/python3", root, minor);
-        if (pylist_glob(l, pattern, required) == 0 && required)
-            fail_note("missing interpreter: no %s (install it with pyenv, or set "
-                      "RANKTOP_PYTHONS)",
-                      pattern);
-    }
-    if (access("/usr/bin/python3.11", X_OK) == 0)
-        pylist_add(l, "/usr/bin/python3.11", false);
-}
 
 /* ---- the target ---------------------------------------------------------------------------- */
 
-static struct {
-    pid_t pid;
-    bool reaped;
-    int status;
-    char dir[64];
-} child;
-
-static void dir_remove(const char *dir)
-{
-    static const char *const names[] = {"ready",      "ready.tmp", "idents",
-                                        "idents.tmp", "error",     "error.tmp"};
-    char path[PATH_MAX];
-
-    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-        snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
-        unlink(path);
-    }
-    rmdir(dir);
-}
-
-static void child_kill(void)
-{
-    if (child.pid > 0 && !child.reaped) {
-        kill(child.pid, SIGKILL);
-        while (waitpid(child.pid, &child.status, 0) < 0 && errno == EINTR)
-            ;
-    }
-    child.pid = 0;
-    child.reaped = false;
-    if (child.dir[0])
-        dir_remove(child.dir);
-    child.dir[0] = 0;
-}
-
-static void script_path(char *out, size_t n)
-{
-    const char *src = getenv("RANKTOP_SRCDIR");
-
-    snprintf(out, n, "%s/tests/py/gil_threads.py", src && *src ? src : ".");
-}
+static struct ts_child *child; /* the running gil_threads.py, or NULL */
 
 /* python -E -S gil_threads.py MODE N OUTDIR */
 static void child_start(const char *python, const char *mode, int n)
 {
-    char script[PATH_MAX], count[16];
-    pid_t parent = getpid();
+    char count[16];
+    const char *args[] = {mode, count, NULL};
 
-    snprintf(child.dir, sizeof(child.dir), "/tmp/ranktop-gil.XXXXXX");
-    ck_assert_msg(mkdtemp(child.dir) != NULL, "mkdtemp: %s", strerror(errno));
-    script_path(script, sizeof(script));
     snprintf(count, sizeof(count), "%d", n);
-    fflush(NULL);
-    child.pid = fork();
-    ck_assert_msg(child.pid >= 0, "fork: %s", strerror(errno));
-    if (child.pid > 0)
-        return;
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent)
-        _exit(127);
-    int fd = open("/dev/null", O_RDONLY);
-    if (fd >= 0)
-        dup2(fd, 0);
-    execl(python, python, "-E", "-S", script, mode, count, child.dir, (char *)NULL);
-    fprintf(stderr, "exec %s: %s\n", python, strerror(errno));
-    _exit(127);
-}
-
-static bool child_wait_ready(const char *label)
-{
-    char ready[PATH_MAX];
-    uint64_t deadline = clock_mono_ns() + READY_TIMEOUT_NS;
-
-    snprintf(ready, sizeof(ready), "%s/ready", child.dir);
-    while (access(ready, F_OK) != 0) {
-        if (waitpid(child.pid, &child.status, WNOHANG) == child.pid) {
-            child.reaped = true;
-            fail_note("%s: target exited (wait status 0x%x) before it was ready", label,
-                      child.status);
-            return false;
-        }
-        if (clock_mono_ns() > deadline) {
-            fail_note("%s: target not ready after 60 s", label);
-            return false;
-        }
-        usleep(2000);
-    }
-    return true;
+    child = ts_target_start(python, "gil_threads.py", args);
 }
 
 struct worker {
@@ -337,10 +81,10 @@ static int idents_load(struct worker *w, const char *label)
     int n = 0;
     FILE *f;
 
-    snprintf(path, sizeof(path), "%s/idents", child.dir);
+    snprintf(path, sizeof(path), "%s/idents", child->dir);
     f = fopen(path, "r");
     if (!f) {
-        fail_note("%s: cannot open %s", label, path);
+        ts_fail("%s: cannot open %s", label, path);
         return 0;
     }
     while (n < MAX_WORKERS && fscanf(f, "%7s %llu", role, &ident) == 2) {
@@ -417,7 +161,7 @@ static void probe_for(struct run *r, struct pygil *g)
         busy += clock_mono_ns() - a;
         r->nprobes++;
         if (rc < 0 && ++r->nerrors <= 3)
-            info("%s: probe error: %s", r->label, err.msg);
+            ts_info("%s: probe error: %s", r->label, err.msg);
         gilstats_add(&st, &s);
         if (rc == 0)
             note_probe(r, &s, &stranger);
@@ -439,16 +183,17 @@ static bool run_scenario(struct run *r)
     struct pygil_sample s;
 
     snprintf(r->label, sizeof(r->label), "%s %s %d", r->python, r->mode, r->n);
-    watchdog_arm(r->label);
+    ts_watchdog_arm(r->label, WATCHDOG_S);
     child_start(r->python, r->mode, r->n);
-    if (!child_wait_ready(r->label) || !(r->nworkers = idents_load(r->workers, r->label))) {
-        child_kill();
+    if (!ts_child_wait_ready(child, r->label) ||
+        !(r->nworkers = idents_load(r->workers, r->label))) {
+        ts_child_kill(child);
         return false;
     }
     usleep(SETTLE_US);
-    if (pyproc_open(child.pid, NULL, &p, &err) < 0) {
-        fail_note("%s: pyproc_open: %s", r->label, err.msg);
-        child_kill();
+    if (pyproc_open(child->pid, NULL, &p, &err) < 0) {
+        ts_fail("%s: pyproc_open: %s", r->label, err.msg);
+        ts_child_kill(child);
         return false;
     }
     snprintf(r->version, sizeof(r->version), "%s", pyproc_version(p));
@@ -456,12 +201,12 @@ static bool run_scenario(struct run *r)
     g = pygil_new(p);
     pyproc_free(p); /* the prober has its own reader */
     if (!g) {
-        fail_note("%s: no GIL prober for Python %s", r->label, r->version);
-        child_kill();
+        ts_fail("%s: no GIL prober for Python %s", r->label, r->version);
+        ts_child_kill(child);
         return false;
     }
     probe_for(r, g);
-    child_kill();
+    ts_child_kill(child);
     r->gone_rc = pygil_sample(g, &s, &err);
     pygil_free(g);
     return true;
@@ -482,23 +227,23 @@ static void check_common(const struct run *r)
     const struct gilfigures *f = &r->fig;
 
     if (r->nerrors * 100 > r->nprobes)
-        fail_note("%s: %zu of %zu probes failed", r->label, r->nerrors, r->nprobes);
+        ts_fail("%s: %zu of %zu probes failed", r->label, r->nerrors, r->nprobes);
     double busy_min = strcmp(r->mode, "io") == 0 ? 85.0 : 95.0;
 
     if ((double)f->probes < r->seconds * 500)
-        fail_note("%s: only %zu good probes in %.2f s", r->label, f->probes, r->seconds);
+        ts_fail("%s: only %zu good probes in %.2f s", r->label, f->probes, r->seconds);
     if (f->busy_pct < busy_min)
-        fail_note("%s: GIL busy %.1f %%, expected >= %.0f %%", r->label, f->busy_pct, busy_min);
+        ts_fail("%s: GIL busy %.1f %%, expected >= %.0f %%", r->label, f->busy_pct, busy_min);
     if (r->stranger_pct > 1.0)
-        fail_note("%s: %.1f %% of probes name a holder that is no worker thread", r->label,
-                  r->stranger_pct);
+        ts_fail("%s: %.1f %% of probes name a holder that is no worker thread", r->label,
+                r->stranger_pct);
     if (r->reads_per_probe > 3.0)
-        fail_note("%s: %.2f reads per probe, expected <= 3", r->label, r->reads_per_probe);
+        ts_fail("%s: %.2f reads per probe, expected <= 3", r->label, r->reads_per_probe);
     if (f->waiters_avg < 0)
-        fail_note("%s: waiter count unknown on a glibc target", r->label);
+        ts_fail("%s: waiter count unknown on a glibc target", r->label);
     if (r->gone_rc != APP_E_GONE)
-        fail_note("%s: probe of the killed target returned %d (%s), expected GONE", r->label,
-                  r->gone_rc, app_status_str(r->gone_rc));
+        ts_fail("%s: probe of the killed target returned %d (%s), expected GONE", r->label,
+                r->gone_rc, app_status_str(r->gone_rc));
 }
 
 static void check_cpu(const struct run *r)
@@ -510,23 +255,22 @@ static void check_cpu(const struct run *r)
         double sh = share_of(r, r->workers[i].ident);
 
         if (sh < 1.0 / r->n - 0.15 || sh > 1.0 / r->n + 0.15)
-            fail_note("%s: thread %d holds %.3f, expected 1/%d +- 0.15", r->label, i, sh, r->n);
+            ts_fail("%s: thread %d holds %.3f, expected 1/%d +- 0.15", r->label, i, sh, r->n);
     }
     if (r->n == 1 && f->switches_per_s >= 2.0)
-        fail_note("%s: %.1f switches/s with one thread", r->label, f->switches_per_s);
+        ts_fail("%s: %.1f switches/s with one thread", r->label, f->switches_per_s);
     if (r->n > 1 && f->switches_per_s <= 20.0)
-        fail_note("%s: %.1f switches/s, expected > 20", r->label, f->switches_per_s);
+        ts_fail("%s: %.1f switches/s, expected > 20", r->label, f->switches_per_s);
     if (r->waiters_max != want || r->waiters_over > 0)
-        fail_note("%s: waiters peaked at %d (%d probes above %d), expected %d", r->label,
-                  r->waiters_max, r->waiters_over, want, want);
+        ts_fail("%s: waiters peaked at %d (%d probes above %d), expected %d", r->label,
+                r->waiters_max, r->waiters_over, want, want);
     if (f->waiters_avg > want || f->waiters_avg < 0.35 * want || (want == 0 && f->waiters_avg))
-        fail_note("%s: waiters avg %.2f, expected within [%.2f, %d]", r->label, f->waiters_avg,
-                  0.35 * want, want);
+        ts_fail("%s: waiters avg %.2f, expected within [%.2f, %d]", r->label, f->waiters_avg,
+                0.35 * want, want);
     if (r->n == 1 && f->drop_pending_pct != 0.0)
-        fail_note("%s: drop requests pending %.2f %% with no waiter", r->label,
-                  f->drop_pending_pct);
+        ts_fail("%s: drop requests pending %.2f %% with no waiter", r->label, f->drop_pending_pct);
     if (f->gc_pct < 0 || f->gc_pct > 1.0)
-        fail_note("%s: in GC %.1f %% in an allocation-free loop", r->label, f->gc_pct);
+        ts_fail("%s: in GC %.1f %% in an allocation-free loop", r->label, f->gc_pct);
 }
 
 static uint64_t ident_of(const struct run *r, const char *role)
@@ -542,18 +286,18 @@ static void check_io(const struct run *r)
     double io = share_of(r, ident_of(r, "io")), cpu = share_of(r, ident_of(r, "cpu"));
 
     if (io >= 0.05)
-        fail_note("%s: the I/O thread holds %.3f, expected < 0.05", r->label, io);
+        ts_fail("%s: the I/O thread holds %.3f, expected < 0.05", r->label, io);
     if (cpu < 0.8)
-        fail_note("%s: the CPU thread holds %.3f, expected >= 0.8", r->label, cpu);
+        ts_fail("%s: the CPU thread holds %.3f, expected >= 0.8", r->label, cpu);
     if (r->fig.switches_per_s <= 20.0)
-        fail_note("%s: %.1f switches/s, expected > 20", r->label, r->fig.switches_per_s);
+        ts_fail("%s: %.1f switches/s, expected > 20", r->label, r->fig.switches_per_s);
 }
 
 static void check_hog(const struct run *r)
 {
     if (r->fig.drop_pending_pct < 20.0 || r->fig.drop_requests_per_s <= 0)
-        fail_note("%s: drop request pending %.1f %% (%.1f/s), expected >= 20 %%", r->label,
-                  r->fig.drop_pending_pct, r->fig.drop_requests_per_s);
+        ts_fail("%s: drop request pending %.1f %% (%.1f/s), expected >= 20 %%", r->label,
+                r->fig.drop_pending_pct, r->fig.drop_requests_per_s);
 }
 
 /* 3.12+: a thread spinning in a subinterpreter with its own GIL never holds the main one. */
@@ -562,19 +306,19 @@ static void check_sub(const struct run *r)
     double sub = share_of(r, ident_of(r, "sub")), cpu = share_of(r, ident_of(r, "cpu"));
 
     if (sub >= 0.01 || cpu < 0.95)
-        fail_note("%s: main GIL held %.3f by the subinterpreter thread and %.3f by the CPU "
-                  "thread, expected < 0.01 and >= 0.95",
-                  r->label, sub, cpu);
+        ts_fail("%s: main GIL held %.3f by the subinterpreter thread and %.3f by the CPU "
+                "thread, expected < 0.01 and >= 0.95",
+                r->label, sub, cpu);
     if (r->waiters_max != 0 || r->fig.switches_per_s >= 2.0)
-        fail_note("%s: %d waiters, %.1f switches/s on a GIL with one user", r->label,
-                  r->waiters_max, r->fig.switches_per_s);
+        ts_fail("%s: %d waiters, %.1f switches/s on a GIL with one user", r->label, r->waiters_max,
+                r->fig.switches_per_s);
 }
 
 static void check_gc(const struct run *r)
 {
     if (r->fig.gc_pct < 50.0)
-        fail_note("%s: in GC %.1f %% in a gc.collect() loop, expected >= 50 %%", r->label,
-                  r->fig.gc_pct);
+        ts_fail("%s: in GC %.1f %% in a gc.collect() loop, expected >= 50 %%", r->label,
+                r->fig.gc_pct);
 }
 
 static void check_run(const struct run *r)
@@ -601,11 +345,11 @@ static void print_run(const struct run *r)
     for (size_t i = 0; i < f->nthreads && len < sizeof(shares) - 16; i++)
         len += (size_t)snprintf(shares + len, sizeof(shares) - len, "%s%.1f", i ? "/" : "",
                                 f->threads[i].holder_pct);
-    info("| %-7s | %-3s %d | %5zu | %5.1f | %6.1f | %4.2f (max %d) | %5.1f %% %5.1f/s | %5.1f "
-         "| %-22s | %.2f | %5.1f |",
-         r->version, r->mode, r->n, f->probes, f->busy_pct, f->switches_per_s, f->waiters_avg,
-         r->waiters_max, f->drop_pending_pct, f->drop_requests_per_s, f->gc_pct, shares,
-         r->reads_per_probe, r->us_per_probe);
+    ts_info("| %-7s | %-3s %d | %5zu | %5.1f | %6.1f | %4.2f (max %d) | %5.1f %% %5.1f/s | %5.1f "
+            "| %-22s | %.2f | %5.1f |",
+            r->version, r->mode, r->n, f->probes, f->busy_pct, f->switches_per_s, f->waiters_avg,
+            r->waiters_max, f->drop_pending_pct, f->drop_requests_per_s, f->gc_pct, shares,
+            r->reads_per_probe, r->us_per_probe);
 }
 
 /* ---- live test ---------------------------------------------------------------------------- */
@@ -624,7 +368,7 @@ static const struct scenario scenarios[] = {
     {"gc", 1, 0.5, false, 8},
 };
 
-static void python_runs(const struct python *py)
+static void python_runs(const struct ts_python *py)
 {
     bool full = true;
     int minor = 99;
@@ -648,15 +392,15 @@ static void python_runs(const struct python *py)
 
 START_TEST(test_live)
 {
-    struct pylist l;
+    struct ts_pylist l;
 
-    pythons_discover(&l);
-    info("| python  | run   | probes | busy%% | sw/s   | waiters       | drop pending, /s | "
-         "gc%%   | holder %% per thread  | rd/pr | us/pr |");
+    ts_pythons_discover(&l, 11, false);
+    ts_info("| python  | run   | probes | busy%% | sw/s   | waiters       | drop pending, /s | "
+            "gc%%   | holder %% per thread  | rd/pr | us/pr |");
     for (int i = 0; i < l.n; i++)
         python_runs(&l.v[i]);
-    pylist_free(&l);
-    report_assert_clean();
+    ts_pylist_free(&l);
+    ts_assert_clean();
 }
 END_TEST
 
@@ -916,13 +660,13 @@ END_TEST
 
 static void setup(void)
 {
-    memset(&failures, 0, sizeof(failures));
-    memset(&child, 0, sizeof(child));
+    ts_failures_reset();
+    child = NULL;
 }
 
 static void teardown(void)
 {
-    child_kill();
+    ts_children_kill_all();
 }
 
 static void add_case(Suite *s, const char *name, const TTest *test)
@@ -938,16 +682,10 @@ static void add_case(Suite *s, const char *name, const TTest *test)
 int main(void)
 {
     Suite *s = suite_create("gil");
-    SRunner *sr;
-    int failed;
 
     add_case(s, "figures", test_figures);
     add_case(s, "figures_many_threads", test_figures_many_threads);
     add_case(s, "image_314", test_image_314);
     add_case(s, "live", test_live);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return ts_run(s);
 }

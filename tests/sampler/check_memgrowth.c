@@ -14,7 +14,6 @@
 #include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +26,7 @@
 #include "ranktop/memstat.h"
 #include "ranktop/status.h"
 #include "ranktop/util.h"
+#include "tsupport.h"
 
 #define GROW_BYTES (100u << 20)
 #define GROW_KB ((int64_t)(GROW_BYTES >> 10))
@@ -121,27 +121,12 @@ static void target_stop(struct target *t)
     t->pid = -1;
 }
 
-static void info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static void info(const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    fputs("check_memgrowth: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-}
-
-/* ---- growth ----------------------------------------------------------------------------- */
-
 static void assert_grew(const char *what, int64_t before, int64_t after)
 {
     int64_t d = after - before;
 
-    info("%s: %" PRId64 " -> %" PRId64 " kB (delta %" PRId64 " kB, expected %" PRId64 ")", what,
-         before, after, d, GROW_KB);
+    ts_info("%s: %" PRId64 " -> %" PRId64 " kB (delta %" PRId64 " kB, expected %" PRId64 ")", what,
+            before, after, d, GROW_KB);
     ck_assert_msg(d >= (int64_t)(GROW_KB * (1 - TOLERANCE)) &&
                       d <= (int64_t)(GROW_KB * (1 + TOLERANCE)),
                   "%s grew by %" PRId64 " kB, expected %" PRId64 " kB +-15%%", what, d, GROW_KB);
@@ -169,7 +154,7 @@ static void assert_top_growth(const struct memmap *b, size_t nb, const struct me
 
     ck_assert_uint_ge(k, 1);
     for (size_t i = 0; i < k; i++)
-        info("growth %zu: %s %+" PRId64 " kB", i, g[i].label, g[i].delta_kb);
+        ts_info("growth %zu: %s %+" PRId64 " kB", i, g[i].label, g[i].delta_kb);
     expected_label(a, na, addr, want, sizeof(want));
     if (strcmp(want, "anon") == 0) {
         ck_assert_int_eq(sscanf(g[0].label, "anon 0x%llx-0x%llx", &lo, &hi), 2);
@@ -220,9 +205,9 @@ static void report_timing(int pid)
     double r = usec_per_call(time_read, pid, &m);
     double s = usec_per_call(time_read_maps, pid, &n);
 
-    info("timing: memstat_read_status %.1f us, memstat_read %.1f us, memstat_read_maps %.1f us "
-         "(%zu mappings, RSS %" PRId64 " kB)",
-         st, r, s, n, m.rss_kb);
+    ts_info("timing: memstat_read_status %.1f us, memstat_read %.1f us, memstat_read_maps %.1f us "
+            "(%zu mappings, RSS %" PRId64 " kB)",
+            st, r, s, n, m.rss_kb);
 }
 
 START_TEST(grows_100mib)
@@ -298,7 +283,7 @@ START_TEST(zombie_and_reaped_are_gone)
     ck_assert_int_eq(memstat_read(t.pid, &m, &err), APP_E_GONE);
     ck_assert_int_eq(memstat_read_status(t.pid, &m, &err), APP_E_GONE);
     ck_assert_int_eq(memstat_read_maps(t.pid, &v, &n, &err), APP_E_GONE);
-    info("reaped: %s", err.msg);
+    ts_info("reaped: %s", err.msg);
     t.pid = -1;
     target_stop(&t);
 }
@@ -361,16 +346,16 @@ START_TEST(unprivileged_fallback)
     struct app_err err = {0};
 
     if (geteuid() != 0) {
-        info("unprivileged_fallback: needs root to drop to another uid; skipped");
+        ts_info("unprivileged_fallback: needs root to drop to another uid; skipped");
         return;
     }
     target_start(&t);
     target_grow(&t);
     ck_assert_msg(memstat_read(t.pid, &full, &err) == 0, "%s", err.msg);
     unpriv_read(t.pid, &r);
-    info("unprivileged: read %d, maps %d, valid 0x%x, RSS %" PRId64 " kB (rollup %" PRId64
-         " kB), %.1f us per memstat_read",
-         r.read_rc, r.maps_rc, r.m.valid, r.m.rss_kb, full.rss_kb, r.usec);
+    ts_info("unprivileged: read %d, maps %d, valid 0x%x, RSS %" PRId64 " kB (rollup %" PRId64
+            " kB), %.1f us per memstat_read",
+            r.read_rc, r.maps_rc, r.m.valid, r.m.rss_kb, full.rss_kb, r.usec);
     ck_assert_int_eq(r.read_rc, 0);
     ck_assert_uint_eq(r.m.valid, MEMSTAT_RSS | MEMSTAT_SWAP | MEMSTAT_ANON);
     ck_assert_int_ge(r.m.rss_kb, full.rss_kb - 2048);
@@ -396,8 +381,6 @@ int main(void)
 {
     Suite *s = suite_create("memgrowth");
     TCase *tc = tcase_create("memgrowth");
-    SRunner *r;
-    int failed;
 
     python = find_python();
     if (!python) {
@@ -409,9 +392,5 @@ int main(void)
     tcase_add_test(tc, zombie_and_reaped_are_gone);
     tcase_add_test(tc, unprivileged_fallback);
     suite_add_tcase(s, tc);
-    r = srunner_create(s);
-    srunner_run_all(r, CK_NORMAL);
-    failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return ts_run(s);
 }

@@ -8,24 +8,19 @@
  *
  * Children get PR_SET_PDEATHSIG(SIGKILL): in CK_FORK mode a failed ck_assert _exits without
  * running teardown, so that is what guarantees no target outlives its test; the normal path
- * kills and reaps them in children_reap_all() (also the checked teardown). Failures are
+ * kills and reaps them in ts_children_kill_all() (also the checked teardown). Failures are
  * collected per interpreter, printed to stderr in full and summarised in one final assertion,
  * so a single run shows every interpreter's mismatches. Single-threaded, like every Check test
  * process; the SIGALRM watchdog turns a hung pyproc_sample into a named failure. */
 #include <check.h>
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <glob.h>
 #include <grp.h>
 #include <json-c/json.h>
 #include <limits.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -34,17 +29,13 @@
 #include "ranktop/pystack.h"
 #include "ranktop/status.h"
 #include "ranktop/util.h"
+#include "tsupport.h"
 
-#define MAX_PYTHONS 32
-#define MAX_CHILDREN 16
 #define MAX_TRUTH_THREADS 16
 #define DEFAULT_MAX_FRAMES 4096
 #define DEFAULT_MAX_THREADS 4096
-#define READY_TIMEOUT_NS (60ull * 1000000000ull)
 #define FRAME_DIFF_LINES 8 /* frame mismatches printed per thread */
-#define STDERR_FAIL_LINES 300
-#define SUMMARY_MAX 3500 /* Check truncates assertion messages at BUFSIZ */
-#define PICK_SAMPLES 20  /* samples tried to find one with every blocked thread */
+#define PICK_SAMPLES 20    /* samples tried to find one with every blocked thread */
 #define GIL_SAMPLES 50
 #define EXIT_SAMPLES 10000
 #define EXIT_AFTER_MS "200" /* exits_soon.py's life after ready */
@@ -53,61 +44,6 @@
 #define WATCHDOG_S 180
 #define STARTING_ROUNDS 8 /* start-ups raced per interpreter */
 #define LABEL_MAX 256
-
-/* ---- failure report ------------------------------------------------------------------- */
-
-static struct {
-    int nfail;
-    bool truncated;
-    size_t len;
-    char summary[SUMMARY_MAX];
-} failures;
-
-static void fail_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void children_reap_all(void);
-
-static void fail_note(const char *fmt, ...)
-{
-    char line[1024];
-    va_list ap;
-    size_t n;
-
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof(line), fmt, ap);
-    va_end(ap);
-    if (++failures.nfail <= STDERR_FAIL_LINES)
-        fprintf(stderr, "FAIL: %s\n", line);
-    n = strlen(line);
-    if (failures.len + n + 2 < sizeof(failures.summary)) {
-        memcpy(failures.summary + failures.len, line, n);
-        failures.len += n;
-        failures.summary[failures.len++] = '\n';
-        failures.summary[failures.len] = 0;
-    } else if (!failures.truncated && failures.len + 5 < sizeof(failures.summary)) {
-        failures.truncated = true;
-        memcpy(failures.summary + failures.len, "...\n", 5);
-    }
-}
-
-static void info(const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    fputs("  ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-}
-
-/* Ends a test: kill the targets first (a failed assertion _exits), then assert. */
-static void report_assert_clean(void)
-{
-    children_reap_all();
-    ck_assert_msg(failures.nfail == 0, "%d failure(s), all of them on stderr:\n%s", failures.nfail,
-                  failures.summary);
-}
 
 static const char *str_or_null(const char *s)
 {
@@ -163,310 +99,19 @@ static const char *histo_text(const struct histo *h, char *out, size_t n)
     return out;
 }
 
-/* ---- watchdog ------------------------------------------------------------------------- */
-
-static const char *volatile watchdog_what = "";
-
-static void watchdog_fire(int sig)
-{
-    static const char pre[] = "check_pystack: watchdog: no progress within the deadline in: ";
-    const char *what = watchdog_what;
-
-    (void)sig;
-    if (write(2, pre, sizeof(pre) - 1) < 0 || write(2, what, strlen(what)) < 0 ||
-        write(2, "\n", 1) < 0)
-        _exit(3);
-    _exit(3);
-}
-
-static void watchdog_arm(const char *what)
-{
-    watchdog_what = what;
-    signal(SIGALRM, watchdog_fire);
-    alarm(WATCHDOG_S);
-}
-
-static void watchdog_disarm(void)
-{
-    alarm(0);
-}
-
-/* ---- interpreters ----------------------------------------------------------------------- */
-
-struct pylist {
-    int n;
-    char *path[MAX_PYTHONS];
-};
-
-static void pylist_add(struct pylist *l, const char *path)
-{
-    if (l->n < MAX_PYTHONS)
-        l->path[l->n++] = x_strdup(path);
-}
-
-static void pylist_free(struct pylist *l)
-{
-    for (int i = 0; i < l->n; i++)
-        free(l->path[i]);
-    l->n = 0;
-}
-
-static void pyenv_root(char *out, size_t n)
-{
-    const char *env = getenv("PYENV_ROOT");
-    FILE *f;
-
-    if (env && *env) {
-        snprintf(out, n, "%s", env);
-        return;
-    }
-    out[0] = 0;
-    f = popen("pyenv root 2>/dev/null", "r");
-    if (f) {
-        if (!fgets(out, (int)n, f))
-            out[0] = 0;
-        pclose(f);
-    }
-    out[strcspn(out, "\n")] = 0;
-    if (!out[0])
-        snprintf(out, n, "%s/.pyenv", getenv("HOME") ? getenv("HOME") : "/root");
-}
-
-/* Adds every executable match of pattern; returns how many. */
-static int pylist_glob(struct pylist *l, const char *pattern)
-{
-    glob_t g;
-    int added = 0;
-
-    if (glob(pattern, 0, NULL, &g) != 0)
-        return 0;
-    for (size_t i = 0; i < g.gl_pathc; i++) {
-        if (access(g.gl_pathv[i], X_OK) == 0) {
-            pylist_add(l, g.gl_pathv[i]);
-            added++;
-        }
-    }
-    globfree(&g);
-    return added;
-}
-
-static void pythons_from_env(struct pylist *l, const char *list)
-{
-    char *copy = x_strdup(list), *save = NULL;
-
-    for (char *tok = strtok_r(copy, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save)) {
-        if (access(tok, X_OK) != 0)
-            fail_note("RANKTOP_PYTHONS names %s, which is not an executable", tok);
-        else
-            pylist_add(l, tok);
-    }
-    free(copy);
-}
-
-/* The interpreters every sampler test must pass on; a missing one is a failure. */
-static void pythons_discover(struct pylist *l)
-{
-    const char *env = getenv("RANKTOP_PYTHONS");
-    char root[PATH_MAX], pattern[PATH_MAX + 64];
-
-    l->n = 0;
-    if (env && *env) {
-        pythons_from_env(l, env);
-        if (l->n == 0)
-            fail_note("RANKTOP_PYTHONS is set but names no usable interpreter");
-        return;
-    }
-    pyenv_root(root, sizeof(root));
-    for (int minor = 8; minor <= 13; minor++) {
-        snprintf(pattern, sizeof(pattern), "%s/versions/3.%d.*/bin/python3", root, minor);
-        if (pylist_glob(l, pattern) == 0)
-            fail_note("missing interpreter: no %s (install it with pyenv, or set "
-                      "RANKTOP_PYTHONS)",
-                      pattern);
-    }
-    if (access("/usr/bin/python3.11", X_OK) != 0)
-        fail_note("missing interpreter: /usr/bin/python3.11 (Debian's static, non-PIE build)");
-    else
-        pylist_add(l, "/usr/bin/python3.11");
-}
-
-/* pyenv's 3.6 and 3.7, which the reader must refuse; may be absent. */
-static void pythons_unsupported(struct pylist *l)
-{
-    char root[PATH_MAX], pattern[PATH_MAX + 64];
-
-    l->n = 0;
-    pyenv_root(root, sizeof(root));
-    for (int minor = 6; minor <= 7; minor++) {
-        snprintf(pattern, sizeof(pattern), "%s/versions/3.%d.*/bin/python3", root, minor);
-        pylist_glob(l, pattern);
-    }
-}
-
-static void script_path(char *out, size_t n, const char *script)
-{
-    const char *src = getenv("RANKTOP_SRCDIR");
-
-    snprintf(out, n, "%s/tests/py/%s", src && *src ? src : ".", script);
-}
-
 /* ---- child processes -------------------------------------------------------------------- */
 
-struct child {
-    bool used; /* slot taken; child_kill frees it */
-    pid_t pid;
-    bool reaped;
-    int status; /* wait status once reaped */
-    char dir[64];
-};
-
-static struct child children[MAX_CHILDREN];
-
-static void dir_remove(const char *dir)
-{
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    char path[PATH_MAX];
-
-    if (!d)
-        return;
-    while ((e = readdir(d))) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-        unlink(path);
-    }
-    closedir(d);
-    rmdir(dir);
-}
-
-/* A slot with a fresh OUTDIR; the process starts with child_exec. */
-static struct child *child_new(void)
-{
-    struct child *c = children;
-
-    while (c < children + MAX_CHILDREN && c->used)
-        c++;
-    ck_assert_msg(c < children + MAX_CHILDREN, "more than %d live children", MAX_CHILDREN);
-    memset(c, 0, sizeof(*c));
-    c->used = true;
-    snprintf(c->dir, sizeof(c->dir), "/tmp/ranktop-pystack.XXXXXX");
-    ck_assert_msg(mkdtemp(c->dir) != NULL, "mkdtemp: %s", strerror(errno));
-    chmod(c->dir, 0755);
-    return c;
-}
-
-static void child_exec(struct child *c, const char *const argv[])
-{
-    pid_t parent = getpid();
-
-    fflush(NULL);
-    c->pid = fork();
-    ck_assert_msg(c->pid >= 0, "fork: %s", strerror(errno));
-    if (c->pid > 0)
-        return;
-    /* The target must die with this test process, even when it dies in an assertion. */
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent)
-        _exit(127);
-    int fd = open("/dev/null", O_RDONLY);
-    if (fd >= 0)
-        dup2(fd, 0);
-    execv(argv[0], (char *const *)argv);
-    fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
-    _exit(127);
-}
-
-static bool child_exited(struct child *c)
-{
-    if (!c->reaped && waitpid(c->pid, &c->status, WNOHANG) == c->pid)
-        c->reaped = true;
-    return c->reaped;
-}
-
-static void child_kill(struct child *c)
-{
-    if (c->pid > 0 && !c->reaped) {
-        kill(c->pid, SIGKILL);
-        while (waitpid(c->pid, &c->status, 0) < 0 && errno == EINTR)
-            ;
-        c->reaped = true;
-    }
-    if (c->dir[0]) {
-        dir_remove(c->dir);
-        c->dir[0] = 0;
-    }
-    c->used = false;
-}
-
-static void children_reap_all(void)
-{
-    for (int i = 0; i < MAX_CHILDREN; i++)
-        if (children[i].used)
-            child_kill(&children[i]);
-}
-
-static void file_snippet(const char *path, char *out, size_t n)
-{
-    FILE *f = fopen(path, "r");
-    size_t got = 0;
-
-    if (f) {
-        got = fread(out, 1, n - 1, f);
-        fclose(f);
-    }
-    out[got] = 0;
-    out[strcspn(out, "\n")] = 0;
-}
-
-/* Waits for c->dir/ready; a child that dies first, or the deadline, is a failure. */
-static bool child_wait_ready(struct child *c, const char *label)
-{
-    char ready[PATH_MAX], err[PATH_MAX], why[256];
-    uint64_t deadline = clock_mono_ns() + READY_TIMEOUT_NS;
-
-    snprintf(ready, sizeof(ready), "%s/ready", c->dir);
-    snprintf(err, sizeof(err), "%s/error", c->dir);
-    while (access(ready, F_OK) != 0) {
-        if (child_exited(c)) {
-            file_snippet(err, why, sizeof(why));
-            fail_note("%s: target exited (wait status 0x%x) before it was ready%s%s", label,
-                      c->status, why[0] ? ": " : "", why);
-            return false;
-        }
-        if (clock_mono_ns() > deadline) {
-            fail_note("%s: target not ready after %llu s", label,
-                      (unsigned long long)(READY_TIMEOUT_NS / 1000000000ull));
-            return false;
-        }
-        usleep(2000);
-    }
-    return true;
-}
-
-/* python -E -S tests/py/SCRIPT [ARG] OUTDIR */
-static struct child *target_start(const char *python, const char *script, const char *arg)
-{
-    struct child *c = child_new();
-    char path[PATH_MAX];
-
-    script_path(path, sizeof(path), script);
-    const char *argv[] = {python, "-E", "-S", path, arg ? arg : c->dir, arg ? c->dir : NULL, NULL};
-    child_exec(c, argv);
-    return c;
-}
-
 /* A Python (any version, 2.7 included) that writes OUTDIR/ready and sleeps two minutes. */
-static struct child *sleeper_start(const char *python)
+static struct ts_child *sleeper_start(const char *python)
 {
     static const char code[] = "import sys, time\nopen(sys.argv[1], 'w').close()\n"
                                "time.sleep(120)\n";
-    struct child *c = child_new();
+    struct ts_child *c = ts_child_new();
     char ready[PATH_MAX];
 
     snprintf(ready, sizeof(ready), "%s/ready", c->dir);
     const char *argv[] = {python, "-E", "-S", "-c", code, ready, NULL};
-    child_exec(c, argv);
+    ts_child_exec(c, argv);
     return c;
 }
 
@@ -560,13 +205,13 @@ static bool truth_load(struct truth *t, const char *dir, const char *label)
     threads = t->root ? json_get(t->root, "threads") : NULL;
     t->python = t->root ? json_str(t->root, "python") : NULL;
     if (!threads || !t->python || !json_object_is_type(threads, json_type_array)) {
-        fail_note("%s: cannot parse %s: %s", label, path, json_util_get_last_err());
+        ts_fail("%s: cannot parse %s: %s", label, path, json_util_get_last_err());
         return false;
     }
     for (size_t i = 0; i < json_object_array_length(threads); i++) {
         if (t->nthreads == MAX_TRUTH_THREADS ||
             !truth_thread_load(&t->threads[t->nthreads++], json_object_array_get_idx(threads, i))) {
-            fail_note("%s: malformed thread %zu in %s", label, i, path);
+            ts_fail("%s: malformed thread %zu in %s", label, i, path);
             return false;
         }
     }
@@ -598,21 +243,21 @@ static bool sample_complete(const struct pysample *s, const struct truth *t)
 static void thread_sanity(const char *label, const struct pythread *th)
 {
     if (th->nframes > DEFAULT_MAX_FRAMES || (th->nframes && !th->frames)) {
-        fail_note("%s: thread %d: %u frames, frames=%p", label, th->tid, th->nframes,
-                  (const void *)th->frames);
+        ts_fail("%s: thread %d: %u frames, frames=%p", label, th->tid, th->nframes,
+                (const void *)th->frames);
         return;
     }
     if (th->name && !utf8_valid(th->name))
-        fail_note("%s: thread %d: name is not UTF-8", label, th->tid);
+        ts_fail("%s: thread %d: name is not UTF-8", label, th->tid);
     for (uint32_t i = 0; i < th->nframes; i++) {
         const struct pyframe *f = &th->frames[i];
 
         if (!f->function || !f->file || !utf8_valid(f->function) || !utf8_valid(f->file) ||
             f->line < 0)
-            fail_note("%s: thread %d frame %u: function %s file %s line %d (NULL, bad UTF-8 or "
-                      "negative line)",
-                      label, th->tid, i, f->function ? "set" : "NULL", f->file ? "set" : "NULL",
-                      f->line);
+            ts_fail("%s: thread %d frame %u: function %s file %s line %d (NULL, bad UTF-8 or "
+                    "negative line)",
+                    label, th->tid, i, f->function ? "set" : "NULL", f->file ? "set" : "NULL",
+                    f->line);
     }
 }
 
@@ -622,21 +267,21 @@ static void sample_sanity(const char *label, const struct pysample *s)
     int holders = 0;
 
     if (s->nthreads > DEFAULT_MAX_THREADS || (s->nthreads && !s->threads)) {
-        fail_note("%s: sample with %u threads, threads=%p", label, s->nthreads,
-                  (const void *)s->threads);
+        ts_fail("%s: sample with %u threads, threads=%p", label, s->nthreads,
+                (const void *)s->threads);
         return;
     }
     if (s->dropped > s->torn)
-        fail_note("%s: sample dropped %u stacks but saw only %u torn walks", label, s->dropped,
-                  s->torn);
+        ts_fail("%s: sample dropped %u stacks but saw only %u torn walks", label, s->dropped,
+                s->torn);
     for (uint32_t i = 0; i < s->nthreads; i++) {
         holders += s->threads[i].gil;
         thread_sanity(label, &s->threads[i]);
     }
     if (holders > 1)
-        fail_note("%s: %d threads hold the GIL in one sample", label, holders);
+        ts_fail("%s: %d threads hold the GIL in one sample", label, holders);
     if (holders && !s->gil_locked)
-        fail_note("%s: a thread holds the GIL but gil_locked is false", label);
+        ts_fail("%s: a thread holds the GIL but gil_locked is false", label);
 }
 
 static void sample_dump(const struct pysample *s)
@@ -644,9 +289,9 @@ static void sample_dump(const struct pysample *s)
     for (uint32_t i = 0; s && i < s->nthreads; i++) {
         const struct pythread *th = &s->threads[i];
 
-        info("  got thread ident 0x%llx tid %d name '%s' status %d frames %u%s",
-             (unsigned long long)th->ident, th->tid, str_or_null(th->name), th->status, th->nframes,
-             th->truncated ? " (truncated)" : "");
+        ts_info("  got thread ident 0x%llx tid %d name '%s' status %d frames %u%s",
+                (unsigned long long)th->ident, th->tid, str_or_null(th->name), th->status,
+                th->nframes, th->truncated ? " (truncated)" : "");
     }
 }
 
@@ -662,8 +307,8 @@ static void frames_compare(const char *who, const struct tthread *want, const st
     int shown = 0, bad = 0;
 
     if (want->nframes != got->nframes || got->truncated)
-        fail_note("%s: frame count: expected %zu, got %u%s", who, want->nframes, got->nframes,
-                  got->truncated ? " (truncated)" : "");
+        ts_fail("%s: frame count: expected %zu, got %u%s", who, want->nframes, got->nframes,
+                got->truncated ? " (truncated)" : "");
     for (size_t i = 0; i < n; i++) {
         const struct tframe *w = i < want->nframes ? &want->frames[i] : NULL;
         const struct pyframe *g = i < got->nframes ? &got->frames[i] : NULL;
@@ -672,13 +317,13 @@ static void frames_compare(const char *who, const struct tthread *want, const st
             continue;
         bad++;
         if (shown++ < FRAME_DIFF_LINES)
-            fail_note("%s: frame %zu: expected %s (%s:%d), got %s (%s:%d)", who, i,
-                      w ? w->function : "nothing", w ? w->file : "-", w ? w->line : 0,
-                      g ? str_or_null(g->function) : "nothing", g ? str_or_null(g->file) : "-",
-                      g ? g->line : 0);
+            ts_fail("%s: frame %zu: expected %s (%s:%d), got %s (%s:%d)", who, i,
+                    w ? w->function : "nothing", w ? w->file : "-", w ? w->line : 0,
+                    g ? str_or_null(g->function) : "nothing", g ? str_or_null(g->file) : "-",
+                    g ? g->line : 0);
     }
     if (bad > FRAME_DIFF_LINES)
-        fail_note("%s: ... %d frame mismatches in all", who, bad);
+        ts_fail("%s: ... %d frame mismatches in all", who, bad);
 }
 
 /* Name and TID of any truth thread; frames too when it is blocked. */
@@ -690,13 +335,13 @@ static void thread_compare(const char *label, const struct tthread *want,
     snprintf(who, sizeof(who), "%s thread '%s' (%s, ident 0x%llx)", label, want->name, want->role,
              (unsigned long long)want->ident);
     if (!got) {
-        fail_note("%s: missing from the sample", who);
+        ts_fail("%s: missing from the sample", who);
         return;
     }
     if (!str_eq(want->name, got->name))
-        fail_note("%s: name: expected '%s', got '%s'", who, want->name, str_or_null(got->name));
+        ts_fail("%s: name: expected '%s', got '%s'", who, want->name, str_or_null(got->name));
     if (got->tid != want->native_id)
-        fail_note("%s: tid: expected %d (native_id), got %d", who, want->native_id, got->tid);
+        ts_fail("%s: tid: expected %d (native_id), got %d", who, want->native_id, got->tid);
     if (!want->spinning)
         frames_compare(who, want, got);
 }
@@ -708,7 +353,7 @@ static void version_check(const char *label, const struct pyproc *p, const struc
     const char *v = pyproc_version(p);
 
     if (!str_eq(v, t->python))
-        fail_note("%s: version: expected '%s', got '%s'", label, t->python, str_or_null(v));
+        ts_fail("%s: version: expected '%s', got '%s'", label, t->python, str_or_null(v));
 }
 
 /* Finds a sample with every blocked thread, then compares it with the truth. */
@@ -725,12 +370,12 @@ static void stacks_check(const char *label, struct pyproc *p, const struct truth
         if (rc == 0 && sample_complete(s, t))
             break;
         if (rc != 0)
-            info("%s: sample %d: %s (%s)", label, i, app_status_str(rc), err.msg);
+            ts_info("%s: sample %d: %s (%s)", label, i, app_status_str(rc), err.msg);
         usleep(20000);
     }
     if (i == PICK_SAMPLES) {
-        fail_note("%s: none of %d samples had every blocked thread (last status %s)", label,
-                  PICK_SAMPLES, app_status_str(rc));
+        ts_fail("%s: none of %d samples had every blocked thread (last status %s)", label,
+                PICK_SAMPLES, app_status_str(rc));
         sample_dump(rc == 0 ? s : NULL);
         return;
     }
@@ -744,16 +389,16 @@ struct tally {
 
 static void tally_judge(const char *label, const struct tthread *tt, const struct tally *ty, int n)
 {
-    info("%s: thread '%s': present %d/%d, GIL %d, running %d, idle %d", label, tt->name,
-         ty->present, n, ty->gil, ty->running, ty->idle);
+    ts_info("%s: thread '%s': present %d/%d, GIL %d, running %d, idle %d", label, tt->name,
+            ty->present, n, ty->gil, ty->running, ty->idle);
     if (tt->spinning && (ty->present * 2 <= n || ty->gil * 2 <= n || ty->running * 2 <= n))
-        fail_note("%s: spinner '%s' should be present, hold the GIL and run in most of %d "
-                  "samples: present %d, GIL %d, running %d",
-                  label, tt->name, n, ty->present, ty->gil, ty->running);
+        ts_fail("%s: spinner '%s' should be present, hold the GIL and run in most of %d "
+                "samples: present %d, GIL %d, running %d",
+                label, tt->name, n, ty->present, ty->gil, ty->running);
     if (!tt->spinning && (ty->idle * 2 <= n || ty->gil * 2 > n))
-        fail_note("%s: blocked thread '%s' should be idle without the GIL in most of %d "
-                  "samples: idle %d, GIL %d",
-                  label, tt->name, n, ty->idle, ty->gil);
+        ts_fail("%s: blocked thread '%s' should be idle without the GIL in most of %d "
+                "samples: idle %d, GIL %d",
+                label, tt->name, n, ty->idle, ty->gil);
 }
 
 /* Over GIL_SAMPLES samples the spinner holds the GIL and runs; blocked threads idle. */
@@ -780,15 +425,14 @@ static void gil_check(const char *label, struct pyproc *p, const struct truth *t
         }
     }
     if (ok * 5 < GIL_SAMPLES * 4)
-        fail_note("%s: only %d of %d samples succeeded (last: %s)", label, ok, GIL_SAMPLES,
-                  err.msg);
+        ts_fail("%s: only %d of %d samples succeeded (last: %s)", label, ok, GIL_SAMPLES, err.msg);
     for (size_t k = 0; ok && k < t->nthreads; k++)
         tally_judge(label, &t->threads[k], &ty[k], ok);
 }
 
 static void known_state_one(const char *python)
 {
-    struct child *c = target_start(python, "known_state.py", NULL);
+    struct ts_child *c = ts_target_start(python, "known_state.py", NULL);
     struct pyproc *p = NULL;
     struct app_err err = {0};
     struct truth t;
@@ -796,12 +440,12 @@ static void known_state_one(const char *python)
     int rc;
 
     memset(&t, 0, sizeof(t));
-    if (!child_wait_ready(c, python) || !truth_load(&t, c->dir, python))
+    if (!ts_child_wait_ready(c, python) || !truth_load(&t, c->dir, python))
         goto out;
     snprintf(label, sizeof(label), "Python %s (%s)", t.python, python);
     rc = pyproc_open(c->pid, NULL, &p, &err);
     if (rc != 0) {
-        fail_note("%s: pyproc_open: %s: %s", label, app_status_str(rc), err.msg);
+        ts_fail("%s: pyproc_open: %s: %s", label, app_status_str(rc), err.msg);
         goto out;
     }
     version_check(label, p, &t);
@@ -811,29 +455,29 @@ out:
     if (p)
         pyproc_free(p);
     truth_free(&t);
-    child_kill(c);
+    ts_child_kill(c);
 }
 
 START_TEST(test_known_state)
 {
-    struct pylist l;
+    struct ts_pylist l;
 
-    pythons_discover(&l);
+    ts_pythons_discover(&l, 8, true);
     for (int i = 0; i < l.n; i++) {
-        info("known state: %s", l.path[i]);
-        watchdog_arm(l.path[i]);
-        known_state_one(l.path[i]);
-        watchdog_disarm();
+        ts_info("known state: %s", l.v[i].path);
+        ts_watchdog_arm(l.v[i].path, WATCHDOG_S);
+        known_state_one(l.v[i].path);
+        ts_watchdog_disarm();
     }
-    pylist_free(&l);
-    report_assert_clean();
+    ts_pylist_free(&l);
+    ts_assert_clean();
 }
 END_TEST
 
 /* ---- b. the target exits while we sample -------------------------------------------------- */
 
 /* Waits until c exits without reaping it, so its PID stays a zombie. */
-static bool child_wait_exit_nowait(struct child *c, uint64_t ns)
+static bool child_wait_exit_nowait(struct ts_child *c, uint64_t ns)
 {
     uint64_t deadline = clock_mono_ns() + ns;
     siginfo_t si;
@@ -867,74 +511,75 @@ static int exit_loop(const char *label, struct pyproc *p)
         if (rc == 0)
             sample_sanity(label, s);
         else if (!exit_tolerated(rc) && odd++ < 3)
-            fail_note("%s: sample %d: unexpected %s (%s)", label, i, app_status_str(rc), err.msg);
+            ts_fail("%s: sample %d: unexpected %s (%s)", label, i, app_status_str(rc), err.msg);
     }
-    info("%s: %d samples: %s", label, i, histo_text(&h, text, sizeof(text)));
+    ts_info("%s: %d samples: %s", label, i, histo_text(&h, text, sizeof(text)));
     return rc;
 }
 
 /* Once the target has exited, as a zombie and after reaping, the reader says GONE. */
-static void exit_after(const char *label, struct pyproc *p, struct child *c)
+static void exit_after(const char *label, struct pyproc *p, struct ts_child *c)
 {
     const struct pysample *s;
     struct app_err err = {0};
     int rc;
 
     if (!child_wait_exit_nowait(c, 30ull * 1000000000ull)) {
-        fail_note("%s: exits_soon.py did not exit within 30 s", label);
+        ts_fail("%s: exits_soon.py did not exit within 30 s", label);
         return;
     }
     rc = pyproc_sample(p, &s, &err);
     if (rc != APP_E_GONE)
-        fail_note("%s: sample of the exited (zombie) target: expected %s, got %s (%s)", label,
-                  app_status_str(APP_E_GONE), app_status_str(rc), err.msg);
-    child_exited(c);
+        ts_fail("%s: sample of the exited (zombie) target: expected %s, got %s (%s)", label,
+                app_status_str(APP_E_GONE), app_status_str(rc), err.msg);
+    ts_child_exited(c);
     rc = pyproc_sample(p, &s, &err);
     if (rc != APP_E_GONE)
-        fail_note("%s: sample of the reaped target: expected %s, got %s (%s)", label,
-                  app_status_str(APP_E_GONE), app_status_str(rc), err.msg);
+        ts_fail("%s: sample of the reaped target: expected %s, got %s (%s)", label,
+                app_status_str(APP_E_GONE), app_status_str(rc), err.msg);
     if (!WIFEXITED(c->status) || WEXITSTATUS(c->status) != 0)
-        fail_note("%s: exits_soon.py ended with wait status 0x%x", label, c->status);
+        ts_fail("%s: exits_soon.py ended with wait status 0x%x", label, c->status);
 }
 
 static void exit_one(const char *python)
 {
-    struct child *c = target_start(python, "exits_soon.py", EXIT_AFTER_MS);
+    struct ts_child *c =
+        ts_target_start(python, "exits_soon.py", (const char *const[]){EXIT_AFTER_MS, NULL});
     struct pyproc *p = NULL;
     struct app_err err = {0};
     int rc;
 
-    if (!child_wait_ready(c, python))
+    if (!ts_child_wait_ready(c, python))
         goto out;
     rc = pyproc_open(c->pid, NULL, &p, &err);
     if (rc != 0) {
-        fail_note("%s: pyproc_open (target lives %s ms more): %s: %s", python, EXIT_AFTER_MS,
-                  app_status_str(rc), err.msg);
+        ts_fail("%s: pyproc_open (target lives %s ms more): %s: %s", python, EXIT_AFTER_MS,
+                app_status_str(rc), err.msg);
         goto out;
     }
     rc = exit_loop(python, p);
     if (rc != APP_E_GONE && rc != 0)
-        fail_note("%s: the loop ended on %s, expected %s or success", python, app_status_str(rc),
-                  app_status_str(APP_E_GONE));
+        ts_fail("%s: the loop ended on %s, expected %s or success", python, app_status_str(rc),
+                app_status_str(APP_E_GONE));
     exit_after(python, p, c);
 out:
     if (p)
         pyproc_free(p);
-    child_kill(c);
+    ts_child_kill(c);
 }
 
 START_TEST(test_exit_while_sampling)
 {
-    struct pylist l;
+    struct ts_pylist l;
 
-    pythons_discover(&l);
+    ts_pythons_discover(&l, 8, true);
     for (int i = 0; i < l.n; i++) {
-        watchdog_arm(l.path[i]);
-        exit_one(l.path[i]);
-        watchdog_disarm();
+        ts_watchdog_arm(l.v[i].path, WATCHDOG_S);
+        exit_one(l.v[i].path);
+        ts_watchdog_disarm();
     }
-    pylist_free(&l);
-    report_assert_clean();
+    ts_pylist_free(&l);
+    ts_assert_clean();
 }
 END_TEST
 
@@ -996,7 +641,7 @@ static void churn_loop(const char *label, struct pyproc *p, struct churn *ch)
         if (rc == APP_E_STALE) {
             ch->stale++;
         } else if (rc != 0) {
-            fail_note("%s: sample %d: %s (%s)", label, ch->calls, app_status_str(rc), err.msg);
+            ts_fail("%s: sample %d: %s (%s)", label, ch->calls, app_status_str(rc), err.msg);
             return;
         } else {
             ch->ok++;
@@ -1005,59 +650,58 @@ static void churn_loop(const char *label, struct pyproc *p, struct churn *ch)
         }
     }
     if (ch->calls < CHURN_SAMPLES)
-        fail_note("%s: only %d samples in %llu s", label, ch->calls,
-                  (unsigned long long)(CHURN_WALL_NS / 1000000000ull));
+        ts_fail("%s: only %d samples in %llu s", label, ch->calls,
+                (unsigned long long)(CHURN_WALL_NS / 1000000000ull));
 }
 
 static void churn_judge(const char *label, const struct pyproc_stats *st, struct churn *ch)
 {
     size_t tids = churn_distinct_tids(ch);
 
-    info("%s: %d calls, %d ok, %d torn samples; stacks %d, torn walks %llu, dropped %llu; "
-         "%zu distinct TIDs; stats: samples %llu reads %llu bytes %llu torn %llu dropped %llu "
-         "code hits %llu misses %llu",
-         label, ch->calls, ch->ok, ch->stale, ch->stacks, (unsigned long long)ch->torn,
-         (unsigned long long)ch->dropped, tids, (unsigned long long)st->samples,
-         (unsigned long long)st->reads, (unsigned long long)st->bytes, (unsigned long long)st->torn,
-         (unsigned long long)st->dropped, (unsigned long long)st->code_hits,
-         (unsigned long long)st->code_misses);
+    ts_info("%s: %d calls, %d ok, %d torn samples; stacks %d, torn walks %llu, dropped %llu; "
+            "%zu distinct TIDs; stats: samples %llu reads %llu bytes %llu torn %llu dropped %llu "
+            "code hits %llu misses %llu",
+            label, ch->calls, ch->ok, ch->stale, ch->stacks, (unsigned long long)ch->torn,
+            (unsigned long long)ch->dropped, tids, (unsigned long long)st->samples,
+            (unsigned long long)st->reads, (unsigned long long)st->bytes,
+            (unsigned long long)st->torn, (unsigned long long)st->dropped,
+            (unsigned long long)st->code_hits, (unsigned long long)st->code_misses);
     if (st->samples < (uint64_t)ch->ok || st->samples > (uint64_t)ch->calls)
-        fail_note("%s: stats.samples %llu outside [%d ok, %d calls]", label,
-                  (unsigned long long)st->samples, ch->ok, ch->calls);
+        ts_fail("%s: stats.samples %llu outside [%d ok, %d calls]", label,
+                (unsigned long long)st->samples, ch->ok, ch->calls);
     if (st->reads < ch->reads || st->reads < (uint64_t)ch->ok || st->bytes < st->reads)
-        fail_note("%s: stats.reads %llu / bytes %llu inconsistent with %llu reads in samples",
-                  label, (unsigned long long)st->reads, (unsigned long long)st->bytes,
-                  (unsigned long long)ch->reads);
+        ts_fail("%s: stats.reads %llu / bytes %llu inconsistent with %llu reads in samples", label,
+                (unsigned long long)st->reads, (unsigned long long)st->bytes,
+                (unsigned long long)ch->reads);
     if (st->dropped > st->torn || st->torn < ch->torn || st->dropped < ch->dropped)
-        fail_note("%s: stats torn %llu / dropped %llu inconsistent with samples' %llu / %llu",
-                  label, (unsigned long long)st->torn, (unsigned long long)st->dropped,
-                  (unsigned long long)ch->torn, (unsigned long long)ch->dropped);
+        ts_fail("%s: stats torn %llu / dropped %llu inconsistent with samples' %llu / %llu", label,
+                (unsigned long long)st->torn, (unsigned long long)st->dropped,
+                (unsigned long long)ch->torn, (unsigned long long)ch->dropped);
     if (st->code_hits <= st->code_misses)
-        fail_note("%s: code cache: %llu hits <= %llu misses after %d samples", label,
-                  (unsigned long long)st->code_hits, (unsigned long long)st->code_misses, ch->ok);
+        ts_fail("%s: code cache: %llu hits <= %llu misses after %d samples", label,
+                (unsigned long long)st->code_hits, (unsigned long long)st->code_misses, ch->ok);
     if (ch->stale * 10 > ch->calls || ch->dropped * 10 > (uint64_t)ch->stacks)
-        fail_note("%s: too many torn reads: %d of %d samples, %llu of %d stacks dropped", label,
-                  ch->stale, ch->calls, (unsigned long long)ch->dropped, ch->stacks);
+        ts_fail("%s: too many torn reads: %d of %d samples, %llu of %d stacks dropped", label,
+                ch->stale, ch->calls, (unsigned long long)ch->dropped, ch->stacks);
     if (tids < 10)
-        fail_note("%s: only %zu distinct TIDs seen: the thread churn is not reflected", label,
-                  tids);
+        ts_fail("%s: only %zu distinct TIDs seen: the thread churn is not reflected", label, tids);
 }
 
 static void churn_one(const char *python)
 {
-    struct child *c = target_start(python, "churn.py", NULL);
+    struct ts_child *c = ts_target_start(python, "churn.py", NULL);
     struct churn ch = {0};
     struct pyproc_stats st = {0};
     struct pyproc *p = NULL;
     struct app_err err = {0};
     int rc = APP_E_STALE;
 
-    if (!child_wait_ready(c, python))
+    if (!ts_child_wait_ready(c, python))
         goto out;
     for (int i = 0; i < 5 && rc == APP_E_STALE; i++)
         rc = pyproc_open(c->pid, NULL, &p, &err);
     if (rc != 0) {
-        fail_note("%s: pyproc_open: %s: %s", python, app_status_str(rc), err.msg);
+        ts_fail("%s: pyproc_open: %s: %s", python, app_status_str(rc), err.msg);
         goto out;
     }
     churn_loop(python, p, &ch);
@@ -1067,21 +711,21 @@ out:
     free(ch.tids);
     if (p)
         pyproc_free(p);
-    child_kill(c);
+    ts_child_kill(c);
 }
 
 START_TEST(test_thread_churn)
 {
-    struct pylist l;
+    struct ts_pylist l;
 
-    pythons_discover(&l);
+    ts_pythons_discover(&l, 8, true);
     for (int i = 0; i < l.n; i++) {
-        watchdog_arm(l.path[i]);
-        churn_one(l.path[i]);
-        watchdog_disarm();
+        ts_watchdog_arm(l.v[i].path, WATCHDOG_S);
+        churn_one(l.v[i].path);
+        ts_watchdog_disarm();
     }
-    pylist_free(&l);
-    report_assert_clean();
+    ts_pylist_free(&l);
+    ts_assert_clean();
 }
 END_TEST
 
@@ -1102,15 +746,15 @@ static bool open_expect(const char *label, int pid, int want, struct app_err *er
     rc = pyproc_open(pid, NULL, &p, err);
     if (p)
         pyproc_free(p);
-    info("%s: pyproc_open(%d) = %s: %s", label, pid, app_status_str(rc), err->msg);
+    ts_info("%s: pyproc_open(%d) = %s: %s", label, pid, app_status_str(rc), err->msg);
     if (rc != want) {
-        fail_note("%s: pyproc_open(%d): expected %s, got %s (%s)", label, pid, app_status_str(want),
-                  app_status_str(rc), err->msg);
+        ts_fail("%s: pyproc_open(%d): expected %s, got %s (%s)", label, pid, app_status_str(want),
+                app_status_str(rc), err->msg);
         return false;
     }
     if (err->code != rc || !err->msg[0])
-        fail_note("%s: err.code %d / empty message for status %s", label, err->code,
-                  app_status_str(rc));
+        ts_fail("%s: err.code %d / empty message for status %s", label, err->code,
+                app_status_str(rc));
     return true;
 }
 
@@ -1126,8 +770,8 @@ START_TEST(test_open_no_such_process)
     ck_assert_msg(kill(pid, 0) < 0 && errno == ESRCH, "PID %d was reused", (int)pid);
     if (open_expect("reaped PID", pid, APP_E_NOTFOUND, &err) &&
         !msg_has(err.msg, "no such process"))
-        fail_note("no such process: message does not say \"no such process\": %s", err.msg);
-    report_assert_clean();
+        ts_fail("no such process: message does not say \"no such process\": %s", err.msg);
+    ts_assert_clean();
 }
 END_TEST
 
@@ -1147,17 +791,17 @@ static bool exe_is(int pid, const char *suffix)
 START_TEST(test_open_not_python)
 {
     static const char *const argv[] = {"/bin/sleep", "30", NULL};
-    struct child *c = child_new();
+    struct ts_child *c = ts_child_new();
     uint64_t deadline = clock_mono_ns() + 10ull * 1000000000ull;
     struct app_err err;
 
-    child_exec(c, argv);
+    ts_child_exec(c, argv);
     while (!exe_is(c->pid, "/sleep") && clock_mono_ns() < deadline)
         usleep(1000);
     ck_assert_msg(exe_is(c->pid, "/sleep"), "sleep did not start");
     open_expect("sleep 30", c->pid, APP_E_NOTPY, &err);
     open_expect("this test (C, no libpython)", getpid(), APP_E_NOTPY, &err);
-    report_assert_clean();
+    ts_assert_clean();
 }
 END_TEST
 
@@ -1175,33 +819,33 @@ static void version_from_path(const char *path, char *out, size_t n)
 
 static void unsupported_one(const char *python)
 {
-    struct child *c = sleeper_start(python);
+    struct ts_child *c = sleeper_start(python);
     struct app_err err;
     char version[32];
 
     version_from_path(python, version, sizeof(version));
-    if (!child_wait_ready(c, python) || !open_expect(python, c->pid, APP_E_VERSION, &err))
+    if (!ts_child_wait_ready(c, python) || !open_expect(python, c->pid, APP_E_VERSION, &err))
         goto out;
     if (!msg_has(err.msg, version))
-        fail_note("%s: message does not name version %s: %s", python, version, err.msg);
+        ts_fail("%s: message does not name version %s: %s", python, version, err.msg);
     if (!msg_has(err.msg, pyproc_supported_range()))
-        fail_note("%s: message does not give the supported range '%s': %s", python,
-                  pyproc_supported_range(), err.msg);
+        ts_fail("%s: message does not give the supported range '%s': %s", python,
+                pyproc_supported_range(), err.msg);
 out:
-    child_kill(c);
+    ts_child_kill(c);
 }
 
 START_TEST(test_open_unsupported_version)
 {
-    struct pylist l;
+    struct ts_pylist l;
 
-    pythons_unsupported(&l);
+    ts_pythons_unsupported(&l);
     if (l.n == 0)
-        info("no pyenv 3.6 or 3.7 interpreter here: unsupported-version case not run");
+        ts_info("no pyenv 3.6 or 3.7 interpreter here: unsupported-version case not run");
     for (int i = 0; i < l.n; i++)
-        unsupported_one(l.path[i]);
-    pylist_free(&l);
-    report_assert_clean();
+        unsupported_one(l.v[i].path);
+    ts_pylist_free(&l);
+    ts_assert_clean();
 }
 END_TEST
 
@@ -1239,30 +883,30 @@ static void open_as_nobody(int pid, int *rc, struct app_err *err)
 
 START_TEST(test_open_permission_denied)
 {
-    struct pylist l;
-    struct child *c;
+    struct ts_pylist l;
+    struct ts_child *c;
     struct app_err err = {0};
     int rc;
 
     if (geteuid() != 0) {
-        info("not root: the permission-denied case needs to drop to uid 65534; not run");
+        ts_info("not root: the permission-denied case needs to drop to uid 65534; not run");
         return;
     }
-    pythons_discover(&l);
-    ck_assert_msg(l.n > 0, "no interpreter:\n%s", failures.summary);
-    c = sleeper_start(l.path[0]);
-    if (child_wait_ready(c, l.path[0])) {
+    ts_pythons_discover(&l, 8, true);
+    ck_assert_msg(l.n > 0, "no interpreter:\n%s", ts_failure_summary());
+    c = sleeper_start(l.v[0].path);
+    if (ts_child_wait_ready(c, l.v[0].path)) {
         open_as_nobody(c->pid, &rc, &err);
-        info("as nobody: pyproc_open = %s: %s", rc == 1 ? "(child failed)" : app_status_str(rc),
-             err.msg);
+        ts_info("as nobody: pyproc_open = %s: %s", rc == 1 ? "(child failed)" : app_status_str(rc),
+                err.msg);
         if (rc != APP_E_PERM)
-            fail_note("uid 65534 opening root's %s: expected %s, got %s (%s)", l.path[0],
-                      app_status_str(APP_E_PERM), app_status_str(rc), err.msg);
+            ts_fail("uid 65534 opening root's %s: expected %s, got %s (%s)", l.v[0].path,
+                    app_status_str(APP_E_PERM), app_status_str(rc), err.msg);
         else if (!msg_has(err.msg, "ptrace_scope") || !msg_has(err.msg, "CAP_SYS_PTRACE"))
-            fail_note("permission message must name ptrace_scope and CAP_SYS_PTRACE: %s", err.msg);
+            ts_fail("permission message must name ptrace_scope and CAP_SYS_PTRACE: %s", err.msg);
     }
-    pylist_free(&l);
-    report_assert_clean();
+    ts_pylist_free(&l);
+    ts_assert_clean();
 }
 END_TEST
 
@@ -1286,8 +930,8 @@ static void starting_sample(const char *python, struct pyproc *p, uint64_t deadl
         histo_add(&h, rc);
     } while (rc == APP_E_STARTING && clock_mono_ns() < deadline);
     if (rc != 0)
-        fail_note("%s: sampling right after start-up: %s (%s); statuses: %s", python,
-                  app_status_str(rc), err.msg, histo_text(&h, text, sizeof(text)));
+        ts_fail("%s: sampling right after start-up: %s (%s); statuses: %s", python,
+                app_status_str(rc), err.msg, histo_text(&h, text, sizeof(text)));
 }
 
 /* Opens a just-forked interpreter in a tight loop until it succeeds; adds to h. */
@@ -1296,12 +940,12 @@ static void starting_one(const char *python, struct histo *h)
     static const char code[] = "import time; time.sleep(5)";
     const char *argv[] = {python, "-E", "-S", "-c", code, NULL};
     uint64_t deadline = clock_mono_ns() + 4ull * 1000000000ull;
-    struct child *c = child_new();
+    struct ts_child *c = ts_child_new();
     struct pyproc *p = NULL;
     struct app_err err = {0};
     int rc = -1;
 
-    child_exec(c, argv);
+    ts_child_exec(c, argv);
     while (clock_mono_ns() < deadline) {
         rc = pyproc_open(c->pid, NULL, &p, &err);
         histo_add(h, rc);
@@ -1309,32 +953,32 @@ static void starting_one(const char *python, struct histo *h)
             break;
     }
     if (rc != 0)
-        fail_note("%s: open during start-up ended on %s (%s)", python, app_status_str(rc), err.msg);
+        ts_fail("%s: open during start-up ended on %s (%s)", python, app_status_str(rc), err.msg);
     else
         starting_sample(python, p, deadline);
     if (p)
         pyproc_free(p);
-    child_kill(c);
+    ts_child_kill(c);
 }
 
 START_TEST(test_open_while_starting)
 {
-    struct pylist l;
+    struct ts_pylist l;
 
-    pythons_discover(&l);
+    ts_pythons_discover(&l, 8, true);
     for (int i = 0; i < l.n; i++) {
         struct histo h = {{0}};
         char text[256];
 
-        watchdog_arm(l.path[i]);
+        ts_watchdog_arm(l.v[i].path, WATCHDOG_S);
         for (int round = 0; round < STARTING_ROUNDS; round++)
-            starting_one(l.path[i], &h);
-        watchdog_disarm();
-        info("%s: open attempts over %d start-ups: %s", l.path[i], STARTING_ROUNDS,
-             histo_text(&h, text, sizeof(text)));
+            starting_one(l.v[i].path, &h);
+        ts_watchdog_disarm();
+        ts_info("%s: open attempts over %d start-ups: %s", l.v[i].path, STARTING_ROUNDS,
+                histo_text(&h, text, sizeof(text)));
     }
-    pylist_free(&l);
-    report_assert_clean();
+    ts_pylist_free(&l);
+    ts_assert_clean();
 }
 END_TEST
 
@@ -1342,13 +986,12 @@ END_TEST
 
 static void setup(void)
 {
-    memset(&failures, 0, sizeof(failures));
-    memset(children, 0, sizeof(children));
+    ts_failures_reset();
 }
 
 static void teardown(void)
 {
-    children_reap_all();
+    ts_children_kill_all();
 }
 
 static void add_case(Suite *s, const char *name, const TTest *test)
@@ -1364,8 +1007,6 @@ static void add_case(Suite *s, const char *name, const TTest *test)
 int main(void)
 {
     Suite *s = suite_create("pystack");
-    SRunner *sr;
-    int failed;
 
     add_case(s, "known_state", test_known_state);
     add_case(s, "exit_while_sampling", test_exit_while_sampling);
@@ -1375,9 +1016,5 @@ int main(void)
     add_case(s, "unsupported_version", test_open_unsupported_version);
     add_case(s, "permission_denied", test_open_permission_denied);
     add_case(s, "starting", test_open_while_starting);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return ts_run(s);
 }

@@ -17,6 +17,7 @@
 
 #include "ranktop/devices.h"
 #include "ranktop/status.h"
+#include "tsupport.h"
 
 #define A3 "dcmi_a3_ascend910_25.2.0.txt"
 #define P310 "dcmi_310p3_25.5.2.txt"
@@ -375,11 +376,5 @@ static Suite *dcmi_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(dcmi_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return ts_run(dcmi_suite());
 }

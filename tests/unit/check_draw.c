@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "draw.h"
+#include "tsupport.h"
 
 #define KIB 1LL
 #define MIB (1024 * KIB)
@@ -397,16 +398,9 @@ static Suite *draw_suite(void)
 
 int main(void)
 {
-    SRunner *r;
-    int failed;
-
     if (!setlocale(LC_ALL, "C.UTF-8")) {
         fprintf(stderr, "check_draw: the C.UTF-8 locale is missing\n");
         return EXIT_FAILURE;
     }
-    r = srunner_create(draw_suite());
-    srunner_run_all(r, CK_NORMAL);
-    failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return ts_run(draw_suite());
 }

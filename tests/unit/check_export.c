@@ -17,6 +17,7 @@
 #include "export_priv.h"
 
 #include "ranktop/history.h"
+#include "tsupport.h"
 
 #include <check.h>
 #include <dirent.h>
@@ -1084,11 +1085,5 @@ static Suite *export_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(export_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return ts_run(export_suite());
 }

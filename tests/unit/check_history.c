@@ -2,6 +2,7 @@
  * The clone must stay valid after the original is freed (under ASan a dangling string pointer
  * is a use-after-free report, not a lucky read). */
 #include "ranktop/history.h"
+#include "tsupport.h"
 
 #include <check.h>
 #include <stdlib.h>
@@ -80,11 +81,5 @@ static Suite *history_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(history_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return ts_run(history_suite());
 }

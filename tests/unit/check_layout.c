@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "layout.h"
+#include "tsupport.h"
 
 #define NPANES 6
 
@@ -403,11 +404,5 @@ static Suite *layout_suite(void)
 
 int main(void)
 {
-    SRunner *r = srunner_create(layout_suite());
-    int failed;
-
-    srunner_run_all(r, CK_NORMAL);
-    failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return ts_run(layout_suite());
 }

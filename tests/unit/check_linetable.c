@@ -7,6 +7,7 @@
  * fixture; the hand-written cases cover truncated, zeroed, 0xff and oversized-varint tables.
  * Single-threaded; RANKTOP_SRCDIR (set by meson) locates the fixtures. */
 #include "pylinetable.h"
+#include "tsupport.h"
 
 #include <check.h>
 #include <dirent.h>
@@ -445,11 +446,5 @@ static Suite *linetable_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(linetable_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_VERBOSE);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return ts_run(linetable_suite());
 }

@@ -13,6 +13,7 @@
 #include "ranktop/memtrack.h"
 #include "ranktop/status.h"
 #include "ranktop/util.h"
+#include "tsupport.h"
 
 #define MIB_KB 1024
 #define LIT(s) s, sizeof(s) - 1 /* a string literal as (buf, len) */
@@ -494,11 +495,5 @@ static Suite *memstat_suite(void)
 
 int main(void)
 {
-    SRunner *r = srunner_create(memstat_suite());
-    int failed;
-
-    srunner_run_all(r, CK_NORMAL);
-    failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return ts_run(memstat_suite());
 }

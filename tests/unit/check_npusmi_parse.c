@@ -7,6 +7,7 @@
 #include "npusmi_parse.h"
 
 #include "smi_fixture.h"
+#include "tsupport.h"
 
 /* npusmi_parse_usages fills one caller-owned record; present it as a result like the rest. */
 static int parse_usages(const char *buf, size_t len, struct smi_result *r, struct app_err *err)
@@ -130,13 +131,6 @@ static Suite *npusmi_suite(void)
 
 int main(void)
 {
-    SRunner *sr;
-    int failed;
-
     fx_list_load(&fixtures, "npu-smi");
-    sr = srunner_create(npusmi_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return ts_run(npusmi_suite());
 }

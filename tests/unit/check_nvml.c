@@ -15,6 +15,7 @@
 
 #include "ranktop/devices.h"
 #include "ranktop/status.h"
+#include "tsupport.h"
 
 #define H100_GPU "csv_query-gpu_590.48.01_h100_all_fields_header_units.txt"
 #define MIG_APPS "csv_query-compute-apps_590.48.01_h100_mig_header_units.txt"
@@ -447,11 +448,5 @@ static Suite *nvml_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(nvml_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return ts_run(nvml_suite());
 }

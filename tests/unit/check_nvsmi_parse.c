@@ -9,6 +9,7 @@
 #include "smi_text.h"
 
 #include "smi_fixture.h"
+#include "tsupport.h"
 
 static const struct fx_parser parsers[] = {
     {"table", nvsmi_parse_table, true, true},
@@ -235,13 +236,6 @@ static Suite *nvsmi_suite(void)
 
 int main(void)
 {
-    SRunner *sr;
-    int failed;
-
     fx_list_load(&fixtures, "nvidia-smi");
-    sr = srunner_create(nvsmi_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return ts_run(nvsmi_suite());
 }

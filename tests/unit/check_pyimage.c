@@ -5,6 +5,7 @@
  * objects with ASCII and UCS-2 names and real 3.11+ location tables. */
 #include "pyproc_priv.h"
 #include "ranktop/rmem.h"
+#include "tsupport.h"
 
 #include <check.h>
 #include <stdlib.h>
@@ -401,11 +402,5 @@ static Suite *pyimage_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(pyimage_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return ts_run(pyimage_suite());
 }

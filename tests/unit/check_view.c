@@ -16,6 +16,7 @@
 
 #include "ranktop/history.h"
 #include "ranktop/status.h"
+#include "tsupport.h"
 
 #define T0 5000000000000ull /* history start, ns */
 #define SEC 1000000000ull
@@ -837,11 +838,5 @@ static Suite *view_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(view_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return ts_run(view_suite());
 }

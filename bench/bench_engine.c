@@ -20,13 +20,13 @@
 #include "ranktop/engine.h"
 #include "ranktop/util.h"
 
+#include "bench_support.h"
+
 #include <errno.h>
-#include <glob.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -43,128 +43,28 @@ struct cfg {
     const char *iters;        /* part 2 workload size */
 };
 
-struct target {
-    pid_t pid;
-    FILE *in, *out; /* the target's stdin and stdout */
-};
-
-/* Live target PIDs for the signal handler. */
-static pid_t live_pid[MAX_TARGETS];
-static volatile sig_atomic_t nlive;
-
-static void kill_live(void)
+/* Forks one target: python -S SCRIPT MODE DEPTH ITERS. */
+static int spawn_target(const struct cfg *c, const char *mode, struct bench_target *t)
 {
-    for (int i = 0; i < nlive; i++)
-        if (live_pid[i] > 0)
-            kill(live_pid[i], SIGKILL);
-}
+    const char *argv[] = {c->python, "-S", c->script, mode, DEPTH, c->iters, NULL};
 
-static void on_signal(int sig)
-{
-    kill_live();
-    signal(sig, SIG_DFL);
-    raise(sig);
-}
-
-static void install_handlers(void)
-{
-    struct sigaction sa;
-
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
-}
-
-static void sleep_s(double s)
-{
-    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
-
-    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-        ;
-}
-
-static void exec_target(const struct cfg *c, const char *mode, int in, int out)
-{
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    dup2(in, 0);
-    dup2(out, 1);
-    execl(c->python, c->python, "-S", c->script, mode, DEPTH, c->iters, (char *)NULL);
-    _exit(127);
-}
-
-/* Forks one target; it is registered for the signal handler before it can run. */
-static int spawn_target(const struct cfg *c, const char *mode, struct target *t)
-{
-    int in[2], out[2];
-    sigset_t all, old;
-
-    if (pipe(in) < 0)
-        return -1;
-    if (pipe(out) < 0) {
-        close(in[0]);
-        close(in[1]);
-        return -1;
-    }
-    sigfillset(&all);
-    sigprocmask(SIG_BLOCK, &all, &old);
-    t->pid = fork();
-    if (t->pid == 0) {
-        sigprocmask(SIG_SETMASK, &old, NULL);
-        close(in[1]);
-        close(out[0]);
-        exec_target(c, mode, in[0], out[1]);
-    }
-    if (t->pid > 0)
-        live_pid[nlive++] = t->pid;
-    sigprocmask(SIG_SETMASK, &old, NULL);
-    close(in[0]);
-    close(out[1]);
-    t->in = fdopen(in[1], "w");
-    t->out = fdopen(out[0], "r");
-    return t->pid > 0 ? 0 : -1;
-}
-
-static bool target_ready(struct target *t)
-{
-    char line[64];
-
-    return fgets(line, sizeof(line), t->out) && strncmp(line, "ready", 5) == 0;
-}
-
-static void kill_targets(struct target *t, int n)
-{
-    for (int i = 0; i < n; i++)
-        if (t[i].pid > 0)
-            kill(t[i].pid, SIGKILL);
-    for (int i = 0; i < n; i++) {
-        if (t[i].pid > 0)
-            waitpid(t[i].pid, NULL, 0);
-        if (t[i].in)
-            fclose(t[i].in);
-        if (t[i].out)
-            fclose(t[i].out);
-    }
-    nlive = 0;
+    return bench_target_spawn(t, argv);
 }
 
 /* Starts n targets (the first nbusy with a busy main thread); false when one fails. */
-static bool start_targets(const struct cfg *c, struct target *t, int n, int nbusy)
+static bool start_targets(const struct cfg *c, struct bench_target *t, int n, int nbusy)
 {
     memset(t, 0, sizeof(*t) * (size_t)n);
     for (int i = 0; i < n; i++)
         if (spawn_target(c, i < nbusy ? "busy" : "idle", &t[i]) < 0)
             return false;
     for (int i = 0; i < n; i++)
-        if (!target_ready(&t[i]))
+        if (!bench_target_ready(&t[i]))
             return false;
     return true;
 }
 
-static int start_engine(struct target *t, int n, double hz, int *pids, struct engine **e)
+static int start_engine(struct bench_target *t, int n, double hz, int *pids, struct engine **e)
 {
     struct engine_opts o = {.rate_hz = hz, .all_threads = true};
     struct app_err err = {0};
@@ -187,7 +87,7 @@ static int start_engine(struct target *t, int n, double hz, int *pids, struct en
 /* Part 1: one row of monitor cost. */
 static void cpu_row(const struct cfg *c, int n, int nbusy, double hz)
 {
-    struct target t[MAX_TARGETS];
+    struct bench_target t[MAX_TARGETS];
     int pids[MAX_TARGETS];
     struct engine *e;
     struct engine_stats a, b;
@@ -196,18 +96,18 @@ static void cpu_row(const struct cfg *c, int n, int nbusy, double hz)
 
     if (!start_targets(c, t, n, nbusy) || start_engine(t, n, hz, pids, &e) < 0) {
         printf("%7d %5d %6.0f  (could not start)\n", n, nbusy, hz);
-        kill_targets(t, n);
+        bench_targets_kill(t, n);
         return;
     }
-    sleep_s(c->warm_s);
+    bench_sleep_s(c->warm_s);
     engine_get_stats(e, &a);
     t0 = clock_mono_ns();
-    sleep_s(c->measure_s);
+    bench_sleep_s(c->measure_s);
     engine_get_stats(e, &b);
     t1 = clock_mono_ns();
     engine_stop(e);
     engine_free(e);
-    kill_targets(t, n);
+    bench_targets_kill(t, n);
     wall = (double)(t1 - t0) / 1e9;
     ds = (double)(b.samples - a.samples);
     lag = ds > 0 ? (b.lag_ms * (double)b.samples - a.lag_ms * (double)a.samples) / ds : 0;
@@ -219,7 +119,7 @@ static void cpu_row(const struct cfg *c, int n, int nbusy, double hz)
 
 /* Runs the workload once; *wall and *cpu get its times in seconds as the target measured
  * them (its main thread's CPU time). Returns 0 or -1. */
-static int run_work(struct target *t, double *wall, double *cpu)
+static int run_work(struct bench_target *t, double *wall, double *cpu)
 {
     char line[64];
 
@@ -237,14 +137,14 @@ static bool engine_attached(struct engine *e)
         engine_get_stats(e, &st);
         if (st.ranks > 0 && st.stacks > 0)
             return true;
-        sleep_s(0.01);
+        bench_sleep_s(0.01);
     }
     return false;
 }
 
 /* One sampled run (times as run_work); *hz and *mon accumulate the engine's rate and the
  * monitor's CPU share. */
-static void run_sampled(struct target *t, double *wall, double *cpu, double *hz, double *mon)
+static void run_sampled(struct bench_target *t, double *wall, double *cpu, double *hz, double *mon)
 {
     int pid;
     struct engine *e;
@@ -331,17 +231,17 @@ static void cpu_jiffies(unsigned long long *steal, unsigned long long *total)
 /* Part 2: alternating unsampled (u) and sampled (s) runs in the order u s s u u s ... */
 static void slowdown(const struct cfg *c)
 {
-    struct target t;
+    struct bench_target t;
     double uw[MAX_RUNS], uc[MAX_RUNS], sw[MAX_RUNS], sc[MAX_RUNS], hz = 0, mon = 0;
 
     unsigned long long st0, tot0, st1, tot1;
 
     memset(&t, 0, sizeof(t));
     cpu_jiffies(&st0, &tot0);
-    if (spawn_target(c, "work", &t) < 0 || !target_ready(&t) ||
+    if (spawn_target(c, "work", &t) < 0 || !bench_target_ready(&t) ||
         run_work(&t, uw, uc) < 0) { /* the first run warms the interpreter */
         printf("(the workload target failed)\n");
-        kill_targets(&t, 1);
+        bench_targets_kill(&t, 1);
         return;
     }
     for (int i = 0; i < c->runs; i++) {
@@ -354,36 +254,12 @@ static void slowdown(const struct cfg *c)
         if (!sampled_first)
             run_sampled(&t, &sw[i], &sc[i], &hz, &mon);
     }
-    kill_targets(&t, 1);
+    bench_targets_kill(&t, 1);
     cpu_jiffies(&st1, &tot1);
     print_measure("wall", uw, sw, c->runs);
     print_measure("cpu", uc, sc, c->runs);
     printf("engine %.1f Hz, monitor CPU %.2f %% of one core; host steal %.1f %%\n", hz / c->runs,
            mon / c->runs, tot1 > tot0 ? (double)(st1 - st0) * 100 / (double)(tot1 - tot0) : 0);
-}
-
-static const char *default_python(void)
-{
-    static char path[512];
-    const char *root = getenv("PYENV_ROOT") ? getenv("PYENV_ROOT") : "/root/.pyenv";
-    glob_t g;
-
-    snprintf(path, sizeof(path), "%s/versions/3.12.*/bin/python3", root);
-    if (glob(path, 0, NULL, &g) == 0)
-        snprintf(path, sizeof(path), "%s", g.gl_pathv[0]);
-    else
-        snprintf(path, sizeof(path), "/usr/bin/python3");
-    globfree(&g);
-    return path;
-}
-
-static void print_load(const char *when)
-{
-    double l[3] = {0, 0, 0};
-
-    getloadavg(l, 3);
-    printf("%s: load average %.2f %.2f %.2f on %ld CPUs\n", when, l[0], l[1], l[2],
-           sysconf(_SC_NPROCESSORS_ONLN));
 }
 
 static void monitor_cpu(const struct cfg *c)
@@ -407,7 +283,7 @@ int main(int argc, char **argv)
     struct cfg c = {.warm_s = 2, .measure_s = 8, .runs = 5, .iters = "15000000"};
 
     c.script = getenv("RANKTOP_BENCH_TARGET") ? getenv("RANKTOP_BENCH_TARGET") : BENCH_TARGET;
-    c.python = default_python();
+    c.python = bench_python(12);
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0) {
             c = (struct cfg){.python = c.python,
@@ -420,16 +296,16 @@ int main(int argc, char **argv)
             c.python = argv[i];
         }
     }
-    install_handlers();
+    bench_handlers_install();
     setvbuf(stdout, NULL, _IOLBF, 0);
     printf("python %s, target %s\n", c.python, c.script);
-    print_load("start");
+    bench_print_load("start");
     monitor_cpu(&c);
     printf("\nslowdown of a CPU-bound target (main thread busy, 7 idle) sampled at 100 Hz, "
            "%d runs per side, seconds; the first row of each is unsampled\n",
            c.runs);
     slowdown(&c);
     printf("\nhistory memory and export time for 64 ranks x 10 Hz x 1 h: run bench_export\n");
-    print_load("end");
+    bench_print_load("end");
     return 0;
 }

@@ -8,6 +8,8 @@
 #include "ranktop/pystack.h"
 #include "ranktop/util.h"
 
+#include "bench_support.h"
+
 #include <glob.h>
 #include <signal.h>
 #include <stdio.h>
@@ -18,29 +20,6 @@
 
 #define COLD_RUNS 200
 #define WARM_RUNS 20000
-
-/* Starts the target; *rfd keeps the pipe's read end open so the target never sees EPIPE. */
-static pid_t start_target(const char *python, const char *script, int *rfd)
-{
-    int fd[2];
-    pid_t pid;
-    char buf[16];
-
-    if (pipe(fd) < 0)
-        return -1;
-    pid = fork();
-    if (pid == 0) {
-        dup2(fd[1], 1);
-        close(fd[0]);
-        execl(python, python, "-S", script, "50", (char *)NULL);
-        _exit(127);
-    }
-    close(fd[1]);
-    *rfd = fd[0];
-    if (read(fd[0], buf, sizeof(buf)) <= 0)
-        return -1;
-    return pid;
-}
 
 static void measure(struct pyproc *p, int runs, double *us, double *reads, unsigned *frames)
 {
@@ -66,14 +45,17 @@ static void bench_one(const char *python, const char *script)
     struct pyproc *p;
     double cold_us = 0, cold_reads = 0, us, reads, warm_us, warm_reads;
     unsigned frames = 0;
-    int rfd = -1;
-    pid_t pid = start_target(python, script, &rfd);
+    const char *argv[] = {python, "-S", script, "50", NULL};
+    struct bench_target t;
+    pid_t pid;
 
-    if (pid < 0) {
-        close(rfd);
+    /* The pipes stay open until the end, so the target never sees EPIPE. */
+    if (bench_target_spawn(&t, argv) < 0 || !bench_target_ready(&t)) {
+        bench_targets_kill(&t, 1);
         printf("%-44s  (could not start)\n", python);
         return;
     }
+    pid = t.pid;
     for (int i = 0; i < COLD_RUNS; i++) {
         if (pyproc_open(pid, &o, &p, &err) < 0) {
             printf("%-44s  %s\n", python, err.msg);
@@ -91,9 +73,7 @@ static void bench_one(const char *python, const char *script)
            warm_us, warm_reads);
     pyproc_free(p);
 out:
-    kill(pid, SIGKILL);
-    waitpid(pid, NULL, 0);
-    close(rfd);
+    bench_targets_kill(&t, 1);
 }
 
 int main(int argc, char **argv)

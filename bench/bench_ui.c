@@ -29,9 +29,10 @@
 #include "theme.h"
 #include "ui_priv.h"
 
+#include "bench_support.h"
+
 #include <curses.h>
 #include <errno.h>
-#include <glob.h>
 #include <langinfo.h>
 #include <locale.h>
 #include <math.h>
@@ -39,7 +40,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -558,78 +558,19 @@ static void render_bench(const struct cfg *c)
 
 /* ---- Part 2: the real monitor's idle CPU ---- */
 
-static pid_t live_pid[NTARGETS + 1];
-static volatile sig_atomic_t nlive;
-
-static void kill_live(void)
-{
-    for (int i = 0; i < nlive; i++)
-        if (live_pid[i] > 0)
-            kill(live_pid[i], SIGKILL);
-}
-
-static void on_signal(int sig)
-{
-    kill_live();
-    signal(sig, SIG_DFL);
-    raise(sig);
-}
-
-static void install_handlers(void)
-{
-    struct sigaction sa;
-
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
-}
-
-static void sleep_s(double s)
-{
-    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
-
-    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-        ;
-}
-
 /* Starts one idle threads8.py target and waits for its "ready"; returns its pid or -1. */
 static pid_t start_target(const struct cfg *c)
 {
-    int out[2];
-    pid_t pid;
-    sigset_t all, old;
-    FILE *f;
-    char line[64];
-    bool ready;
+    const char *argv[] = {c->python, "-S", c->script, "idle", "20", NULL};
+    struct bench_target t;
+    bool ready = bench_target_spawn(&t, argv) == 0 && bench_target_ready(&t);
 
-    if (pipe(out) < 0)
-        return -1;
-    sigfillset(&all);
-    sigprocmask(SIG_BLOCK, &all, &old);
-    pid = fork();
-    if (pid == 0) {
-        sigprocmask(SIG_SETMASK, &old, NULL);
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        close(out[0]);
-        dup2(out[1], 1);
-        execl(c->python, c->python, "-S", c->script, "idle", "20", (char *)NULL);
-        _exit(127);
-    }
-    if (pid > 0)
-        live_pid[nlive++] = pid;
-    sigprocmask(SIG_SETMASK, &old, NULL);
-    close(out[1]);
-    f = fdopen(out[0], "r");
-    ready = f && fgets(line, sizeof(line), f) && !strncmp(line, "ready", 5);
-    if (f)
-        fclose(f);
-    else
-        close(out[0]);
-    return pid > 0 && ready ? pid : -1;
+    /* The target writes nothing after "ready"; it keeps running with its pipes closed. */
+    if (t.in)
+        fclose(t.in);
+    if (t.out)
+        fclose(t.out);
+    return ready ? t.pid : -1;
 }
 
 /* Runs a shell command and returns the first line of its output ("" on failure). */
@@ -676,25 +617,20 @@ static void proc_ticks(pid_t pid, long long *total, long long *ui)
     *ui = cpu_ticks(path);
 }
 
-static void stop_all(const char *sock, pid_t mon, int ntargets)
+static void stop_all(const char *sock, pid_t mon)
 {
     char cmd[4200], line[8];
 
     if (mon > 0)
         kill(mon, SIGTERM);
-    sleep_s(0.3);
+    bench_sleep_s(0.3);
     snprintf(cmd, sizeof(cmd), "tmux -L %s kill-server 2>/dev/null", sock);
     run_line(cmd, line, sizeof(line));
     /* the server leaves its socket behind when it exits with the last session */
     snprintf(cmd, sizeof(cmd), "%s/tmux-%d/%s",
              getenv("TMUX_TMPDIR") ? getenv("TMUX_TMPDIR") : "/tmp", (int)getuid(), sock);
     unlink(cmd);
-    for (int i = 0; i < ntargets; i++)
-        if (live_pid[i] > 0) {
-            kill(live_pid[i], SIGKILL);
-            waitpid(live_pid[i], NULL, 0);
-        }
-    nlive = 0;
+    bench_kill_tracked();
 }
 
 static void idle_cpu(const struct cfg *c)
@@ -713,7 +649,7 @@ static void idle_cpu(const struct cfg *c)
 
         if (p < 0) {
             printf("(a target failed to start: %s %s)\n", c->python, c->script);
-            stop_all(sock, -1, n + 1);
+            stop_all(sock, -1);
             return;
         }
         snprintf(pids + at, sizeof(pids) - at, "%s%d", n ? "," : "", (int)p);
@@ -726,19 +662,19 @@ static void idle_cpu(const struct cfg *c)
     mon = (pid_t)atoi(line);
     if (mon <= 0) {
         printf("(could not start `%s` in tmux)\n", c->ranktop);
-        stop_all(sock, -1, n);
+        stop_all(sock, -1);
         return;
     }
-    live_pid[nlive++] = mon;
-    sleep_s(c->warm_s);
+    bench_track(mon);
+    bench_sleep_s(c->warm_s);
     proc_ticks(mon, &a_tot, &a_ui);
     t0 = clock_mono_ns();
-    sleep_s(c->measure_s);
+    bench_sleep_s(c->measure_s);
     proc_ticks(mon, &b_tot, &b_ui);
     t1 = clock_mono_ns();
     snprintf(cmd, sizeof(cmd), "tmux -L %s capture-pane -p -t 0 | head -1", sock);
     run_line(cmd, line, sizeof(line));
-    stop_all(sock, mon, n);
+    stop_all(sock, mon);
     if (a_tot < 0 || b_tot < 0) {
         printf("(the monitor exited during the measurement)\n");
         return;
@@ -751,37 +687,13 @@ static void idle_cpu(const struct cfg *c)
     printf("  %.0f s after %.0f s warm-up, 200x60 tmux; header: %.150s\n", wall, c->warm_s, line);
 }
 
-static const char *default_python(void)
-{
-    static char path[512];
-    const char *root = getenv("PYENV_ROOT") ? getenv("PYENV_ROOT") : "/root/.pyenv";
-    glob_t g;
-
-    snprintf(path, sizeof(path), "%s/versions/3.12.*/bin/python3", root);
-    if (glob(path, 0, NULL, &g) == 0)
-        snprintf(path, sizeof(path), "%s", g.gl_pathv[0]);
-    else
-        snprintf(path, sizeof(path), "/usr/bin/python3");
-    globfree(&g);
-    return path;
-}
-
-static void print_load(const char *when)
-{
-    double l[3] = {0, 0, 0};
-
-    getloadavg(l, 3);
-    printf("%s: load average %.2f %.2f %.2f on %ld CPUs\n", when, l[0], l[1], l[2],
-           sysconf(_SC_NPROCESSORS_ONLN));
-}
-
 int main(int argc, char **argv)
 {
     struct cfg c = {.iters = 200, .warm_s = 5, .measure_s = 20, .live = true};
 
     c.script = getenv("RANKTOP_BENCH_TARGET") ? getenv("RANKTOP_BENCH_TARGET") : BENCH_TARGET;
     c.ranktop = getenv("RANKTOP_BENCH_BIN") ? getenv("RANKTOP_BENCH_BIN") : BENCH_RANKTOP;
-    c.python = default_python();
+    c.python = bench_python(12);
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) {
             c.iters = 30;
@@ -795,15 +707,15 @@ int main(int argc, char **argv)
             c.python = argv[i];
         }
     }
-    install_handlers();
+    bench_handlers_install();
     setvbuf(stdout, NULL, _IOLBF, 0);
-    print_load("start");
+    bench_print_load("start");
     render_bench(&c);
     if (c.live) {
         printf("\nmonitor: %s (defaults: 10 Hz, GIL, memory, devices); python %s\n", c.ranktop,
                c.python);
         idle_cpu(&c);
     }
-    print_load("end");
+    bench_print_load("end");
     return 0;
 }

@@ -658,34 +658,13 @@ END_TEST
 
 /* ---- suite -------------------------------------------------------------------------------- */
 
-static void setup(void)
-{
-    ts_failures_reset();
-    child = NULL;
-}
-
-static void teardown(void)
-{
-    ts_children_kill_all();
-}
-
-static void add_case(Suite *s, const char *name, const TTest *test)
-{
-    TCase *tc = tcase_create(name);
-
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 300);
-    tcase_add_test(tc, test);
-    suite_add_tcase(s, tc);
-}
-
 int main(void)
 {
     Suite *s = suite_create("gil");
 
-    add_case(s, "figures", test_figures);
-    add_case(s, "figures_many_threads", test_figures_many_threads);
-    add_case(s, "image_314", test_image_314);
-    add_case(s, "live", test_live);
+    ts_add_case(s, "figures", test_figures, 300);
+    ts_add_case(s, "figures_many_threads", test_figures_many_threads, 300);
+    ts_add_case(s, "image_314", test_image_314, 300);
+    ts_add_case(s, "live", test_live, 300);
     return ts_run(s);
 }

@@ -376,6 +376,23 @@ struct ts_child *ts_target_start(const char *python, const char *script, const c
     return c;
 }
 
+/* ---- Check cases ------------------------------------------------------------------------ */
+
+static void case_setup(void)
+{
+    ts_failures_reset();
+}
+
+void ts_add_case(Suite *s, const char *name, const TTest *test, int timeout_s)
+{
+    TCase *tc = tcase_create(name);
+
+    tcase_add_checked_fixture(tc, case_setup, ts_children_kill_all);
+    tcase_set_timeout(tc, timeout_s);
+    tcase_add_test(tc, test);
+    suite_add_tcase(s, tc);
+}
+
 /* ---- Check main ------------------------------------------------------------------------- */
 
 int ts_run(Suite *s)

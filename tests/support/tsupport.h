@@ -76,6 +76,11 @@ bool ts_child_wait_ready(struct ts_child *c, const char *label);
 /* python -E -S tests/py/SCRIPT [ARGS...] OUTDIR; args may be NULL. */
 struct ts_child *ts_target_start(const char *python, const char *script, const char *const *args);
 
+/* ---- Check cases ----------------------------------------------------------------------------
+ * Adds a one-test case whose checked fixture starts with no failure noted and ends with every
+ * child killed (also when the test dies in an assertion). */
+void ts_add_case(Suite *s, const char *name, const TTest *test, int timeout_s);
+
 /* ---- Check main ----------------------------------------------------------------------------
  * Runs the suite and returns the process exit status (0 when every test passed). */
 int ts_run(Suite *s);

@@ -13,8 +13,6 @@ struct devsrc {
     struct discovery *d;    /* the run being filled, during devsrc_collect only */
     int timeout_ms;         /* deadline of each tool run */
     struct exec_result res; /* a tool source's output, from refresh until close */
-    void *lib;              /* a library source's handle, lent by the process-wide cache
-                               (libsrc.c) from open until close */
 };
 
 struct devsrc_ops {

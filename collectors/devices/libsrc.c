@@ -16,132 +16,94 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define NOT_TRIED 1 /* a lib_slot's rc before its first open */
 
-/* One vendor library in the cache: how to open and read it, and what its one open gave. */
+enum lib_id { LIB_NVML, LIB_DCMI, LIB_COUNT };
+
+/* One vendor library in the cache: what its one open gave. */
 struct lib_slot {
-    int (*open)(void **handle, struct app_err *err);
-    int (*collect)(void *handle, struct smi_result *r, struct app_err *err);
-    int rc;       /* NOT_TRIED, or what the one open returned */
-    void *handle; /* struct nvml or struct dcmi, when rc is 0 */
+    int rc; /* NOT_TRIED, or what the one open returned */
+    union {
+        struct nvml *nvml;
+        struct dcmi *dcmi;
+    } h; /* valid when rc is 0 */
 };
 
-static int open_nvml(void **handle, struct app_err *err)
-{
-    struct nvml *n = NULL;
-    int rc = nvml_open(&n, err);
-
-    *handle = n;
-    return rc;
-}
-
-static int collect_nvml(void *handle, struct smi_result *r, struct app_err *err)
-{
-    return nvml_collect(handle, r, err);
-}
-
-static int open_dcmi(void **handle, struct app_err *err)
-{
-    struct dcmi *d = NULL;
-    int rc = dcmi_open(&d, err);
-
-    *handle = d;
-    return rc;
-}
-
-static int collect_dcmi(void *handle, struct smi_result *r, struct app_err *err)
-{
-    return dcmi_collect(handle, r, err);
-}
-
 static pthread_mutex_t lib_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct lib_slot nvml_slot = {open_nvml, collect_nvml, NOT_TRIED, NULL};
-static struct lib_slot dcmi_slot = {open_dcmi, collect_dcmi, NOT_TRIED, NULL};
+static struct lib_slot slots[LIB_COUNT] = {{NOT_TRIED, {NULL}}, {NOT_TRIED, {NULL}}};
 static bool closer_registered;
 
 /* At exit, so that nvmlShutdown balances the one nvmlInit. */
 static void libs_close(void)
 {
     pthread_mutex_lock(&lib_lock);
-    nvml_close(nvml_slot.handle);
-    dcmi_close(dcmi_slot.handle);
-    nvml_slot.handle = dcmi_slot.handle = NULL;
+    nvml_close(slots[LIB_NVML].h.nvml);
+    dcmi_close(slots[LIB_DCMI].h.dcmi);
+    memset(slots, 0, sizeof(slots));
     pthread_mutex_unlock(&lib_lock);
 }
 
-/* Lends the library's handle to s, opening it on the first call of the process. A failure is
- * returned (and so reported) by that first call only; later runs skip the library quietly. */
-static int slot_open(struct lib_slot *l, bool wanted, struct devsrc *s, struct app_err *err)
+/* Opens the library on the first call of the process. A failure is returned (and so reported)
+ * by that first call only; later runs skip the library quietly. */
+static int lib_open(enum lib_id id, bool wanted, struct app_err *err)
 {
+    struct lib_slot *l = &slots[id];
     int rc;
 
     if (!wanted)
         return devsrc_skip(err);
     pthread_mutex_lock(&lib_lock);
     if (l->rc == NOT_TRIED) {
-        rc = l->rc = l->open(&l->handle, err);
+        rc = id == LIB_NVML ? nvml_open(&l->h.nvml, err) : dcmi_open(&l->h.dcmi, err);
+        l->rc = rc;
         if (rc == 0 && !closer_registered)
             closer_registered = atexit(libs_close) == 0;
     } else {
         rc = l->rc == 0 ? 0 : devsrc_skip(err);
     }
-    s->lib = l->handle;
     pthread_mutex_unlock(&lib_lock);
     return rc;
 }
 
-static int slot_refresh(struct lib_slot *l, struct devsrc *s, struct smi_result *r,
-                        struct app_err *err)
+/* Only called after lib_open succeeded, so the handle is there until exit. */
+static int lib_refresh(enum lib_id id, struct smi_result *r, struct app_err *err)
 {
+    const struct lib_slot *l = &slots[id];
     int rc;
 
     pthread_mutex_lock(&lib_lock);
-    rc = l->collect(s->lib, r, err);
+    rc = id == LIB_NVML ? nvml_collect(l->h.nvml, r, err) : dcmi_collect(l->h.dcmi, r, err);
     pthread_mutex_unlock(&lib_lock);
     return rc;
 }
 
+/* The ops: which library, and whether the options want it. */
 static int nvml_src_open(struct devsrc *s, struct app_err *err)
 {
-    return slot_open(&nvml_slot, !s->opts->no_nvml && !s->opts->nvidia_smi, s, err);
-}
-
-static int nvml_src_refresh(struct devsrc *s, struct smi_result *r, struct app_err *err)
-{
-    return slot_refresh(&nvml_slot, s, r, err);
+    return lib_open(LIB_NVML, !s->opts->no_nvml && !s->opts->nvidia_smi, err);
 }
 
 static int dcmi_src_open(struct devsrc *s, struct app_err *err)
 {
-    return slot_open(&dcmi_slot, !s->opts->no_dcmi && !s->opts->npu_smi, s, err);
+    return lib_open(LIB_DCMI, !s->opts->no_dcmi && !s->opts->npu_smi, err);
+}
+
+static int nvml_src_refresh(struct devsrc *s, struct smi_result *r, struct app_err *err)
+{
+    (void)s;
+    return lib_refresh(LIB_NVML, r, err);
 }
 
 static int dcmi_src_refresh(struct devsrc *s, struct smi_result *r, struct app_err *err)
 {
-    return slot_refresh(&dcmi_slot, s, r, err);
+    (void)s;
+    return lib_refresh(LIB_DCMI, r, err);
 }
 
-/* The handle is only borrowed: the cache keeps it until exit. */
-static void lib_src_close(struct devsrc *s)
-{
-    s->lib = NULL;
-}
-
-const struct devsrc_ops devsrc_nvml_ops = {
-    .name = "NVML",
-    .kind = SMI_KIND_GPU,
-    .instead = "nvidia-smi",
-    .open = nvml_src_open,
-    .refresh = nvml_src_refresh,
-    .close = lib_src_close,
-};
-
-const struct devsrc_ops devsrc_dcmi_ops = {
-    .name = "DCMI",
-    .kind = SMI_KIND_NPU,
-    .instead = "npu-smi",
-    .open = dcmi_src_open,
-    .refresh = dcmi_src_refresh,
-    .close = lib_src_close,
-};
+/* The handles stay in the cache: nothing to close per run. */
+const struct devsrc_ops devsrc_nvml_ops = {"NVML",        SMI_KIND_GPU,     "nvidia-smi",
+                                           nvml_src_open, nvml_src_refresh, NULL};
+const struct devsrc_ops devsrc_dcmi_ops = {"DCMI",        SMI_KIND_NPU,     "npu-smi",
+                                           dcmi_src_open, dcmi_src_refresh, NULL};

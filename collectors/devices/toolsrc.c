@@ -187,33 +187,12 @@ static int npusmi_file_refresh(struct devsrc *s, struct smi_result *r, struct ap
     return parse_file("npu-smi", s->opts->npu_smi_file, npusmi_parse_info, r, err);
 }
 
-const struct devsrc_ops devsrc_nvsmi_ops = {
-    .name = "nvidia-smi",
-    .kind = SMI_KIND_GPU,
-    .open = tool_open,
-    .refresh = nvsmi_refresh,
-    .close = tool_close,
-};
-
-const struct devsrc_ops devsrc_npusmi_ops = {
-    .name = "npu-smi",
-    .kind = SMI_KIND_NPU,
-    .open = tool_open,
-    .refresh = npusmi_refresh,
-    .close = tool_close,
-};
-
 /* A recording replaces the live sources of its kind, whatever it holds: no fallback. */
-const struct devsrc_ops devsrc_nvsmi_file_ops = {
-    .name = "nvidia-smi recording",
-    .kind = SMI_KIND_GPU,
-    .open = nvsmi_file_open,
-    .refresh = nvsmi_file_refresh,
-};
-
-const struct devsrc_ops devsrc_npusmi_file_ops = {
-    .name = "npu-smi recording",
-    .kind = SMI_KIND_NPU,
-    .open = npusmi_file_open,
-    .refresh = npusmi_file_refresh,
-};
+const struct devsrc_ops devsrc_nvsmi_file_ops = {"nvidia-smi recording", SMI_KIND_GPU,       NULL,
+                                                 nvsmi_file_open,        nvsmi_file_refresh, NULL};
+const struct devsrc_ops devsrc_npusmi_file_ops = {"npu-smi recording", SMI_KIND_NPU,        NULL,
+                                                  npusmi_file_open,    npusmi_file_refresh, NULL};
+const struct devsrc_ops devsrc_nvsmi_ops = {"nvidia-smi", SMI_KIND_GPU,  NULL,
+                                            tool_open,    nvsmi_refresh, tool_close};
+const struct devsrc_ops devsrc_npusmi_ops = {"npu-smi", SMI_KIND_NPU,   NULL,
+                                             tool_open, npusmi_refresh, tool_close};

@@ -73,25 +73,37 @@ void devsrc_free(struct devsrc *s)
     free(s);
 }
 
-static void report(struct discovery *d, const struct devsrc_ops *ops, const struct app_err *err)
+#define CHAIN_LEN (sizeof(devsrc_chain) / sizeof(devsrc_chain[0]))
+
+/* The source a failure of chain entry i hands over to: the next one of the same kind. */
+static const char *next_name(size_t i)
 {
-    if (ops->instead)
-        devsrc_error(d, "%s (using %s instead)", err->msg, ops->instead);
+    for (size_t k = i + 1; k < CHAIN_LEN; k++)
+        if (devsrc_chain[k]->kind == devsrc_chain[i]->kind)
+            return devsrc_chain[k]->name;
+    return "nothing";
+}
+
+static void report(struct discovery *d, size_t i, const struct app_err *err)
+{
+    if (devsrc_chain[i]->fails_over)
+        devsrc_error(d, "%s (using %s instead)", err->msg, next_name(i));
     else
         devsrc_error(d, "%s", err->msg);
 }
 
 enum outcome { ANSWERED, GO_ON, STOP };
 
-/* Asks one source whether it can answer and, when it can, for its records. */
-static enum outcome ask(struct devsrc *s, const struct devsrc_ops *ops)
+/* Asks chain entry i whether it can answer and, when it can, for its records. */
+static enum outcome ask(struct devsrc *s, size_t i)
 {
+    const struct devsrc_ops *ops = devsrc_chain[i];
     struct app_err err = {0};
     int rc = ops->open(s, &err);
 
     if (rc < 0) {
         if (rc != APP_E_NOTFOUND)
-            report(s->d, ops, &err);
+            report(s->d, i, &err);
         return GO_ON;
     }
     rc = ops->refresh(s, &s->d->devs, &err);
@@ -99,8 +111,8 @@ static enum outcome ask(struct devsrc *s, const struct devsrc_ops *ops)
         ops->close(s);
     if (rc == 0)
         return ANSWERED;
-    report(s->d, ops, &err);
-    return ops->instead ? GO_ON : STOP;
+    report(s->d, i, &err);
+    return ops->fails_over ? GO_ON : STOP;
 }
 
 bool devsrc_collect(struct devsrc *s, enum smi_kind kind, struct discovery *d)
@@ -108,9 +120,9 @@ bool devsrc_collect(struct devsrc *s, enum smi_kind kind, struct discovery *d)
     enum outcome out = GO_ON;
 
     s->d = d;
-    for (size_t i = 0; i < sizeof(devsrc_chain) / sizeof(devsrc_chain[0]) && out == GO_ON; i++)
+    for (size_t i = 0; i < CHAIN_LEN && out == GO_ON; i++)
         if (devsrc_chain[i]->kind == kind)
-            out = ask(s, devsrc_chain[i]);
+            out = ask(s, i);
     s->d = NULL;
     return out == ANSWERED;
 }

@@ -7,6 +7,8 @@
 #include "ranktop/devsrc.h"
 #include "ranktop/exec.h"
 
+#include <stdbool.h>
+
 /* One discovery run's chain state, owned by the caller of devsrc_new. */
 struct devsrc {
     const struct discovery_opts *opts;
@@ -15,11 +17,12 @@ struct devsrc {
     struct exec_result res; /* a tool source's output, from refresh until close */
 };
 
+/* One device source. The ops objects are initialised positionally in this field order. */
 struct devsrc_ops {
-    const char *name;    /* "NVML": how the table and the messages name it */
-    enum smi_kind kind;  /* the chain it belongs to */
-    const char *instead; /* the source that takes over when this one fails, named in the
-                            message; NULL ends the chain with this source's failure */
+    const char *name;   /* "nvidia-smi": named when a source before it fails over to it */
+    enum smi_kind kind; /* the chain it belongs to */
+    bool fails_over;    /* a failure hands over to the next source of the chain (and says
+                           so); otherwise it ends the chain */
     /* 0 when the source can be asked. APP_E_NOTFOUND skips it without a word (not installed,
      * not selected, already reported); another status is reported and the chain goes on. */
     int (*open)(struct devsrc *s, struct app_err *err);

@@ -103,7 +103,7 @@ static int dcmi_src_refresh(struct devsrc *s, struct smi_result *r, struct app_e
 }
 
 /* The handles stay in the cache: nothing to close per run. */
-const struct devsrc_ops devsrc_nvml_ops = {"NVML",        SMI_KIND_GPU,     "nvidia-smi",
+const struct devsrc_ops devsrc_nvml_ops = {"NVML",        SMI_KIND_GPU,     true,
                                            nvml_src_open, nvml_src_refresh, NULL};
-const struct devsrc_ops devsrc_dcmi_ops = {"DCMI",        SMI_KIND_NPU,     "npu-smi",
+const struct devsrc_ops devsrc_dcmi_ops = {"DCMI",        SMI_KIND_NPU,     true,
                                            dcmi_src_open, dcmi_src_refresh, NULL};

@@ -188,11 +188,11 @@ static int npusmi_file_refresh(struct devsrc *s, struct smi_result *r, struct ap
 }
 
 /* A recording replaces the live sources of its kind, whatever it holds: no fallback. */
-const struct devsrc_ops devsrc_nvsmi_file_ops = {"nvidia-smi recording", SMI_KIND_GPU,       NULL,
+const struct devsrc_ops devsrc_nvsmi_file_ops = {"nvidia-smi recording", SMI_KIND_GPU,       false,
                                                  nvsmi_file_open,        nvsmi_file_refresh, NULL};
-const struct devsrc_ops devsrc_npusmi_file_ops = {"npu-smi recording", SMI_KIND_NPU,        NULL,
+const struct devsrc_ops devsrc_npusmi_file_ops = {"npu-smi recording", SMI_KIND_NPU,        false,
                                                   npusmi_file_open,    npusmi_file_refresh, NULL};
-const struct devsrc_ops devsrc_nvsmi_ops = {"nvidia-smi", SMI_KIND_GPU,  NULL,
+const struct devsrc_ops devsrc_nvsmi_ops = {"nvidia-smi", SMI_KIND_GPU,  false,
                                             tool_open,    nvsmi_refresh, tool_close};
-const struct devsrc_ops devsrc_npusmi_ops = {"npu-smi", SMI_KIND_NPU,   NULL,
+const struct devsrc_ops devsrc_npusmi_ops = {"npu-smi", SMI_KIND_NPU,   false,
                                              tool_open, npusmi_refresh, tool_close};

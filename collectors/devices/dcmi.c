@@ -1,5 +1,6 @@
 /* Ascend DCMI through dlopen: our own copies of the few structs, entry points looked up by
- * name with the older names as fallbacks (see docs devices.md 2.4).
+ * name with the older names as fallbacks (see docs devices.md 2.4; the file search and the
+ * binding are dlib.c's).
  *
  * Owns one dlopen handle (mapped RTLD_NODELETE: DCMI has no shutdown, so it is never
  * unmapped) and the chip list read at open: card ids from dcmi_get_card_num_list (or the older

@@ -1,5 +1,5 @@
 /* NVML through dlopen, as nvtop does: our own minimal types, every entry point looked up by
- * name with the newest version first.
+ * name with the newest version first (the file search and the binding are dlib.c's).
  *
  * Owns one dlopen handle, one nvmlInit (undone by nvmlShutdown in nvml_close) and a scratch
  * array for process lists that only grows. Invariants: the required entry points (init,

@@ -1,5 +1,6 @@
 /* Ascend DCMI through dlopen: our own copies of the few structs, entry points looked up by
- * name with the older names as fallbacks (see docs devices.md 2.4).
+ * name with the older names as fallbacks (see docs devices.md 2.4; the file search and the
+ * binding are dlib.c's).
  *
  * Owns one dlopen handle (mapped RTLD_NODELETE: DCMI has no shutdown, so it is never
  * unmapped) and the chip list read at open: card ids from dcmi_get_card_num_list (or the older
@@ -16,6 +17,7 @@
  * thread at a time. */
 #include "dcmi.h"
 
+#include "dlib.h"
 #include "ranktop/util.h"
 
 #include <dlfcn.h>
@@ -25,7 +27,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define DCMI_OK 0
 #define DCMI_ERR_PERM (-8002)
@@ -34,6 +35,7 @@
 #define DCMI_MAX_CHIPS 16   /* per card; A3 and 310P Duo have 2 */
 #define DCMI_PROC_ROOM 1024 /* MAX_PROC_NUM_IN_DEVICE is 64, but the call is not told our size */
 #define DCMI_UTIL_AICORE 2  /* dcmi_get_device_utilization_rate input_type */
+#define DCMI_CANDIDATES 10  /* 3 variables x 2 folders, 4 fixed places */
 
 /* struct dcmi_hbm_info (sizes in MB). */
 struct dcmi_hbm {
@@ -68,7 +70,6 @@ struct dcmi_chip_v2 {
 
 _Static_assert(sizeof(struct dcmi_hbm) == 32, "dcmi_hbm_info layout");
 _Static_assert(sizeof(struct dcmi_proc) == 16, "dcmi_proc_mem_info layout");
-_Static_assert(sizeof(void (*)(void)) == sizeof(void *), "dlsym into function pointers");
 
 /* One bit per optional call, set when a chip answered "not supported". */
 enum dcmi_call {
@@ -115,21 +116,6 @@ struct dcmi {
 
 static pthread_mutex_t dcmi_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static const char *load_sym(void *lib, void *fnp, const char *const *names)
-{
-    for (; *names; names++) {
-        void *sym = dlsym(lib, *names);
-
-        if (sym) {
-            memcpy(fnp, &sym, sizeof(sym));
-            return *names;
-        }
-    }
-    return NULL;
-}
-
-#define SYMS(...) ((const char *const[]){__VA_ARGS__, NULL})
-
 /* The names of dcmi_interface_api.h's error codes (DCMI_ERROR_CODE_BASE - n). */
 static const char *errname(int rc)
 {
@@ -169,54 +155,50 @@ static int dcmi_fail(const struct dcmi *d, const char *call, int rc, struct app_
                        d->path, call, errname(rc), rc);
 }
 
+static const struct dlib_spec dcmi_spec = {
+    .who = "DCMI",
+    .env = "RANKTOP_DCMI_LIB",
+    .flags = RTLD_NODELETE,
+    .fallback = "libdcmi.so",
+    .hint = " (no Ascend driver; set RANKTOP_DCMI_LIB?)",
+    .what = "a DCMI library",
+};
+
+/* Looks up every entry point, the older names as fallbacks. dcmi_init is blamed first; the
+ * chip count is required in one of its two forms, which the table cannot say, so it is
+ * checked after (and blamed before the card list, as it always was). */
 static int load_all(struct dcmi *d, struct app_err *err)
 {
-    const char *missing = NULL;
+    const struct dlib_sym syms[] = {
+        {&d->init, DLIB_NAMES("dcmi_init"), "dcmi_init", NULL},
+        {&d->cards, DLIB_NAMES("dcmi_get_card_num_list", "dcmi_get_card_list"),
+         "dcmi_get_card_num_list", &d->cards_sym},
+        {&d->chips_id, DLIB_NAMES("dcmi_get_device_id_in_card"), NULL, NULL},
+        {&d->chips_num, DLIB_NAMES("dcmi_get_device_num_in_card"), NULL, NULL},
+        {&d->util, DLIB_NAMES("dcmi_get_device_utilization_rate"), NULL, NULL},
+        {&d->hbm, DLIB_NAMES("dcmi_get_device_hbm_info", "dcmi_get_hbm_info"), NULL, NULL},
+        {&d->mem_v3, DLIB_NAMES("dcmi_get_device_memory_info_v3"), NULL, NULL},
+        {&d->temp, DLIB_NAMES("dcmi_get_device_temperature"), NULL, NULL},
+        {&d->power, DLIB_NAMES("dcmi_get_device_power_info"), NULL, NULL},
+        {&d->procs, DLIB_NAMES("dcmi_get_device_resource_info"), NULL, NULL},
+        {&d->chip_info, DLIB_NAMES("dcmi_get_device_chip_info_v2"), NULL, NULL},
+        {&d->health, DLIB_NAMES("dcmi_get_device_health"), NULL, NULL},
+        {&d->logic_id, DLIB_NAMES("dcmi_get_device_logic_id"), NULL, NULL},
+        {&d->phy_id, DLIB_NAMES("dcmi_get_device_phyid_from_logicid"), NULL, NULL},
+        {&d->driver_version, DLIB_NAMES("dcmi_get_driver_version"), NULL, NULL},
+    };
+    const char *missing = dlib_bind(d->lib, syms, sizeof(syms) / sizeof(syms[0]));
 
-    d->cards_sym =
-        load_sym(d->lib, &d->cards, SYMS("dcmi_get_card_num_list", "dcmi_get_card_list"));
-    if (!d->cards_sym)
-        missing = "dcmi_get_card_num_list";
-    load_sym(d->lib, &d->chips_id, SYMS("dcmi_get_device_id_in_card"));
-    if (!load_sym(d->lib, &d->chips_num, SYMS("dcmi_get_device_num_in_card")) && !d->chips_id)
+    if (d->init && !d->chips_id && !d->chips_num)
         missing = "dcmi_get_device_num_in_card";
-    if (!load_sym(d->lib, &d->init, SYMS("dcmi_init"))) /* last: named when nothing matches */
-        missing = "dcmi_init";
     if (missing)
-        return app_err_set(err, APP_E_NOTFOUND, "DCMI (%s): no symbol %s; not a DCMI library?",
-                           d->path, missing);
-    load_sym(d->lib, &d->util, SYMS("dcmi_get_device_utilization_rate"));
-    load_sym(d->lib, &d->hbm, SYMS("dcmi_get_device_hbm_info", "dcmi_get_hbm_info"));
-    load_sym(d->lib, &d->mem_v3, SYMS("dcmi_get_device_memory_info_v3"));
-    load_sym(d->lib, &d->temp, SYMS("dcmi_get_device_temperature"));
-    load_sym(d->lib, &d->power, SYMS("dcmi_get_device_power_info"));
-    load_sym(d->lib, &d->procs, SYMS("dcmi_get_device_resource_info"));
-    load_sym(d->lib, &d->chip_info, SYMS("dcmi_get_device_chip_info_v2"));
-    load_sym(d->lib, &d->health, SYMS("dcmi_get_device_health"));
-    load_sym(d->lib, &d->logic_id, SYMS("dcmi_get_device_logic_id"));
-    load_sym(d->lib, &d->phy_id, SYMS("dcmi_get_device_phyid_from_logicid"));
-    load_sym(d->lib, &d->driver_version, SYMS("dcmi_get_driver_version"));
+        return dlib_missing(&dcmi_spec, d->path, missing, err);
     return 0;
 }
 
-/* 0 when loaded, APP_E_NOTFOUND when path does not exist, APP_E_IO when it cannot be loaded. */
-static int try_load(struct dcmi *d, const char *path, struct app_err *err)
-{
-    const char *why;
-
-    snprintf(d->path, sizeof(d->path), "%s", path);
-    d->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-    if (d->lib)
-        return 0;
-    why = dlerror();
-    why = why ? why : "dlopen failed";
-    if (strstr(why, "No such file") || (strchr(path, '/') && access(path, F_OK) != 0))
-        return app_err_set(err, APP_E_NOTFOUND, "DCMI: %s not found", path);
-    return app_err_set(err, APP_E_IO, "DCMI: cannot load %s: %s", path, why);
-}
-
-/* Candidate number i (0-based) of the search path into buf; false past the last one. */
-static bool candidate(int i, char *buf, size_t cap)
+/* The search path: each of the Ascend variables' lib64/driver/ and lib64/ (empty when the
+ * variable is unset), then the driver's fixed places and the loader's own path. */
+static void candidates(char paths[][512], const char *list[], size_t n)
 {
     static const char *const envs[] = {"ASCEND_DRIVER_HOME", "ASCEND_INSTALL_PATH",
                                        "ASCEND_HOME_PATH"};
@@ -224,47 +206,27 @@ static bool candidate(int i, char *buf, size_t cap)
     static const char *const fixed[] = {"/usr/local/Ascend/driver/lib64/driver/libdcmi.so",
                                         "/usr/local/Ascend/driver/lib64/libdcmi.so",
                                         "/usr/local/dcmi/libdcmi.so", "libdcmi.so"};
-    const int nenv = 3 * 2;
+    const size_t nenv = 3 * 2;
 
-    if (i < nenv) {
-        const char *root = getenv(envs[i / 2]);
+    for (size_t i = 0; i < n; i++) {
+        const char *root = i < nenv ? getenv(envs[i / 2]) : NULL;
 
-        if (!root || !*root)
-            return snprintf(buf, cap, "%s", "") >= 0;
-        return snprintf(buf, cap, "%s/%s", root, subs[i % 2]) >= 0;
+        paths[i][0] = '\0';
+        if (i >= nenv)
+            snprintf(paths[i], 512, "%s", fixed[i - nenv]);
+        else if (root && *root)
+            snprintf(paths[i], 512, "%s/%s", root, subs[i % 2]);
+        list[i] = paths[i];
     }
-    if (i - nenv >= (int)(sizeof(fixed) / sizeof(fixed[0])))
-        return false;
-    return snprintf(buf, cap, "%s", fixed[i - nenv]) >= 0;
 }
 
 static int open_lib(struct dcmi *d, struct app_err *err)
 {
-    const char *env = getenv("RANKTOP_DCMI_LIB");
-    char path[512];
+    char paths[DCMI_CANDIDATES][512];
+    const char *list[DCMI_CANDIDATES];
 
-    if (env && *env) {
-        int rc = try_load(d, env, err);
-
-        if (rc == APP_E_NOTFOUND)
-            return app_err_set(err, rc, "DCMI: %s (from RANKTOP_DCMI_LIB) not found", env);
-        return rc;
-    }
-    for (int i = 0; candidate(i, path, sizeof(path)); i++) {
-        struct app_err e2;
-        int rc;
-
-        if (!path[0])
-            continue;
-        rc = try_load(d, path, &e2);
-        if (rc == 0)
-            return 0;
-        if (rc != APP_E_NOTFOUND)
-            return app_err_set(err, rc, "%s", e2.msg);
-    }
-    snprintf(d->path, sizeof(d->path), "libdcmi.so");
-    return app_err_set(err, APP_E_NOTFOUND,
-                       "DCMI: libdcmi.so not found (no Ascend driver; set RANKTOP_DCMI_LIB?)");
+    candidates(paths, list, DCMI_CANDIDATES);
+    return dlib_open(&dcmi_spec, list, DCMI_CANDIDATES, &d->lib, d->path, sizeof(d->path), err);
 }
 
 /* Chips of one card: NPU chips only when dcmi_get_device_id_in_card is there. */

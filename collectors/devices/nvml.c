@@ -1,5 +1,5 @@
 /* NVML through dlopen, as nvtop does: our own minimal types, every entry point looked up by
- * name with the newest version first.
+ * name with the newest version first (the file search and the binding are dlib.c's).
  *
  * Owns one dlopen handle, one nvmlInit (undone by nvmlShutdown in nvml_close) and a scratch
  * array for process lists that only grows. Invariants: the required entry points (init,
@@ -10,6 +10,7 @@
  * struct nvml belongs to one thread at a time because of the scratch array. */
 #include "nvml.h"
 
+#include "dlib.h"
 #include "ranktop/util.h"
 
 #include <dlfcn.h>
@@ -18,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define NVML_SUCCESS 0
 #define NVML_ERROR_NOT_SUPPORTED 3
@@ -65,7 +65,6 @@ struct nvml_pci {
 _Static_assert(sizeof(struct nvml_memory_v1) == 24, "nvmlMemory_t layout");
 _Static_assert(sizeof(struct nvml_memory_v2) == 40, "nvmlMemory_v2_t layout");
 _Static_assert(sizeof(struct nvml_pci) == 68, "nvmlPciInfo_t layout");
-_Static_assert(sizeof(void (*)(void)) == sizeof(void *), "dlsym into function pointers");
 
 struct nvml {
     void *lib;
@@ -93,23 +92,6 @@ struct nvml {
     unsigned char *proc_buf;
     size_t proc_cap; /* elements */
 };
-
-/* Stores the first of names that lib exports into *fnp (a function-pointer variable), and
- * returns that name, or NULL when none is exported. */
-static const char *load_sym(void *lib, void *fnp, const char *const *names)
-{
-    for (; *names; names++) {
-        void *sym = dlsym(lib, *names);
-
-        if (sym) {
-            memcpy(fnp, &sym, sizeof(sym));
-            return *names;
-        }
-    }
-    return NULL;
-}
-
-#define SYMS(...) ((const char *const[]){__VA_ARGS__, NULL})
 
 static const char *errstr(const struct nvml *n, nvml_ret rc)
 {
@@ -155,86 +137,61 @@ static int nvml_fail(const struct nvml *n, const char *call, nvml_ret rc, struct
                        errstr(n, rc), rc, hint(rc));
 }
 
-/* Looks up every entry point; the four without which nothing works are required. */
+static const struct dlib_spec nvml_spec = {
+    .who = "NVML",
+    .env = "RANKTOP_NVML_LIB",
+    .fallback = "libnvidia-ml.so.1",
+    .hint = " (no NVIDIA driver on this host?)",
+    .what = "an NVML library",
+};
+
+/* Looks up every entry point. The four without which nothing works are required, listed in
+ * the order of blame: nvmlInit first, the one to name when nothing matches. */
 static int load_all(struct nvml *n, struct app_err *err)
 {
-    const char *missing = NULL;
-    const char *pci;
+    const char *pci = NULL;
+    const struct dlib_sym syms[] = {
+        {&n->init, DLIB_NAMES("nvmlInit_v2", "nvmlInit"), "nvmlInit", &n->init_sym},
+        {&n->shutdown, DLIB_NAMES("nvmlShutdown"), "nvmlShutdown", NULL},
+        {&n->handle, DLIB_NAMES("nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex"),
+         "nvmlDeviceGetHandleByIndex", NULL},
+        {&n->count, DLIB_NAMES("nvmlDeviceGetCount_v2", "nvmlDeviceGetCount"), "nvmlDeviceGetCount",
+         NULL},
+        {&n->error_string, DLIB_NAMES("nvmlErrorString"), NULL, NULL},
+        {&n->driver_version, DLIB_NAMES("nvmlSystemGetDriverVersion"), NULL, NULL},
+        {&n->name, DLIB_NAMES("nvmlDeviceGetName"), NULL, NULL},
+        {&n->uuid, DLIB_NAMES("nvmlDeviceGetUUID"), NULL, NULL},
+        {&n->pci,
+         DLIB_NAMES("nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetPciInfo_v2", "nvmlDeviceGetPciInfo"),
+         NULL, &pci},
+        {&n->util, DLIB_NAMES("nvmlDeviceGetUtilizationRates"), NULL, NULL},
+        {&n->mem_v2, DLIB_NAMES("nvmlDeviceGetMemoryInfo_v2"), NULL, NULL},
+        {&n->mem_v1, DLIB_NAMES("nvmlDeviceGetMemoryInfo"), NULL, NULL},
+        {&n->power, DLIB_NAMES("nvmlDeviceGetPowerUsage"), NULL, NULL},
+        {&n->temp, DLIB_NAMES("nvmlDeviceGetTemperature"), NULL, NULL},
+        {&n->mig_mode, DLIB_NAMES("nvmlDeviceGetMigMode"), NULL, NULL},
+        {&n->procs,
+         DLIB_NAMES("nvmlDeviceGetComputeRunningProcesses_v3",
+                    "nvmlDeviceGetComputeRunningProcesses_v2",
+                    "nvmlDeviceGetComputeRunningProcesses"),
+         NULL, &n->procs_sym},
+    };
+    const char *missing = dlib_bind(n->lib, syms, sizeof(syms) / sizeof(syms[0]));
 
-    n->init_sym = load_sym(n->lib, &n->init, SYMS("nvmlInit_v2", "nvmlInit"));
-    if (!load_sym(n->lib, &n->count, SYMS("nvmlDeviceGetCount_v2", "nvmlDeviceGetCount")))
-        missing = "nvmlDeviceGetCount";
-    if (!load_sym(n->lib, &n->handle,
-                  SYMS("nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex")))
-        missing = "nvmlDeviceGetHandleByIndex";
-    if (!load_sym(n->lib, &n->shutdown, SYMS("nvmlShutdown")))
-        missing = "nvmlShutdown";
-    if (!n->init_sym) /* last: the one to name when nothing matches */
-        missing = "nvmlInit";
     if (missing)
-        return app_err_set(err, APP_E_NOTFOUND, "NVML (%s): no symbol %s; not an NVML library?",
-                           n->path, missing);
-    load_sym(n->lib, &n->error_string, SYMS("nvmlErrorString"));
-    load_sym(n->lib, &n->driver_version, SYMS("nvmlSystemGetDriverVersion"));
-    load_sym(n->lib, &n->name, SYMS("nvmlDeviceGetName"));
-    load_sym(n->lib, &n->uuid, SYMS("nvmlDeviceGetUUID"));
-    pci = load_sym(
-        n->lib, &n->pci,
-        SYMS("nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetPciInfo_v2", "nvmlDeviceGetPciInfo"));
+        return dlib_missing(&nvml_spec, n->path, missing, err);
     n->pci_version = !pci ? 0 : strstr(pci, "_v3") ? 3 : strstr(pci, "_v2") ? 2 : 1;
-    load_sym(n->lib, &n->util, SYMS("nvmlDeviceGetUtilizationRates"));
-    load_sym(n->lib, &n->mem_v2, SYMS("nvmlDeviceGetMemoryInfo_v2"));
-    load_sym(n->lib, &n->mem_v1, SYMS("nvmlDeviceGetMemoryInfo"));
-    load_sym(n->lib, &n->power, SYMS("nvmlDeviceGetPowerUsage"));
-    load_sym(n->lib, &n->temp, SYMS("nvmlDeviceGetTemperature"));
-    load_sym(n->lib, &n->mig_mode, SYMS("nvmlDeviceGetMigMode"));
-    n->procs_sym = load_sym(n->lib, &n->procs,
-                            SYMS("nvmlDeviceGetComputeRunningProcesses_v3",
-                                 "nvmlDeviceGetComputeRunningProcesses_v2",
-                                 "nvmlDeviceGetComputeRunningProcesses"));
     /* v2 and v3 take the 24-byte nvmlProcessInfo_t, the unversioned call the 16-byte v1. */
     n->proc_size = n->procs_sym && strstr(n->procs_sym, "_v") ? 24 : 16;
     return 0;
 }
 
-/* dlopen's answer for one candidate; a missing file is APP_E_NOTFOUND, anything else (wrong
- * architecture, unresolved dependencies) is APP_E_IO. */
-static int load_lib(struct nvml *n, const char *path, bool explicit, struct app_err *err)
-{
-    const char *why;
-
-    snprintf(n->path, sizeof(n->path), "%s", path);
-    n->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (n->lib)
-        return 0;
-    why = dlerror();
-    why = why ? why : "dlopen failed";
-    if (strstr(why, "No such file") || (strchr(path, '/') && access(path, F_OK) != 0))
-        return app_err_set(err, APP_E_NOTFOUND, "NVML: %s%s not found", path,
-                           explicit ? " (from RANKTOP_NVML_LIB)" : "");
-    return app_err_set(err, APP_E_IO, "NVML: cannot load %s%s: %s", path,
-                       explicit ? " (from RANKTOP_NVML_LIB)" : "", why);
-}
-
 static int open_lib(struct nvml *n, struct app_err *err)
 {
     static const char *const names[] = {"libnvidia-ml.so.1", "libnvidia-ml.so"};
-    const char *env = getenv("RANKTOP_NVML_LIB");
 
-    if (env && *env)
-        return load_lib(n, env, true, err);
-    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-        struct app_err e2;
-        int rc = load_lib(n, names[i], false, &e2);
-
-        if (rc == 0)
-            return 0;
-        if (rc != APP_E_NOTFOUND) /* present but unusable: say why */
-            return app_err_set(err, rc, "%s", e2.msg);
-    }
-    snprintf(n->path, sizeof(n->path), "%s", names[0]);
-    return app_err_set(err, APP_E_NOTFOUND, "NVML: %s not found (no NVIDIA driver on this host?)",
-                       names[0]);
+    return dlib_open(&nvml_spec, names, sizeof(names) / sizeof(names[0]), &n->lib, n->path,
+                     sizeof(n->path), err);
 }
 
 static void read_driver(struct nvml *n)

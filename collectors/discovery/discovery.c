@@ -225,6 +225,7 @@ int discovery_run(const struct discovery_opts *o, struct discovery *d, struct ap
 {
     bool explicit = o->npids || o->nchildren_of || o->match;
     struct pidset cand = {0};
+    struct devsrc *src;
     struct pslist ps;
     regex_t re;
     int rc;
@@ -236,8 +237,10 @@ int discovery_run(const struct discovery_opts *o, struct discovery *d, struct ap
         return app_err_set(err, APP_E_USAGE, "bad --match expression '%s': %s", o->match, msg);
     }
     gethostname(d->host, sizeof(d->host) - 1);
-    d->any_tool = devsrc_gpu(o, d);
-    d->any_tool |= devsrc_npu(o, d);
+    src = devsrc_new(o);
+    d->any_tool = devsrc_collect(src, SMI_KIND_GPU, d);
+    d->any_tool |= devsrc_collect(src, SMI_KIND_NPU, d);
+    devsrc_free(src);
     procscan_list(&ps);
     if (explicit)
         add_named(o, &ps, o->match ? &re : NULL, &cand);

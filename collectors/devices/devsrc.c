@@ -3,8 +3,8 @@
  *
  * Owns the ordered table below and the chain state of one run (struct devsrc, the caller's).
  * Invariants: for each kind the first source that answers is the only one whose records land
- * in d->devs; a failing source costs one line in d->errors and the chain goes on only when the
- * source names the one that takes over (NVML to nvidia-smi, DCMI to npu-smi); a missing or
+ * in the caller's device list; a failing source costs one error line and the chain goes on only
+ * when the source names the one that takes over (NVML to nvidia-smi, DCMI to npu-smi); a missing or
  * unselected source costs nothing. A source never stops the other kind's chain. Runs on the
  * thread running discovery. */
 #include "ranktop/devsrc.h"
@@ -29,38 +29,20 @@ static const struct devsrc_ops *const devsrc_chain[] = {
     &devsrc_npusmi_ops,      /* npu-smi info */
 };
 
-static void error_v(struct discovery *d, const char *fmt, va_list ap)
-{
-    char buf[512];
-
-    vsnprintf(buf, sizeof(buf), fmt, ap);
-    d->errors = x_reallocarray(d->errors, d->nerrors + 1, sizeof(char *));
-    d->errors[d->nerrors++] = x_strdup(buf);
-}
-
-void devsrc_error(struct discovery *d, const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    error_v(d, fmt, ap);
-    va_end(ap);
-}
-
 void devsrc_note(struct devsrc *s, const char *fmt, ...)
 {
     va_list ap;
 
     va_start(ap, fmt);
-    error_v(s->d, fmt, ap);
+    strv_addv(s->errors, s->nerrors, fmt, ap);
     va_end(ap);
 }
 
-struct devsrc *devsrc_new(const struct discovery_opts *o)
+struct devsrc *devsrc_new(const struct devsrc_opts *o)
 {
     struct devsrc *s = x_calloc(1, sizeof(*s));
 
-    s->opts = o;
+    s->opts = *o;
     s->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : 5000;
     return s;
 }
@@ -84,12 +66,12 @@ static const char *next_name(size_t i)
     return "nothing";
 }
 
-static void report(struct discovery *d, size_t i, const struct app_err *err)
+static void report(struct devsrc *s, size_t i, const struct app_err *err)
 {
     if (devsrc_chain[i]->fails_over)
-        devsrc_error(d, "%s (using %s instead)", err->msg, next_name(i));
+        devsrc_note(s, "%s (using %s instead)", err->msg, next_name(i));
     else
-        devsrc_error(d, "%s", err->msg);
+        devsrc_note(s, "%s", err->msg);
 }
 
 enum outcome { ANSWERED, GO_ON, STOP };
@@ -103,26 +85,31 @@ static enum outcome ask(struct devsrc *s, size_t i)
 
     if (rc < 0) {
         if (rc != APP_E_NOTFOUND)
-            report(s->d, i, &err);
+            report(s, i, &err);
         return GO_ON;
     }
-    rc = ops->refresh(s, &s->d->devs, &err);
+    rc = ops->refresh(s, s->out, &err);
     if (ops->close)
         ops->close(s);
     if (rc == 0)
         return ANSWERED;
-    report(s->d, i, &err);
+    report(s, i, &err);
     return ops->fails_over ? GO_ON : STOP;
 }
 
-bool devsrc_collect(struct devsrc *s, enum smi_kind kind, struct discovery *d)
+bool devsrc_collect(struct devsrc *s, enum smi_kind kind, struct smi_result *out, char ***errors,
+                    size_t *nerrors)
 {
-    enum outcome out = GO_ON;
+    enum outcome res = GO_ON;
 
-    s->d = d;
-    for (size_t i = 0; i < CHAIN_LEN && out == GO_ON; i++)
+    s->out = out;
+    s->errors = errors;
+    s->nerrors = nerrors;
+    for (size_t i = 0; i < CHAIN_LEN && res == GO_ON; i++)
         if (devsrc_chain[i]->kind == kind)
-            out = ask(s, i);
-    s->d = NULL;
-    return out == ANSWERED;
+            res = ask(s, i);
+    s->out = NULL;
+    s->errors = NULL;
+    s->nerrors = NULL;
+    return res == ANSWERED;
 }

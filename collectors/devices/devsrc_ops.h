@@ -11,8 +11,10 @@
 
 /* One discovery run's chain state, owned by the caller of devsrc_new. */
 struct devsrc {
-    const struct discovery_opts *opts;
-    struct discovery *d;    /* the run being filled, during devsrc_collect only */
+    struct devsrc_opts opts;
+    struct smi_result *out; /* what devsrc_collect fills, during the call only */
+    char ***errors;         /* its error lines, likewise */
+    size_t *nerrors;
     int timeout_ms;         /* deadline of each tool run */
     struct exec_result res; /* a tool source's output, from refresh until close */
 };

@@ -82,12 +82,12 @@ static int lib_refresh(enum lib_id id, struct smi_result *r, struct app_err *err
 /* The ops: which library, and whether the options want it. */
 static int nvml_src_open(struct devsrc *s, struct app_err *err)
 {
-    return lib_open(LIB_NVML, !s->opts->no_nvml && !s->opts->nvidia_smi, err);
+    return lib_open(LIB_NVML, !s->opts.no_nvml && !s->opts.nvidia_smi, err);
 }
 
 static int dcmi_src_open(struct devsrc *s, struct app_err *err)
 {
-    return lib_open(LIB_DCMI, !s->opts->no_dcmi && !s->opts->npu_smi, err);
+    return lib_open(LIB_DCMI, !s->opts.no_dcmi && !s->opts.npu_smi, err);
 }
 
 static int nvml_src_refresh(struct devsrc *s, struct smi_result *r, struct app_err *err)

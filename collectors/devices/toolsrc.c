@@ -26,12 +26,12 @@ typedef int (*parse_fn)(const char *, size_t, struct smi_result *, struct app_er
 
 static const char *nvsmi_tool(const struct devsrc *s)
 {
-    return s->opts->nvidia_smi ? s->opts->nvidia_smi : "nvidia-smi";
+    return s->opts.nvidia_smi ? s->opts.nvidia_smi : "nvidia-smi";
 }
 
 static const char *npusmi_tool(const struct devsrc *s)
 {
-    return s->opts->npu_smi ? s->opts->npu_smi : "npu-smi";
+    return s->opts.npu_smi ? s->opts.npu_smi : "npu-smi";
 }
 
 /* Parses a recorded output; the message names the file. */
@@ -169,22 +169,22 @@ static void tool_close(struct devsrc *s)
 
 static int nvsmi_file_open(struct devsrc *s, struct app_err *err)
 {
-    return s->opts->nvidia_smi_file ? 0 : devsrc_skip(err);
+    return s->opts.nvidia_smi_file ? 0 : devsrc_skip(err);
 }
 
 static int nvsmi_file_refresh(struct devsrc *s, struct smi_result *r, struct app_err *err)
 {
-    return parse_file("nvidia-smi", s->opts->nvidia_smi_file, nvsmi_parse_table, r, err);
+    return parse_file("nvidia-smi", s->opts.nvidia_smi_file, nvsmi_parse_table, r, err);
 }
 
 static int npusmi_file_open(struct devsrc *s, struct app_err *err)
 {
-    return s->opts->npu_smi_file ? 0 : devsrc_skip(err);
+    return s->opts.npu_smi_file ? 0 : devsrc_skip(err);
 }
 
 static int npusmi_file_refresh(struct devsrc *s, struct smi_result *r, struct app_err *err)
 {
-    return parse_file("npu-smi", s->opts->npu_smi_file, npusmi_parse_info, r, err);
+    return parse_file("npu-smi", s->opts.npu_smi_file, npusmi_parse_info, r, err);
 }
 
 /* A recording replaces the live sources of its kind, whatever it holds: no fallback. */

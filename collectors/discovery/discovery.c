@@ -237,9 +237,10 @@ int discovery_run(const struct discovery_opts *o, struct discovery *d, struct ap
         return app_err_set(err, APP_E_USAGE, "bad --match expression '%s': %s", o->match, msg);
     }
     gethostname(d->host, sizeof(d->host) - 1);
-    src = devsrc_new(o);
-    d->any_tool = devsrc_collect(src, SMI_KIND_GPU, d);
-    d->any_tool |= devsrc_collect(src, SMI_KIND_NPU, d);
+    src = devsrc_new(&(struct devsrc_opts){o->nvidia_smi, o->npu_smi, o->nvidia_smi_file,
+                                           o->npu_smi_file, o->timeout_ms, o->no_nvml, o->no_dcmi});
+    d->any_tool = devsrc_collect(src, SMI_KIND_GPU, &d->devs, &d->errors, &d->nerrors);
+    d->any_tool |= devsrc_collect(src, SMI_KIND_NPU, &d->devs, &d->errors, &d->nerrors);
     devsrc_free(src);
     procscan_list(&ps);
     if (explicit)
@@ -248,7 +249,7 @@ int discovery_run(const struct discovery_opts *o, struct discovery *d, struct ap
         add_default(d, &ps, &cand);
     for (size_t i = 0; i < cand.n; i++) {
         if (explicit && procscan_find(&ps, cand.v[i]) < 0) {
-            devsrc_error(d, "process %d: no such process", cand.v[i]);
+            strv_addf(&d->errors, &d->nerrors, "process %d: no such process", cand.v[i]);
             continue;
         }
         fill_rec(new_rec(d, cand.v[i]), &ps);

@@ -6,6 +6,7 @@
 #include "ranktop/procscan.h"
 
 #include "ranktop/procenv.h"
+#include "ranktop/status.h"
 #include "ranktop/util.h"
 
 #include <ctype.h>

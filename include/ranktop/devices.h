@@ -8,6 +8,11 @@
 #ifndef RANKTOP_DEVICES_H
 #define RANKTOP_DEVICES_H
 
+#if defined(RANKTOP_LAYER_BUILD) && !defined(RANKTOP_SEES_DEVICES)
+#error                                                                                             \
+    "ranktop/devices.h is the contract of collectors/devices/, a layer this one may not use (README, Architecture)"
+#endif
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>

@@ -4,22 +4,18 @@
 #ifndef RANKTOP_DISCOVERY_H
 #define RANKTOP_DISCOVERY_H
 
+#if defined(RANKTOP_LAYER_BUILD) && !defined(RANKTOP_SEES_DISCOVERY)
+#error                                                                                             \
+    "ranktop/discovery.h is the contract of collectors/discovery/, a layer this one may not use (README, Architecture)"
+#endif
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "ranktop/devices.h"
+#include "ranktop/procenv.h"
 #include "ranktop/status.h"
-
-/* Distributed-launcher identity from a process's environment; -1 / "" when unset. */
-struct rank_ident {
-    int rank, local_rank, world_size, group_rank, local_world_size;
-    char run_id[64];         /* TORCHELASTIC_RUN_ID */
-    char master_addr[64];    /* MASTER_ADDR */
-    char master_port[16];    /* MASTER_PORT */
-    char cuda_visible[64];   /* CUDA_VISIBLE_DEVICES */
-    char ascend_visible[64]; /* ASCEND_RT_VISIBLE_DEVICES */
-};
 
 struct proc_dev {
     enum smi_kind kind;
@@ -72,8 +68,5 @@ void discovery_fini(struct discovery *d);
  * found; errors go to d->errors), or APP_E_USAGE for a bad --match expression (message in
  * err). Callable from any one thread; external tools run under the deadline. */
 int discovery_run(const struct discovery_opts *o, struct discovery *d, struct app_err *err);
-
-/* Pure: fills id from an environ image (NUL-separated NAME=value). */
-void rank_ident_parse(const char *env, size_t len, struct rank_ident *id);
 
 #endif

@@ -4,6 +4,11 @@
 #ifndef RANKTOP_ELFSYM_H
 #define RANKTOP_ELFSYM_H
 
+#if defined(RANKTOP_LAYER_BUILD) && !defined(RANKTOP_SEES_PROC)
+#error                                                                                             \
+    "ranktop/elfsym.h is the contract of collectors/proc/, a layer this one may not use (README, Architecture)"
+#endif
+
 #include <stddef.h>
 #include <stdint.h>
 

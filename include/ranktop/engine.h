@@ -5,6 +5,11 @@
 #ifndef RANKTOP_ENGINE_H
 #define RANKTOP_ENGINE_H
 
+#if defined(RANKTOP_LAYER_BUILD) && !defined(RANKTOP_SEES_ENGINE)
+#error                                                                                             \
+    "ranktop/engine.h is the contract of src/engine/, a layer this one may not use (README, Architecture)"
+#endif
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>

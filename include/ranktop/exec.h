@@ -2,6 +2,11 @@
 #ifndef RANKTOP_EXEC_H
 #define RANKTOP_EXEC_H
 
+#if defined(RANKTOP_LAYER_BUILD) && !defined(RANKTOP_SEES_DEVICES)
+#error                                                                                             \
+    "ranktop/exec.h is the contract of collectors/devices/, a layer this one may not use (README, Architecture)"
+#endif
+
 #include <stddef.h>
 
 #include "ranktop/status.h"

@@ -7,6 +7,11 @@
 #ifndef RANKTOP_EXPORT_H
 #define RANKTOP_EXPORT_H
 
+#if defined(RANKTOP_LAYER_BUILD) && !defined(RANKTOP_SEES_EXPORT)
+#error                                                                                             \
+    "ranktop/export.h is the contract of src/export/, a layer this one may not use (README, Architecture)"
+#endif
+
 #include "ranktop/history.h"
 #include "ranktop/status.h"
 

@@ -11,6 +11,11 @@
 #ifndef RANKTOP_PYGIL_H
 #define RANKTOP_PYGIL_H
 
+#if defined(RANKTOP_LAYER_BUILD) && !defined(RANKTOP_SEES_PYTHON)
+#error                                                                                             \
+    "ranktop/gil.h is the contract of collectors/python/, a layer this one may not use (README, Architecture)"
+#endif
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>

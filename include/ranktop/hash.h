@@ -4,6 +4,11 @@
 #ifndef RANKTOP_HASH_H
 #define RANKTOP_HASH_H
 
+#if defined(RANKTOP_LAYER_BUILD) && !defined(RANKTOP_SEES_BASE)
+#error                                                                                             \
+    "ranktop/hash.h is the contract of src/base/, a layer this one may not use (README, Architecture)"
+#endif
+
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>

@@ -9,6 +9,11 @@
 #ifndef RANKTOP_HISTORY_H
 #define RANKTOP_HISTORY_H
 
+#if defined(RANKTOP_LAYER_BUILD) && !defined(RANKTOP_SEES_MODEL)
+#error                                                                                             \
+    "ranktop/history.h is the contract of src/model/, a layer this one may not use (README, Architecture)"
+#endif
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>

@@ -8,6 +8,11 @@
 #ifndef RANKTOP_MEMSTAT_H
 #define RANKTOP_MEMSTAT_H
 
+#if defined(RANKTOP_LAYER_BUILD) && !defined(RANKTOP_SEES_PROC)
+#error                                                                                             \
+    "ranktop/memstat.h is the contract of collectors/proc/, a layer this one may not use (README, Architecture)"
+#endif
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>

@@ -4,6 +4,11 @@
 #ifndef RANKTOP_MEMTRACK_H
 #define RANKTOP_MEMTRACK_H
 
+#if defined(RANKTOP_LAYER_BUILD) && !defined(RANKTOP_SEES_PROC)
+#error                                                                                             \
+    "ranktop/memtrack.h is the contract of collectors/proc/, a layer this one may not use (README, Architecture)"
+#endif
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>

@@ -1,6 +1,12 @@
-/* Environment variables of another process (/proc/PID/environ). */
+/* Environment variables of another process (/proc/PID/environ), and the rank identity the
+ * launchers put there. */
 #ifndef RANKTOP_PROCENV_H
 #define RANKTOP_PROCENV_H
+
+#if defined(RANKTOP_LAYER_BUILD) && !defined(RANKTOP_SEES_PROC)
+#error                                                                                             \
+    "ranktop/procenv.h is the contract of collectors/proc/, a layer this one may not use (README, Architecture)"
+#endif
 
 #include <stddef.h>
 
@@ -17,5 +23,18 @@ int procenv_get_int(int pid, const char *name, int *val);
 
 /* The command line, arguments joined by spaces (cut to outlen-1 bytes). */
 int procenv_cmdline(int pid, char *out, size_t outlen);
+
+/* Distributed-launcher identity from a process's environment; -1 / "" when unset. */
+struct rank_ident {
+    int rank, local_rank, world_size, group_rank, local_world_size;
+    char run_id[64];         /* TORCHELASTIC_RUN_ID */
+    char master_addr[64];    /* MASTER_ADDR */
+    char master_port[16];    /* MASTER_PORT */
+    char cuda_visible[64];   /* CUDA_VISIBLE_DEVICES */
+    char ascend_visible[64]; /* ASCEND_RT_VISIBLE_DEVICES */
+};
+
+/* Pure: fills id from an environ image (NUL-separated NAME=value). */
+void rank_ident_parse(const char *env, size_t len, struct rank_ident *id);
 
 #endif

@@ -2,6 +2,11 @@
 #ifndef RANKTOP_PROCMAPS_H
 #define RANKTOP_PROCMAPS_H
 
+#if defined(RANKTOP_LAYER_BUILD) && !defined(RANKTOP_SEES_PROC)
+#error                                                                                             \
+    "ranktop/procmaps.h is the contract of collectors/proc/, a layer this one may not use (README, Architecture)"
+#endif
+
 #include <stddef.h>
 #include <stdint.h>
 

@@ -3,11 +3,16 @@
 #ifndef RANKTOP_PROCSCAN_H
 #define RANKTOP_PROCSCAN_H
 
+#if defined(RANKTOP_LAYER_BUILD) && !defined(RANKTOP_SEES_PROC)
+#error                                                                                             \
+    "ranktop/procscan.h is the contract of collectors/proc/, a layer this one may not use (README, Architecture)"
+#endif
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ranktop/discovery.h"
+#include "ranktop/procenv.h"
 
 struct pslist {
     int *pid, *ppid;

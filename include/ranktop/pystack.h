@@ -6,6 +6,11 @@
 #ifndef RANKTOP_PYSTACK_H
 #define RANKTOP_PYSTACK_H
 
+#if defined(RANKTOP_LAYER_BUILD) && !defined(RANKTOP_SEES_PYTHON)
+#error                                                                                             \
+    "ranktop/pystack.h is the contract of collectors/python/, a layer this one may not use (README, Architecture)"
+#endif
+
 #include <stdbool.h>
 #include <stdint.h>
 

@@ -5,6 +5,11 @@
 #ifndef RANKTOP_RMEM_H
 #define RANKTOP_RMEM_H
 
+#if defined(RANKTOP_LAYER_BUILD) && !defined(RANKTOP_SEES_PROC)
+#error                                                                                             \
+    "ranktop/rmem.h is the contract of collectors/proc/, a layer this one may not use (README, Architecture)"
+#endif
+
 #include <stddef.h>
 #include <stdint.h>
 

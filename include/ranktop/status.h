@@ -6,6 +6,11 @@
 #ifndef RANKTOP_STATUS_H
 #define RANKTOP_STATUS_H
 
+#if defined(RANKTOP_LAYER_BUILD) && !defined(RANKTOP_SEES_BASE)
+#error                                                                                             \
+    "ranktop/status.h is the contract of src/base/, a layer this one may not use (README, Architecture)"
+#endif
+
 #include <stdarg.h>
 
 enum app_status {

@@ -3,6 +3,10 @@
 #ifndef RANKTOP_UI_H
 #define RANKTOP_UI_H
 
+#if defined(RANKTOP_LAYER_BUILD) && !defined(RANKTOP_SEES_UI)
+#error "ranktop/ui.h is the contract of ui/, a layer this one may not use (README, Architecture)"
+#endif
+
 #include <stdbool.h>
 
 #include "ranktop/engine.h"

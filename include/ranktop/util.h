@@ -6,8 +6,14 @@
 #ifndef RANKTOP_UTIL_H
 #define RANKTOP_UTIL_H
 
+#if defined(RANKTOP_LAYER_BUILD) && !defined(RANKTOP_SEES_BASE)
+#error                                                                                             \
+    "ranktop/util.h is the contract of src/base/, a layer this one may not use (README, Architecture)"
+#endif
+
 #include <stddef.h>
 #include <stdint.h>
+#include <stdarg.h>
 #include <stdbool.h>
 
 void *x_malloc(size_t n);
@@ -30,6 +36,11 @@ uint64_t clock_process_cpu_ns(void);
 /* Reads a whole small file (at most max bytes) into a NUL-terminated heap buffer.
  * Returns 0 or a negative app_status; *len gets the byte count. */
 int file_read_all(const char *path, size_t max, char **out, size_t *len);
+
+/* Appends one formatted line (heap-allocated) to the string vector (*v, *n). */
+void strv_addf(char ***v, size_t *n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void strv_addv(char ***v, size_t *n, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
 
 /* Appends UTF-8 for code point cp to dst (at most 4 bytes); returns bytes written. Invalid or
  * surrogate code points become U+FFFD. */

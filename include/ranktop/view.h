@@ -15,6 +15,11 @@
 #ifndef RANKTOP_VIEW_H
 #define RANKTOP_VIEW_H
 
+#if defined(RANKTOP_LAYER_BUILD) && !defined(RANKTOP_SEES_VIEWS)
+#error                                                                                             \
+    "ranktop/view.h is the contract of src/views/, a layer this one may not use (README, Architecture)"
+#endif
+
 #include "ranktop/history.h"
 
 #include <stdbool.h>

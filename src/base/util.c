@@ -170,3 +170,21 @@ size_t utf8_put(char *dst, uint32_t cp)
     dst[3] = (char)(0x80 | (cp & 0x3F));
     return 4;
 }
+
+void strv_addv(char ***v, size_t *n, const char *fmt, va_list ap)
+{
+    char buf[512];
+
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    *v = x_reallocarray(*v, *n + 1, sizeof(char *));
+    (*v)[(*n)++] = x_strdup(buf);
+}
+
+void strv_addf(char ***v, size_t *n, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    strv_addv(v, n, fmt, ap);
+    va_end(ap);
+}

@@ -54,20 +54,11 @@ static void putf(struct ui *u, int y, int x, int w, enum theme_role role, bool p
 }
 
 /* Latest value of a counter series of pid, NAN when there is none. */
-static double series_last(const struct history *h, const char *name, int pid)
+static double series_last(const struct history *h, enum series_id id, int pid)
 {
-    for (size_t i = 0; i < h->nseries; i++)
-        if (h->series[i].pid == pid && !strcmp(h->series[i].name, name) && h->series[i].n)
-            return h->series[i].pts[h->series[i].n - 1].v;
-    return NAN;
-}
+    const struct hseries *s = history_series(h, id, pid);
 
-static const struct hseries *series_find(const struct history *h, const char *name, int pid)
-{
-    for (size_t i = 0; i < h->nseries; i++)
-        if (h->series[i].pid == pid && !strcmp(h->series[i].name, name))
-            return &h->series[i];
-    return NULL;
+    return s && s->n ? s->pts[s->n - 1].v : NAN;
 }
 
 static const struct engine_rank_live *live_of(const struct ui *u, int pid)
@@ -199,8 +190,8 @@ void ui_build_rows(struct ui *u)
         double base = baseline_of(u, v->pid);
 
         *r = (struct ui_row){.pid = v->pid, .rank = v->rank, .hrank = v->idx, .exited = v->exited};
-        r->cpu = series_last(&u->hist, "cpu", v->pid);
-        r->rss_mib = series_last(&u->hist, "rss", v->pid);
+        r->cpu = series_last(&u->hist, SERIES_CPU, v->pid);
+        r->rss_mib = series_last(&u->hist, SERIES_RSS, v->pid);
         r->drss_mib = isnan(base) ? NAN : r->rss_mib - base;
         r->dev_mem = l ? l->dev_mem_mb : -1;
         r->gil = l ? l->gil_busy_pct : NAN;
@@ -589,7 +580,7 @@ static void lines_memory(struct ui *u)
              "dBASE", "d60s", "USS", "SWAP");
     for (size_t i = 0; i < u->nrows; i++) {
         const struct ui_row *r = &u->rows[i];
-        const struct hseries *s = series_find(&u->hist, "rss", r->pid);
+        const struct hseries *s = history_series(&u->hist, SERIES_RSS, r->pid);
         char rss[16], d[16], d60[16], uss[16], sw[16], spark[256] = "";
         double v[512];
         size_t n = 0;
@@ -597,8 +588,8 @@ static void lines_memory(struct ui *u)
         fmt_mib(rss, sizeof(rss), r->rss_mib, false);
         fmt_mib(d, sizeof(d), r->drss_mib, true);
         fmt_mib(d60, sizeof(d60), delta_over(s, 60000000000ull), true);
-        fmt_mib(uss, sizeof(uss), series_last(&u->hist, "uss", r->pid), false);
-        fmt_mib(sw, sizeof(sw), series_last(&u->hist, "swap", r->pid), false);
+        fmt_mib(uss, sizeof(uss), series_last(&u->hist, SERIES_USS, r->pid), false);
+        fmt_mib(sw, sizeof(sw), series_last(&u->hist, SERIES_SWAP, r->pid), false);
         for (size_t k = s && s->n > 512 ? s->n - 512 : 0; s && k < s->n; k++)
             v[n++] = s->pts[k].v;
         draw_sparkline(spark, sizeof(spark), v, n, 40, u->utf8);

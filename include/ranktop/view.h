@@ -177,8 +177,8 @@ struct view_hang {
 
 /* Judges whether the job hangs at `now`: every live rank's stack unchanged for at least
  * hang_after_ns, the most common stack a real one, and every device utilisation series
- * ("gpuN"/"npuN.M", key util_pct/aicore_pct; only the ranks' devices when those are known)
- * flat over [now - hang_after_ns, now]. dev may be NULL (defaults). The majority, odd ranks
+ * (SERIES_DEV_UTIL "gpuN", SERIES_NPU_AICORE "npuN.M"; only the ranks' devices when those are
+ * known) flat over [now - hang_after_ns, now]. dev may be NULL (defaults). The majority, odd ranks
  * and since are filled in whatever the verdict. Release with view_hang_fini(). */
 void view_hang(const struct history *h, uint64_t now, uint64_t hang_after_ns,
                const struct view_hang_in *dev, struct view_hang *out);

@@ -34,13 +34,13 @@ static void record_mem(struct engine *e, int pid, const struct memstat *m, uint6
 {
     pthread_mutex_lock(&e->lock);
     if (m->valid & MEMSTAT_RSS)
-        history_counter(&e->hist, "rss", "MiB", pid, now, (double)m->rss_kb / 1024.0);
+        history_counter(&e->hist, SERIES_RSS, NULL, pid, now, (double)m->rss_kb / 1024.0);
     if (m->valid & MEMSTAT_PSS)
-        history_counter(&e->hist, "pss", "MiB", pid, now, (double)m->pss_kb / 1024.0);
+        history_counter(&e->hist, SERIES_PSS, NULL, pid, now, (double)m->pss_kb / 1024.0);
     if (m->valid & MEMSTAT_USS)
-        history_counter(&e->hist, "uss", "MiB", pid, now, (double)m->uss_kb / 1024.0);
+        history_counter(&e->hist, SERIES_USS, NULL, pid, now, (double)m->uss_kb / 1024.0);
     if (m->valid & MEMSTAT_SWAP)
-        history_counter(&e->hist, "swap", "MiB", pid, now, (double)m->swap_kb / 1024.0);
+        history_counter(&e->hist, SERIES_SWAP, NULL, pid, now, (double)m->swap_kb / 1024.0);
     pthread_mutex_unlock(&e->lock);
 }
 
@@ -72,7 +72,7 @@ static void record_cpu(struct engine *e, struct cpuprev **prev, size_t *nprev, i
                      ((double)(now - p->t) / 1e9) * 100.0;
 
         pthread_mutex_lock(&e->lock);
-        history_counter(&e->hist, "cpu", "pct", pid, now, pct);
+        history_counter(&e->hist, SERIES_CPU, NULL, pid, now, pct);
         pthread_mutex_unlock(&e->lock);
     }
     p->ticks = ticks;

@@ -393,7 +393,7 @@ static void gpu_series(struct history *h, int from, int to, int busy_gpu, int lo
     for (int k = from; k <= to; k++)
         for (int i = 0; i < NRANKS; i++) {
             snprintf(name, sizeof(name), "gpu%d", i);
-            history_counter(h, name, "util_pct", 0, T(k),
+            history_counter(h, SERIES_DEV_UTIL, name, 0, T(k),
                             i == busy_gpu ? (k % 2 ? hi : lo) : 100.0);
         }
 }
@@ -497,9 +497,9 @@ START_TEST(hang_devices)
     gpu_series(&f.h, 0, 20, 5, 30, 90);
     gpu_series(&f.h, 21, 52, 6, 97, 100);
     for (int k = 0; k <= 52; k++)
-        history_counter(&f.h, "gpu99", "util_pct", 0, T(k), k % 2 ? 0.0 : 80.0);
-    history_counter(&f.h, "gpu5 mem", "used_mib", 0, T(50), 100);
-    history_counter(&f.h, "gpu5 mem", "used_mib", 0, T(51), 9000);
+        history_counter(&f.h, SERIES_DEV_UTIL, "gpu99", 0, T(k), k % 2 ? 0.0 : 80.0);
+    history_counter(&f.h, SERIES_DEV_MEM, "gpu5 mem", 0, T(50), 100);
+    history_counter(&f.h, SERIES_DEV_MEM, "gpu5 mem", 0, T(51), 9000);
     view_hang(&f.h, T(52), 30 * SEC, NULL, &v);
     ck_assert(v.hang);
     ck_assert_uint_eq(v.ndevices, NRANKS);
@@ -520,7 +520,7 @@ START_TEST(hang_npu_device_names)
     for (int k = 0; k <= 40; k++) {
         history_observe(history_thread(history_rank(&h, 10, 0, "npu 2"), 1, 10, "MainThread", true),
                         s, T(k));
-        history_counter(&h, "npu2.0", "aicore_pct", 0, T(k), k % 2 ? 10.0 : 60.0);
+        history_counter(&h, SERIES_NPU_AICORE, "npu2.0", 0, T(k), k % 2 ? 10.0 : 60.0);
     }
     view_hang(&h, T(40), 30 * SEC, NULL, &v);
     ck_assert(!v.hang);

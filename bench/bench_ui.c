@@ -7,7 +7,7 @@
  * odd ones out; 7 helper threads per rank in their usual waits; 1 Hz CPU, RSS, USS, swap and
  * GPU series; 8 GPUs). curses runs on a fake terminal (newterm on /dev/null, xterm-256color,
  * resized to 200x60 and 80x24), so no tty is needed; the struct ui is filled by hand and its
- * engine is a real one with no targets (ui_draw asks it for the rate and mapping growth).
+ * engine is a real one with no targets (ui_draw asks it for the rate and last errors).
  * Each frame is what the monitor does with fresh data: view_hang + ui_build_rows (the
  * "model" column) and ui_draw (erase, build the pane's view, draw, refresh to /dev/null: the
  * "draw" column). The history copy the monitor takes every 500 ms is timed on its own, and the
@@ -351,7 +351,7 @@ static void fill_live(struct ui *u)
                                      .ranks_seen = NRANKS};
 }
 
-/* A real engine with nothing to sample: ui_draw asks it for the rate and mapping growth. */
+/* A real engine with nothing to sample: ui_draw asks it for the rate and last errors. */
 static struct engine *idle_engine(void)
 {
     static int nopid = 1073741823; /* above PID_MAX_LIMIT: never a process */
@@ -548,12 +548,7 @@ static void render_bench(const struct cfg *c)
     fclose(in);
     engine_stop(u.e);
     engine_free(u.e);
-    history_fini(&u.hist);
-    view_hang_fini(&u.hang);
-    free(u.devs);
-    free(u.live);
-    free(u.rows);
-    pthread_mutex_destroy(&u.export_lock);
+    ui_fini(&u);
 }
 
 /* ---- Part 2: the real monitor's idle CPU ---- */

@@ -106,7 +106,8 @@ void ui_set_status(struct ui *u, const char *fmt, ...)
     u->status_until = clock_mono_ns() + 6000000000ull;
 }
 
-/* Copies what the engine has; the history copy replaces the previous one. */
+/* Copies what the engine has (each copy one short lock inside the engine) and rebuilds the
+ * models that depend only on the copies; the history copy replaces the previous one. */
 static void refresh_data(struct ui *u)
 {
     if (u->have_hist)
@@ -117,6 +118,7 @@ static void refresh_data(struct ui *u)
     free(u->live);
     engine_snapshot_live(u->e, &u->devs, &u->ndevs, &u->live, &u->nlive);
     engine_get_stats(u->e, &u->stats);
+    u->ngrowth = engine_mem_growth(u->e, &u->growth_pid, u->growth, UI_MAX_GROWTH);
     view_hang_fini(&u->hang);
     view_hang(&u->hist, clock_mono_ns(), (uint64_t)(u->o->hang_after_s * 1e9), NULL, &u->hang);
     ui_build_rows(u);
@@ -199,20 +201,13 @@ static void poll_export(struct ui *u)
     pthread_mutex_unlock(&u->export_lock);
 }
 
+/* The memory baseline: every shown rank's RSS now, and a new mapping baseline of the
+ * selected rank in the engine's memory thread (it reads smaps; the UI only asks). */
 static void set_baseline(struct ui *u)
 {
-    free(u->base_pid);
-    free(u->base_rss);
-    u->nbase = u->nrows;
-    u->base_pid = x_calloc(u->nbase ? u->nbase : 1, sizeof(int));
-    u->base_rss = x_calloc(u->nbase ? u->nbase : 1, sizeof(double));
-    for (size_t i = 0; i < u->nrows; i++) {
-        u->base_pid[i] = u->rows[i].pid;
-        u->base_rss[i] = u->rows[i].rss_mib;
-    }
-    u->base_t = clock_mono_ns();
-    if (u->nrows && u->sel < (int)u->nrows)
-        engine_mem_focus(u->e, u->rows[u->sel].pid, true);
+    view_baseline_set(&u->base, &u->table, clock_mono_ns());
+    if (u->table.n && u->sel < (int)u->table.n)
+        engine_mem_focus(u->e, u->table.rows[u->sel].pid, true);
     ui_set_status(u, "memory baseline set");
 }
 
@@ -256,9 +251,9 @@ static void toggle_tag(struct ui *u)
 {
     int pid;
 
-    if (!u->nrows)
+    if (!u->table.n)
         return;
-    pid = u->rows[u->sel].pid;
+    pid = u->table.rows[u->sel].pid;
     for (int i = 0; i < u->ntags; i++)
         if (u->tags[i] == pid) {
             u->tags[i] = u->tags[--u->ntags];
@@ -272,7 +267,7 @@ static void toggle_tag(struct ui *u)
 static void nav(struct ui *u, int delta)
 {
     bool lower = u->view == VIEW_RANK;
-    int n = lower ? ui_lower_rows(u) : (int)u->nrows;
+    int n = lower ? ui_lower_rows(u) : (int)u->table.n;
     int *sel = lower ? &u->lsel : &u->sel;
 
     *sel += delta;
@@ -288,8 +283,8 @@ static void key_enter(struct ui *u)
 
     if (u->view == VIEW_MERGED || u->view == VIEW_TOP || u->view == VIEW_GIL ||
         u->view == VIEW_MEMORY) {
-        if (u->nrows) {
-            u->drill_pid = u->rows[u->sel].pid;
+        if (u->table.n) {
+            u->drill_pid = u->table.rows[u->sel].pid;
             u->view = VIEW_RANK;
             u->lsel = u->lscroll = 0;
         }
@@ -319,10 +314,10 @@ static void key_mouse(struct ui *u)
         nav(u, -3);
     else if (ev.bstate & BUTTON5_PRESSED)
         nav(u, 3);
-    else if (ev.y >= u->table_y && ev.y < u->table_y + u->table_h && u->nrows) {
+    else if (ev.y >= u->table_y && ev.y < u->table_y + u->table_h && u->table.n) {
         int row = u->scroll + ev.y - u->table_y;
 
-        if (row >= 0 && row < (int)u->nrows)
+        if (row >= 0 && row < (int)u->table.n)
             u->sel = row;
     }
 }
@@ -356,7 +351,7 @@ static bool key_actions(struct ui *u, int ch)
         return true;
     case 's':
     case KEY_F(6):
-        u->sort = (enum ui_sort)((u->sort + 1) % SORT_COUNT);
+        u->sort = (enum view_sort)((u->sort + 1) % VIEW_SORT_COUNT);
         return true;
     case ' ':
         toggle_tag(u);
@@ -448,7 +443,7 @@ static void key(struct ui *u, int ch)
     }
 }
 
-static void ui_fini(struct ui *u)
+void ui_fini(struct ui *u)
 {
     if (u->export_joinable)
         pthread_join(u->export_thread, NULL);
@@ -458,9 +453,9 @@ static void ui_fini(struct ui *u)
     view_hang_fini(&u->hang);
     free(u->devs);
     free(u->live);
-    free(u->rows);
-    free(u->base_pid);
-    free(u->base_rss);
+    view_table_fini(&u->table);
+    view_baseline_fini(&u->base);
+    free(u->lines);
     free(u->collapsed);
 }
 

@@ -518,53 +518,66 @@ static void draw_lower(struct ui *u)
     }
 }
 
-static void draw_keybar(struct ui *u)
+static void keybar_item(struct ui *u, int y, int x, const struct ui_key *k)
 {
-    static const char *keys[][2] = {
-        {"F1", "Help"}, {"/", "Search"}, {"\\", "Filter"}, {"F6", "Sort"}, {"Spc", "Tag"},
-        {"p", "Pause"}, {"m", "Base"},   {"t", "Threads"}, {"+-", "Rate"}, {"e", "Export"},
-    };
-    const struct layout_rect *r = &u->lay.keybar;
-    int x = r->x, end = r->x + r->w - 8; /* "F10Quit" always fits at the right */
+    int kw = (int)strlen(k->bar_key);
 
-    for (size_t i = 0; i < sizeof(keys) / sizeof(*keys); i++) {
-        int kw = (int)strlen(keys[i][0]), tw = (int)strlen(keys[i][1]);
-
-        if (x + kw + tw > end)
-            break;
-        put(u, r->y, x, kw, ROLE_KEY, false, keys[i][0]);
-        put(u, r->y, x + kw, tw, ROLE_KEYTEXT, false, keys[i][1]);
-        x += kw + tw + 1;
-    }
-    put(u, r->y, end + 1, 3, ROLE_KEY, false, "F10");
-    put(u, r->y, end + 4, 4, ROLE_KEYTEXT, false, "Quit");
+    put(u, y, x, kw, ROLE_KEY, false, k->bar_key);
+    put(u, y, x + kw, (int)strlen(k->bar_text), ROLE_KEYTEXT, false, k->bar_text);
 }
 
+/* The key table's entry shown at bar position pos; NULL when none is. */
+static const struct ui_key *bar_at(const struct ui_key *keys, size_t n, int pos)
+{
+    for (size_t i = 0; i < n; i++)
+        if (keys[i].bar_pos == pos)
+            return &keys[i];
+    return NULL;
+}
+
+/* The key bar, from the key table in bar_pos order, as many as fit; the UI_BAR_RIGHT key
+ * (Quit) is always drawn at the right end, whatever the width. */
+static void draw_keybar(struct ui *u)
+{
+    const struct layout_rect *r = &u->lay.keybar;
+    int x = r->x, end = r->x + r->w - 8; /* "F10Quit" always fits at the right */
+    size_t n;
+    const struct ui_key *keys = ui_keys(&n), *k;
+
+    for (int pos = 1; (k = bar_at(keys, n, pos)) != NULL; pos++) {
+        int w = (int)(strlen(k->bar_key) + strlen(k->bar_text));
+
+        if (x + w > end)
+            break;
+        keybar_item(u, r->y, x, k);
+        x += w + 1;
+    }
+    k = bar_at(keys, n, UI_BAR_RIGHT);
+    if (k)
+        keybar_item(u, r->y, end + 1, k);
+}
+
+static const char *const help_intro[] = {"ranktop: a top for distributed PyTorch jobs", ""};
+static const char *const help_outro[] = {
+    "",
+    "HANG: every rank's stack unchanged for --hang-after seconds (and device utilisation",
+    "flat where known); the banner names the frame most ranks wait in and the odd ranks.",
+};
+
+/* The help screen: a title, the key table's lines, and what a HANG means. */
 static void draw_help(struct ui *u)
 {
-    static const char *lines[] = {
-        "ranktop: a top for distributed PyTorch jobs",
-        "",
-        "Arrows, j/k, PgUp/PgDn, Home/End   move in the rank table (tree in the Rank view)",
-        "Enter / Right      drill into the selected rank; in the Rank view fold a thread",
-        "Esc / Backspace    back to the merged view, clear search and filter",
-        "1-5 / Tab          views: Merged, Rank, Top, GIL, Memory",
-        "/                  search frames          \\  filter ranks (rank, pid, frame)",
-        "s / F6             sort: rank, CPU, RSS, stuck time, GIL",
-        "Space              tag a rank             p  pause the display (sampling continues)",
-        "m                  memory baseline (and mapping growth of the selected rank)",
-        "t                  main thread / all threads",
-        "+ / -              double / halve the sampling rate",
-        "e                  export the history window as a Chrome trace to --export-dir",
-        "E                  export, asking for the format (chrome, speedscope, collapsed)",
-        "q / F10            quit                   ? / F1  this help",
-        "",
-        "HANG: every rank's stack unchanged for --hang-after seconds (and device utilisation",
-        "flat where known); the banner names the frame most ranks wait in and the odd ranks.",
-    };
+    char lines[64][UI_HELP_W];
+    int n = 0, nkeys;
     const struct layout_rect *r = &u->lay.help;
 
-    for (int i = 0; i < r->h && i < (int)(sizeof(lines) / sizeof(*lines)); i++)
+    for (size_t i = 0; i < sizeof(help_intro) / sizeof(*help_intro); i++)
+        snprintf(lines[n++], UI_HELP_W, "%s", help_intro[i]);
+    nkeys = ui_keys_help(lines + n, 64 - 8);
+    n += nkeys;
+    for (size_t i = 0; i < sizeof(help_outro) / sizeof(*help_outro); i++)
+        snprintf(lines[n++], UI_HELP_W, "%s", help_outro[i]);
+    for (int i = 0; i < r->h && i < n; i++)
         put(u, r->y + i, r->x, r->w, i == 0 ? ROLE_TITLE : ROLE_NORMAL, true, lines[i]);
 }
 

@@ -78,8 +78,31 @@ struct ui {
 
 /* ui.c */
 void ui_set_status(struct ui *u, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Starts an export of the history window to --export-dir on its own thread. */
+void ui_start_export(struct ui *u, enum export_format fmt);
 /* Frees what struct ui owns (copies, views, lines) after joining the export thread. */
 void ui_fini(struct ui *u);
+
+/* keys.c: the one key table behind dispatch, key bar and help. */
+#define UI_KEY_CODES 6    /* key codes per entry; 0 ends a shorter list */
+#define UI_BAR_RIGHT (-1) /* bar_pos of the key pinned at the bar's right end */
+#define UI_HELP_W 128     /* bytes of a help line */
+
+struct ui_key {
+    int codes[UI_KEY_CODES];
+    void (*run)(struct ui *u, int ch); /* the action; ch is the code that was pressed */
+    const char *bar_key, *bar_text;    /* key bar label ("F1", "Help"); NULL: not shown */
+    int bar_pos;                       /* 1.. left to right, UI_BAR_RIGHT, 0 not shown */
+    const char *help_keys, *help_text; /* help line; NULL: told with an entry before it */
+    bool help_right;                   /* on the previous help line, in its right column */
+};
+
+/* The table, in help order. */
+const struct ui_key *ui_keys(size_t *n);
+/* The help screen's key lines into lines[0..max); returns how many. */
+int ui_keys_help(char (*lines)[UI_HELP_W], int max);
+/* Answers one key code: prompt editing, the modal help, or the table's action. */
+void ui_key(struct ui *u, int ch);
 
 /* ui_panes.c */
 void ui_draw(struct ui *u);

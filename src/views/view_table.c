@@ -84,24 +84,13 @@ static bool row_matches(const struct view_table_row *r, const char *filter)
  * are negated (largest first), unknown ones go last. */
 static double sort_key(const struct view_table_row *r, enum view_sort s)
 {
-    double v;
+    double v = s == VIEW_SORT_CPU     ? r->cpu
+               : s == VIEW_SORT_RSS   ? r->rss_mib
+               : s == VIEW_SORT_SINCE ? r->since_s
+                                      : r->gil;
 
-    switch (s) {
-    case VIEW_SORT_CPU:
-        v = r->cpu;
-        break;
-    case VIEW_SORT_RSS:
-        v = r->rss_mib;
-        break;
-    case VIEW_SORT_SINCE:
-        v = r->since_s;
-        break;
-    case VIEW_SORT_GIL:
-        v = r->gil;
-        break;
-    default:
+    if (s == VIEW_SORT_RANK || s >= VIEW_SORT_COUNT)
         return r->rank < 0 ? 1e9 : r->rank;
-    }
     return isnan(v) ? 1e18 : -v;
 }
 

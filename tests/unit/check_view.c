@@ -898,6 +898,15 @@ static struct view_table table_of(const struct history *h, const struct engine_r
 
 START_TEST(table_rows_and_sorts)
 {
+    static const struct {
+        enum view_sort sort;
+        int first, at, then; /* rank of the first row, and of row `at` */
+    } sorts[] = {
+        {VIEW_SORT_CPU, 15, NRANKS - 1, 5},         /* descending, unknown last */
+        {VIEW_SORT_RSS, 15, NRANKS - 1, 0},         /* descending */
+        {VIEW_SORT_SINCE, 0, NRANKS - 1, ODD_RANK}, /* ties by pid; rank 3 moved last */
+        {VIEW_SORT_GIL, 2, 1, 7},                   /* known first; -1 after 0 */
+    };
     struct fx f;
     struct engine_rank_live live[2];
     struct view_table t;
@@ -916,23 +925,13 @@ START_TEST(table_rows_and_sorts)
     ck_assert_double_eq(t.rows[2].gil, 50);
     ck_assert(isnan(t.rows[5].cpu));
     view_table_fini(&t);
-    t = table_of(&f.h, live, "", VIEW_SORT_CPU, NULL); /* descending, unknown last */
-    ck_assert_int_eq(t.rows[0].rank, 15);
-    ck_assert_int_eq(t.rows[NRANKS - 1].rank, 5);
-    view_table_fini(&t);
-    t = table_of(&f.h, live, "", VIEW_SORT_RSS, NULL);
-    ck_assert_int_eq(t.rows[0].rank, 15);
-    ck_assert_int_eq(t.rows[NRANKS - 1].rank, 0);
-    view_table_fini(&t);
-    t = table_of(&f.h, live, "", VIEW_SORT_SINCE, NULL); /* ties by pid; rank 3 moved last */
-    ck_assert_int_eq(t.rows[0].rank, 0);
-    ck_assert_int_eq(t.rows[NRANKS - 1].rank, ODD_RANK);
-    view_table_fini(&t);
-    t = table_of(&f.h, live, "", VIEW_SORT_GIL, NULL); /* known first; -1 after 0 */
-    ck_assert_int_eq(t.rows[0].rank, 2);
-    ck_assert_int_eq(t.rows[1].rank, 7);
-    view_table_fini(&t);
     view_table_fini(&t); /* twice is safe */
+    for (size_t i = 0; i < sizeof(sorts) / sizeof(*sorts); i++) {
+        t = table_of(&f.h, live, "", sorts[i].sort, NULL);
+        ck_assert_int_eq(t.rows[0].rank, sorts[i].first);
+        ck_assert_int_eq(t.rows[sorts[i].at].rank, sorts[i].then);
+        view_table_fini(&t);
+    }
     history_fini(&f.h);
 }
 END_TEST
@@ -968,12 +967,13 @@ START_TEST(table_filter_and_baseline)
     ck_assert_double_eq(t.rows[4].drss_mib, 150);
     ck_assert_double_eq(t.rows[0].drss_mib, 0);
     view_table_fini(&t);
+    history_fini(&f.h);
     ck_assert(isnan(view_baseline_delta(&b, 9999, 10))); /* a pid the baseline lacks */
-    ck_assert(isnan(view_baseline_delta(NULL, PID(0), 10)));
+    view_baseline_fini(&b);
     view_baseline_fini(&b);
     ck_assert_uint_eq(b.n, 0);
-    view_baseline_fini(&b);
-    history_fini(&f.h);
+    ck_assert(isnan(view_baseline_delta(&b, PID(0), 10))); /* none after fini */
+    ck_assert(isnan(view_baseline_delta(NULL, PID(0), 10)));
 }
 END_TEST
 

@@ -1,8 +1,9 @@
 /* The engine's memory thread: once a second, RSS and swap of every target from
  * /proc/PID/status (cheap), and every FULL_EVERY seconds PSS and USS from smaps_rollup, whose
- * cost grows with the resident size (the kernel walks the page tables: ~30 ms per GiB).
- * Recorded as counters on the rank's lane. Reads /proc with the lock released; takes it only
- * to append the points. */
+ * cost grows with the resident size (the kernel walks the page tables: ~30 ms per GiB); CPU %
+ * from the tick counters; and the mapping growth of the one rank the UI focuses on. Recorded
+ * as counter series by id (series.h) on the rank's lane. Reads /proc with the lock released;
+ * takes it only to append the points or publish the growth rows. */
 #include "engine_priv.h"
 
 #include "ranktop/memstat.h"

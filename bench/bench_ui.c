@@ -7,7 +7,7 @@
  * odd ones out; 7 helper threads per rank in their usual waits; 1 Hz CPU, RSS, USS, swap and
  * GPU series; 8 GPUs). curses runs on a fake terminal (newterm on /dev/null, xterm-256color,
  * resized to 200x60 and 80x24), so no tty is needed; the struct ui is filled by hand and its
- * engine is a real one with no targets (ui_draw asks it for the rate and mapping growth).
+ * engine is a real one with no targets (ui_draw asks it for the rate and last errors).
  * Each frame is what the monitor does with fresh data: view_hang + ui_build_rows (the
  * "model" column) and ui_draw (erase, build the pane's view, draw, refresh to /dev/null: the
  * "draw" column). The history copy the monitor takes every 500 ms is timed on its own, and the
@@ -240,14 +240,14 @@ static void add_series(struct history *h, int r, int pid, uint64_t t, bool hung)
 {
     double s = (double)(t - h->t0) / 1e9;
 
-    history_counter(h, "cpu", "pct", pid, t, hung ? 1.0 + (r % 3) : 97.0 + (r % 5) * 0.5);
-    history_counter(h, "rss", "MiB", pid, t, 2100.0 + r * 3 + (r == 5 ? s * 0.5 : 0));
-    history_counter(h, "pss", "MiB", pid, t, 1800.0 + r * 3);
-    history_counter(h, "uss", "MiB", pid, t, 1500.0 + r * 3 + (r == 5 ? s * 0.5 : 0));
-    history_counter(h, "swap", "MiB", pid, t, 0);
-    history_counter(h, "GIL busy", "pct", pid, t, hung ? 2.0 : 60.0 + r % 7);
-    history_counter(h, "GIL switches", "per_s", pid, t, hung ? 1.0 : 180.0);
-    history_counter(h, "GIL waiters", "avg", pid, t, hung ? 0.0 : 0.4);
+    history_counter(h, SERIES_CPU, NULL, pid, t, hung ? 1.0 + (r % 3) : 97.0 + (r % 5) * 0.5);
+    history_counter(h, SERIES_RSS, NULL, pid, t, 2100.0 + r * 3 + (r == 5 ? s * 0.5 : 0));
+    history_counter(h, SERIES_PSS, NULL, pid, t, 1800.0 + r * 3);
+    history_counter(h, SERIES_USS, NULL, pid, t, 1500.0 + r * 3 + (r == 5 ? s * 0.5 : 0));
+    history_counter(h, SERIES_SWAP, NULL, pid, t, 0);
+    history_counter(h, SERIES_GIL_BUSY, NULL, pid, t, hung ? 2.0 : 60.0 + r % 7);
+    history_counter(h, SERIES_GIL_SWITCHES, NULL, pid, t, hung ? 1.0 : 180.0);
+    history_counter(h, SERIES_GIL_WAITERS, NULL, pid, t, hung ? 0.0 : 0.4);
 }
 
 static void add_gpu_series(struct history *h, uint64_t t, bool hung)
@@ -257,9 +257,9 @@ static void add_gpu_series(struct history *h, uint64_t t, bool hung)
 
         snprintf(name, sizeof(name), "gpu%d", g);
         snprintf(mem, sizeof(mem), "gpu%d mem", g);
-        history_counter(h, name, "util_pct", 0, t,
+        history_counter(h, SERIES_DEV_UTIL, name, 0, t,
                         hung ? 0.0 : 85.0 + (g * 7 + (int)(t >> 30)) % 15);
-        history_counter(h, mem, "used_mib", 0, t, 61000.0 + g * 100);
+        history_counter(h, SERIES_DEV_MEM, mem, 0, t, 61000.0 + g * 100);
     }
 }
 
@@ -351,7 +351,7 @@ static void fill_live(struct ui *u)
                                      .ranks_seen = NRANKS};
 }
 
-/* A real engine with nothing to sample: ui_draw asks it for the rate and mapping growth. */
+/* A real engine with nothing to sample: ui_draw asks it for the rate and last errors. */
 static struct engine *idle_engine(void)
 {
     static int nopid = 1073741823; /* above PID_MAX_LIMIT: never a process */
@@ -548,12 +548,7 @@ static void render_bench(const struct cfg *c)
     fclose(in);
     engine_stop(u.e);
     engine_free(u.e);
-    history_fini(&u.hist);
-    view_hang_fini(&u.hang);
-    free(u.devs);
-    free(u.live);
-    free(u.rows);
-    pthread_mutex_destroy(&u.export_lock);
+    ui_fini(&u);
 }
 
 /* ---- Part 2: the real monitor's idle CPU ---- */

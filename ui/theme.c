@@ -28,6 +28,9 @@ static const struct role_style styles[ROLE_COUNT] = {
     [ROLE_TAGGED] = {COLOR_YELLOW, -1, A_BOLD, A_BOLD},
 };
 
+/* Whether the terminal is shown without colours; set once by theme_init. It describes the
+ * terminal, whose colour pairs curses also keeps process-wide, so it stays beside them rather
+ * than in struct ui. */
 static bool mono;
 
 void theme_init(void)

@@ -1,8 +1,9 @@
-/* The monitor's main loop: terminal set-up and restore, input, data refresh, export thread.
+/* The monitor's main loop: terminal set-up and restore, data refresh, export thread.
  *
  * Runs on the main thread, the only one that touches curses. It waits in poll() on the
- * terminal with a short timeout, answers every key at once, copies the engine's history and
- * live figures (one short lock inside the engine) and redraws. Exports run on their own
+ * terminal with a short timeout, answers every key at once (keys.c), copies the engine's
+ * history, live figures and mapping growth (each one short lock inside the engine) and
+ * redraws. Exports run on their own
  * thread over a private copy, so a slow disk never freezes the screen. SIGINT/SIGTERM set a
  * flag; a crash restores the terminal before the default action runs. */
 #include "ranktop/ui.h"
@@ -28,6 +29,7 @@
 #define UI_TICK_MS 100
 #define UI_REFRESH_NS 500000000ull
 
+/* Set by signal handlers, so they must be file statics of async-signal-safe type. */
 static volatile sig_atomic_t g_quit;
 static volatile sig_atomic_t g_curses;
 
@@ -106,7 +108,8 @@ void ui_set_status(struct ui *u, const char *fmt, ...)
     u->status_until = clock_mono_ns() + 6000000000ull;
 }
 
-/* Copies what the engine has; the history copy replaces the previous one. */
+/* Copies what the engine has (each copy one short lock inside the engine) and rebuilds the
+ * models that depend only on the copies; the history copy replaces the previous one. */
 static void refresh_data(struct ui *u)
 {
     if (u->have_hist)
@@ -117,6 +120,7 @@ static void refresh_data(struct ui *u)
     free(u->live);
     engine_snapshot_live(u->e, &u->devs, &u->ndevs, &u->live, &u->nlive);
     engine_get_stats(u->e, &u->stats);
+    u->ngrowth = engine_mem_growth(u->e, &u->growth_pid, u->growth, UI_MAX_GROWTH);
     view_hang_fini(&u->hang);
     view_hang(&u->hist, clock_mono_ns(), (uint64_t)(u->o->hang_after_s * 1e9), NULL, &u->hang);
     ui_build_rows(u);
@@ -148,8 +152,7 @@ static void *export_main(void *arg)
     return NULL;
 }
 
-/* Starts an export of the history window to --export-dir in the background. */
-static void start_export(struct ui *u, enum export_format fmt)
+void ui_start_export(struct ui *u, enum export_format fmt)
 {
     struct export_job *j;
     char stamp[32];
@@ -199,256 +202,7 @@ static void poll_export(struct ui *u)
     pthread_mutex_unlock(&u->export_lock);
 }
 
-static void set_baseline(struct ui *u)
-{
-    free(u->base_pid);
-    free(u->base_rss);
-    u->nbase = u->nrows;
-    u->base_pid = x_calloc(u->nbase ? u->nbase : 1, sizeof(int));
-    u->base_rss = x_calloc(u->nbase ? u->nbase : 1, sizeof(double));
-    for (size_t i = 0; i < u->nrows; i++) {
-        u->base_pid[i] = u->rows[i].pid;
-        u->base_rss[i] = u->rows[i].rss_mib;
-    }
-    u->base_t = clock_mono_ns();
-    if (u->nrows && u->sel < (int)u->nrows)
-        engine_mem_focus(u->e, u->rows[u->sel].pid, true);
-    ui_set_status(u, "memory baseline set");
-}
-
-/* Line editing for '/' (search), '\' (filter) and the E format prompt. */
-static void key_input(struct ui *u, int ch)
-{
-    size_t n = strlen(u->edit);
-
-    if (u->input == INPUT_FORMAT) {
-        int f = ch == 'c'   ? EXPORT_CHROME
-                : ch == 's' ? EXPORT_SPEEDSCOPE
-                : ch == 'f' ? EXPORT_COLLAPSED
-                            : -1;
-        u->input = INPUT_NONE;
-        if (f >= 0)
-            start_export(u, (enum export_format)f);
-        else
-            ui_set_status(u, "export cancelled");
-        return;
-    }
-    if (ch == 27) {
-        u->input = INPUT_NONE;
-        return;
-    }
-    if (ch == '\n' || ch == KEY_ENTER) {
-        snprintf(u->input == INPUT_SEARCH ? u->search : u->filter, sizeof(u->search), "%s",
-                 u->edit);
-        u->input = INPUT_NONE;
-        u->sel = u->scroll = u->lsel = u->lscroll = 0;
-        return;
-    }
-    if ((ch == KEY_BACKSPACE || ch == 127 || ch == 8) && n)
-        u->edit[n - 1] = '\0';
-    else if (ch >= 32 && ch < 256 && n + 1 < sizeof(u->edit)) {
-        u->edit[n] = (char)ch;
-        u->edit[n + 1] = '\0';
-    }
-}
-
-static void toggle_tag(struct ui *u)
-{
-    int pid;
-
-    if (!u->nrows)
-        return;
-    pid = u->rows[u->sel].pid;
-    for (int i = 0; i < u->ntags; i++)
-        if (u->tags[i] == pid) {
-            u->tags[i] = u->tags[--u->ntags];
-            return;
-        }
-    if (u->ntags < UI_MAX_TAGS)
-        u->tags[u->ntags++] = pid;
-}
-
-/* Moves the cursor: the rank table's, or the tree's in the Rank view. */
-static void nav(struct ui *u, int delta)
-{
-    bool lower = u->view == VIEW_RANK;
-    int n = lower ? ui_lower_rows(u) : (int)u->nrows;
-    int *sel = lower ? &u->lsel : &u->sel;
-
-    *sel += delta;
-    if (*sel >= n)
-        *sel = n - 1;
-    if (*sel < 0)
-        *sel = 0;
-}
-
-static void key_enter(struct ui *u)
-{
-    uint64_t node = ui_lower_node(u);
-
-    if (u->view == VIEW_MERGED || u->view == VIEW_TOP || u->view == VIEW_GIL ||
-        u->view == VIEW_MEMORY) {
-        if (u->nrows) {
-            u->drill_pid = u->rows[u->sel].pid;
-            u->view = VIEW_RANK;
-            u->lsel = u->lscroll = 0;
-        }
-    } else if (node) {
-        ui_toggle_collapsed(u, node);
-    }
-}
-
-static void key_back(struct ui *u)
-{
-    if (u->search[0] || u->filter[0]) {
-        u->search[0] = u->filter[0] = '\0';
-        return;
-    }
-    u->view = VIEW_MERGED;
-    u->drill_pid = 0;
-    u->lsel = u->lscroll = 0;
-}
-
-static void key_mouse(struct ui *u)
-{
-    MEVENT ev;
-
-    if (getmouse(&ev) != OK)
-        return;
-    if (ev.bstate & BUTTON4_PRESSED)
-        nav(u, -3);
-    else if (ev.bstate & BUTTON5_PRESSED)
-        nav(u, 3);
-    else if (ev.y >= u->table_y && ev.y < u->table_y + u->table_h && u->nrows) {
-        int row = u->scroll + ev.y - u->table_y;
-
-        if (row >= 0 && row < (int)u->nrows)
-            u->sel = row;
-    }
-}
-
-/* Keys that change what is sampled or shown; returns false when not handled. */
-static bool key_actions(struct ui *u, int ch)
-{
-    switch (ch) {
-    case 'p':
-        u->paused = !u->paused;
-        ui_set_status(u, u->paused ? "display paused (sampling continues)" : "display resumed");
-        return true;
-    case 'm':
-        set_baseline(u);
-        return true;
-    case 't':
-        u->all_threads = !u->all_threads;
-        ui_set_status(u, u->all_threads ? "all threads" : "main thread only");
-        return true;
-    case '+':
-    case '=':
-    case '-':
-        engine_set_rate(u->e, engine_rate(u->e) * (ch == '-' ? 0.5 : 2.0));
-        ui_set_status(u, "sampling rate %.3g Hz", engine_rate(u->e));
-        return true;
-    case 'e':
-        start_export(u, EXPORT_CHROME);
-        return true;
-    case 'E':
-        u->input = INPUT_FORMAT;
-        return true;
-    case 's':
-    case KEY_F(6):
-        u->sort = (enum ui_sort)((u->sort + 1) % SORT_COUNT);
-        return true;
-    case ' ':
-        toggle_tag(u);
-        nav(u, 1);
-        return true;
-    case '/':
-    case '\\':
-        u->input = ch == '/' ? INPUT_SEARCH : INPUT_FILTER;
-        u->edit[0] = '\0';
-        return true;
-    default:
-        return false;
-    }
-}
-
-static void key(struct ui *u, int ch)
-{
-    int page = ui_table_rows(u) > 1 ? ui_table_rows(u) - 1 : 1;
-
-    if (u->input != INPUT_NONE) {
-        key_input(u, ch);
-        return;
-    }
-    if (u->help && ch != KEY_RESIZE) {
-        u->help = ch == '?' || ch == KEY_F(1) ? false : ch == 27 || ch == 'q' ? false : true;
-        if (ch != 'q' && ch != KEY_F(10))
-            return;
-    }
-    if (key_actions(u, ch))
-        return;
-    switch (ch) {
-    case 'q':
-    case KEY_F(10):
-        u->quit = true;
-        break;
-    case '?':
-    case KEY_F(1):
-    case 'h':
-        u->help = true;
-        break;
-    case KEY_UP:
-    case 'k':
-        nav(u, -1);
-        break;
-    case KEY_DOWN:
-    case 'j':
-        nav(u, 1);
-        break;
-    case KEY_PPAGE:
-        nav(u, -page);
-        break;
-    case KEY_NPAGE:
-        nav(u, page);
-        break;
-    case KEY_HOME:
-        nav(u, -1000000);
-        break;
-    case KEY_END:
-        nav(u, 1000000);
-        break;
-    case '\n':
-    case KEY_ENTER:
-    case KEY_RIGHT:
-        key_enter(u);
-        break;
-    case 27:
-    case KEY_BACKSPACE:
-    case 127:
-    case KEY_LEFT:
-        key_back(u);
-        break;
-    case '\t':
-        u->view = (enum ui_view)(u->view % 5 + 1);
-        u->lsel = u->lscroll = 0;
-        break;
-    case '1':
-    case '2':
-    case '3':
-    case '4':
-    case '5':
-        u->view = (enum ui_view)(ch - '0');
-        u->lsel = u->lscroll = 0;
-        break;
-    case KEY_MOUSE:
-        key_mouse(u);
-        break;
-    default:
-        break;
-    }
-}
-
-static void ui_fini(struct ui *u)
+void ui_fini(struct ui *u)
 {
     if (u->export_joinable)
         pthread_join(u->export_thread, NULL);
@@ -458,9 +212,9 @@ static void ui_fini(struct ui *u)
     view_hang_fini(&u->hang);
     free(u->devs);
     free(u->live);
-    free(u->rows);
-    free(u->base_pid);
-    free(u->base_rss);
+    view_table_fini(&u->table);
+    view_baseline_fini(&u->base);
+    free(u->lines);
     free(u->collapsed);
 }
 
@@ -490,7 +244,7 @@ int ui_run(const struct ui_opts *o, struct app_err *err)
         poll(&pf, 1, UI_TICK_MS);
         /* ncurses may hold bytes poll() cannot see: drain getch until ERR. */
         while ((ch = getch()) != ERR && !u.quit)
-            key(&u, ch);
+            ui_key(&u, ch);
     }
     ui_restore();
     ui_fini(&u);

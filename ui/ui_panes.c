@@ -1,13 +1,14 @@
 /* Drawing the monitor: header and banner, device meters, rank table, the five lower views,
- * key bar and help. Pure presentation over the UI's copies (history clone, live figures):
- * no I/O, no locks. Layout comes from layout.c, text shaping from draw.c, view models from
- * src/view_*.c. UI thread only. */
+ * key bar and help. Presentation only: every figure, filter, sort and delta comes from the
+ * view models (src/views) over the UI's copies (history clone, live figures, mapping growth),
+ * so drawing does no I/O, takes no lock and never asks the engine for more than its rate and
+ * last errors (short copies). Layout comes from layout.c, text shaping from draw.c, keys from
+ * keys.c. What a draw lays out (rectangles, lower-pane lines) is kept in struct ui for the
+ * key handlers. UI thread only. */
 #include "ui_priv.h"
 
 #include "draw.h"
-#include "layout.h"
 #include "ranktop/util.h"
-#include "theme.h"
 
 #include <curses.h>
 #include <math.h>
@@ -17,10 +18,6 @@
 #include <string.h>
 
 #define TOP_WINDOW_NS 60000000000ull
-
-static struct layout g_lay;
-static int g_lower_rows;
-static uint64_t g_lower_node[4096];
 
 /* Writes text fitted to w columns at (y, x) in a role; pads with spaces when pad. */
 static void put(struct ui *u, int y, int x, int w, enum theme_role role, bool pad, const char *text)
@@ -51,31 +48,6 @@ static void putf(struct ui *u, int y, int x, int w, enum theme_role role, bool p
     vsnprintf(buf, sizeof(buf), fmt, ap);
     va_end(ap);
     put(u, y, x, w, role, pad, buf);
-}
-
-/* Latest value of a counter series of pid, NAN when there is none. */
-static double series_last(const struct history *h, const char *name, int pid)
-{
-    for (size_t i = 0; i < h->nseries; i++)
-        if (h->series[i].pid == pid && !strcmp(h->series[i].name, name) && h->series[i].n)
-            return h->series[i].pts[h->series[i].n - 1].v;
-    return NAN;
-}
-
-static const struct hseries *series_find(const struct history *h, const char *name, int pid)
-{
-    for (size_t i = 0; i < h->nseries; i++)
-        if (h->series[i].pid == pid && !strcmp(h->series[i].name, name))
-            return &h->series[i];
-    return NULL;
-}
-
-static const struct engine_rank_live *live_of(const struct ui *u, int pid)
-{
-    for (size_t i = 0; i < u->nlive; i++)
-        if (u->live[i].pid == pid)
-            return &u->live[i];
-    return NULL;
 }
 
 static bool is_tagged(const struct ui *u, int pid)
@@ -115,113 +87,35 @@ void ui_toggle_collapsed(struct ui *u, uint64_t id)
 
 int ui_lower_rows(const struct ui *u)
 {
-    (void)u;
-    return g_lower_rows;
+    return u->nlines;
 }
 
 int ui_table_rows(const struct ui *u)
 {
-    (void)u;
-    return g_lay.rank_rows > 0 ? g_lay.rank_rows : 1;
+    return u->lay.rank_rows > 0 ? u->lay.rank_rows : 1;
 }
 
 uint64_t ui_lower_node(const struct ui *u)
 {
-    if (u->lsel < 0 || u->lsel >= g_lower_rows || u->lsel >= 4096)
+    if (u->lsel < 0 || u->lsel >= u->nlines)
         return 0;
-    return g_lower_node[u->lsel];
+    return u->lines[u->lsel].node;
 }
-
-static double baseline_of(const struct ui *u, int pid)
-{
-    for (size_t i = 0; i < u->nbase; i++)
-        if (u->base_pid[i] == pid)
-            return u->base_rss[i];
-    return NAN;
-}
-
-static bool row_matches(const struct ui_row *r, const char *filter)
-{
-    char buf[512];
-
-    if (!filter[0])
-        return true;
-    snprintf(buf, sizeof(buf), "rank %d pid %d %s", r->rank, r->pid, r->top ? r->top : "");
-    return strstr(buf, filter) != NULL;
-}
-
-static int cmp_rows(const void *a, const void *b, void *arg)
-{
-    const struct ui_row *x = a, *y = b;
-    enum ui_sort s = *(const enum ui_sort *)arg;
-    double dx = 0, dy = 0;
-
-    switch (s) {
-    case SORT_CPU:
-        dx = y->cpu, dy = x->cpu;
-        break;
-    case SORT_RSS:
-        dx = y->rss_mib, dy = x->rss_mib;
-        break;
-    case SORT_SINCE:
-        dx = y->since_s, dy = x->since_s;
-        break;
-    case SORT_GIL:
-        dx = y->gil, dy = x->gil;
-        break;
-    default:
-        dx = x->rank < 0 ? 1e9 : x->rank, dy = y->rank < 0 ? 1e9 : y->rank;
-    }
-    if (isnan(dx))
-        dx = -1e18;
-    if (isnan(dy))
-        dy = -1e18;
-    if (dx != dy)
-        return dx < dy ? -1 : 1;
-    return (x->pid > y->pid) - (x->pid < y->pid);
-}
-
-static char g_tops[4096][192];
 
 void ui_build_rows(struct ui *u)
 {
-    struct view_ranks vr;
-    uint64_t now = clock_mono_ns();
+    struct view_table_in in = {
+        .filter = u->filter, .sort = u->sort, .base = &u->base, .live = u->live, .nlive = u->nlive};
 
-    view_ranks(&u->hist, now, &vr);
-    free(u->rows);
-    u->rows = x_calloc(vr.n ? vr.n : 1, sizeof(*u->rows));
-    u->nrows = 0;
-    for (size_t i = 0; i < vr.n && u->nrows < 4096; i++) {
-        const struct view_rank_row *v = &vr.rows[i];
-        const struct engine_rank_live *l = live_of(u, v->pid);
-        struct ui_row *r = &u->rows[u->nrows];
-        double base = baseline_of(u, v->pid);
-
-        *r = (struct ui_row){.pid = v->pid, .rank = v->rank, .hrank = v->idx, .exited = v->exited};
-        r->cpu = series_last(&u->hist, "cpu", v->pid);
-        r->rss_mib = series_last(&u->hist, "rss", v->pid);
-        r->drss_mib = isnan(base) ? NAN : r->rss_mib - base;
-        r->dev_mem = l ? l->dev_mem_mb : -1;
-        r->gil = l ? l->gil_busy_pct : NAN;
-        r->since_s = (double)v->since / 1e9;
-        g_tops[u->nrows][0] = '\0';
-        if (v->top)
-            view_frame_format(v->top, g_tops[u->nrows], sizeof(g_tops[0]));
-        r->top = g_tops[u->nrows];
-        if (row_matches(r, u->filter))
-            u->nrows++;
-    }
-    view_ranks_fini(&vr);
-    /* Sorting reorders rows whose `top` points into g_tops: that is fine, the pointers move. */
-    qsort_r(u->rows, u->nrows, sizeof(*u->rows), cmp_rows, &u->sort);
-    if (u->sel >= (int)u->nrows)
-        u->sel = u->nrows ? (int)u->nrows - 1 : 0;
+    view_table_fini(&u->table);
+    view_table(&u->hist, clock_mono_ns(), &in, &u->table);
+    if (u->sel >= (int)u->table.n)
+        u->sel = u->table.n ? (int)u->table.n - 1 : 0;
 }
 
 static void draw_header(struct ui *u)
 {
-    const struct layout_rect *r = &g_lay.header;
+    const struct layout_rect *r = &u->lay.header;
     size_t live = 0;
     char prompt[160], hist[16];
 
@@ -236,7 +130,7 @@ static void draw_header(struct ui *u)
              ? 100.0 * (double)u->stats.errors / (double)(u->stats.stacks + u->stats.errors)
              : 0.0,
          hist, u->paused ? "  [PAUSED]" : "", u->all_threads ? "  [all threads]" : "");
-    if (g_lay.banner_lines > 0)
+    if (u->lay.banner_lines > 0)
         put(u, r->y + 1, r->x, r->w, ROLE_BANNER, true, u->hang.text);
     if (u->input != INPUT_NONE) {
         snprintf(prompt, sizeof(prompt), "%s%s_",
@@ -282,21 +176,21 @@ static void device_cell(struct ui *u, int y, int x, int w, const struct smi_devi
 
 static void draw_devices(struct ui *u)
 {
-    const struct layout_rect *r = &g_lay.devices;
+    const struct layout_rect *r = &u->lay.devices;
 
     if (r->h <= 0)
         return;
-    for (int i = 0; i < g_lay.dev_shown && i < (int)u->ndevs; i++) {
-        int row = i / g_lay.dev_per_row, col = i % g_lay.dev_per_row;
+    for (int i = 0; i < u->lay.dev_shown && i < (int)u->ndevs; i++) {
+        int row = i / u->lay.dev_per_row, col = i % u->lay.dev_per_row;
 
-        device_cell(u, r->y + row, r->x + col * (g_lay.dev_cell_w + 1), g_lay.dev_cell_w,
+        device_cell(u, r->y + row, r->x + col * (u->lay.dev_cell_w + 1), u->lay.dev_cell_w,
                     &u->devs[i]);
     }
-    if (g_lay.dev_more > 0) {
-        int i = g_lay.dev_shown, row = i / g_lay.dev_per_row, col = i % g_lay.dev_per_row;
+    if (u->lay.dev_more > 0) {
+        int i = u->lay.dev_shown, row = i / u->lay.dev_per_row, col = i % u->lay.dev_per_row;
 
-        putf(u, r->y + row, r->x + col * (g_lay.dev_cell_w + 1), g_lay.dev_cell_w, ROLE_DIM, false,
-             "+%d more", g_lay.dev_more);
+        putf(u, r->y + row, r->x + col * (u->lay.dev_cell_w + 1), u->lay.dev_cell_w, ROLE_DIM,
+             false, "+%d more", u->lay.dev_more);
     }
 }
 
@@ -324,7 +218,7 @@ static void fmt_mib(char *buf, size_t len, double mib, bool delta)
 }
 
 static void rank_row(struct ui *u, const struct rank_cols *c, int y, int x0, int w,
-                     const struct ui_row *r, bool selected)
+                     const struct view_table_row *r, bool selected)
 {
     const struct hrank *hr = &u->hist.ranks[r->hrank];
     enum theme_role role = selected               ? ROLE_SELECTED
@@ -351,11 +245,11 @@ static void rank_row(struct ui *u, const struct rank_cols *c, int y, int x0, int
     cell(u, c, y, x0, LCOL_RSS, role, b);
     fmt_mib(b, sizeof(b), r->drss_mib, true);
     cell(u, c, y, x0, LCOL_DRSS, role, b);
-    fmt_mib(b, sizeof(b), r->dev_mem >= 0 ? (double)r->dev_mem : NAN, false);
+    fmt_mib(b, sizeof(b), r->dev_mem_mb >= 0 ? (double)r->dev_mem_mb : NAN, false);
     cell(u, c, y, x0, LCOL_DMEM, role, b);
     draw_pct(b, sizeof(b), r->gil);
     cell(u, c, y, x0, LCOL_GIL, role, isnan(r->gil) || r->gil < 0 ? "-" : b);
-    cell(u, c, y, x0, LCOL_FRAME, role, r->top && r->top[0] ? r->top : "-");
+    cell(u, c, y, x0, LCOL_FRAME, role, r->top[0] ? r->top : "-");
     draw_duration(b, sizeof(b), (uint64_t)(r->since_s * 1e9));
     cell(u, c, y, x0, LCOL_SINCE, role, b);
     attrset(A_NORMAL);
@@ -363,7 +257,7 @@ static void rank_row(struct ui *u, const struct rank_cols *c, int y, int x0, int
 
 static void draw_ranks(struct ui *u)
 {
-    const struct layout_rect *r = &g_lay.ranks;
+    const struct layout_rect *r = &u->lay.ranks;
     struct rank_cols c;
 
     if (r->h <= 0)
@@ -374,8 +268,8 @@ static void draw_ranks(struct ui *u)
         cell(u, &c, r->y, r->x, (enum layout_col)k, ROLE_HEADER,
              layout_col_title((enum layout_col)k, u->utf8));
     u->table_y = r->y + 1;
-    u->table_h = g_lay.rank_rows;
-    if (u->nrows == 0) {
+    u->table_h = u->lay.rank_rows;
+    if (u->table.n == 0) {
         char why[1024];
 
         engine_last_errors(u->e, why, sizeof(why));
@@ -389,36 +283,33 @@ static void draw_ranks(struct ui *u)
     }
     if (u->sel < u->scroll)
         u->scroll = u->sel;
-    if (u->sel >= u->scroll + g_lay.rank_rows)
-        u->scroll = u->sel - g_lay.rank_rows + 1;
-    for (int i = 0; i < g_lay.rank_rows && u->scroll + i < (int)u->nrows; i++)
-        rank_row(u, &c, r->y + 1 + i, r->x, r->w, &u->rows[u->scroll + i], u->scroll + i == u->sel);
+    if (u->sel >= u->scroll + u->lay.rank_rows)
+        u->scroll = u->sel - u->lay.rank_rows + 1;
+    for (int i = 0; i < u->lay.rank_rows && u->scroll + i < (int)u->table.n; i++)
+        rank_row(u, &c, r->y + 1 + i, r->x, r->w, &u->table.rows[u->scroll + i],
+                 u->scroll + i == u->sel);
 }
 
-/* The lower pane is built as lines first (text, role, node id), then drawn with scrolling. */
-struct line {
-    char text[512];
-    enum theme_role role;
-    uint64_t node;
-};
+/* The lower pane is built as lines first (text, role, node id), then drawn with scrolling;
+ * the lines stay in u->lines so the keys can find the node under the cursor. */
+static void add_line(struct ui *u, enum theme_role role, uint64_t node, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
-static struct line g_lines[4096];
-static int g_nlines;
-
-static void add_line(enum theme_role role, uint64_t node, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void add_line(enum theme_role role, uint64_t node, const char *fmt, ...)
+static void add_line(struct ui *u, enum theme_role role, uint64_t node, const char *fmt, ...)
 {
+    struct ui_line *l;
     va_list ap;
 
-    if (g_nlines >= 4096)
+    if (u->nlines >= UI_MAX_LINES)
         return;
+    if (!u->lines) /* allocated once, at the cap: the pane never keeps more */
+        u->lines = x_calloc(UI_MAX_LINES, sizeof(*u->lines));
+    l = &u->lines[u->nlines++];
     va_start(ap, fmt);
-    vsnprintf(g_lines[g_nlines].text, sizeof(g_lines[0].text), fmt, ap);
+    vsnprintf(l->text, sizeof(l->text), fmt, ap);
     va_end(ap);
-    g_lines[g_nlines].role = role;
-    g_lines[g_nlines++].node = node;
+    l->role = role;
+    l->node = node;
 }
 
 static void tree_prefix(struct ui *u, const struct view_tree *t, int idx, char *buf, size_t len)
@@ -444,7 +335,7 @@ static void lines_merged(struct ui *u)
 
     /* APP_E_LIMIT: cut at the node cap but still drawable (t.truncated says so). */
     if ((rc < 0 && rc != APP_E_LIMIT) || t.nvisible == 0) {
-        add_line(ROLE_DIM, 0, "no stacks yet");
+        add_line(u, ROLE_DIM, 0, "no stacks yet");
         view_merge_fini(&t);
         return;
     }
@@ -461,20 +352,21 @@ static void lines_merged(struct ui *u)
         else
             snprintf(fr, sizeof(fr), "%s", n->function);
         draw_duration(age, sizeof(age), n->unchanged_min);
-        add_line(hit                    ? ROLE_STATUS
+        add_line(u,
+                 hit                    ? ROLE_STATUS
                  : n->odd || n->end_odd ? ROLE_ODD
                                         : ROLE_NORMAL,
                  n->id, "%s%s%s  [%s] x%zu%s%s", pre, n->collapsed ? "+ " : "", fr, ranks,
                  n->nranks, n->nend ? "  unchanged " : "", n->nend ? age : "");
     }
     if (t.truncated)
-        add_line(ROLE_DIM, 0, "(tree truncated)");
+        add_line(u, ROLE_DIM, 0, "(tree truncated)");
     view_merge_fini(&t);
 }
 
 static const struct hrank *focus_rank(const struct ui *u)
 {
-    int pid = u->drill_pid ? u->drill_pid : u->nrows ? u->rows[u->sel].pid : 0;
+    int pid = u->drill_pid ? u->drill_pid : u->table.n ? u->table.rows[u->sel].pid : 0;
 
     for (size_t i = u->hist.nranks; i-- > 0;)
         if (u->hist.ranks[i].pid == pid)
@@ -487,10 +379,10 @@ static void lines_rank(struct ui *u)
     const struct hrank *r = focus_rank(u);
 
     if (!r) {
-        add_line(ROLE_DIM, 0, "no rank selected");
+        add_line(u, ROLE_DIM, 0, "no rank selected");
         return;
     }
-    add_line(ROLE_TITLE, 0, "rank %d  pid %d  %s  Python %s%s", r->rank, r->pid, r->device,
+    add_line(u, ROLE_TITLE, 0, "rank %d  pid %d  %s  Python %s%s", r->rank, r->pid, r->device,
              r->python, r->exited ? "  (exited)" : "");
     for (size_t i = 0; i < r->nthreads; i++) {
         const struct hthread *t = &r->threads[i];
@@ -501,7 +393,7 @@ static void lines_rank(struct ui *u)
         if (t->gone)
             continue;
         draw_duration(age, sizeof(age), view_since_change(t, clock_mono_ns()));
-        add_line(ROLE_HEADER, id, "%s Thread %s (tid %d)%s  unchanged %s",
+        add_line(u, ROLE_HEADER, id, "%s Thread %s (tid %d)%s  unchanged %s",
                  ui_is_collapsed(u, id) ? "+" : "-", t->name[0] ? t->name : "?", t->tid,
                  t->main ? " main" : "", age);
         if (ui_is_collapsed(u, id) || st == HSTACK_NONE)
@@ -510,7 +402,7 @@ static void lines_rank(struct ui *u)
             const struct hframe *f = &u->hist.frames[history_stack_frames(&u->hist, st)[k]];
             bool hit = u->search[0] && strstr(f->function, u->search);
 
-            add_line(hit ? ROLE_STATUS : ROLE_NORMAL, id, "    %s (%s:%d)", f->function, f->file,
+            add_line(u, hit ? ROLE_STATUS : ROLE_NORMAL, id, "    %s (%s:%d)", f->function, f->file,
                      f->line);
         }
     }
@@ -522,104 +414,76 @@ static void lines_top(struct ui *u)
     int pid = u->drill_pid;
 
     if (view_top(&u->hist, clock_mono_ns(), TOP_WINDOW_NS, pid, u->all_threads, &t) < 0) {
-        add_line(ROLE_DIM, 0, "no samples");
+        add_line(u, ROLE_DIM, 0, "no samples");
         return;
     }
-    add_line(ROLE_HEADER, 0, "%6s %6s  FUNCTION (FILE)   last 60 s, %s", "OWN%", "TOTAL%",
+    add_line(u, ROLE_HEADER, 0, "%6s %6s  FUNCTION (FILE)   last 60 s, %s", "OWN%", "TOTAL%",
              pid ? "selected rank" : "all ranks");
     for (size_t i = 0; i < t.nrows; i++) {
         bool hit = u->search[0] && strstr(t.rows[i].function, u->search);
 
-        add_line(hit ? ROLE_STATUS : ROLE_NORMAL, 0, "%6.1f %6.1f  %s (%s)", t.rows[i].own_pct,
+        add_line(u, hit ? ROLE_STATUS : ROLE_NORMAL, 0, "%6.1f %6.1f  %s (%s)", t.rows[i].own_pct,
                  t.rows[i].total_pct, t.rows[i].function, t.rows[i].file);
     }
     view_top_fini(&t);
 }
 
-static const char *thread_name(const struct ui *u, int pid, uint64_t ident)
-{
-    for (size_t i = 0; i < u->hist.nranks; i++)
-        for (size_t k = 0; u->hist.ranks[i].pid == pid && k < u->hist.ranks[i].nthreads; k++)
-            if (u->hist.ranks[i].threads[k].ident == ident)
-                return u->hist.ranks[i].threads[k].name;
-    return "?";
-}
-
 static void lines_gil(struct ui *u)
 {
-    add_line(ROLE_HEADER, 0, "%-6s %-8s %7s %10s %8s  holder share per thread", "RANK", "PID",
+    struct view_gil g;
+
+    view_gil(&u->hist, &u->table, u->live, u->nlive, &g);
+    add_line(u, ROLE_HEADER, 0, "%-6s %-8s %7s %10s %8s  holder share per thread", "RANK", "PID",
              "BUSY%", "SWITCH/s", "WAITERS");
-    for (size_t i = 0; i < u->nrows; i++) {
-        const struct engine_rank_live *l = live_of(u, u->rows[i].pid);
-        char shares[400] = "";
-        size_t at = 0;
+    for (size_t i = 0; i < g.n; i++) {
+        const struct view_gil_row *r = &g.rows[i];
 
-        if (!l || l->gil_busy_pct < 0) {
-            add_line(ROLE_DIM, 0, "%-6d %-8d %7s", u->rows[i].rank, u->rows[i].pid, "-");
-            continue;
-        }
-        for (size_t k = 0; k < l->nshares && at < sizeof(shares) - 1; k++)
-            at += (size_t)snprintf(shares + at, sizeof(shares) - at, "%s%s %.0f%%", k ? ", " : "",
-                                   thread_name(u, l->pid, l->shares[k].ident), l->shares[k].pct);
-        add_line(l->gil_busy_pct > 90 && l->gil_waiters >= 1 ? ROLE_BAR_WARN : ROLE_NORMAL, 0,
-                 "%-6d %-8d %7.1f %10.1f %8.2f  %s", u->rows[i].rank, l->pid, l->gil_busy_pct,
-                 l->gil_switches, l->gil_waiters, shares);
+        if (!r->known)
+            add_line(u, ROLE_DIM, 0, "%-6d %-8d %7s", r->rank, r->pid, "-");
+        else
+            add_line(u, r->warn ? ROLE_BAR_WARN : ROLE_NORMAL, 0,
+                     "%-6d %-8d %7.1f %10.1f %8.2f  %s", r->rank, r->pid, r->busy_pct,
+                     r->switches_per_s, r->waiters, r->shares);
     }
-}
-
-/* Change of a series over the last `span` ns (newest minus the oldest point inside it). */
-static double delta_over(const struct hseries *s, uint64_t span)
-{
-    size_t k;
-
-    if (!s || s->n < 2)
-        return NAN;
-    for (k = s->n - 1; k > 0 && s->pts[s->n - 1].t - s->pts[k - 1].t <= span; k--)
-        ;
-    return s->pts[s->n - 1].v - s->pts[k].v;
+    view_gil_fini(&g);
 }
 
 static void lines_memory(struct ui *u)
 {
-    struct engine_growth g[16];
-    int gpid = 0;
-    size_t ng;
+    struct view_memory m;
 
-    add_line(ROLE_HEADER, 0, "%-6s %-8s %7s %8s %8s %7s %7s  RSS history", "RANK", "PID", "RSS",
+    view_memory(&u->hist, &u->table, &m);
+    add_line(u, ROLE_HEADER, 0, "%-6s %-8s %7s %8s %8s %7s %7s  RSS history", "RANK", "PID", "RSS",
              "dBASE", "d60s", "USS", "SWAP");
-    for (size_t i = 0; i < u->nrows; i++) {
-        const struct ui_row *r = &u->rows[i];
-        const struct hseries *s = series_find(&u->hist, "rss", r->pid);
+    for (size_t i = 0; i < m.n; i++) {
+        const struct view_mem_row *r = &m.rows[i];
         char rss[16], d[16], d60[16], uss[16], sw[16], spark[256] = "";
-        double v[512];
-        size_t n = 0;
 
         fmt_mib(rss, sizeof(rss), r->rss_mib, false);
         fmt_mib(d, sizeof(d), r->drss_mib, true);
-        fmt_mib(d60, sizeof(d60), delta_over(s, 60000000000ull), true);
-        fmt_mib(uss, sizeof(uss), series_last(&u->hist, "uss", r->pid), false);
-        fmt_mib(sw, sizeof(sw), series_last(&u->hist, "swap", r->pid), false);
-        for (size_t k = s && s->n > 512 ? s->n - 512 : 0; s && k < s->n; k++)
-            v[n++] = s->pts[k].v;
-        draw_sparkline(spark, sizeof(spark), v, n, 40, u->utf8);
-        add_line(r->drss_mib > 100 ? ROLE_BAR_WARN : ROLE_NORMAL, 0,
-                 "%-6d %-8d %7s %8s %8s %7s %7s  %s", r->rank, r->pid, rss, d, d60, uss, sw, spark);
+        fmt_mib(d60, sizeof(d60), r->d60_mib, true);
+        fmt_mib(uss, sizeof(uss), r->uss_mib, false);
+        fmt_mib(sw, sizeof(sw), r->swap_mib, false);
+        draw_sparkline(spark, sizeof(spark), r->spark, r->nspark, 40, u->utf8);
+        add_line(u, r->warn ? ROLE_BAR_WARN : ROLE_NORMAL, 0, "%-6d %-8d %7s %8s %8s %7s %7s  %s",
+                 r->rank, r->pid, rss, d, d60, uss, sw, spark);
     }
-    ng = engine_mem_growth(u->e, &gpid, g, 16);
-    add_line(ROLE_TITLE, 0, "mappings that grew most since the baseline (m) for pid %d:", gpid);
-    if (!ng)
-        add_line(ROLE_DIM, 0, "  (press m to take a baseline of the selected rank)");
-    for (size_t i = 0; i < ng; i++) {
+    view_memory_fini(&m);
+    add_line(u, ROLE_TITLE, 0,
+             "mappings that grew most since the baseline (m) for pid %d:", u->growth_pid);
+    if (!u->ngrowth)
+        add_line(u, ROLE_DIM, 0, "  (press m to take a baseline of the selected rank)");
+    for (size_t i = 0; i < u->ngrowth; i++) {
         char d[16];
 
-        draw_delta(d, sizeof(d), g[i].delta_kb);
-        add_line(ROLE_NORMAL, 0, "  %8s  %s", d, g[i].label);
+        draw_delta(d, sizeof(d), u->growth[i].delta_kb);
+        add_line(u, ROLE_NORMAL, 0, "  %8s  %s", d, u->growth[i].label);
     }
 }
 
 static void draw_lower(struct ui *u)
 {
-    const struct layout_rect *r = &g_lay.lower;
+    const struct layout_rect *r = &u->lay.lower;
     static const char *tabs[] = {"", "1 Merged", "2 Rank", "3 Top", "4 GIL", "5 Memory"};
     int x = r->x, rows = r->h - 1;
 
@@ -631,7 +495,7 @@ static void draw_lower(struct ui *u)
     }
     if (x < r->x + r->w)
         put(u, r->y, x, r->x + r->w - x, ROLE_HEADER, true, "");
-    g_nlines = 0;
+    u->nlines = 0;
     if (u->view == VIEW_MERGED)
         lines_merged(u);
     else if (u->view == VIEW_RANK)
@@ -642,75 +506,85 @@ static void draw_lower(struct ui *u)
         lines_gil(u);
     else
         lines_memory(u);
-    g_lower_rows = g_nlines;
-    for (int i = 0; i < g_nlines; i++)
-        g_lower_node[i] = g_lines[i].node;
     if (u->lsel < u->lscroll)
         u->lscroll = u->lsel;
     if (u->lsel >= u->lscroll + rows)
         u->lscroll = u->lsel - rows + 1;
-    for (int i = 0; i < rows && u->lscroll + i < g_nlines; i++) {
-        const struct line *l = &g_lines[u->lscroll + i];
+    for (int i = 0; i < rows && u->lscroll + i < u->nlines; i++) {
+        const struct ui_line *l = &u->lines[u->lscroll + i];
         bool cur = u->view == VIEW_RANK && u->lscroll + i == u->lsel;
 
         put(u, r->y + 1 + i, r->x, r->w, cur ? ROLE_SELECTED : l->role, cur, l->text);
     }
 }
 
-static void draw_keybar(struct ui *u)
+static void keybar_item(struct ui *u, int y, int x, const struct ui_key *k)
 {
-    static const char *keys[][2] = {
-        {"F1", "Help"}, {"/", "Search"}, {"\\", "Filter"}, {"F6", "Sort"}, {"Spc", "Tag"},
-        {"p", "Pause"}, {"m", "Base"},   {"t", "Threads"}, {"+-", "Rate"}, {"e", "Export"},
-    };
-    const struct layout_rect *r = &g_lay.keybar;
-    int x = r->x, end = r->x + r->w - 8; /* "F10Quit" always fits at the right */
+    int kw = (int)strlen(k->bar_key);
 
-    for (size_t i = 0; i < sizeof(keys) / sizeof(*keys); i++) {
-        int kw = (int)strlen(keys[i][0]), tw = (int)strlen(keys[i][1]);
-
-        if (x + kw + tw > end)
-            break;
-        put(u, r->y, x, kw, ROLE_KEY, false, keys[i][0]);
-        put(u, r->y, x + kw, tw, ROLE_KEYTEXT, false, keys[i][1]);
-        x += kw + tw + 1;
-    }
-    put(u, r->y, end + 1, 3, ROLE_KEY, false, "F10");
-    put(u, r->y, end + 4, 4, ROLE_KEYTEXT, false, "Quit");
+    put(u, y, x, kw, ROLE_KEY, false, k->bar_key);
+    put(u, y, x + kw, (int)strlen(k->bar_text), ROLE_KEYTEXT, false, k->bar_text);
 }
 
+/* The key table's entry shown at bar position pos; NULL when none is. */
+static const struct ui_key *bar_at(const struct ui_key *keys, size_t n, int pos)
+{
+    for (size_t i = 0; i < n; i++)
+        if (keys[i].bar_pos == pos)
+            return &keys[i];
+    return NULL;
+}
+
+/* The key bar, from the key table in bar_pos order, as many as fit; the UI_BAR_RIGHT key
+ * (Quit) is always drawn at the right end, whatever the width. */
+static void draw_keybar(struct ui *u)
+{
+    const struct layout_rect *r = &u->lay.keybar;
+    int x = r->x, end = r->x + r->w - 8; /* "F10Quit" always fits at the right */
+    size_t n;
+    const struct ui_key *keys = ui_keys(&n), *k;
+
+    for (int pos = 1; (k = bar_at(keys, n, pos)) != NULL; pos++) {
+        int w = (int)(strlen(k->bar_key) + strlen(k->bar_text));
+
+        if (x + w > end)
+            break;
+        keybar_item(u, r->y, x, k);
+        x += w + 1;
+    }
+    k = bar_at(keys, n, UI_BAR_RIGHT);
+    if (k)
+        keybar_item(u, r->y, end + 1, k);
+}
+
+static const char *const help_intro[] = {"ranktop: a top for distributed PyTorch jobs", ""};
+static const char *const help_outro[] = {
+    "",
+    "HANG: every rank's stack unchanged for --hang-after seconds (and device utilisation",
+    "flat where known); the banner names the frame most ranks wait in and the odd ranks.",
+};
+
+/* The help screen: a title, the key table's lines, and what a HANG means. */
 static void draw_help(struct ui *u)
 {
-    static const char *lines[] = {
-        "ranktop: a top for distributed PyTorch jobs",
-        "",
-        "Arrows, j/k, PgUp/PgDn, Home/End   move in the rank table (tree in the Rank view)",
-        "Enter / Right      drill into the selected rank; in the Rank view fold a thread",
-        "Esc / Backspace    back to the merged view, clear search and filter",
-        "1-5 / Tab          views: Merged, Rank, Top, GIL, Memory",
-        "/                  search frames          \\  filter ranks (rank, pid, frame)",
-        "s / F6             sort: rank, CPU, RSS, stuck time, GIL",
-        "Space              tag a rank             p  pause the display (sampling continues)",
-        "m                  memory baseline (and mapping growth of the selected rank)",
-        "t                  main thread / all threads",
-        "+ / -              double / halve the sampling rate",
-        "e                  export the history window as a Chrome trace to --export-dir",
-        "E                  export, asking for the format (chrome, speedscope, collapsed)",
-        "q / F10            quit                   ? / F1  this help",
-        "",
-        "HANG: every rank's stack unchanged for --hang-after seconds (and device utilisation",
-        "flat where known); the banner names the frame most ranks wait in and the odd ranks.",
-    };
-    const struct layout_rect *r = &g_lay.help;
+    char lines[64][UI_HELP_W];
+    int n = 0, nkeys;
+    const struct layout_rect *r = &u->lay.help;
 
-    for (int i = 0; i < r->h && i < (int)(sizeof(lines) / sizeof(*lines)); i++)
+    for (size_t i = 0; i < sizeof(help_intro) / sizeof(*help_intro); i++)
+        snprintf(lines[n++], UI_HELP_W, "%s", help_intro[i]);
+    nkeys = ui_keys_help(lines + n, 64 - 8);
+    n += nkeys;
+    for (size_t i = 0; i < sizeof(help_outro) / sizeof(*help_outro); i++)
+        snprintf(lines[n++], UI_HELP_W, "%s", help_outro[i]);
+    for (int i = 0; i < r->h && i < n; i++)
         put(u, r->y + i, r->x, r->w, i == 0 ? ROLE_TITLE : ROLE_NORMAL, true, lines[i]);
 }
 
 void ui_draw(struct ui *u)
 {
     struct layout_in in = {.n_devices = (int)u->ndevs,
-                           .n_ranks = (int)u->nrows,
+                           .n_ranks = (int)u->table.n,
                            .banner = u->hang.hang,
                            .help = u->help,
                            .view = (enum layout_view)u->view};
@@ -718,8 +592,8 @@ void ui_draw(struct ui *u)
 
     getmaxyx(stdscr, rows, cols);
     erase();
-    if (layout_compute(rows, cols, &in, &g_lay) != 0) {
-        put(u, g_lay.message.y, g_lay.message.x, g_lay.message.w, ROLE_BANNER, false,
+    if (layout_compute(rows, cols, &in, &u->lay) != 0) {
+        put(u, u->lay.message.y, u->lay.message.x, u->lay.message.w, ROLE_BANNER, false,
             "terminal too small (need 60x16)");
         refresh();
         return;

@@ -1,4 +1,5 @@
-/* State shared by the UI's files: ui.c (loop, keys, terminal), ui_panes.c (drawing). UI
+/* State shared by the UI's files: ui.c (loop, terminal, export thread), keys.c (the key
+ * table and its actions), ui_panes.c (drawing). All of the UI's state lives in struct ui; UI
  * thread only, except `export_*`, which the export thread writes under export_lock. */
 #ifndef RANKTOP_UI_PRIV_H
 #define RANKTOP_UI_PRIV_H
@@ -13,20 +14,22 @@
 #include "ranktop/ui.h"
 #include "ranktop/view.h"
 
+#include "layout.h"
+#include "theme.h"
+
 enum ui_view { VIEW_MERGED = 1, VIEW_RANK, VIEW_TOP, VIEW_GIL, VIEW_MEMORY };
 enum ui_input { INPUT_NONE, INPUT_SEARCH, INPUT_FILTER, INPUT_FORMAT };
-enum ui_sort { SORT_RANK, SORT_CPU, SORT_RSS, SORT_SINCE, SORT_GIL, SORT_COUNT };
 
 #define UI_MAX_TAGS 256
+#define UI_MAX_LINES 4096 /* lines of the lower pane kept by one draw */
+#define UI_MAX_GROWTH 16  /* mapping growth rows copied from the engine */
 
-struct ui_row { /* one rank in the table, after filter and sort */
-    int pid, rank;
-    size_t hrank; /* index into hist.ranks */
-    double cpu, rss_mib, drss_mib, gil;
-    int64_t dev_mem;
-    double since_s;
-    const char *top;
-    bool exited;
+/* One line of the lower pane: built by a draw, then drawn with scrolling; node is the tree
+ * node (merged view) or thread (rank view) it belongs to, 0 for none. */
+struct ui_line {
+    char text[512];
+    enum theme_role role;
+    uint64_t node;
 };
 
 struct ui {
@@ -35,7 +38,7 @@ struct ui {
     bool utf8, paused, help, all_threads, quit;
     enum ui_view view;
     enum ui_input input;
-    enum ui_sort sort;
+    enum view_sort sort;
     char search[64], filter[64], edit[64];
     int sel, scroll, lsel, lscroll;
     int table_y, table_h; /* where the last draw put the rank rows (mouse clicks) */
@@ -52,14 +55,16 @@ struct ui {
     struct engine_rank_live *live;
     size_t nlive;
     struct engine_stats stats;
-    struct ui_row *rows;
-    size_t nrows;
+    struct engine_growth growth[UI_MAX_GROWTH]; /* mapping growth of growth_pid */
+    size_t ngrowth;
+    int growth_pid;
+    struct view_table table; /* the rank table: filtered, sorted */
     struct view_hang hang;
-    /* memory baseline: RSS per pid when `m` was pressed */
-    int *base_pid;
-    double *base_rss;
-    size_t nbase;
-    uint64_t base_t;
+    struct view_baseline base; /* RSS per rank when `m` was pressed */
+    /* what the last draw laid out: the screen's rectangles and the lower pane's lines */
+    struct layout lay;
+    struct ui_line *lines;
+    int nlines;
     /* collapsed nodes of the merged tree and the rank view */
     uint64_t *collapsed;
     size_t ncollapsed;
@@ -71,10 +76,38 @@ struct ui {
     bool export_msg_new;
 };
 
+/* ui.c */
+void ui_set_status(struct ui *u, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Starts an export of the history window to --export-dir on its own thread. */
+void ui_start_export(struct ui *u, enum export_format fmt);
+/* Frees what struct ui owns (copies, views, lines) after joining the export thread. */
+void ui_fini(struct ui *u);
+
+/* keys.c: the one key table behind dispatch, key bar and help. */
+#define UI_KEY_CODES 6    /* key codes per entry; 0 ends a shorter list */
+#define UI_BAR_RIGHT (-1) /* bar_pos of the key pinned at the bar's right end */
+#define UI_HELP_W 128     /* bytes of a help line */
+
+struct ui_key {
+    int codes[UI_KEY_CODES];
+    void (*run)(struct ui *u, int ch); /* the action; ch is the code that was pressed */
+    const char *bar_key, *bar_text;    /* key bar label ("F1", "Help"); NULL: not shown */
+    int bar_pos;                       /* 1.. left to right, UI_BAR_RIGHT, 0 not shown */
+    const char *help_keys, *help_text; /* help line; NULL: told with an entry before it */
+    bool help_right;                   /* on the previous help line, in its right column */
+};
+
+/* The table, in help order. */
+const struct ui_key *ui_keys(size_t *n);
+/* The help screen's key lines into lines[0..max); returns how many. */
+int ui_keys_help(char (*lines)[UI_HELP_W], int max);
+/* Answers one key code: prompt editing, the modal help, or the table's action. */
+void ui_key(struct ui *u, int ch);
+
 /* ui_panes.c */
 void ui_draw(struct ui *u);
+/* Rebuilds u->table from the current copies (filter, sort, baseline). */
 void ui_build_rows(struct ui *u);
-void ui_set_status(struct ui *u, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Rows of the lower pane (for scrolling bounds), computed by the last draw. */
 int ui_lower_rows(const struct ui *u);
 int ui_table_rows(const struct ui *u);

@@ -9,8 +9,7 @@
 #define RANKTOP_DEVICES_H
 
 #if defined(RANKTOP_LAYER_BUILD) && !defined(RANKTOP_SEES_DEVICES)
-#error                                                                                             \
-    "ranktop/devices.h is the contract of collectors/devices/, a layer this one may not use (README, Architecture)"
+#error "ranktop/devices.h belongs to collectors/devices/, a layer this one may not use"
 #endif
 
 #include <stdbool.h>

@@ -8,8 +8,7 @@
 #define RANKTOP_DEVSRC_H
 
 #if defined(RANKTOP_LAYER_BUILD) && !defined(RANKTOP_SEES_DEVICES)
-#error                                                                                             \
-    "ranktop/devsrc.h is the contract of collectors/devices/, a layer this one may not use (README, Architecture)"
+#error "ranktop/devsrc.h belongs to collectors/devices/, a layer this one may not use"
 #endif
 
 #include <stdbool.h>

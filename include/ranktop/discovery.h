@@ -5,8 +5,7 @@
 #define RANKTOP_DISCOVERY_H
 
 #if defined(RANKTOP_LAYER_BUILD) && !defined(RANKTOP_SEES_DISCOVERY)
-#error                                                                                             \
-    "ranktop/discovery.h is the contract of collectors/discovery/, a layer this one may not use (README, Architecture)"
+#error "ranktop/discovery.h belongs to collectors/discovery/, a layer this one may not use"
 #endif
 
 #include <stdbool.h>

@@ -5,8 +5,7 @@
 #define RANKTOP_ELFSYM_H
 
 #if defined(RANKTOP_LAYER_BUILD) && !defined(RANKTOP_SEES_PROC)
-#error                                                                                             \
-    "ranktop/elfsym.h is the contract of collectors/proc/, a layer this one may not use (README, Architecture)"
+#error "ranktop/elfsym.h belongs to collectors/proc/, a layer this one may not use"
 #endif
 
 #include <stddef.h>

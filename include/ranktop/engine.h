@@ -6,8 +6,7 @@
 #define RANKTOP_ENGINE_H
 
 #if defined(RANKTOP_LAYER_BUILD) && !defined(RANKTOP_SEES_ENGINE)
-#error                                                                                             \
-    "ranktop/engine.h is the contract of src/engine/, a layer this one may not use (README, Architecture)"
+#error "ranktop/engine.h belongs to src/engine/, a layer this one may not use"
 #endif
 
 #include <stdbool.h>
@@ -91,7 +90,8 @@ struct engine_growth {
     int64_t before_kb, after_kb, delta_kb;
 };
 
-/* The latest comparison for the focused pid; returns how many rows were copied. */
+/* Copies the latest comparison for the focused pid (a short copy under the engine lock; the
+ * UI takes it with its other snapshots, never while drawing); returns how many rows. */
 size_t engine_mem_growth(struct engine *e, int *pid, struct engine_growth *out, size_t n);
 
 #endif

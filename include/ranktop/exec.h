@@ -3,8 +3,7 @@
 #define RANKTOP_EXEC_H
 
 #if defined(RANKTOP_LAYER_BUILD) && !defined(RANKTOP_SEES_DEVICES)
-#error                                                                                             \
-    "ranktop/exec.h is the contract of collectors/devices/, a layer this one may not use (README, Architecture)"
+#error "ranktop/exec.h belongs to collectors/devices/, a layer this one may not use"
 #endif
 
 #include <stddef.h>

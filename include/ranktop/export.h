@@ -8,8 +8,7 @@
 #define RANKTOP_EXPORT_H
 
 #if defined(RANKTOP_LAYER_BUILD) && !defined(RANKTOP_SEES_EXPORT)
-#error                                                                                             \
-    "ranktop/export.h is the contract of src/export/, a layer this one may not use (README, Architecture)"
+#error "ranktop/export.h belongs to src/export/, a layer this one may not use"
 #endif
 
 #include "ranktop/history.h"

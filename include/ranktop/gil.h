@@ -12,8 +12,7 @@
 #define RANKTOP_PYGIL_H
 
 #if defined(RANKTOP_LAYER_BUILD) && !defined(RANKTOP_SEES_PYTHON)
-#error                                                                                             \
-    "ranktop/gil.h is the contract of collectors/python/, a layer this one may not use (README, Architecture)"
+#error "ranktop/gil.h belongs to collectors/python/, a layer this one may not use"
 #endif
 
 #include <stdbool.h>

@@ -5,8 +5,7 @@
 #define RANKTOP_HASH_H
 
 #if defined(RANKTOP_LAYER_BUILD) && !defined(RANKTOP_SEES_BASE)
-#error                                                                                             \
-    "ranktop/hash.h is the contract of src/base/, a layer this one may not use (README, Architecture)"
+#error "ranktop/hash.h belongs to src/base/, a layer this one may not use"
 #endif
 
 #include <stdbool.h>

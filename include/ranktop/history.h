@@ -10,13 +10,14 @@
 #define RANKTOP_HISTORY_H
 
 #if defined(RANKTOP_LAYER_BUILD) && !defined(RANKTOP_SEES_MODEL)
-#error                                                                                             \
-    "ranktop/history.h is the contract of src/model/, a layer this one may not use (README, Architecture)"
+#error "ranktop/history.h belongs to src/model/, a layer this one may not use"
 #endif
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "ranktop/series.h"
 
 struct hframe {
     const char *function; /* interned */
@@ -64,16 +65,18 @@ struct hrank {
     size_t nthreads, cap;
 };
 
-/* A numeric time series, exported as a Chrome `C` counter named `name` with one key `key`. */
+/* A numeric time series, exported as a Chrome `C` counter named `name` with one key `key`.
+ * Code finds a series by its id (series.h); name and key are what exports write. */
 struct hpoint {
     uint64_t t;
     double v;
 };
 
 struct hseries {
-    char name[48]; /* "gpu3", "gpu3 mem", "rank 3 mem", "rank 3 GIL" */
-    char key[24];  /* "util_pct", "used_mib", "rss_mib", "busy_pct" */
-    int pid;       /* the rank's pid, or 0 for node-wide series (devices) */
+    enum series_id id; /* SERIES_NONE for a series built by hand without one */
+    char name[48];     /* series_name(id), or the device's: "rss", "GIL busy", "gpu3", "gpu3 mem" */
+    char key[24];      /* series_key(id): "MiB", "pct", "util_pct", "used_mib" */
+    int pid;           /* the rank's pid, or 0 for node-wide series (devices) */
     struct hpoint *pts;
     size_t n, cap;
 };
@@ -119,9 +122,14 @@ void history_observe(struct hthread *t, uint32_t stack, uint64_t now);
 void history_thread_gone(struct hthread *t, uint64_t now);
 void history_rank_exit(struct hrank *r, uint64_t now);
 
-/* Appends a point to the series (name, key, pid), creating it on first use. */
-void history_counter(struct history *h, const char *name, const char *key, int pid, uint64_t t,
+/* Appends a point to the series (id, name, pid), creating it on first use with the key
+ * series_key(id). name NULL means series_name(id); per-device ids need the device's name. */
+void history_counter(struct history *h, enum series_id id, const char *name, int pid, uint64_t t,
                      double v);
+
+/* The series of id for pid (0: node-wide), the first one when several devices share the id;
+ * NULL when there is none. Borrowed from h (series.c). */
+const struct hseries *history_series(const struct history *h, enum series_id id, int pid);
 
 /* Drops runs and points older than the window and enforces the memory cap. */
 void history_trim(struct history *h, uint64_t now);

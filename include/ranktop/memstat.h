@@ -1,5 +1,6 @@
 /* Host memory of one process: RSS / PSS / USS / swap / anonymous totals, per-mapping figures,
- * and the mappings that grew most between two readings (history and baselines: memtrack.h).
+ * and the mappings that grew most between two readings (the history keeps the readings; the
+ * memory baseline is the views').
  *
  * The parsers and memstat_top_growth are pure (buffer or records in, records out) and may run
  * on any thread. The readers (memstat_read, memstat_read_maps) do file I/O on /proc and may also
@@ -9,8 +10,7 @@
 #define RANKTOP_MEMSTAT_H
 
 #if defined(RANKTOP_LAYER_BUILD) && !defined(RANKTOP_SEES_PROC)
-#error                                                                                             \
-    "ranktop/memstat.h is the contract of collectors/proc/, a layer this one may not use (README, Architecture)"
+#error "ranktop/memstat.h belongs to collectors/proc/, a layer this one may not use"
 #endif
 
 #include <stdbool.h>
@@ -20,7 +20,7 @@
 #include "ranktop/status.h"
 
 /* Validity bits of struct memstat: a field is meaningful only when its bit is set, so
- * "unknown" is never confused with 0. Also used to name a field (memstat_get, memtrack_*). */
+ * "unknown" is never confused with 0. Also used to name a field (memstat_get). */
 #define MEMSTAT_RSS 0x01u
 #define MEMSTAT_PSS 0x02u
 #define MEMSTAT_USS 0x04u

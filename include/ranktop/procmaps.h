@@ -3,8 +3,7 @@
 #define RANKTOP_PROCMAPS_H
 
 #if defined(RANKTOP_LAYER_BUILD) && !defined(RANKTOP_SEES_PROC)
-#error                                                                                             \
-    "ranktop/procmaps.h is the contract of collectors/proc/, a layer this one may not use (README, Architecture)"
+#error "ranktop/procmaps.h belongs to collectors/proc/, a layer this one may not use"
 #endif
 
 #include <stddef.h>

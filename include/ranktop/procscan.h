@@ -4,8 +4,7 @@
 #define RANKTOP_PROCSCAN_H
 
 #if defined(RANKTOP_LAYER_BUILD) && !defined(RANKTOP_SEES_PROC)
-#error                                                                                             \
-    "ranktop/procscan.h is the contract of collectors/proc/, a layer this one may not use (README, Architecture)"
+#error "ranktop/procscan.h belongs to collectors/proc/, a layer this one may not use"
 #endif
 
 #include <stdbool.h>

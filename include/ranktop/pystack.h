@@ -7,8 +7,7 @@
 #define RANKTOP_PYSTACK_H
 
 #if defined(RANKTOP_LAYER_BUILD) && !defined(RANKTOP_SEES_PYTHON)
-#error                                                                                             \
-    "ranktop/pystack.h is the contract of collectors/python/, a layer this one may not use (README, Architecture)"
+#error "ranktop/pystack.h belongs to collectors/python/, a layer this one may not use"
 #endif
 
 #include <stdbool.h>

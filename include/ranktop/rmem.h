@@ -6,8 +6,7 @@
 #define RANKTOP_RMEM_H
 
 #if defined(RANKTOP_LAYER_BUILD) && !defined(RANKTOP_SEES_PROC)
-#error                                                                                             \
-    "ranktop/rmem.h is the contract of collectors/proc/, a layer this one may not use (README, Architecture)"
+#error "ranktop/rmem.h belongs to collectors/proc/, a layer this one may not use"
 #endif
 
 #include <stddef.h>

@@ -4,7 +4,7 @@
 #define RANKTOP_UI_H
 
 #if defined(RANKTOP_LAYER_BUILD) && !defined(RANKTOP_SEES_UI)
-#error "ranktop/ui.h is the contract of ui/, a layer this one may not use (README, Architecture)"
+#error "ranktop/ui.h belongs to ui/, a layer this one may not use"
 #endif
 
 #include <stdbool.h>

@@ -7,8 +7,7 @@
 #define RANKTOP_UTIL_H
 
 #if defined(RANKTOP_LAYER_BUILD) && !defined(RANKTOP_SEES_BASE)
-#error                                                                                             \
-    "ranktop/util.h is the contract of src/base/, a layer this one may not use (README, Architecture)"
+#error "ranktop/util.h belongs to src/base/, a layer this one may not use"
 #endif
 
 #include <stddef.h>

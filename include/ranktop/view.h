@@ -1,8 +1,10 @@
 /* View models behind the monitor's panes: the merged (STAT-style) tree of all ranks' stacks,
- * the hang verdict, the top functions over a window and the rank table's rows.
+ * the hang verdict, the top functions over a window, the rank table's rows (filtered, sorted,
+ * ΔRSS against the memory baseline) and the memory and GIL panes' rows.
  *
  * Everything here is pure: it reads a history (the UI thread's private copy made with
- * history_clone()) and a time `now`, and fills a plain struct whose arrays it allocates. No
+ * history_clone()), the engine's live figures as copied with it, and a time `now`, and fills
+ * a plain struct whose arrays it allocates. No
  * function does I/O, takes a lock or keeps state between calls, so any thread may call them
  * on a history no other thread writes. Strings in the outputs (function and file names,
  * hosts, devices) and frame pointers are borrowed from the history and valid while it lives;
@@ -16,10 +18,10 @@
 #define RANKTOP_VIEW_H
 
 #if defined(RANKTOP_LAYER_BUILD) && !defined(RANKTOP_SEES_VIEWS)
-#error                                                                                             \
-    "ranktop/view.h is the contract of src/views/, a layer this one may not use (README, Architecture)"
+#error "ranktop/view.h belongs to src/views/, a layer this one may not use"
 #endif
 
+#include "ranktop/engine.h"
 #include "ranktop/history.h"
 
 #include <stdbool.h>
@@ -81,10 +83,131 @@ struct view_ranks {
     size_t n;
 };
 
-/* One row per rank record, ordered by rank (unknown last), live before exited, then pid. The
- * UI adds CPU, RSS and GIL figures from the counter series. */
+/* One row per rank record, ordered by rank (unknown last), live before exited, then pid.
+ * view_table adds CPU, RSS and GIL figures, the filter and the sort. */
 void view_ranks(const struct history *h, uint64_t now, struct view_ranks *out);
 void view_ranks_fini(struct view_ranks *out);
+
+/* ---- Counter series (view_table.c) ---- */
+
+/* Latest value of pid's series id; NAN when there is none or it has no point. */
+double view_series_last(const struct history *h, enum series_id id, int pid);
+
+/* Change of s over the last span ns: its newest value minus the oldest one at most span
+ * before it (the oldest point when the series is shorter than span; 0 when no other point is
+ * that close). NAN for a NULL series or one with fewer than two points. */
+double view_series_delta(const struct hseries *s, uint64_t span);
+
+/* ---- Memory baseline (view_table.c) ---- */
+
+/* Each rank's RSS when the user took a baseline (key m): the reference of the ΔRSS columns.
+ * Caller-owned and kept between snapshots; zeroed means no baseline. */
+struct view_baseline {
+    int *pid;
+    double *rss_mib; /* NAN when the rank had no RSS reading then */
+    size_t n;
+    uint64_t t; /* when it was taken; 0 never */
+};
+
+struct view_table;
+
+/* Replaces b with the RSS of every row of t at `now`. */
+void view_baseline_set(struct view_baseline *b, const struct view_table *t, uint64_t now);
+void view_baseline_fini(struct view_baseline *b);
+
+/* rss_mib minus pid's baseline; NAN without a baseline for pid or when either is unknown. */
+double view_baseline_delta(const struct view_baseline *b, int pid, double rss_mib);
+
+/* ---- Rank table (view_table.c) ---- */
+
+enum view_sort {
+    VIEW_SORT_RANK, /* rank ascending, unknown ranks last */
+    VIEW_SORT_CPU,  /* the figures descending, unknown last */
+    VIEW_SORT_RSS,
+    VIEW_SORT_SINCE,
+    VIEW_SORT_GIL,
+    VIEW_SORT_COUNT
+};
+
+struct view_table_in {
+    const char *filter; /* substring of "rank R pid P FRAME"; NULL or "" keeps all rows */
+    enum view_sort sort;
+    const struct view_baseline *base;    /* NULL: no ΔRSS */
+    const struct engine_rank_live *live; /* the engine's live figures (borrowed), may be NULL */
+    size_t nlive;
+};
+
+/* One row of the rank table: a rank's identity and figures, ready to format. */
+struct view_table_row {
+    int pid, rank; /* rank -1 unknown */
+    size_t hrank;  /* index into h->ranks */
+    bool exited;
+    double cpu;         /* % of one core, NAN unknown */
+    double rss_mib;     /* NAN unknown */
+    double drss_mib;    /* RSS minus the baseline, NAN without one */
+    double gil;         /* GIL busy %, NAN or negative unknown */
+    int64_t dev_mem_mb; /* device memory, -1 unknown */
+    double since_s;     /* seconds the main thread's stack has been unchanged */
+    char top[192];      /* innermost frame (view_frame_format), "" without a stack */
+};
+
+struct view_table {
+    struct view_table_row *rows; /* filtered and sorted; ties by pid */
+    size_t n;
+};
+
+/* The rank table at `now`: view_ranks with the counter and live figures, filtered and sorted
+ * as in asks. Release with view_table_fini(). */
+void view_table(const struct history *h, uint64_t now, const struct view_table_in *in,
+                struct view_table *out);
+void view_table_fini(struct view_table *out);
+
+/* ---- Memory and GIL panes (view_panes.c) ---- */
+
+#define VIEW_SPARK_POINTS 512 /* RSS points kept for a memory row's sparkline */
+#define VIEW_MEM_WARN_MIB 100 /* ΔRSS above which a memory row is flagged */
+
+struct view_mem_row {
+    int rank, pid;
+    double rss_mib, drss_mib; /* as in the table row */
+    double d60_mib;           /* RSS change over the last 60 s, NAN unknown */
+    double uss_mib, swap_mib; /* NAN unknown */
+    const double *spark;      /* the last RSS values, oldest first (owned by the view) */
+    size_t nspark;
+    bool warn; /* grew more than VIEW_MEM_WARN_MIB since the baseline */
+};
+
+struct view_memory {
+    struct view_mem_row *rows; /* one per table row, in the table's order */
+    size_t n;
+    double *pool; /* private: sparkline values */
+};
+
+/* The memory pane's rows for the ranks of t. Release with view_memory_fini(). */
+void view_memory(const struct history *h, const struct view_table *t, struct view_memory *out);
+void view_memory_fini(struct view_memory *out);
+
+#define VIEW_GIL_WARN_BUSY 90.0 /* busy % and waiters above which a GIL row is flagged */
+#define VIEW_GIL_WARN_WAITERS 1.0
+
+struct view_gil_row {
+    int rank, pid;
+    bool known; /* false: no GIL figures for this rank (yet) */
+    double busy_pct, switches_per_s, waiters;
+    bool warn;        /* busy over VIEW_GIL_WARN_BUSY with VIEW_GIL_WARN_WAITERS waiting */
+    char shares[400]; /* holder share per thread: "MainThread 80%, worker 20%" */
+};
+
+struct view_gil {
+    struct view_gil_row *rows; /* one per table row, in the table's order */
+    size_t n;
+};
+
+/* The GIL pane's rows: each table row's live GIL figures, thread idents named from h. Release
+ * with view_gil_fini(). */
+void view_gil(const struct history *h, const struct view_table *t,
+              const struct engine_rank_live *live, size_t nlive, struct view_gil *out);
+void view_gil_fini(struct view_gil *out);
 
 /* ---- Merged tree (view_merge.c) ---- */
 
@@ -182,8 +305,8 @@ struct view_hang {
 
 /* Judges whether the job hangs at `now`: every live rank's stack unchanged for at least
  * hang_after_ns, the most common stack a real one, and every device utilisation series
- * ("gpuN"/"npuN.M", key util_pct/aicore_pct; only the ranks' devices when those are known)
- * flat over [now - hang_after_ns, now]. dev may be NULL (defaults). The majority, odd ranks
+ * (SERIES_DEV_UTIL "gpuN", SERIES_NPU_AICORE "npuN.M"; only the ranks' devices when those are
+ * known) flat over [now - hang_after_ns, now]. dev may be NULL (defaults). The majority, odd ranks
  * and since are filled in whatever the verdict. Release with view_hang_fini(). */
 void view_hang(const struct history *h, uint64_t now, uint64_t hang_after_ns,
                const struct view_hang_in *dev, struct view_hang *out);

@@ -62,10 +62,10 @@ static void device_counters(struct engine *e, const struct discovery *d, uint64_
             snprintf(name, sizeof(name), "gpu%d", dv->index);
         snprintf(mem, sizeof(mem), "%s mem", name);
         if (dv->valid & SMI_DEV_UTIL)
-            history_counter(&e->hist, name, npu ? "aicore_pct" : "util_pct", 0, now,
+            history_counter(&e->hist, npu ? SERIES_NPU_AICORE : SERIES_DEV_UTIL, name, 0, now,
                             (double)dv->util_pct);
         if (dv->valid & SMI_DEV_MEM_USED)
-            history_counter(&e->hist, mem, "used_mib", 0, now, (double)dv->mem_used_mb);
+            history_counter(&e->hist, SERIES_DEV_MEM, mem, 0, now, (double)dv->mem_used_mb);
     }
 }
 

@@ -117,15 +117,14 @@ static void gil_publish(struct gilthread *gt, uint64_t now)
         if (!f.probes)
             continue;
         pthread_mutex_lock(&e->lock);
-        history_counter(&e->hist, "GIL busy", "pct", s->pid, now, f.busy_pct);
-        history_counter(&e->hist, "GIL switches", "per_s", s->pid, now, f.switches_per_s);
+        history_counter(&e->hist, SERIES_GIL_BUSY, NULL, s->pid, now, f.busy_pct);
+        history_counter(&e->hist, SERIES_GIL_SWITCHES, NULL, s->pid, now, f.switches_per_s);
         if (f.waiters_avg >= 0)
-            history_counter(&e->hist, "GIL waiters", "avg", s->pid, now, f.waiters_avg);
+            history_counter(&e->hist, SERIES_GIL_WAITERS, NULL, s->pid, now, f.waiters_avg);
         if (f.drop_pending_pct >= 0)
-            history_counter(&e->hist, "GIL drop requests", "pending_pct", s->pid, now,
-                            f.drop_pending_pct);
+            history_counter(&e->hist, SERIES_GIL_DROP, NULL, s->pid, now, f.drop_pending_pct);
         if (f.gc_pct >= 0)
-            history_counter(&e->hist, "in GC", "pct", s->pid, now, f.gc_pct);
+            history_counter(&e->hist, SERIES_GC, NULL, s->pid, now, f.gc_pct);
         live_figures(engine_live_locked(e, s->pid), &f);
         pthread_mutex_unlock(&e->lock);
     }

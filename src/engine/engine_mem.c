@@ -1,8 +1,9 @@
 /* The engine's memory thread: once a second, RSS and swap of every target from
  * /proc/PID/status (cheap), and every FULL_EVERY seconds PSS and USS from smaps_rollup, whose
- * cost grows with the resident size (the kernel walks the page tables: ~30 ms per GiB).
- * Recorded as counters on the rank's lane. Reads /proc with the lock released; takes it only
- * to append the points. */
+ * cost grows with the resident size (the kernel walks the page tables: ~30 ms per GiB); CPU %
+ * from the tick counters; and the mapping growth of the one rank the UI focuses on. Recorded
+ * as counter series by id (series.h) on the rank's lane. Reads /proc with the lock released;
+ * takes it only to append the points or publish the growth rows. */
 #include "engine_priv.h"
 
 #include "ranktop/memstat.h"
@@ -34,13 +35,13 @@ static void record_mem(struct engine *e, int pid, const struct memstat *m, uint6
 {
     pthread_mutex_lock(&e->lock);
     if (m->valid & MEMSTAT_RSS)
-        history_counter(&e->hist, "rss", "MiB", pid, now, (double)m->rss_kb / 1024.0);
+        history_counter(&e->hist, SERIES_RSS, NULL, pid, now, (double)m->rss_kb / 1024.0);
     if (m->valid & MEMSTAT_PSS)
-        history_counter(&e->hist, "pss", "MiB", pid, now, (double)m->pss_kb / 1024.0);
+        history_counter(&e->hist, SERIES_PSS, NULL, pid, now, (double)m->pss_kb / 1024.0);
     if (m->valid & MEMSTAT_USS)
-        history_counter(&e->hist, "uss", "MiB", pid, now, (double)m->uss_kb / 1024.0);
+        history_counter(&e->hist, SERIES_USS, NULL, pid, now, (double)m->uss_kb / 1024.0);
     if (m->valid & MEMSTAT_SWAP)
-        history_counter(&e->hist, "swap", "MiB", pid, now, (double)m->swap_kb / 1024.0);
+        history_counter(&e->hist, SERIES_SWAP, NULL, pid, now, (double)m->swap_kb / 1024.0);
     pthread_mutex_unlock(&e->lock);
 }
 
@@ -72,7 +73,7 @@ static void record_cpu(struct engine *e, struct cpuprev **prev, size_t *nprev, i
                      ((double)(now - p->t) / 1e9) * 100.0;
 
         pthread_mutex_lock(&e->lock);
-        history_counter(&e->hist, "cpu", "pct", pid, now, pct);
+        history_counter(&e->hist, SERIES_CPU, NULL, pid, now, pct);
         pthread_mutex_unlock(&e->lock);
     }
     p->ticks = ticks;

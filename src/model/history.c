@@ -325,20 +325,22 @@ void history_rank_exit(struct hrank *r, uint64_t now)
         r->threads[i].gone = true;
 }
 
-void history_counter(struct history *h, const char *name, const char *key, int pid, uint64_t t,
+void history_counter(struct history *h, enum series_id id, const char *name, int pid, uint64_t t,
                      double v)
 {
     struct hseries *s = NULL;
 
+    if (!name)
+        name = series_name(id) ? series_name(id) : "";
     for (size_t i = 0; i < h->nseries && !s; i++)
-        if (h->series[i].pid == pid && !strcmp(h->series[i].name, name) &&
-            !strcmp(h->series[i].key, key))
+        if (h->series[i].id == id && h->series[i].pid == pid && !strcmp(h->series[i].name, name))
             s = &h->series[i];
     if (!s) {
         GROW(h->series, h->nseries, h->series_cap);
         s = memset(&h->series[h->nseries++], 0, sizeof(*s));
+        s->id = id;
         snprintf(s->name, sizeof(s->name), "%s", name);
-        snprintf(s->key, sizeof(s->key), "%s", key);
+        snprintf(s->key, sizeof(s->key), "%s", series_key(id));
         s->pid = pid;
     }
     GROW(s->pts, s->n, s->cap);

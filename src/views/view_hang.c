@@ -173,8 +173,7 @@ static bool device_relevant(const struct history *h, const struct hseries *s)
 {
     bool named = false;
 
-    if ((strncmp(s->name, "gpu", 3) && strncmp(s->name, "npu", 3)) || strchr(s->name, ' ') ||
-        (strcmp(s->key, "util_pct") && strcmp(s->key, "aicore_pct")))
+    if (s->id != SERIES_DEV_UTIL && s->id != SERIES_NPU_AICORE)
         return false;
     for (size_t i = 0; i < h->nranks; i++) {
         const struct hrank *r = &h->ranks[i];

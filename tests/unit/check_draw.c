@@ -1,8 +1,10 @@
-/* Unit tests of ui/draw.c: exact strings for bars, sparklines, sizes, deltas, percentages,
- * durations, width-bounded truncation of ASCII, Latin-1, CJK (2 columns), emoji, combining
- * marks, control and invalid bytes, and tree glyphs, each in UTF-8 and ASCII mode, plus short
- * buffers. main() selects the C.UTF-8 locale, as the UI does with setlocale(LC_ALL, "") in a
- * UTF-8 terminal, since draw_fit measures with mbrtowc and wcwidth. Pure: no files, no tty. */
+/* Unit tests of ui/draw.c and of the key table (ui/keys.c): exact strings for bars, sparklines,
+ * sizes, deltas, percentages, durations, width-bounded truncation of ASCII, Latin-1, CJK (2
+ * columns), emoji, combining marks, control and invalid bytes, and tree glyphs, each in UTF-8 and
+ * ASCII mode, plus short buffers. main() selects the C.UTF-8 locale, as the UI does with
+ * setlocale(LC_ALL, "") in a UTF-8 terminal, since draw_fit measures with mbrtowc and wcwidth. The
+ * key table must give the help screen's lines and the key bar's labels as they were before it
+ * existed, and no key code twice. Pure: no files, no tty. */
 #include <check.h>
 #include <locale.h>
 #include <math.h>
@@ -13,6 +15,7 @@
 
 #include "draw.h"
 #include "tsupport.h"
+#include "ui_priv.h"
 
 #define KIB 1LL
 #define MIB (1024 * KIB)
@@ -369,10 +372,74 @@ START_TEST(tree)
 }
 END_TEST
 
+/* ---- key table ---- */
+
+START_TEST(keys_help_lines)
+{
+    static const char *want[] = {
+        "Arrows, j/k, PgUp/PgDn, Home/End   move in the rank table (tree in the Rank view)",
+        "Enter / Right      drill into the selected rank; in the Rank view fold a thread",
+        "Esc / Backspace    back to the merged view, clear search and filter",
+        "1-5 / Tab          views: Merged, Rank, Top, GIL, Memory",
+        "/                  search frames          \\  filter ranks (rank, pid, frame)",
+        "s / F6             sort: rank, CPU, RSS, stuck time, GIL",
+        "Space              tag a rank             p  pause the display (sampling continues)",
+        "m                  memory baseline (and mapping growth of the selected rank)",
+        "t                  main thread / all threads",
+        "+ / -              double / halve the sampling rate",
+        "e                  export the history window as a Chrome trace to --export-dir",
+        "E                  export, asking for the format (chrome, speedscope, collapsed)",
+        "q / F10            quit                   ? / F1  this help",
+    };
+    char lines[32][UI_HELP_W];
+    int n = ui_keys_help(lines, 32);
+
+    ck_assert_int_eq(n, (int)(sizeof(want) / sizeof(*want)));
+    for (int i = 0; i < n; i++)
+        ck_assert_str_eq(lines[i], want[i]);
+    ck_assert_int_eq(ui_keys_help(lines, 2), 2);
+}
+END_TEST
+
+START_TEST(keys_bar_and_codes)
+{
+    static const char *bar[] = {"F1Help", "/Search", "\\Filter", "F6Sort", "SpcTag",
+                                "pPause", "mBase",   "tThreads", "+-Rate", "eExport"};
+    int seen[32], nseen = 0, right = 0;
+    size_t n;
+    const struct ui_key *k = ui_keys(&n);
+
+    for (size_t i = 0; i < n; i++) {
+        char label[32];
+
+        if (k[i].bar_pos == UI_BAR_RIGHT) {
+            snprintf(label, sizeof(label), "%s%s", k[i].bar_key, k[i].bar_text);
+            ck_assert_str_eq(label, "F10Quit");
+            right++;
+        } else if (k[i].bar_pos > 0) {
+            ck_assert_int_le(k[i].bar_pos, 10);
+            snprintf(label, sizeof(label), "%s%s", k[i].bar_key, k[i].bar_text);
+            ck_assert_str_eq(label, bar[k[i].bar_pos - 1]);
+            seen[nseen++] = k[i].bar_pos;
+        }
+        for (size_t c = 0; c < UI_KEY_CODES && k[i].codes[c]; c++)
+            for (size_t j = i + 1; j < n; j++)
+                for (size_t d = 0; d < UI_KEY_CODES && k[j].codes[d]; d++)
+                    ck_assert_int_ne(k[i].codes[c], k[j].codes[d]);
+    }
+    ck_assert_int_eq(right, 1);
+    ck_assert_int_eq(nseen, 10);
+    for (int a = 0; a < nseen; a++) /* each position once */
+        for (int b = a + 1; b < nseen; b++)
+            ck_assert_int_ne(seen[a], seen[b]);
+}
+END_TEST
+
 static Suite *draw_suite(void)
 {
     Suite *s = suite_create("draw");
-    TCase *g = tcase_create("glyphs"), *n = tcase_create("numbers"), *f = tcase_create("fit");
+    TCase *g = tcase_create("glyphs"), *n = tcase_create("numbers"), *f = tcase_create("fit"),
+          *k = tcase_create("keys");
 
     tcase_add_test(g, bar_utf8);
     tcase_add_test(g, bar_ascii);
@@ -390,9 +457,12 @@ static Suite *draw_suite(void)
     tcase_add_test(f, fit_emoji);
     tcase_add_test(f, fit_combining_control_invalid);
     tcase_add_test(f, fit_short_buffer);
+    tcase_add_test(k, keys_help_lines);
+    tcase_add_test(k, keys_bar_and_codes);
     suite_add_tcase(s, g);
     suite_add_tcase(s, n);
     suite_add_tcase(s, f);
+    suite_add_tcase(s, k);
     return s;
 }
 

@@ -18,7 +18,7 @@ static void fill(struct history *h)
 
     history_observe(t, history_intern_stack(h, a, 3), 10);
     history_observe(t, history_intern_stack(h, b, 2), 20);
-    history_counter(h, "rank 0 mem", "MiB", 100, 10, 12.5);
+    history_counter(h, SERIES_RSS, NULL, 100, 10, 12.5);
 }
 
 START_TEST(test_intern_dedups)
@@ -56,6 +56,7 @@ START_TEST(test_clone_outlives_original)
     ck_assert_str_eq(c.ranks[0].threads[0].name, "MainThread");
     ck_assert_uint_eq(c.ranks[0].threads[0].nruns, 2);
     ck_assert_uint_eq(c.series[0].n, 1);
+    ck_assert_ptr_nonnull(history_series(&c, SERIES_RSS, 100));
     /* Frames 1 and 2 (mid, leaf) share their interned file. */
     ck_assert_ptr_eq(c.frames[1].file, c.frames[2].file);
     ck_assert_uint_gt(history_memory(&c), 0);

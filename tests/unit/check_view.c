@@ -1,5 +1,6 @@
-/* Tests for the view models (src/view*.c): the merged tree, rank sets, the hang verdict, top
- * functions and the rank table's rows.
+/* Tests for the view models (src/views): the merged tree, rank sets, the hang verdict, top
+ * functions, the rank table's rows (filter, sort, ΔRSS against the baseline), the memory and
+ * GIL panes, and counter series by id.
  *
  * The main fixture is the story the monitor exists for: 16 ranks sampled once a second, each
  * with a main thread and a pin-memory worker; all are in forward() under train_step() until
@@ -10,6 +11,7 @@
 #include "ranktop/view.h"
 
 #include <check.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -394,7 +396,7 @@ static void gpu_series(struct history *h, int from, int to, int busy_gpu, int lo
     for (int k = from; k <= to; k++)
         for (int i = 0; i < NRANKS; i++) {
             snprintf(name, sizeof(name), "gpu%d", i);
-            history_counter(h, name, "util_pct", 0, T(k),
+            history_counter(h, SERIES_DEV_UTIL, name, 0, T(k),
                             i == busy_gpu ? (k % 2 ? hi : lo) : 100.0);
         }
 }
@@ -498,9 +500,9 @@ START_TEST(hang_devices)
     gpu_series(&f.h, 0, 20, 5, 30, 90);
     gpu_series(&f.h, 21, 52, 6, 97, 100);
     for (int k = 0; k <= 52; k++)
-        history_counter(&f.h, "gpu99", "util_pct", 0, T(k), k % 2 ? 0.0 : 80.0);
-    history_counter(&f.h, "gpu5 mem", "used_mib", 0, T(50), 100);
-    history_counter(&f.h, "gpu5 mem", "used_mib", 0, T(51), 9000);
+        history_counter(&f.h, SERIES_DEV_UTIL, "gpu99", 0, T(k), k % 2 ? 0.0 : 80.0);
+    history_counter(&f.h, SERIES_DEV_MEM, "gpu5 mem", 0, T(50), 100);
+    history_counter(&f.h, SERIES_DEV_MEM, "gpu5 mem", 0, T(51), 9000);
     view_hang(&f.h, T(52), 30 * SEC, NULL, &v);
     ck_assert(v.hang);
     ck_assert_uint_eq(v.ndevices, NRANKS);
@@ -521,7 +523,7 @@ START_TEST(hang_npu_device_names)
     for (int k = 0; k <= 40; k++) {
         history_observe(history_thread(history_rank(&h, 10, 0, "npu 2"), 1, 10, "MainThread", true),
                         s, T(k));
-        history_counter(&h, "npu2.0", "aicore_pct", 0, T(k), k % 2 ? 10.0 : 60.0);
+        history_counter(&h, SERIES_NPU_AICORE, "npu2.0", 0, T(k), k % 2 ? 10.0 : 60.0);
     }
     view_hang(&h, T(40), 30 * SEC, NULL, &v);
     ck_assert(!v.hang);
@@ -808,6 +810,228 @@ START_TEST(frame_format)
 }
 END_TEST
 
+/* ---- counter series, rank table, memory and GIL panes ---- */
+
+START_TEST(series_ids_keep_export_names)
+{
+    struct history h;
+    const struct hseries *s;
+
+    history_init(&h, T0, 0, "n");
+    history_counter(&h, SERIES_RSS, NULL, 77, T(1), 10);
+    history_counter(&h, SERIES_GIL_BUSY, NULL, 77, T(1), 40);
+    history_counter(&h, SERIES_DEV_UTIL, "gpu0", 0, T(1), 5);
+    history_counter(&h, SERIES_DEV_UTIL, "gpu1", 0, T(1), 6);
+    history_counter(&h, SERIES_RSS, NULL, 77, T(2), 12);
+    ck_assert_uint_eq(h.nseries, 4); /* one series per (id, name, pid) */
+    s = history_series(&h, SERIES_RSS, 77);
+    ck_assert_ptr_nonnull(s);
+    ck_assert_str_eq(s->name, "rss");
+    ck_assert_str_eq(s->key, "MiB");
+    ck_assert_uint_eq(s->n, 2);
+    s = history_series(&h, SERIES_GIL_BUSY, 77);
+    ck_assert_str_eq(s->name, "GIL busy");
+    ck_assert_str_eq(s->key, "pct");
+    ck_assert_str_eq(h.series[2].name, "gpu0");
+    ck_assert_str_eq(h.series[2].key, "util_pct");
+    ck_assert_ptr_null(history_series(&h, SERIES_RSS, 78));
+    ck_assert_ptr_null(history_series(&h, SERIES_NONE, 77));
+    ck_assert_str_eq(series_name(SERIES_CPU), "cpu");
+    ck_assert_str_eq(series_key(SERIES_CPU), "pct");
+    ck_assert_str_eq(series_name(SERIES_GC), "in GC");
+    ck_assert_str_eq(series_key(SERIES_DEV_MEM), "used_mib");
+    ck_assert_ptr_null(series_name(SERIES_DEV_UTIL));
+    ck_assert_str_eq(series_key(SERIES_COUNT), "");
+    ck_assert(isnan(view_series_last(&h, SERIES_USS, 77)));
+    ck_assert_double_eq(view_series_last(&h, SERIES_RSS, 77), 12);
+    history_fini(&h);
+}
+END_TEST
+
+/* 1 Hz for 100 s, +10 MiB a second: the change over a window is the newest value minus the
+ * oldest one inside it. */
+START_TEST(series_delta_window)
+{
+    struct history h;
+    const struct hseries *s;
+
+    history_init(&h, T0, 0, "n");
+    ck_assert(isnan(view_series_delta(NULL, 10 * SEC)));
+    history_counter(&h, SERIES_RSS, NULL, 77, T(0), 0);
+    s = history_series(&h, SERIES_RSS, 77);
+    ck_assert(isnan(view_series_delta(s, 10 * SEC))); /* one point: no change known */
+    for (int i = 1; i < 100; i++)
+        history_counter(&h, SERIES_RSS, NULL, 77, T(i), 10.0 * i);
+    s = history_series(&h, SERIES_RSS, 77);
+    ck_assert_double_eq(view_series_delta(s, 10 * SEC), 100);
+    ck_assert_double_eq(view_series_delta(s, 9 * SEC + SEC / 2), 90); /* t = 90 is inside */
+    ck_assert_double_eq(view_series_delta(s, 1000 * SEC), 990);       /* shorter: the oldest */
+    ck_assert_double_eq(view_series_delta(s, SEC / 2), 0);            /* nothing that close */
+    history_fini(&h);
+}
+END_TEST
+
+/* The main fixture with RSS 1000 + 10 i MiB and CPU i % (none for rank 5) per rank i, and
+ * live figures for ranks 2 (GIL 50 %, 7000 MiB of device memory) and 7 (GIL unknown). */
+static void table_fx(struct fx *f, struct engine_rank_live *live)
+{
+    fx_build(f, 52);
+    for (int i = 0; i < NRANKS; i++) {
+        history_counter(&f->h, SERIES_RSS, NULL, PID(i), T(50), 1000.0 + 10 * i);
+        if (i != 5)
+            history_counter(&f->h, SERIES_CPU, NULL, PID(i), T(50), i);
+    }
+    live[0] = (struct engine_rank_live){.pid = PID(2), .dev_mem_mb = 7000, .gil_busy_pct = 50};
+    live[1] = (struct engine_rank_live){.pid = PID(7), .dev_mem_mb = -1, .gil_busy_pct = -1};
+}
+
+static struct view_table table_of(const struct history *h, const struct engine_rank_live *live,
+                                  const char *filter, enum view_sort sort,
+                                  const struct view_baseline *base)
+{
+    struct view_table t;
+    struct view_table_in in = {
+        .filter = filter, .sort = sort, .base = base, .live = live, .nlive = 2};
+
+    view_table(h, T(52), &in, &t);
+    return t;
+}
+
+START_TEST(table_rows_and_sorts)
+{
+    static const struct {
+        enum view_sort sort;
+        int first, at, then; /* rank of the first row, and of row `at` */
+    } sorts[] = {
+        {VIEW_SORT_CPU, 15, NRANKS - 1, 5},         /* descending, unknown last */
+        {VIEW_SORT_RSS, 15, NRANKS - 1, 0},         /* descending */
+        {VIEW_SORT_SINCE, 0, NRANKS - 1, ODD_RANK}, /* ties by pid; rank 3 moved last */
+        {VIEW_SORT_GIL, 2, 1, 7},                   /* known first; -1 after 0 */
+    };
+    struct fx f;
+    struct engine_rank_live live[2];
+    struct view_table t;
+
+    table_fx(&f, live);
+    t = table_of(&f.h, live, NULL, VIEW_SORT_RANK, NULL);
+    ck_assert_uint_eq(t.n, NRANKS);
+    ck_assert_int_eq(t.rows[0].rank, 0);
+    ck_assert_str_eq(t.rows[ODD_RANK].top, "load_batch_slowly (train.py:12)");
+    ck_assert_double_eq(t.rows[ODD_RANK].rss_mib, 1030);
+    ck_assert_double_eq(t.rows[ODD_RANK].since_s, 42);
+    ck_assert(isnan(t.rows[ODD_RANK].drss_mib)); /* no baseline */
+    ck_assert_int_eq(t.rows[0].dev_mem_mb, -1);
+    ck_assert(isnan(t.rows[0].gil));
+    ck_assert_int_eq(t.rows[2].dev_mem_mb, 7000);
+    ck_assert_double_eq(t.rows[2].gil, 50);
+    ck_assert(isnan(t.rows[5].cpu));
+    view_table_fini(&t);
+    view_table_fini(&t); /* twice is safe */
+    for (size_t i = 0; i < sizeof(sorts) / sizeof(*sorts); i++) {
+        t = table_of(&f.h, live, "", sorts[i].sort, NULL);
+        ck_assert_int_eq(t.rows[0].rank, sorts[i].first);
+        ck_assert_int_eq(t.rows[sorts[i].at].rank, sorts[i].then);
+        view_table_fini(&t);
+    }
+    history_fini(&f.h);
+}
+END_TEST
+
+START_TEST(table_filter_and_baseline)
+{
+    struct fx f;
+    struct engine_rank_live live[2];
+    struct view_table t;
+    struct view_baseline b = {0};
+
+    table_fx(&f, live);
+    t = table_of(&f.h, live, "load_batch", VIEW_SORT_RANK, NULL);
+    ck_assert_uint_eq(t.n, 1);
+    ck_assert_int_eq(t.rows[0].rank, ODD_RANK);
+    view_table_fini(&t);
+    t = table_of(&f.h, live, "rank 1", VIEW_SORT_RANK, NULL); /* 1 and 10..15 */
+    ck_assert_uint_eq(t.n, 7);
+    view_table_fini(&t);
+    t = table_of(&f.h, live, "pid 4002 ", VIEW_SORT_RANK, NULL);
+    ck_assert_uint_eq(t.n, 1);
+    ck_assert_int_eq(t.rows[0].pid, PID(2));
+    view_baseline_set(&b, &t, T(52)); /* only the rows shown get a baseline */
+    view_table_fini(&t);
+    ck_assert_uint_eq(b.n, 1);
+    ck_assert_uint_eq(b.t, T(52));
+    t = table_of(&f.h, live, NULL, VIEW_SORT_RANK, NULL);
+    view_baseline_set(&b, &t, T(52));
+    view_table_fini(&t);
+    ck_assert_uint_eq(b.n, NRANKS);
+    history_counter(&f.h, SERIES_RSS, NULL, PID(4), T(52), 1040.0 + 150);
+    t = table_of(&f.h, live, NULL, VIEW_SORT_RANK, &b);
+    ck_assert_double_eq(t.rows[4].drss_mib, 150);
+    ck_assert_double_eq(t.rows[0].drss_mib, 0);
+    view_table_fini(&t);
+    history_fini(&f.h);
+    ck_assert(isnan(view_baseline_delta(&b, 9999, 10))); /* a pid the baseline lacks */
+    view_baseline_fini(&b);
+    view_baseline_fini(&b);
+    ck_assert_uint_eq(b.n, 0);
+    ck_assert(isnan(view_baseline_delta(&b, PID(0), 10))); /* none after fini */
+    ck_assert(isnan(view_baseline_delta(NULL, PID(0), 10)));
+}
+END_TEST
+
+START_TEST(memory_and_gil_panes)
+{
+    struct fx f;
+    struct engine_rank_live live[2];
+    struct view_table t;
+    struct view_baseline b = {0};
+    struct view_memory m;
+    struct view_gil g;
+
+    table_fx(&f, live);
+    t = table_of(&f.h, live, NULL, VIEW_SORT_RANK, NULL);
+    view_baseline_set(&b, &t, T(50));
+    view_table_fini(&t);
+    for (int k = 0; k < 600; k++) /* rank 1 grows 1 MiB a second for 10 minutes */
+        history_counter(&f.h, SERIES_RSS, NULL, PID(1), T(51 + k), 1010.0 + k);
+    history_counter(&f.h, SERIES_USS, NULL, PID(1), T(51), 900);
+    history_counter(&f.h, SERIES_SWAP, NULL, PID(1), T(51), 0);
+    t = table_of(&f.h, live, NULL, VIEW_SORT_RANK, &b);
+    view_memory(&f.h, &t, &m);
+    ck_assert_uint_eq(m.n, NRANKS);
+    ck_assert_int_eq(m.rows[1].pid, PID(1));
+    ck_assert_double_eq(m.rows[1].drss_mib, 599);
+    ck_assert(m.rows[1].warn);
+    ck_assert(!m.rows[0].warn);
+    ck_assert_double_eq(m.rows[1].d60_mib, 60);
+    ck_assert_double_eq(m.rows[1].uss_mib, 900);
+    ck_assert_double_eq(m.rows[1].swap_mib, 0);
+    ck_assert(isnan(m.rows[0].uss_mib));
+    ck_assert(isnan(m.rows[0].d60_mib)); /* a single point */
+    ck_assert_uint_eq(m.rows[1].nspark, VIEW_SPARK_POINTS);
+    ck_assert_double_eq(m.rows[1].spark[VIEW_SPARK_POINTS - 1], 1609);
+    ck_assert_uint_eq(m.rows[0].nspark, 1);
+    view_memory_fini(&m);
+    live[0].gil_busy_pct = 95;
+    live[0].gil_waiters = 1.5;
+    live[0].nshares = 2;
+    live[0].shares[0].ident = 1; /* the main thread's ident in the fixture */
+    live[0].shares[0].pct = 80;
+    live[0].shares[1].ident = 0x999;
+    live[0].shares[1].pct = 20;
+    view_gil(&f.h, &t, live, 2, &g);
+    ck_assert_uint_eq(g.n, NRANKS);
+    ck_assert(g.rows[2].known && g.rows[2].warn);
+    ck_assert_str_eq(g.rows[2].shares, "MainThread 80%, ? 20%");
+    ck_assert(!g.rows[7].known); /* GIL figures unknown */
+    ck_assert(!g.rows[0].known); /* no live record */
+    ck_assert_int_eq(g.rows[7].pid, PID(7));
+    view_gil_fini(&g);
+    view_table_fini(&t);
+    view_baseline_fini(&b);
+    history_fini(&f.h);
+}
+END_TEST
+
 static Suite *view_suite(void)
 {
     Suite *s = suite_create("view");
@@ -832,6 +1056,11 @@ static Suite *view_suite(void)
     tcase_add_test(tc, top_window);
     tcase_add_test(tc, top_gaps_and_exit);
     tcase_add_test(tc, frame_format);
+    tcase_add_test(tc, series_ids_keep_export_names);
+    tcase_add_test(tc, series_delta_window);
+    tcase_add_test(tc, table_rows_and_sorts);
+    tcase_add_test(tc, table_filter_and_baseline);
+    tcase_add_test(tc, memory_and_gil_panes);
     suite_add_tcase(s, tc);
     return s;
 }

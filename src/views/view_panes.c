@@ -1,0 +1,114 @@
+/* The memory and GIL panes' models: per rank of the (filtered, sorted) rank table, the memory
+ * figures with their recent change and RSS history, and the GIL figures with each holder
+ * thread named.
+ *
+ * Pure functions over a history the caller keeps still, a table built from it and the live
+ * figures copied with it. Any thread (the UI thread in the monitor). Numbers are left
+ * unformatted; the UI formats them. */
+#include "ranktop/view.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "ranktop/util.h"
+
+#define D60_NS 60000000000ull
+
+/* Copies the last VIEW_SPARK_POINTS values of s into v; returns how many. */
+static size_t spark_values(const struct hseries *s, double *v)
+{
+    size_t n = 0;
+
+    for (size_t k = s && s->n > VIEW_SPARK_POINTS ? s->n - VIEW_SPARK_POINTS : 0; s && k < s->n;
+         k++)
+        v[n++] = s->pts[k].v;
+    return n;
+}
+
+void view_memory(const struct history *h, const struct view_table *t, struct view_memory *out)
+{
+    out->n = t->n;
+    out->rows = x_calloc(t->n ? t->n : 1, sizeof(*out->rows));
+    out->pool = x_calloc(t->n ? t->n * VIEW_SPARK_POINTS : 1, sizeof(*out->pool));
+    for (size_t i = 0; i < t->n; i++) {
+        const struct view_table_row *r = &t->rows[i];
+        const struct hseries *s = history_series(h, SERIES_RSS, r->pid);
+        struct view_mem_row *m = &out->rows[i];
+        double *spark = out->pool + i * VIEW_SPARK_POINTS;
+
+        *m = (struct view_mem_row){.rank = r->rank, .pid = r->pid};
+        m->rss_mib = r->rss_mib;
+        m->drss_mib = r->drss_mib;
+        m->d60_mib = view_series_delta(s, D60_NS);
+        m->uss_mib = view_series_last(h, SERIES_USS, r->pid);
+        m->swap_mib = view_series_last(h, SERIES_SWAP, r->pid);
+        m->nspark = spark_values(s, spark);
+        m->spark = spark;
+        m->warn = r->drss_mib > VIEW_MEM_WARN_MIB; /* false for NAN */
+    }
+}
+
+void view_memory_fini(struct view_memory *out)
+{
+    free(out->rows);
+    free(out->pool);
+    *out = (struct view_memory){0};
+}
+
+/* The name of thread ident of pid, "?" when the history does not know it. */
+static const char *thread_name(const struct history *h, int pid, uint64_t ident)
+{
+    for (size_t i = 0; i < h->nranks; i++)
+        for (size_t k = 0; h->ranks[i].pid == pid && k < h->ranks[i].nthreads; k++)
+            if (h->ranks[i].threads[k].ident == ident)
+                return h->ranks[i].threads[k].name;
+    return "?";
+}
+
+static const struct engine_rank_live *live_of(const struct engine_rank_live *live, size_t n,
+                                              int pid)
+{
+    for (size_t i = 0; live && i < n; i++)
+        if (live[i].pid == pid)
+            return &live[i];
+    return NULL;
+}
+
+static void gil_shares(const struct history *h, const struct engine_rank_live *l, char *buf,
+                       size_t len)
+{
+    size_t at = 0;
+
+    buf[0] = '\0';
+    for (size_t k = 0; k < l->nshares && at < len - 1; k++)
+        at += (size_t)snprintf(buf + at, len - at, "%s%s %.0f%%", k ? ", " : "",
+                               thread_name(h, l->pid, l->shares[k].ident), l->shares[k].pct);
+}
+
+void view_gil(const struct history *h, const struct view_table *t,
+              const struct engine_rank_live *live, size_t nlive, struct view_gil *out)
+{
+    out->n = t->n;
+    out->rows = x_calloc(t->n ? t->n : 1, sizeof(*out->rows));
+    for (size_t i = 0; i < t->n; i++) {
+        const struct engine_rank_live *l = live_of(live, nlive, t->rows[i].pid);
+        struct view_gil_row *g = &out->rows[i];
+
+        *g = (struct view_gil_row){.rank = t->rows[i].rank, .pid = t->rows[i].pid};
+        if (!l || l->gil_busy_pct < 0)
+            continue;
+        g->known = true;
+        g->busy_pct = l->gil_busy_pct;
+        g->switches_per_s = l->gil_switches;
+        g->waiters = l->gil_waiters;
+        g->warn = l->gil_busy_pct > VIEW_GIL_WARN_BUSY && l->gil_waiters >= VIEW_GIL_WARN_WAITERS;
+        gil_shares(h, l, g->shares, sizeof(g->shares));
+    }
+}
+
+void view_gil_fini(struct view_gil *out)
+{
+    free(out->rows);
+    *out = (struct view_gil){0};
+}

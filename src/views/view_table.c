@@ -1,0 +1,148 @@
+/* The rank table's model: each rank's row with its counter and live figures, the filter the
+ * user typed, the chosen sort, and ΔRSS against the memory baseline; plus the look-ups of
+ * counter series by id that the memory pane shares.
+ *
+ * Pure functions over a history the caller keeps still and the live figures copied with it;
+ * the baseline is a caller-owned value kept between snapshots. Any thread (the UI thread in
+ * the monitor). Rows own their frame text, so they stay valid after the history is freed. */
+#include "ranktop/view.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ranktop/util.h"
+
+double view_series_last(const struct history *h, enum series_id id, int pid)
+{
+    const struct hseries *s = history_series(h, id, pid);
+
+    return s && s->n ? s->pts[s->n - 1].v : NAN;
+}
+
+double view_series_delta(const struct hseries *s, uint64_t span)
+{
+    size_t k;
+
+    if (!s || s->n < 2)
+        return NAN;
+    /* Walk back while the previous point is still within span of the newest. */
+    for (k = s->n - 1; k > 0 && s->pts[s->n - 1].t - s->pts[k - 1].t <= span; k--)
+        ;
+    return s->pts[s->n - 1].v - s->pts[k].v;
+}
+
+void view_baseline_set(struct view_baseline *b, const struct view_table *t, uint64_t now)
+{
+    view_baseline_fini(b);
+    b->n = t->n;
+    b->pid = x_calloc(t->n ? t->n : 1, sizeof(*b->pid));
+    b->rss_mib = x_calloc(t->n ? t->n : 1, sizeof(*b->rss_mib));
+    for (size_t i = 0; i < t->n; i++) {
+        b->pid[i] = t->rows[i].pid;
+        b->rss_mib[i] = t->rows[i].rss_mib;
+    }
+    b->t = now;
+}
+
+void view_baseline_fini(struct view_baseline *b)
+{
+    free(b->pid);
+    free(b->rss_mib);
+    *b = (struct view_baseline){0};
+}
+
+double view_baseline_delta(const struct view_baseline *b, int pid, double rss_mib)
+{
+    for (size_t i = 0; b && i < b->n; i++)
+        if (b->pid[i] == pid)
+            return rss_mib - b->rss_mib[i]; /* NAN when either is */
+    return NAN;
+}
+
+static const struct engine_rank_live *live_of(const struct view_table_in *in, int pid)
+{
+    for (size_t i = 0; in->live && i < in->nlive; i++)
+        if (in->live[i].pid == pid)
+            return &in->live[i];
+    return NULL;
+}
+
+/* The filter matches the text "rank R pid P FRAME", so "rank 3" or a function name works. */
+static bool row_matches(const struct view_table_row *r, const char *filter)
+{
+    char buf[512];
+
+    if (!filter || !filter[0])
+        return true;
+    snprintf(buf, sizeof(buf), "rank %d pid %d %s", r->rank, r->pid, r->top);
+    return strstr(buf, filter) != NULL;
+}
+
+/* The figure a sort orders by, arranged so that ascending order is the one shown: figures
+ * are negated (largest first), unknown ones go last. */
+static double sort_key(const struct view_table_row *r, enum view_sort s)
+{
+    double v = s == VIEW_SORT_CPU     ? r->cpu
+               : s == VIEW_SORT_RSS   ? r->rss_mib
+               : s == VIEW_SORT_SINCE ? r->since_s
+                                      : r->gil;
+
+    if (s == VIEW_SORT_RANK || s >= VIEW_SORT_COUNT)
+        return r->rank < 0 ? 1e9 : r->rank;
+    return isnan(v) ? 1e18 : -v;
+}
+
+static int cmp_rows(const void *a, const void *b, void *arg)
+{
+    const struct view_table_row *x = a, *y = b;
+    enum view_sort s = *(const enum view_sort *)arg;
+    double dx = sort_key(x, s), dy = sort_key(y, s);
+
+    if (dx != dy)
+        return dx < dy ? -1 : 1;
+    return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+static void row_fill(const struct history *h, const struct view_table_in *in,
+                     const struct view_rank_row *v, struct view_table_row *r)
+{
+    const struct engine_rank_live *l = live_of(in, v->pid);
+
+    *r = (struct view_table_row){.pid = v->pid, .rank = v->rank, .hrank = v->idx};
+    r->exited = v->exited;
+    r->cpu = view_series_last(h, SERIES_CPU, v->pid);
+    r->rss_mib = view_series_last(h, SERIES_RSS, v->pid);
+    r->drss_mib = view_baseline_delta(in->base, v->pid, r->rss_mib);
+    r->dev_mem_mb = l ? l->dev_mem_mb : -1;
+    r->gil = l ? l->gil_busy_pct : NAN;
+    r->since_s = (double)v->since / 1e9;
+    if (v->top)
+        view_frame_format(v->top, r->top, sizeof(r->top));
+}
+
+void view_table(const struct history *h, uint64_t now, const struct view_table_in *in,
+                struct view_table *out)
+{
+    struct view_ranks vr;
+    enum view_sort sort = in->sort;
+
+    view_ranks(h, now, &vr);
+    out->rows = x_calloc(vr.n ? vr.n : 1, sizeof(*out->rows));
+    out->n = 0;
+    for (size_t i = 0; i < vr.n; i++) {
+        row_fill(h, in, &vr.rows[i], &out->rows[out->n]);
+        if (row_matches(&out->rows[out->n], in->filter))
+            out->n++;
+    }
+    view_ranks_fini(&vr);
+    qsort_r(out->rows, out->n, sizeof(*out->rows), cmp_rows, &sort);
+}
+
+void view_table_fini(struct view_table *out)
+{
+    free(out->rows);
+    out->rows = NULL;
+    out->n = 0;
+}

@@ -1,0 +1,368 @@
+/* The monitor's keys: one table that maps each key to its action and gives the key bar's
+ * label and the help screen's line, so dispatch, key bar and help cannot disagree; and the
+ * actions themselves (moving, views, search and filter prompts, tags, baseline, rate,
+ * export). The table is constant. UI thread only: actions change struct ui and may ask the
+ * engine for a short change (rate, memory focus), never wait on it. */
+#include "ui_priv.h"
+
+#include <curses.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ranktop/util.h"
+
+#define KEY_ESC 27
+#define HELP_KEYS_W 19 /* the help screen's key column */
+#define HELP_TEXT_W 23 /* the left text column when a second key shares the line */
+
+/* Moves the cursor: the rank table's, or the tree's in the Rank view. */
+static void nav(struct ui *u, int delta)
+{
+    bool lower = u->view == VIEW_RANK;
+    int n = lower ? ui_lower_rows(u) : (int)u->table.n;
+    int *sel = lower ? &u->lsel : &u->sel;
+
+    *sel += delta;
+    if (*sel >= n)
+        *sel = n - 1;
+    if (*sel < 0)
+        *sel = 0;
+}
+
+static int page(const struct ui *u)
+{
+    return ui_table_rows(u) > 1 ? ui_table_rows(u) - 1 : 1;
+}
+
+static void act_up(struct ui *u, int ch)
+{
+    nav(u, ch == KEY_PPAGE ? -page(u) : ch == KEY_HOME ? -1000000 : -1);
+}
+
+static void act_down(struct ui *u, int ch)
+{
+    nav(u, ch == KEY_NPAGE ? page(u) : ch == KEY_END ? 1000000 : 1);
+}
+
+/* Enter drills into the selected rank from the other views; in the Rank view it folds or
+ * unfolds the thread under the cursor. */
+static void act_enter(struct ui *u, int ch)
+{
+    uint64_t node = ui_lower_node(u);
+
+    (void)ch;
+    if (u->view != VIEW_RANK) {
+        if (u->table.n) {
+            u->drill_pid = u->table.rows[u->sel].pid;
+            u->view = VIEW_RANK;
+            u->lsel = u->lscroll = 0;
+        }
+    } else if (node) {
+        ui_toggle_collapsed(u, node);
+    }
+}
+
+/* Back clears a search or filter first, and only then leaves for the merged view. */
+static void act_back(struct ui *u, int ch)
+{
+    (void)ch;
+    if (u->search[0] || u->filter[0]) {
+        u->search[0] = u->filter[0] = '\0';
+        return;
+    }
+    u->view = VIEW_MERGED;
+    u->drill_pid = 0;
+    u->lsel = u->lscroll = 0;
+}
+
+static void act_view(struct ui *u, int ch)
+{
+    u->view = ch == '\t' ? (enum ui_view)(u->view % 5 + 1) : (enum ui_view)(ch - '0');
+    u->lsel = u->lscroll = 0;
+}
+
+static void act_prompt(struct ui *u, int ch)
+{
+    u->input = ch == '/' ? INPUT_SEARCH : ch == '\\' ? INPUT_FILTER : INPUT_FORMAT;
+    u->edit[0] = '\0';
+}
+
+static void act_sort(struct ui *u, int ch)
+{
+    (void)ch;
+    u->sort = (enum view_sort)((u->sort + 1) % VIEW_SORT_COUNT);
+}
+
+static void act_tag(struct ui *u, int ch)
+{
+    int pid;
+
+    (void)ch;
+    if (u->table.n) {
+        pid = u->table.rows[u->sel].pid;
+        for (int i = 0; i < u->ntags; i++)
+            if (u->tags[i] == pid) {
+                u->tags[i] = u->tags[--u->ntags];
+                pid = 0;
+                break;
+            }
+        if (pid && u->ntags < UI_MAX_TAGS)
+            u->tags[u->ntags++] = pid;
+    }
+    nav(u, 1);
+}
+
+static void act_pause(struct ui *u, int ch)
+{
+    (void)ch;
+    u->paused = !u->paused;
+    ui_set_status(u, u->paused ? "display paused (sampling continues)" : "display resumed");
+}
+
+/* The memory baseline: every shown rank's RSS now, and a new mapping baseline of the
+ * selected rank in the engine's memory thread (it reads smaps; the UI only asks). */
+static void act_baseline(struct ui *u, int ch)
+{
+    (void)ch;
+    view_baseline_set(&u->base, &u->table, clock_mono_ns());
+    if (u->table.n && u->sel < (int)u->table.n)
+        engine_mem_focus(u->e, u->table.rows[u->sel].pid, true);
+    ui_set_status(u, "memory baseline set");
+}
+
+static void act_threads(struct ui *u, int ch)
+{
+    (void)ch;
+    u->all_threads = !u->all_threads;
+    ui_set_status(u, u->all_threads ? "all threads" : "main thread only");
+}
+
+static void act_rate(struct ui *u, int ch)
+{
+    engine_set_rate(u->e, engine_rate(u->e) * (ch == '-' ? 0.5 : 2.0));
+    ui_set_status(u, "sampling rate %.3g Hz", engine_rate(u->e));
+}
+
+static void act_export(struct ui *u, int ch)
+{
+    (void)ch;
+    ui_start_export(u, EXPORT_CHROME);
+}
+
+static void act_quit(struct ui *u, int ch)
+{
+    (void)ch;
+    u->quit = true;
+}
+
+static void act_help(struct ui *u, int ch)
+{
+    (void)ch;
+    u->help = true;
+}
+
+static void act_mouse(struct ui *u, int ch)
+{
+    MEVENT ev;
+
+    (void)ch;
+    if (getmouse(&ev) != OK)
+        return;
+    if (ev.bstate & BUTTON4_PRESSED)
+        nav(u, -3);
+    else if (ev.bstate & BUTTON5_PRESSED)
+        nav(u, 3);
+    else if (ev.y >= u->table_y && ev.y < u->table_y + u->table_h && u->table.n) {
+        int row = u->scroll + ev.y - u->table_y;
+
+        if (row >= 0 && row < (int)u->table.n)
+            u->sel = row;
+    }
+}
+
+/* In help order. Entries without help text share the line of one before them (Down is told
+ * with Up); help_right puts the line to the right of the previous one. */
+static const struct ui_key keys[] = {
+    {{KEY_UP, 'k', KEY_PPAGE, KEY_HOME},
+     act_up,
+     NULL,
+     NULL,
+     0,
+     "Arrows, j/k, PgUp/PgDn, Home/End",
+     "move in the rank table (tree in the Rank view)",
+     false},
+    {{KEY_DOWN, 'j', KEY_NPAGE, KEY_END}, act_down, NULL, NULL, 0, NULL, NULL, false},
+    {{'\n', KEY_ENTER, KEY_RIGHT},
+     act_enter,
+     NULL,
+     NULL,
+     0,
+     "Enter / Right",
+     "drill into the selected rank; in the Rank view fold a thread",
+     false},
+    {{KEY_ESC, KEY_BACKSPACE, 127, KEY_LEFT},
+     act_back,
+     NULL,
+     NULL,
+     0,
+     "Esc / Backspace",
+     "back to the merged view, clear search and filter",
+     false},
+    {{'1', '2', '3', '4', '5', '\t'},
+     act_view,
+     NULL,
+     NULL,
+     0,
+     "1-5 / Tab",
+     "views: Merged, Rank, Top, GIL, Memory",
+     false},
+    {{'/'}, act_prompt, "/", "Search", 2, "/", "search frames", false},
+    {{'\\'}, act_prompt, "\\", "Filter", 3, "\\", "filter ranks (rank, pid, frame)", true},
+    {{'s', KEY_F(6)},
+     act_sort,
+     "F6",
+     "Sort",
+     4,
+     "s / F6",
+     "sort: rank, CPU, RSS, stuck time, GIL",
+     false},
+    {{' '}, act_tag, "Spc", "Tag", 5, "Space", "tag a rank", false},
+    {{'p'}, act_pause, "p", "Pause", 6, "p", "pause the display (sampling continues)", true},
+    {{'m'},
+     act_baseline,
+     "m",
+     "Base",
+     7,
+     "m",
+     "memory baseline (and mapping growth of the selected rank)",
+     false},
+    {{'t'}, act_threads, "t", "Threads", 8, "t", "main thread / all threads", false},
+    {{'+', '=', '-'},
+     act_rate,
+     "+-",
+     "Rate",
+     9,
+     "+ / -",
+     "double / halve the sampling rate",
+     false},
+    {{'e'},
+     act_export,
+     "e",
+     "Export",
+     10,
+     "e",
+     "export the history window as a Chrome trace to --export-dir",
+     false},
+    {{'E'},
+     act_prompt,
+     NULL,
+     NULL,
+     0,
+     "E",
+     "export, asking for the format (chrome, speedscope, collapsed)",
+     false},
+    {{'q', KEY_F(10)}, act_quit, "F10", "Quit", UI_BAR_RIGHT, "q / F10", "quit", false},
+    {{'?', KEY_F(1), 'h'}, act_help, "F1", "Help", 1, "? / F1", "this help", true},
+    {{KEY_MOUSE}, act_mouse, NULL, NULL, 0, NULL, NULL, false},
+};
+
+const struct ui_key *ui_keys(size_t *n)
+{
+    *n = sizeof(keys) / sizeof(*keys);
+    return keys;
+}
+
+/* The entry for key code ch; NULL when no entry has it. 0 ends a code list, so it never
+ * matches (ncurses reports Ctrl-Space as 0: it stays unbound). */
+static const struct ui_key *key_find(int ch)
+{
+    for (size_t i = 0; ch && i < sizeof(keys) / sizeof(*keys); i++)
+        for (size_t k = 0; k < UI_KEY_CODES && keys[i].codes[k]; k++)
+            if (keys[i].codes[k] == ch)
+                return &keys[i];
+    return NULL;
+}
+
+int ui_keys_help(char (*lines)[UI_HELP_W], int max)
+{
+    int n = 0;
+
+    for (size_t i = 0; i < sizeof(keys) / sizeof(*keys); i++) {
+        const struct ui_key *k = &keys[i];
+        size_t at;
+
+        if (!k->help_keys)
+            continue;
+        if (k->help_right && n > 0) { /* pad the left text and append */
+            at = strlen(lines[n - 1]);
+            snprintf(lines[n - 1] + at, UI_HELP_W - at, "%*s%s  %s",
+                     at < HELP_KEYS_W + HELP_TEXT_W ? (int)(HELP_KEYS_W + HELP_TEXT_W - at) : 1, "",
+                     k->help_keys, k->help_text);
+            continue;
+        }
+        if (n >= max)
+            break;
+        if (strlen(k->help_keys) < HELP_KEYS_W)
+            snprintf(lines[n++], UI_HELP_W, "%-*s%s", HELP_KEYS_W, k->help_keys, k->help_text);
+        else
+            snprintf(lines[n++], UI_HELP_W, "%s   %s", k->help_keys, k->help_text);
+    }
+    return n;
+}
+
+/* Line editing for '/' (search), '\' (filter) and the E format prompt. */
+static void key_input(struct ui *u, int ch)
+{
+    size_t n = strlen(u->edit);
+
+    if (u->input == INPUT_FORMAT) {
+        int f = ch == 'c'   ? EXPORT_CHROME
+                : ch == 's' ? EXPORT_SPEEDSCOPE
+                : ch == 'f' ? EXPORT_COLLAPSED
+                            : -1;
+        u->input = INPUT_NONE;
+        if (f >= 0)
+            ui_start_export(u, (enum export_format)f);
+        else
+            ui_set_status(u, "export cancelled");
+        return;
+    }
+    if (ch == KEY_ESC) {
+        u->input = INPUT_NONE;
+        return;
+    }
+    if (ch == '\n' || ch == KEY_ENTER) {
+        snprintf(u->input == INPUT_SEARCH ? u->search : u->filter, sizeof(u->search), "%s",
+                 u->edit);
+        u->input = INPUT_NONE;
+        u->sel = u->scroll = u->lsel = u->lscroll = 0;
+        return;
+    }
+    if ((ch == KEY_BACKSPACE || ch == 127 || ch == 8) && n)
+        u->edit[n - 1] = '\0';
+    else if (ch >= 32 && ch < 256 && n + 1 < sizeof(u->edit)) {
+        u->edit[n] = (char)ch;
+        u->edit[n + 1] = '\0';
+    }
+}
+
+void ui_key(struct ui *u, int ch)
+{
+    const struct ui_key *k;
+
+    if (u->input != INPUT_NONE) {
+        key_input(u, ch);
+        return;
+    }
+    k = key_find(ch);
+    /* The help screen is modal: its own key, Back or Quit close it, other keys are ignored;
+     * Quit then goes on to quit. */
+    if (u->help && ch != KEY_RESIZE) {
+        if (k && (k->run == act_help || k->run == act_back || k->run == act_quit))
+            u->help = false;
+        if (!k || k->run != act_quit)
+            return;
+    }
+    if (k)
+        k->run(u, ch);
+}

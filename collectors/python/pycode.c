@@ -8,6 +8,7 @@
 
 #include "pylinetable.h"
 #include "pystr.h"
+#include "ranktop/bytes.h"
 #include "ranktop/util.h"
 
 #include <stdlib.h>
@@ -112,22 +113,6 @@ static void header_key(const struct py_layout *L, const uint8_t *hdr, uint8_t ke
     memcpy(key + 40, hdr + L->co_firstlineno, 4);
 }
 
-static uint64_t load_u64(const uint8_t *p)
-{
-    uint64_t v;
-
-    memcpy(&v, p, sizeof(v));
-    return v;
-}
-
-static int load_i32(const uint8_t *p)
-{
-    int32_t v;
-
-    memcpy(&v, p, sizeof(v));
-    return v;
-}
-
 /* Fills slot e for the code object whose header is hdr. Returns 0 or a negative status. */
 static int slot_fill(struct pycode_cache *c, struct pycode *e, struct rmem *m,
                      const struct py_layout *L, uint64_t addr, const uint8_t *hdr)
@@ -136,19 +121,19 @@ static int slot_fill(struct pycode_cache *c, struct pycode *e, struct rmem *m,
     int st = 0;
 
     memset(e, 0, sizeof(*e));
-    e->function = pystr_read(m, L, load_u64(hdr + name_off), &st);
+    e->function = pystr_read(m, L, bytes_load_u64(hdr + name_off), &st);
     if (!e->function)
         goto fail;
-    e->file = pystr_read(m, L, load_u64(hdr + L->co_filename), &st);
+    e->file = pystr_read(m, L, bytes_load_u64(hdr + L->co_filename), &st);
     if (!e->file)
         goto fail;
-    e->table = pybytes_read(m, L, load_u64(hdr + L->co_linetable), &e->table_len, &st);
+    e->table = pybytes_read(m, L, bytes_load_u64(hdr + L->co_linetable), &e->table_len, &st);
     if (!e->table)
         goto fail;
     e->addr = addr;
     header_key(L, hdr, e->key);
-    e->firstlineno = load_i32(hdr + L->co_firstlineno);
-    e->firsttraceable = L->co_firsttraceable >= 0 ? load_i32(hdr + L->co_firsttraceable) : 0;
+    e->firstlineno = bytes_load_i32(hdr + L->co_firstlineno);
+    e->firsttraceable = L->co_firsttraceable >= 0 ? bytes_load_i32(hdr + L->co_firsttraceable) : 0;
     e->last_q = -2;
     return 0;
 fail:
@@ -164,7 +149,7 @@ static struct pycode *resolve_one(struct pycode_cache *c, struct rmem *m, const 
     uint8_t key[48];
     struct pycode *e;
 
-    if (pycode_type && load_u64(hdr + 8) != pycode_type)
+    if (pycode_type && bytes_load_u64(hdr + 8) != pycode_type)
         return NULL;
     header_key(L, hdr, key);
     e = &c->slots[slot_index(c, addr)];

@@ -16,8 +16,9 @@
  * misattributed for at most one probe. Owned by one thread at a time. */
 #include "ranktop/gil.h"
 
-#include "ranktop/procmaps.h"
 #include "pyproc_priv.h"
+#include "ranktop/bytes.h"
+#include "ranktop/procmaps.h"
 #include "ranktop/util.h"
 
 #include <stdlib.h>
@@ -112,22 +113,6 @@ struct pygil {
     uint64_t probes, reads, errors;
 };
 
-static uint64_t ld64(const uint8_t *b, uint32_t off)
-{
-    uint64_t v;
-
-    memcpy(&v, b + off, sizeof(v));
-    return v;
-}
-
-static int32_t ld32(const uint8_t *b, uint32_t off)
-{
-    int32_t v;
-
-    memcpy(&v, b + off, sizeof(v));
-    return v;
-}
-
 static const struct gil_extra *extra_for(int minor)
 {
     for (size_t i = 0; i < sizeof(extras) / sizeof(extras[0]); i++)
@@ -136,15 +121,10 @@ static const struct gil_extra *extra_for(int minor)
     return NULL;
 }
 
-static bool ptr_ok(uint64_t v)
-{
-    return v && !(v & 7);
-}
-
 /* The main interpreter: runtime->interpreters.main (just after .head), else the head. */
 static uint64_t pick_interp(uint64_t head, uint64_t main)
 {
-    return ptr_ok(main) ? main : head;
+    return bytes_ptr_ok(main) ? main : head;
 }
 
 struct pygil *pygil_new(const struct pyproc *p)
@@ -301,7 +281,7 @@ static int resolve(struct pygil *g)
     interp = pick_interp(head, main);
     if (!interp)
         return APP_E_STARTING;
-    if (!ptr_ok(interp))
+    if (!bytes_ptr_ok(interp))
         return APP_E_STALE;
     if (L->rt_gil >= 0) {
         gilp = g->runtime + (uint64_t)L->rt_gil;
@@ -311,7 +291,7 @@ static int resolve(struct pygil *g)
             return rc;
         if (!gilp)
             return APP_E_STARTING;
-        if (!ptr_ok(gilp))
+        if (!bytes_ptr_ok(gilp))
             return APP_E_STALE;
     }
     g->interp = interp;
@@ -331,7 +311,7 @@ static int resolve(struct pygil *g)
 
 static uint64_t field64(const struct plan *pl, enum field f)
 {
-    return pl->at[f] == AT_NONE ? 0 : ld64(pl->buf, pl->at[f]);
+    return pl->at[f] == AT_NONE ? 0 : bytes_load_u64(pl->buf + pl->at[f]);
 }
 
 /* The steady-state read: the plan's ranges, then the last holder's tstate (last, so that a
@@ -391,16 +371,16 @@ static void cache_put(struct pygil *g, uint64_t ts, uint64_t ident)
 /* Takes the ident (and, 3.13+, the drop bit) from a copy of the holder's tstate span. */
 static void holder_from_span(struct pygil *g, uint64_t ts, struct pygil_sample *out)
 {
-    uint64_t interp = ld64(g->span, g->L.ts_interp - g->span_lo);
-    uint64_t ident = ld64(g->span, g->L.ts_thread_id - g->span_lo);
+    uint64_t interp = bytes_load_u64(g->span + (g->L.ts_interp - g->span_lo));
+    uint64_t ident = bytes_load_u64(g->span + (g->L.ts_thread_id - g->span_lo));
 
-    if (!ptr_ok(interp) || !ident)
+    if (!bytes_ptr_ok(interp) || !ident)
         return; /* freed or reused memory: leave the holder unknown */
     out->holder_ident = ident;
     cache_put(g, ts, ident);
     if (g->x->drop == DROP_TSTATE_BIT) {
         out->drop_known = true;
-        out->drop_request = ld64(g->span, (uint32_t)g->x->drop_off - g->span_lo) & 1;
+        out->drop_request = bytes_load_u64(g->span + ((uint32_t)g->x->drop_off - g->span_lo)) & 1;
     }
 }
 
@@ -413,7 +393,7 @@ static void find_holder(struct pygil *g, uint64_t ts, bool span_ok, struct pygil
         holder_from_span(g, ts, out);
     } else if (!need_span && cache_get(g, ts, &out->holder_ident)) {
         /* Cached; the next probe's speculative read re-checks it. */
-    } else if (ptr_ok(ts) && g->span_len &&
+    } else if (bytes_ptr_ok(ts) && g->span_len &&
                rmem_read(g->mem, ts + g->span_lo, g->span, g->span_len) == 0) {
         holder_from_span(g, ts, out);
     }
@@ -425,22 +405,22 @@ static void decode(struct pygil *g, int32_t locked, bool span_ok, struct pygil_s
     const struct py_layout *L = &g->L;
     const struct plan *pl = &g->plan;
     const uint8_t *gil = pl->buf + pl->at[F_GIL];
-    int32_t gc = pl->at[F_GC] == AT_NONE ? -1 : ld32(pl->buf, pl->at[F_GC]);
-    uint32_t wrefs = (uint32_t)ld32(gil, L->gil_cond + COND_WREFS);
+    int32_t gc = pl->at[F_GC] == AT_NONE ? -1 : bytes_load_i32(pl->buf + pl->at[F_GC]);
+    uint32_t wrefs = bytes_load_u32(gil + L->gil_cond + COND_WREFS);
 
     out->known = true;
     out->locked = locked == 1;
-    out->switch_number = ld64(gil, L->gil_switch);
+    out->switch_number = bytes_load_u64(gil + L->gil_switch);
     out->waiters = g->glibc == 1 && wrefs >> 3 <= MAX_WAITERS ? (int)(wrefs >> 3) : -1;
     out->in_gc = gc == 0 || gc == 1 ? gc : -1;
     if (pl->at[F_DROP] != AT_NONE) {
         out->drop_known = true;
-        out->drop_request = ld32(pl->buf, pl->at[F_DROP]) != 0;
+        out->drop_request = bytes_load_i32(pl->buf + pl->at[F_DROP]) != 0;
     } else if (!out->locked) {
         out->drop_known = true; /* 3.13+: no holder, nothing to drop */
     }
     if (out->locked)
-        find_holder(g, ld64(gil, L->gil_last_holder), span_ok, out);
+        find_holder(g, bytes_load_u64(gil + L->gil_last_holder), span_ok, out);
 }
 
 static int probe_once(struct pygil *g, struct pygil_sample *out)
@@ -454,7 +434,7 @@ static int probe_once(struct pygil *g, struct pygil_sample *out)
     rc = read_probe(g, &span_ok);
     if (rc < 0)
         return rc;
-    locked = ld32(g->plan.buf + g->plan.at[F_GIL], g->L.gil_locked);
+    locked = bytes_load_i32(g->plan.buf + g->plan.at[F_GIL] + g->L.gil_locked);
     if (locked < 0)
         return APP_E_STARTING; /* the GIL is not created (yet) or already destroyed */
     if (locked > 1)

@@ -14,6 +14,7 @@
 #include "pynames.h"
 
 #include "pystr.h"
+#include "ranktop/bytes.h"
 #include "ranktop/util.h"
 
 #include <stdbool.h>
@@ -131,20 +132,6 @@ struct tslot {
     bool noname;           /* the attributes really have no _name: leave the thread out */
 };
 
-static uint64_t ld64(const uint8_t *p)
-{
-    uint64_t v;
-
-    memcpy(&v, p, sizeof(v));
-    return v;
-}
-
-/* User-space object addresses are 8-aligned and below 2^57 (5-level paging). */
-static bool ptr_ok(uint64_t p)
-{
-    return p >= 4096 && p < (1ull << 57) && (p & 7) == 0;
-}
-
 static const struct names_layout *names_layout_for(int minor)
 {
     for (size_t i = 0; i < sizeof(names_layouts) / sizeof(names_layouts[0]); i++)
@@ -157,7 +144,7 @@ static int read_ptr(struct rmem *m, uint64_t addr, uint64_t *out)
 {
     int st = rmem_read(m, addr, out, sizeof(*out));
 
-    if (st == 0 && !ptr_ok(*out))
+    if (st == 0 && !bytes_ptr_ok(*out))
         return APP_E_STALE;
     return st;
 }
@@ -198,17 +185,17 @@ static int read_batch(struct rmem *m, const uint64_t *addr, size_t n, size_t len
 
 static uint64_t dv_key(const struct dview *v, size_t i)
 {
-    return ld64(v->ent + i * v->stride + (v->stride == 24 ? 8 : 0));
+    return bytes_load_u64(v->ent + i * v->stride + (v->stride == 24 ? 8 : 0));
 }
 
 static uint64_t dv_value(const struct dview *v, size_t i)
 {
-    return ld64(v->ent + i * v->stride + (v->stride == 24 ? 16 : 8));
+    return bytes_load_u64(v->ent + i * v->stride + (v->stride == 24 ? 16 : 8));
 }
 
 static uint64_t dv_hash(const struct dview *v, size_t i)
 {
-    return v->stride == 24 ? ld64(v->ent + i * v->stride) : 0;
+    return v->stride == 24 ? bytes_load_u64(v->ent + i * v->stride) : 0;
 }
 
 /* Deleted entries have a NULL key (3.11+) or a NULL value next to the dummy key (<= 3.10). */
@@ -221,7 +208,7 @@ static bool dv_live(const struct dview *v, size_t i)
 static int keys_geom_new(const uint8_t *h, struct dview *v, size_t *eoff)
 {
     unsigned log2 = h[8], log2_idx = h[9], kind = h[10];
-    int64_t n = (int64_t)ld64(h + 24);
+    int64_t n = (int64_t)bytes_load_u64(h + 24);
     unsigned want = log2 < 8 ? log2 : log2 < 16 ? log2 + 1 : log2 + 2;
 
     if (log2 < 3 || log2 > DICT_MAX_LOG2 || log2_idx != want || kind > KIND_SPLIT)
@@ -237,7 +224,7 @@ static int keys_geom_new(const uint8_t *h, struct dview *v, size_t *eoff)
 /* 3.8-3.10 keys header: dk_size @8, dk_nentries @32, indices @40 sized by dk_size. */
 static int keys_geom_old(const uint8_t *h, struct dview *v, size_t *eoff)
 {
-    int64_t size = (int64_t)ld64(h + 8), n = (int64_t)ld64(h + 32);
+    int64_t size = (int64_t)bytes_load_u64(h + 8), n = (int64_t)bytes_load_u64(h + 32);
     size_t width;
 
     if (size < 8 || size > (1 << DICT_MAX_LOG2) || (size & (size - 1)) != 0)
@@ -262,7 +249,7 @@ static int keys_load(struct walk *w, uint64_t keys, bool split, struct dview *v)
 
     memset(v, 0, sizeof(*v));
     v->split = split;
-    if (!ptr_ok(keys))
+    if (!bytes_ptr_ok(keys))
         return APP_E_STALE;
     got = rmem_read_some(w->m, keys, head, sizeof(head));
     if (got < 0)
@@ -285,14 +272,14 @@ static int keys_load(struct walk *w, uint64_t keys, bool split, struct dview *v)
  * modules dict, which is always a real dict) teaches us the address of PyDict_Type. */
 static int dict_check(struct walk *w, const uint8_t *hdr)
 {
-    uint64_t type = ld64(hdr + OB_TYPE);
-    int64_t used = (int64_t)ld64(hdr + DICT_USED);
+    uint64_t type = bytes_load_u64(hdr + OB_TYPE);
+    int64_t used = (int64_t)bytes_load_u64(hdr + DICT_USED);
 
-    if (!w->dict_type && ptr_ok(type))
+    if (!w->dict_type && bytes_ptr_ok(type))
         w->dict_type = type;
-    if (type != w->dict_type || !ptr_ok(ld64(hdr + DICT_KEYS)) || used < 0)
+    if (type != w->dict_type || !bytes_ptr_ok(bytes_load_u64(hdr + DICT_KEYS)) || used < 0)
         return APP_E_STALE;
-    if (ld64(hdr + DICT_VALUES) && !ptr_ok(ld64(hdr + DICT_VALUES)))
+    if (bytes_load_u64(hdr + DICT_VALUES) && !bytes_ptr_ok(bytes_load_u64(hdr + DICT_VALUES)))
         return APP_E_STALE;
     return 0;
 }
@@ -300,12 +287,12 @@ static int dict_check(struct walk *w, const uint8_t *hdr)
 /* Loads the dict at addr whose header is already in hdr (DICT_HDR bytes). */
 static int dict_load_hdr(struct walk *w, const uint8_t *hdr, struct dview *v)
 {
-    uint64_t values = ld64(hdr + DICT_VALUES);
+    uint64_t values = bytes_load_u64(hdr + DICT_VALUES);
     int st = dict_check(w, hdr);
 
     if (st == 0)
-        st = keys_load(w, ld64(hdr + DICT_KEYS), values != 0, v);
-    if (st == 0 && (uint64_t)ld64(hdr + DICT_USED) > v->n)
+        st = keys_load(w, bytes_load_u64(hdr + DICT_KEYS), values != 0, v);
+    if (st == 0 && (uint64_t)bytes_load_u64(hdr + DICT_USED) > v->n)
         st = APP_E_STALE;
     if (values)
         v->values = values + w->N->values_off;
@@ -317,7 +304,7 @@ static int dict_load(struct walk *w, uint64_t addr, struct dview *v, uint8_t *hd
     int st;
 
     memset(v, 0, sizeof(*v));
-    if (!ptr_ok(addr))
+    if (!bytes_ptr_ok(addr))
         return APP_E_STALE;
     st = rmem_read(w->m, addr, hdr, DICT_HDR);
     return st < 0 ? st : dict_load_hdr(w, hdr, v);
@@ -330,8 +317,8 @@ static bool str_is_ascii(const struct py_layout *L, const uint8_t *hdr, size_t l
     int64_t n;
     uint32_t state;
 
-    memcpy(&n, hdr + L->str_length - STR_FROM, sizeof(n));
-    memcpy(&state, hdr + L->str_state - STR_FROM, sizeof(state));
+    n = (int64_t)bytes_load_u64(hdr + L->str_length - STR_FROM);
+    state = bytes_load_u32(hdr + L->str_state - STR_FROM);
     return n == (int64_t)len && ((state >> 2) & 7) == 1 && ((state >> 5) & 1) && ((state >> 6) & 1);
 }
 
@@ -348,7 +335,7 @@ static int find_chunk(struct walk *w, const struct dview *v, size_t at, size_t k
     for (size_t i = 0; i < k; i++) {
         uint64_t key = dv_key(v, at + i);
 
-        addr[i] = dv_live(v, at + i) && ptr_ok(key) ? key + STR_FROM : 0;
+        addr[i] = dv_live(v, at + i) && bytes_ptr_ok(key) ? key + STR_FROM : 0;
     }
     st = read_batch(w->m, addr, k, STR_LEN, buf, false);
     for (size_t i = 0; st == 0 && i < k; i++) {
@@ -387,7 +374,7 @@ static int dv_get(struct walk *w, const struct dview *v, size_t ix, uint64_t *va
 {
     if (!v->split) {
         *val = dv_value(v, ix);
-        return ptr_ok(*val) ? 0 : APP_E_STALE;
+        return bytes_ptr_ok(*val) ? 0 : APP_E_STALE;
     }
     if (!v->values)
         return APP_E_STALE;
@@ -400,14 +387,14 @@ static int dv_get(struct walk *w, const struct dview *v, size_t ix, uint64_t *va
 static int dict_unchanged(struct walk *w, uint64_t addr, const uint8_t *hdr0, size_t n0)
 {
     uint8_t hdr[DICT_HDR], kh[40];
-    struct rmem_iov iov[2] = {{addr, hdr, sizeof(hdr)}, {ld64(hdr0 + DICT_KEYS), kh, 40}};
+    struct rmem_iov iov[2] = {{addr, hdr, sizeof(hdr)}, {bytes_load_u64(hdr0 + DICT_KEYS), kh, 40}};
     int st = rmem_readv(w->m, iov, 2, NULL);
 
     if (st < 0)
         return st;
     if (memcmp(hdr + DICT_USED, hdr0 + DICT_USED, DICT_HDR - DICT_USED) != 0)
         return APP_E_STALE;
-    return ld64(kh + (w->N->keys_new ? 24 : 32)) == n0 ? 0 : APP_E_STALE;
+    return bytes_load_u64(kh + (w->N->keys_new ? 24 : 32)) == n0 ? 0 : APP_E_STALE;
 }
 
 /* Looks up the str key s in the dict at addr; *val gets the value object. APP_E_NOTFOUND is
@@ -469,7 +456,7 @@ static int active_slots(const struct dview *v, struct tslot **out, size_t *n)
         s[k].key = dv_key(v, i);
         s[k].obj = dv_value(v, i);
         s[k].hash = dv_hash(v, i);
-        if (!ptr_ok(s[k].key) || !ptr_ok(s[k].obj)) {
+        if (!bytes_ptr_ok(s[k].key) || !bytes_ptr_ok(s[k].obj)) {
             free(s);
             return APP_E_STALE;
         }
@@ -483,7 +470,7 @@ static int active_slots(const struct dview *v, struct tslot **out, size_t *n)
 /* Digit count of a copied PyLong header, or -1 for a negative (or implausible) int. */
 static int64_t long_ndigits(const struct names_layout *N, const uint8_t *obj)
 {
-    int64_t size = (int64_t)ld64(obj + LONG_SIZE);
+    int64_t size = (int64_t)bytes_load_u64(obj + LONG_SIZE);
 
     if (!N->long_tag)
         return size;
@@ -502,7 +489,7 @@ static int long_decode(const uint8_t *obj, int64_t ndig, uint64_t *out)
         return APP_E_STALE;
     *out = 0;
     for (int64_t i = 0; i < ndig; i++) {
-        memcpy(&d, obj + LONG_DIGITS + 4 * i, sizeof(d));
+        d = bytes_load_u32(obj + LONG_DIGITS + 4 * i);
         if (d >> 30 || (i == 2 && d >> 4))
             return APP_E_STALE;
         *out |= (uint64_t)d << (30 * i);
@@ -563,8 +550,8 @@ static int objects_read(struct walk *w, struct tslot *s, size_t n)
         const uint8_t *b = buf + i * len;
 
         memcpy(s[i].pre, b, pre);
-        s[i].type = ld64(b + pre + OB_TYPE);
-        if ((int64_t)ld64(b + pre) <= 0 || !ptr_ok(s[i].type))
+        s[i].type = bytes_load_u64(b + pre + OB_TYPE);
+        if ((int64_t)bytes_load_u64(b + pre) <= 0 || !bytes_ptr_ok(s[i].type))
             st = APP_E_STALE;
     }
     free(addr);
@@ -575,15 +562,15 @@ static int objects_read(struct walk *w, struct tslot *s, size_t n)
 /* Fills a type record from its copied header; Threads are always heap types. */
 static int type_parse(const struct names_layout *N, const uint8_t *b, struct ttype *t)
 {
-    t->flags = ld64(b + TP_FLAGS);
-    t->basicsize = ld64(b + TP_BASICSIZE);
-    t->dictoffset = (int64_t)ld64(b + TP_DICTOFFSET);
-    t->cached_keys = ld64(b + N->ht_cached_keys);
+    t->flags = bytes_load_u64(b + TP_FLAGS);
+    t->basicsize = bytes_load_u64(b + TP_BASICSIZE);
+    t->dictoffset = (int64_t)bytes_load_u64(b + TP_DICTOFFSET);
+    t->cached_keys = bytes_load_u64(b + N->ht_cached_keys);
     if (!(t->flags & TPF_HEAPTYPE) || !(t->flags & TPF_READY))
         return APP_E_STALE;
     if (t->basicsize < 16 || t->basicsize > 65536 || (t->basicsize & 7) != 0)
         return APP_E_STALE;
-    if (t->cached_keys && !ptr_ok(t->cached_keys))
+    if (t->cached_keys && !bytes_ptr_ok(t->cached_keys))
         return APP_E_STALE;
     return 0;
 }
@@ -639,11 +626,11 @@ static int slot_resolve(const struct names_layout *N, const struct ttype *t, str
     if (vals) {
         s->keys = t->cached_keys;
         s->values = vals + N->values_off;
-        return ptr_ok(vals) && s->keys ? 0 : APP_E_STALE;
+        return bytes_ptr_ok(vals) && s->keys ? 0 : APP_E_STALE;
     }
     if (N->inline_values && (t->flags & TPF_INLINE_VALUES))
         s->probe = s->obj + t->basicsize;
-    if (d && !ptr_ok(d))
+    if (d && !bytes_ptr_ok(d))
         return APP_E_STALE;
     s->dict = d;
     return s->probe || d ? 0 : APP_E_STALE;
@@ -672,9 +659,9 @@ static int probes_read(struct walk *w, struct tslot *s, size_t n, const struct t
             s[i].capacity = b[0];
             s[i].dict = 0;
         } else if (!inl) {
-            s[i].dict = ld64(b);
+            s[i].dict = bytes_load_u64(b);
         }
-        if (!s[i].keys && !ptr_ok(s[i].dict))
+        if (!s[i].keys && !bytes_ptr_ok(s[i].dict))
             st = APP_E_STALE;
     }
     free(addr);
@@ -699,9 +686,9 @@ static int dicts_read(struct walk *w, struct tslot *s, size_t n)
         if (!addr[i])
             continue;
         st = dict_check(w, b);
-        if (st == 0 && ld64(b + DICT_VALUES)) {
-            s[i].keys = ld64(b + DICT_KEYS);
-            s[i].values = ld64(b + DICT_VALUES) + w->N->values_off;
+        if (st == 0 && bytes_load_u64(b + DICT_VALUES)) {
+            s[i].keys = bytes_load_u64(b + DICT_KEYS);
+            s[i].values = bytes_load_u64(b + DICT_VALUES) + w->N->values_off;
         } else if (st == 0) {
             st = dict_lookup_str(w, s[i].dict, "_name", &s[i].name);
         }
@@ -768,10 +755,10 @@ static int split_names(struct walk *w, struct tslot *s, size_t n)
         st = read_batch(w->m, addr, n, 8, buf, true);
     for (size_t i = 0; st == 0 && i < n; i++) {
         if (addr[i])
-            s[i].name = ld64(buf + i * 8);
+            s[i].name = bytes_load_u64(buf + i * 8);
         if (addr[i] && !s[i].name)
             s[i].noname = true; /* deleted from the values array */
-        else if (!s[i].noname && !ptr_ok(s[i].name))
+        else if (!s[i].noname && !bytes_ptr_ok(s[i].name))
             st = APP_E_STALE;
     }
     free(addr);
@@ -863,7 +850,7 @@ int pynames_read(struct rmem *m, const struct py_layout *L, uint64_t interp, str
     if (!w.N || L->is_modules == 0 || L->str_length != STR_FROM ||
         L->str_state + 4 > STR_FROM + STR_LEN)
         return app_err_set(err, APP_E_VERSION, "no thread-name layout for 3.%d", L ? L->minor : 0);
-    if (!ptr_ok(interp))
+    if (!bytes_ptr_ok(interp))
         return app_err_set(err, APP_E_STALE, "bad interpreter address");
     st = find_active(&w, interp, &active, err);
     if (st < 0)

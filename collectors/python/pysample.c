@@ -6,6 +6,7 @@
  * The result lives in the pyproc and is valid until the next call. Sampling thread only. */
 #include "pyproc_priv.h"
 
+#include "ranktop/bytes.h"
 #include "ranktop/util.h"
 
 #include <stdlib.h>
@@ -18,27 +19,11 @@ struct gilview {
     uint64_t holder;
 };
 
-static uint64_t ld64(const uint8_t *b, int32_t off)
-{
-    uint64_t v;
-
-    memcpy(&v, b + off, sizeof(v));
-    return v;
-}
-
-static int ld32(const uint8_t *b, int32_t off)
-{
-    int32_t v;
-
-    memcpy(&v, b + off, sizeof(v));
-    return v;
-}
-
 static void gil_parse(const struct py_layout *L, const uint8_t *gil, struct gilview *g)
 {
     g->known = true;
-    g->locked = ld32(gil, (int32_t)L->gil_locked) == 1;
-    g->holder = ld64(gil, (int32_t)L->gil_last_holder);
+    g->locked = bytes_load_i32(gil + L->gil_locked) == 1;
+    g->holder = bytes_load_u64(gil + L->gil_last_holder);
 }
 
 /* Reads the runtime header fields (and the runtime-wide GIL up to 3.11) in one call. */
@@ -144,11 +129,11 @@ static void sample_thread(struct pyproc *p, struct pythread *t, uint64_t tsaddr,
 static void describe_thread(struct pyproc *p, struct pythread *t, uint64_t interp,
                             const uint8_t *ts, uint64_t tsaddr, const struct gilview *g)
 {
-    t->ident = ld64(ts, (int32_t)p->L.ts_thread_id);
+    t->ident = bytes_load_u64(ts + p->L.ts_thread_id);
     t->gil = g->known && g->locked && g->holder == tsaddr;
     if (p->pid <= 0) { /* a memory image: no /proc to consult */
         if (p->L.ts_native_id >= 0)
-            t->tid = ld32(ts, p->L.ts_native_id);
+            t->tid = bytes_load_i32(ts + p->L.ts_native_id);
         return;
     }
     t->tid = pytask_tid(p, t->ident, ts);
@@ -178,10 +163,10 @@ static int read_tstates(struct pyproc *p, uint64_t interp, uint64_t head, struct
         rc = rmem_read(p->mem, ts, l->copy[l->n], L->ts_size);
         if (rc < 0)
             return rc;
-        if (ld64(l->copy[l->n], (int32_t)L->ts_interp) != interp)
+        if (bytes_load_u64(l->copy[l->n] + L->ts_interp) != interp)
             return APP_E_STALE;
         l->addr[l->n++] = ts;
-        ts = ld64(l->copy[l->n - 1], (int32_t)L->ts_next);
+        ts = bytes_load_u64(l->copy[l->n - 1] + L->ts_next);
         for (size_t i = 0; i < l->n && ts; i++)
             if (l->addr[i] == ts)
                 return APP_E_STALE;

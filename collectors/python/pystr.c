@@ -6,6 +6,7 @@
  * the thread that owns the struct rmem. */
 #include "pystr.h"
 
+#include "ranktop/bytes.h"
 #include "ranktop/util.h"
 
 #include <stdlib.h>
@@ -15,17 +16,9 @@
 
 static uint32_t load_cp(const uint8_t *p, unsigned kind)
 {
-    uint16_t u16;
-    uint32_t u32;
-
     if (kind == 1)
         return p[0];
-    if (kind == 2) {
-        memcpy(&u16, p, 2);
-        return u16;
-    }
-    memcpy(&u32, p, 4);
-    return u32;
+    return kind == 2 ? bytes_load_u16(p) : bytes_load_u32(p);
 }
 
 static char *to_utf8(const uint8_t *data, int64_t n, unsigned kind, int cut)
@@ -49,8 +42,8 @@ static int str_header(const struct py_layout *L, const uint8_t *obj, int64_t *n,
 {
     uint32_t state;
 
-    memcpy(n, obj + L->str_length, sizeof(*n));
-    memcpy(&state, obj + L->str_state, sizeof(state));
+    *n = (int64_t)bytes_load_u64(obj + L->str_length);
+    state = bytes_load_u32(obj + L->str_state);
     *kind = (state >> 2) & 7;
     if (*n < 0 || (*kind != 1 && *kind != 2 && *kind != 4))
         return -1;
@@ -104,7 +97,7 @@ static char *legacy_read(struct rmem *m, const struct py_layout *L, const uint8_
         *status = APP_E_STALE;
         return NULL;
     }
-    memcpy(&data, obj + L->str_compact_size, sizeof(data));
+    data = bytes_load_u64(obj + L->str_compact_size);
     if (n > PYSTR_MAX_CHARS) {
         n = PYSTR_MAX_CHARS;
         cut = 1;
@@ -161,7 +154,7 @@ uint8_t *pybytes_read(struct rmem *m, const struct py_layout *L, uint64_t addr, 
         *status = got < 0 ? (int)got : APP_E_STALE;
         return NULL;
     }
-    memcpy(&n, head + L->bytes_size, sizeof(n));
+    n = (int64_t)bytes_load_u64(head + L->bytes_size);
     if (n < 0 || n > (int64_t)PYBYTES_MAX) {
         *status = APP_E_STALE;
         return NULL;

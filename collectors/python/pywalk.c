@@ -7,6 +7,7 @@
  * self-referencing chain ends as APP_E_STALE instead of a hang. Sampling thread only. */
 #include "pyproc_priv.h"
 
+#include "ranktop/bytes.h"
 #include "ranktop/util.h"
 
 #include <stdlib.h>
@@ -28,22 +29,6 @@ struct chunkset {
     uint64_t seen[PYHINT_MAX]; /* off-chunk frames met in this walk */
     int nseen;
 };
-
-static uint64_t ld64(const uint8_t *b, uint32_t off)
-{
-    uint64_t v;
-
-    memcpy(&v, b + off, sizeof(v));
-    return v;
-}
-
-static int ld32(const uint8_t *b, uint32_t off)
-{
-    int32_t v;
-
-    memcpy(&v, b + off, sizeof(v));
-    return v;
-}
 
 static uint8_t *chunk_buf(struct pyproc *p, int i, size_t len)
 {
@@ -75,14 +60,14 @@ static int walk_old(struct pyproc *p, uint64_t frame, bool *truncated)
         rc = rmem_read(p->mem, frame, f, L->fr_size);
         if (rc < 0)
             return rc == APP_E_GONE ? rc : APP_E_STALE;
-        lasti = ld32(f, L->fr_instr);
-        p->raw[n].code = ld64(f, L->fr_code);
+        lasti = bytes_load_i32(f + L->fr_instr);
+        p->raw[n].code = bytes_load_u64(f + L->fr_code);
         p->raw[n].q = lasti < 0 ? -1 : L->fr_lasti_units ? 2L * lasti : lasti;
         p->raw[n].is_gen = 1;
         if (!p->raw[n].code)
             return APP_E_STALE;
         n++;
-        prev = ld64(f, L->fr_prev);
+        prev = bytes_load_u64(f + L->fr_prev);
         if (prev == frame)
             return APP_E_STALE;
         frame = prev;
@@ -100,8 +85,8 @@ static int chunk_load(struct pyproc *p, struct chunkset *cs, uint64_t addr, size
 
     if (got < CHUNK_HDR)
         return got == APP_E_GONE ? APP_E_GONE : APP_E_STALE;
-    need = want ? want : CHUNK_HDR + ld64(b, 16) * 8; /* an older chunk's saved top */
-    if (need < CHUNK_HDR || need > CHUNK_MAX || need > ld64(b, 8))
+    need = want ? want : CHUNK_HDR + bytes_load_u64(b + 16) * 8; /* an older chunk's saved top */
+    if (need < CHUNK_HDR || need > CHUNK_MAX || need > bytes_load_u64(b + 8))
         return APP_E_STALE;
     if (need > (size_t)got) {
         b = chunk_buf(p, cs->n, need);
@@ -110,7 +95,7 @@ static int chunk_load(struct pyproc *p, struct chunkset *cs, uint64_t addr, size
     }
     cs->addr[cs->n] = addr;
     cs->len[cs->n] = need;
-    cs->older = ld64(b, 0);
+    cs->older = bytes_load_u64(b);
     cs->n++;
     return 0;
 }
@@ -175,14 +160,14 @@ static void hint_save(struct chunkset *cs)
 static int walk_start(struct pyproc *p, const uint8_t *ts, struct chunkset *cs, uint64_t *top)
 {
     const struct py_layout *L = &p->L;
-    uint64_t chunk = L->ts_datastack >= 0 ? ld64(ts, (uint32_t)L->ts_datastack) : 0;
-    uint64_t live = L->ts_datastack >= 0 ? ld64(ts, (uint32_t)L->ts_datastack + 8) : 0;
-    uint64_t cframe = L->ts_cframe >= 0 ? ld64(ts, (uint32_t)L->ts_cframe) : 0;
+    uint64_t chunk = L->ts_datastack >= 0 ? bytes_load_u64(ts + L->ts_datastack) : 0;
+    uint64_t live = L->ts_datastack >= 0 ? bytes_load_u64(ts + ((uint32_t)L->ts_datastack + 8)) : 0;
+    uint64_t cframe = L->ts_cframe >= 0 ? bytes_load_u64(ts + L->ts_cframe) : 0;
     size_t want = live > chunk + CHUNK_HDR && live - chunk <= CHUNK_MAX ? live - chunk : 0;
     struct rmem_iov iov[2 + PYHINT_MAX];
     int n = 0, done = 0, rc, nfixed;
 
-    *top = L->ts_frame >= 0 ? ld64(ts, (uint32_t)L->ts_frame) : 0;
+    *top = L->ts_frame >= 0 ? bytes_load_u64(ts + L->ts_frame) : 0;
     if (L->ts_cframe >= 0) {
         if (!cframe)
             return 0;
@@ -200,10 +185,10 @@ static int walk_start(struct pyproc *p, const uint8_t *ts, struct chunkset *cs, 
         return rc;
     if (L->ts_cframe >= 0 && done < 1)
         return APP_E_STALE;
-    if (chunk && want && done >= nfixed && ld64(p->chunk[0], 8) >= want) {
+    if (chunk && want && done >= nfixed && bytes_load_u64(p->chunk[0] + 8) >= want) {
         cs->addr[0] = chunk;
         cs->len[0] = want;
-        cs->older = ld64(p->chunk[0], 0);
+        cs->older = bytes_load_u64(p->chunk[0]);
         cs->n = 1;
     } else if (chunk) {
         cs->older = chunk; /* let frame_at load it the slow way */
@@ -234,10 +219,10 @@ static int walk_new(struct pyproc *p, uint64_t tsaddr, const uint8_t *ts, bool *
 
         if (!f)
             return rc == APP_E_GONE ? rc : APP_E_STALE;
-        code = ld64(f, L->fr_code) & (L->fr_code_tagged ? ~(uint64_t)7 : ~(uint64_t)0);
-        instr = ld64(f, L->fr_instr);
+        code = bytes_load_u64(f + L->fr_code) & (L->fr_code_tagged ? ~(uint64_t)7 : ~(uint64_t)0);
+        instr = bytes_load_u64(f + L->fr_instr);
         owner = f[L->fr_owner];
-        prev = ld64(f, L->fr_prev);
+        prev = bytes_load_u64(f + L->fr_prev);
         if (prev == frame)
             return APP_E_STALE;
         frame = prev;
@@ -263,6 +248,6 @@ int pywalk_thread(struct pyproc *p, uint64_t tsaddr, const uint8_t *tstate, bool
 {
     *truncated = false;
     if (p->L.fr_object)
-        return walk_old(p, ld64(tstate, (uint32_t)p->L.ts_frame), truncated);
+        return walk_old(p, bytes_load_u64(tstate + p->L.ts_frame), truncated);
     return walk_new(p, tsaddr, tstate, truncated);
 }

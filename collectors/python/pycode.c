@@ -102,38 +102,38 @@ static void cache_grow(struct pycode_cache *c)
  * first line, which together change when the address is reused for another code object. */
 static void header_key(const struct py_layout *L, const uint8_t *hdr, uint8_t key[48])
 {
-    int32_t qual = L->co_qualname >= 0 ? L->co_qualname : (int32_t)L->co_name;
+    int32_t qual = L->co.qualname >= 0 ? L->co.qualname : (int32_t)L->co.name;
 
     memset(key, 0, 48);
     memcpy(key, hdr + 8, 8);
-    memcpy(key + 8, hdr + L->co_filename, 8);
-    memcpy(key + 16, hdr + L->co_name, 8);
+    memcpy(key + 8, hdr + L->co.filename, 8);
+    memcpy(key + 16, hdr + L->co.name, 8);
     memcpy(key + 24, hdr + qual, 8);
-    memcpy(key + 32, hdr + L->co_linetable, 8);
-    memcpy(key + 40, hdr + L->co_firstlineno, 4);
+    memcpy(key + 32, hdr + L->co.linetable, 8);
+    memcpy(key + 40, hdr + L->co.firstlineno, 4);
 }
 
 /* Fills slot e for the code object whose header is hdr. Returns 0 or a negative status. */
 static int slot_fill(struct pycode_cache *c, struct pycode *e, struct rmem *m,
                      const struct py_layout *L, uint64_t addr, const uint8_t *hdr)
 {
-    int32_t name_off = L->co_qualname >= 0 ? L->co_qualname : (int32_t)L->co_name;
+    int32_t name_off = L->co.qualname >= 0 ? L->co.qualname : (int32_t)L->co.name;
     int st = 0;
 
     memset(e, 0, sizeof(*e));
     e->function = pystr_read(m, L, bytes_load_u64(hdr + name_off), &st);
     if (!e->function)
         goto fail;
-    e->file = pystr_read(m, L, bytes_load_u64(hdr + L->co_filename), &st);
+    e->file = pystr_read(m, L, bytes_load_u64(hdr + L->co.filename), &st);
     if (!e->file)
         goto fail;
-    e->table = pybytes_read(m, L, bytes_load_u64(hdr + L->co_linetable), &e->table_len, &st);
+    e->table = pybytes_read(m, L, bytes_load_u64(hdr + L->co.linetable), &e->table_len, &st);
     if (!e->table)
         goto fail;
     e->addr = addr;
     header_key(L, hdr, e->key);
-    e->firstlineno = bytes_load_i32(hdr + L->co_firstlineno);
-    e->firsttraceable = L->co_firsttraceable >= 0 ? bytes_load_i32(hdr + L->co_firsttraceable) : 0;
+    e->firstlineno = bytes_load_i32(hdr + L->co.firstlineno);
+    e->firsttraceable = L->co.firsttraceable >= 0 ? bytes_load_i32(hdr + L->co.firsttraceable) : 0;
     e->last_q = -2;
     return 0;
 fail:
@@ -179,14 +179,14 @@ static int resolve_batch(struct pycode_cache *c, struct rmem *m, const struct py
     int ndone = 0, rc, bad = 0, gone = 0;
 
     for (size_t i = 0; i < n; i++)
-        iov[i] = (struct rmem_iov){code[i], hdr[i], L->co_read};
+        iov[i] = (struct rmem_iov){code[i], hdr[i], L->co.read};
     rc = rmem_readv(m, iov, (int)n, &ndone);
     if (rc == APP_E_GONE || rc == APP_E_PERM)
         return rc;
     for (size_t i = 0; i < n; i++) {
         /* After a failed entry the rest of the batch was not transferred: read singly. */
         if ((int)i > ndone || ((int)i == ndone && rc < 0)) {
-            if ((int)i > ndone && rmem_read(m, code[i], hdr[i], L->co_read) == 0)
+            if ((int)i > ndone && rmem_read(m, code[i], hdr[i], L->co.read) == 0)
                 goto have;
             out[i] = NULL;
             bad++;
@@ -206,7 +206,7 @@ int pycode_resolve(struct pycode_cache *c, struct rmem *m, const struct py_layou
 {
     int bad = 0;
 
-    if (L->co_read > PYCODE_HDR_MAX)
+    if (L->co.read > PYCODE_HDR_MAX)
         return APP_E_VERSION;
     while ((c->used + n) * 2 > c->cap)
         cache_grow(c);

@@ -149,8 +149,8 @@ int pytask_tid(struct pyproc *p, uint64_t ident, const uint8_t *tstate)
 {
     int32_t inner = 0;
 
-    if (p->L.ts_native_id >= 0)
-        inner = bytes_load_i32(tstate + p->L.ts_native_id);
+    if (p->L.ts.native_id >= 0)
+        inner = bytes_load_i32(tstate + p->L.ts.native_id);
     else if (ident)
         inner = tid_from_pthread(p, ident);
     return ns_translate(p, inner);

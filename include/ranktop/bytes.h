@@ -13,37 +13,22 @@
 #include <stdint.h>
 #include <string.h>
 
-static inline uint64_t bytes_load_u64(const uint8_t *p)
-{
-    uint64_t v;
+/* Defines bytes_load_<name>(p): the <type> stored at p, which need not be aligned. The four
+ * loaders below differ only in their type, hence one definition for all of them. */
+#define BYTES_LOADER(name, type)                                                                   \
+    static inline type bytes_load_##name(const uint8_t *p)                                         \
+    {                                                                                              \
+        type v;                                                                                    \
+        memcpy(&v, p, sizeof(v));                                                                  \
+        return v;                                                                                  \
+    }
 
-    memcpy(&v, p, sizeof(v));
-    return v;
-}
+BYTES_LOADER(u64, uint64_t)
+BYTES_LOADER(u32, uint32_t)
+BYTES_LOADER(i32, int32_t)
+BYTES_LOADER(u16, uint16_t)
 
-static inline uint32_t bytes_load_u32(const uint8_t *p)
-{
-    uint32_t v;
-
-    memcpy(&v, p, sizeof(v));
-    return v;
-}
-
-static inline int32_t bytes_load_i32(const uint8_t *p)
-{
-    int32_t v;
-
-    memcpy(&v, p, sizeof(v));
-    return v;
-}
-
-static inline uint16_t bytes_load_u16(const uint8_t *p)
-{
-    uint16_t v;
-
-    memcpy(&v, p, sizeof(v));
-    return v;
-}
+#undef BYTES_LOADER
 
 /* True for an address that can hold a heap object of a user-space process: 8-aligned, above
  * the unmapped first page and below 2^57, the top of user space with 5-level paging. */

@@ -6,7 +6,8 @@
  * Drop requests are an int in the runtime (3.8) or interpreter (3.9-3.12), and bit 0 of the
  * holder's tstate->eval_breaker from 3.13. Waiters are glibc's condvar waiter count, only
  * when the target maps glibc. gc.collecting sits in the runtime (3.8), the interpreter
- * (3.9-3.12), or where _Py_DebugOffsets says (3.13+).
+ * (3.9-3.12), or where _Py_DebugOffsets says (3.13+). Every one of those locations comes from
+ * the gil part of the version's descriptor (abi/pyabi.h); this file holds none.
  *
  * Cost: after a one-time resolution, a probe is one process_vm_readv of a few merged ranges
  * that re-validates the cached interpreter and GIL pointers and speculatively reads the

@@ -19,12 +19,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#define STR_(x) #x
-#define STR(x) STR_(x)
+#define STRINGIFY_(x) #x
+#define STRINGIFY(x) STRINGIFY_(x)
 
 const char *pyproc_supported_range(void)
 {
-    return "3." STR(PYABI_MIN_MINOR) " to 3." STR(PYABI_MAX_MINOR);
+    return "3." STRINGIFY(PYABI_MIN_MINOR) " to 3." STRINGIFY(PYABI_MAX_MINOR);
 }
 
 static void version_text(uint32_t hex, char *buf, size_t len)

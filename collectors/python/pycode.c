@@ -8,6 +8,7 @@
 
 #include "pylinetable.h"
 #include "pystr.h"
+#include "ranktop/bytes.h"
 #include "ranktop/util.h"
 
 #include <stdlib.h>
@@ -101,54 +102,38 @@ static void cache_grow(struct pycode_cache *c)
  * first line, which together change when the address is reused for another code object. */
 static void header_key(const struct py_layout *L, const uint8_t *hdr, uint8_t key[48])
 {
-    int32_t qual = L->co_qualname >= 0 ? L->co_qualname : (int32_t)L->co_name;
+    int32_t qual = L->co.qualname >= 0 ? L->co.qualname : (int32_t)L->co.name;
 
     memset(key, 0, 48);
-    memcpy(key, hdr + 8, 8);
-    memcpy(key + 8, hdr + L->co_filename, 8);
-    memcpy(key + 16, hdr + L->co_name, 8);
+    memcpy(key, hdr + PYABI_OB_TYPE, 8);
+    memcpy(key + 8, hdr + L->co.filename, 8);
+    memcpy(key + 16, hdr + L->co.name, 8);
     memcpy(key + 24, hdr + qual, 8);
-    memcpy(key + 32, hdr + L->co_linetable, 8);
-    memcpy(key + 40, hdr + L->co_firstlineno, 4);
-}
-
-static uint64_t load_u64(const uint8_t *p)
-{
-    uint64_t v;
-
-    memcpy(&v, p, sizeof(v));
-    return v;
-}
-
-static int load_i32(const uint8_t *p)
-{
-    int32_t v;
-
-    memcpy(&v, p, sizeof(v));
-    return v;
+    memcpy(key + 32, hdr + L->co.linetable, 8);
+    memcpy(key + 40, hdr + L->co.firstlineno, 4);
 }
 
 /* Fills slot e for the code object whose header is hdr. Returns 0 or a negative status. */
 static int slot_fill(struct pycode_cache *c, struct pycode *e, struct rmem *m,
                      const struct py_layout *L, uint64_t addr, const uint8_t *hdr)
 {
-    int32_t name_off = L->co_qualname >= 0 ? L->co_qualname : (int32_t)L->co_name;
+    int32_t name_off = L->co.qualname >= 0 ? L->co.qualname : (int32_t)L->co.name;
     int st = 0;
 
     memset(e, 0, sizeof(*e));
-    e->function = pystr_read(m, L, load_u64(hdr + name_off), &st);
+    e->function = pystr_read(m, L, bytes_load_u64(hdr + name_off), &st);
     if (!e->function)
         goto fail;
-    e->file = pystr_read(m, L, load_u64(hdr + L->co_filename), &st);
+    e->file = pystr_read(m, L, bytes_load_u64(hdr + L->co.filename), &st);
     if (!e->file)
         goto fail;
-    e->table = pybytes_read(m, L, load_u64(hdr + L->co_linetable), &e->table_len, &st);
+    e->table = pybytes_read(m, L, bytes_load_u64(hdr + L->co.linetable), &e->table_len, &st);
     if (!e->table)
         goto fail;
     e->addr = addr;
     header_key(L, hdr, e->key);
-    e->firstlineno = load_i32(hdr + L->co_firstlineno);
-    e->firsttraceable = L->co_firsttraceable >= 0 ? load_i32(hdr + L->co_firsttraceable) : 0;
+    e->firstlineno = bytes_load_i32(hdr + L->co.firstlineno);
+    e->firsttraceable = L->co.firsttraceable >= 0 ? bytes_load_i32(hdr + L->co.firsttraceable) : 0;
     e->last_q = -2;
     return 0;
 fail:
@@ -164,7 +149,7 @@ static struct pycode *resolve_one(struct pycode_cache *c, struct rmem *m, const 
     uint8_t key[48];
     struct pycode *e;
 
-    if (pycode_type && load_u64(hdr + 8) != pycode_type)
+    if (pycode_type && bytes_load_u64(hdr + PYABI_OB_TYPE) != pycode_type)
         return NULL;
     header_key(L, hdr, key);
     e = &c->slots[slot_index(c, addr)];
@@ -194,14 +179,14 @@ static int resolve_batch(struct pycode_cache *c, struct rmem *m, const struct py
     int ndone = 0, rc, bad = 0, gone = 0;
 
     for (size_t i = 0; i < n; i++)
-        iov[i] = (struct rmem_iov){code[i], hdr[i], L->co_read};
+        iov[i] = (struct rmem_iov){code[i], hdr[i], L->co.read};
     rc = rmem_readv(m, iov, (int)n, &ndone);
     if (rc == APP_E_GONE || rc == APP_E_PERM)
         return rc;
     for (size_t i = 0; i < n; i++) {
         /* After a failed entry the rest of the batch was not transferred: read singly. */
         if ((int)i > ndone || ((int)i == ndone && rc < 0)) {
-            if ((int)i > ndone && rmem_read(m, code[i], hdr[i], L->co_read) == 0)
+            if ((int)i > ndone && rmem_read(m, code[i], hdr[i], L->co.read) == 0)
                 goto have;
             out[i] = NULL;
             bad++;
@@ -221,7 +206,7 @@ int pycode_resolve(struct pycode_cache *c, struct rmem *m, const struct py_layou
 {
     int bad = 0;
 
-    if (L->co_read > PYCODE_HDR_MAX)
+    if (L->co.read > PYCODE_HDR_MAX)
         return APP_E_VERSION;
     while ((c->used + n) * 2 > c->cap)
         cache_grow(c);

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "pylayout.h"
+#include "abi/pyabi.h"
 #include "ranktop/rmem.h"
 
 struct pycode {

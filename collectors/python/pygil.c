@@ -6,7 +6,8 @@
  * Drop requests are an int in the runtime (3.8) or interpreter (3.9-3.12), and bit 0 of the
  * holder's tstate->eval_breaker from 3.13. Waiters are glibc's condvar waiter count, only
  * when the target maps glibc. gc.collecting sits in the runtime (3.8), the interpreter
- * (3.9-3.12), or where _Py_DebugOffsets says (3.13+).
+ * (3.9-3.12), or where _Py_DebugOffsets says (3.13+). Every one of those locations comes from
+ * the gil part of the version's descriptor (abi/pyabi.h); this file holds none.
  *
  * Cost: after a one-time resolution, a probe is one process_vm_readv of a few merged ranges
  * that re-validates the cached interpreter and GIL pointers and speculatively reads the
@@ -16,8 +17,9 @@
  * misattributed for at most one probe. Owned by one thread at a time. */
 #include "ranktop/gil.h"
 
-#include "ranktop/procmaps.h"
 #include "pyproc_priv.h"
+#include "ranktop/bytes.h"
+#include "ranktop/procmaps.h"
 #include "ranktop/util.h"
 
 #include <stdlib.h>
@@ -29,45 +31,6 @@
 #define SPAN_MAX 512     /* bytes of a tstate read for its ident and eval_breaker */
 #define IDENT_CACHE 64
 #define MAX_WAITERS 65536
-#define DBG_IS_SIZE 48 /* _Py_DebugOffsets.interpreter_state.size, 3.13 and 3.14 */
-
-enum drop_kind { DROP_RUNTIME, DROP_INTERP, DROP_TSTATE_BIT };
-enum gc_kind { GC_RUNTIME, GC_INTERP, GC_DEBUG };
-
-/* What pylayout.h does not hold: per-minor offsets of the drop request and gc.collecting,
- * from offsetof() against each version's internal headers, checked on live processes. */
-struct gil_extra {
-    int minor;
-    enum drop_kind drop;
-    int32_t drop_off; /* DROP_TSTATE_BIT: offset of tstate->eval_breaker */
-    enum gc_kind gc;
-    int32_t gc_off;       /* GC_DEBUG: slot of interpreter_state.gc in _Py_DebugOffsets */
-    int32_t gc_slot_coll; /* GC_DEBUG: slot of gc.collecting (gc.size is the slot before) */
-};
-
-static const struct gil_extra extras[] = {
-    /* 3.8: runtime->ceval.gil_drop_request, runtime->gc.collecting */
-    {.minor = 8, .drop = DROP_RUNTIME, .drop_off = 596, .gc = GC_RUNTIME, .gc_off = 544},
-    /* 3.9-3.12: interp->ceval.gil_drop_request, interp->gc.collecting */
-    {.minor = 9, .drop = DROP_INTERP, .drop_off = 76, .gc = GC_INTERP, .gc_off = 816},
-    {.minor = 10, .drop = DROP_INTERP, .drop_off = 72, .gc = GC_INTERP, .gc_off = 816},
-    {.minor = 11, .drop = DROP_INTERP, .drop_off = 104, .gc = GC_INTERP, .gc_off = 848},
-    {.minor = 12, .drop = DROP_INTERP, .drop_off = 372, .gc = GC_INTERP, .gc_off = 312},
-    /* 3.13+: _PY_GIL_DROP_REQUEST_BIT of tstate->eval_breaker; the gc slots of the 3.13 and
-     * 3.14 shapes of _Py_DebugOffsets (3.14: gc follows unicode_object, as in 3.13). */
-    {.minor = 13,
-     .drop = DROP_TSTATE_BIT,
-     .drop_off = 24,
-     .gc = GC_DEBUG,
-     .gc_off = 80,
-     .gc_slot_coll = 576},
-    {.minor = 14,
-     .drop = DROP_TSTATE_BIT,
-     .drop_off = 24,
-     .gc = GC_DEBUG,
-     .gc_off = 88,
-     .gc_slot_coll = 656},
-};
 
 struct ident_entry {
     uint64_t ts, ident;
@@ -94,7 +57,6 @@ struct pygil {
     bool own_mem;
     int pid;
     struct py_layout L;
-    const struct gil_extra *x;
     uint64_t runtime;
     uint32_t gil_len;           /* bytes of the GIL struct read per probe */
     uint32_t span_lo, span_len; /* tstate bytes read for the holder */
@@ -112,61 +74,31 @@ struct pygil {
     uint64_t probes, reads, errors;
 };
 
-static uint64_t ld64(const uint8_t *b, uint32_t off)
-{
-    uint64_t v;
-
-    memcpy(&v, b + off, sizeof(v));
-    return v;
-}
-
-static int32_t ld32(const uint8_t *b, uint32_t off)
-{
-    int32_t v;
-
-    memcpy(&v, b + off, sizeof(v));
-    return v;
-}
-
-static const struct gil_extra *extra_for(int minor)
-{
-    for (size_t i = 0; i < sizeof(extras) / sizeof(extras[0]); i++)
-        if (extras[i].minor == minor)
-            return &extras[i];
-    return NULL;
-}
-
-static bool ptr_ok(uint64_t v)
-{
-    return v && !(v & 7);
-}
-
 /* The main interpreter: runtime->interpreters.main (just after .head), else the head. */
 static uint64_t pick_interp(uint64_t head, uint64_t main)
 {
-    return ptr_ok(main) ? main : head;
+    return bytes_ptr_ok(main) ? main : head;
 }
 
 struct pygil *pygil_new(const struct pyproc *p)
 {
-    const struct gil_extra *x = extra_for(p->L.minor);
+    const struct py_gil_offsets *x = &p->L.gil;
     struct pygil *g;
     uint32_t lo, hi;
 
-    if (!x || p->L.gil_cond + COND_SIZE > GIL_READ_MAX)
+    if (x->drop == PY_DROP_UNKNOWN || x->cond + COND_SIZE > GIL_READ_MAX)
         return NULL;
     g = x_calloc(1, sizeof(*g));
     g->pid = p->pid;
     g->own_mem = p->pid > 0;
     g->mem = g->own_mem ? rmem_new_pid(p->pid) : p->mem;
     g->L = p->L;
-    g->x = x;
     g->runtime = p->runtime;
-    g->gil_len = p->L.gil_cond + COND_SIZE;
-    lo = p->L.ts_interp;
-    if (x->drop == DROP_TSTATE_BIT && (uint32_t)x->drop_off < lo)
+    g->gil_len = x->cond + COND_SIZE;
+    lo = p->L.ts.interp;
+    if (x->drop == PY_DROP_TSTATE_BIT && (uint32_t)x->drop_off < lo)
         lo = (uint32_t)x->drop_off;
-    hi = p->L.ts_thread_id + 8;
+    hi = p->L.ts.thread_id + 8;
     g->span_lo = lo;
     g->span_len = hi > lo && hi - lo <= SPAN_MAX ? hi - lo : 0;
     g->glibc = p->pid > 0 ? -1 : 1; /* memory images describe glibc processes */
@@ -210,10 +142,10 @@ static int detect_glibc(int pid)
 /* 3.13+: &interp->gc.collecting from the target's _Py_DebugOffsets, validated; 0 if not. */
 static uint64_t gc_from_debug(struct pygil *g, uint64_t interp)
 {
-    const struct gil_extra *x = g->x;
+    const struct py_gil_offsets *x = &g->L.gil;
     uint64_t is_size = 0, is_gc = 0, gc_size = 0, coll = 0;
     struct rmem_iov iov[4] = {
-        {g->runtime + DBG_IS_SIZE, &is_size, 8},
+        {g->runtime + (uint64_t)x->gc_slot_is_size, &is_size, 8},
         {g->runtime + (uint64_t)x->gc_off, &is_gc, 8},
         {g->runtime + (uint64_t)x->gc_slot_coll - 8, &gc_size, 8},
         {g->runtime + (uint64_t)x->gc_slot_coll, &coll, 8},
@@ -269,11 +201,11 @@ static void plan_for(struct pygil *g)
     struct want w[NFIELDS];
     int n = 0;
 
-    w[n++] = (struct want){g->runtime + L->rt_interp_head, 8, F_HEAD};
-    w[n++] = (struct want){g->runtime + L->rt_interp_head + 8, 8, F_MAIN};
-    w[n++] = (struct want){g->runtime + L->rt_finalizing, 8, F_FIN};
-    if (L->is_gil_ptr >= 0)
-        w[n++] = (struct want){g->interp + (uint64_t)L->is_gil_ptr, 8, F_GILP};
+    w[n++] = (struct want){g->runtime + L->rt.interp_head, 8, F_HEAD};
+    w[n++] = (struct want){g->runtime + L->rt.interp_head + 8, 8, F_MAIN};
+    w[n++] = (struct want){g->runtime + L->rt.finalizing, 8, F_FIN};
+    if (L->is.gil_ptr >= 0)
+        w[n++] = (struct want){g->interp + (uint64_t)L->is.gil_ptr, 8, F_GILP};
     w[n++] = (struct want){g->gil, g->gil_len, F_GIL};
     if (g->drop_addr)
         w[n++] = (struct want){g->drop_addr, 4, F_DROP};
@@ -288,9 +220,9 @@ static int resolve(struct pygil *g)
     const struct py_layout *L = &g->L;
     uint64_t head = 0, main = 0, fin = 0, interp, gilp = 0;
     struct rmem_iov iov[3] = {
-        {g->runtime + L->rt_interp_head, &head, 8},
-        {g->runtime + L->rt_interp_head + 8, &main, 8},
-        {g->runtime + L->rt_finalizing, &fin, 8},
+        {g->runtime + L->rt.interp_head, &head, 8},
+        {g->runtime + L->rt.interp_head + 8, &main, 8},
+        {g->runtime + L->rt.finalizing, &fin, 8},
     };
     int rc = rmem_readv(g->mem, iov, 3, NULL);
 
@@ -301,27 +233,27 @@ static int resolve(struct pygil *g)
     interp = pick_interp(head, main);
     if (!interp)
         return APP_E_STARTING;
-    if (!ptr_ok(interp))
+    if (!bytes_ptr_ok(interp))
         return APP_E_STALE;
-    if (L->rt_gil >= 0) {
-        gilp = g->runtime + (uint64_t)L->rt_gil;
+    if (L->rt.gil >= 0) {
+        gilp = g->runtime + (uint64_t)L->rt.gil;
     } else {
-        rc = rmem_read(g->mem, interp + (uint64_t)L->is_gil_ptr, &gilp, 8);
+        rc = rmem_read(g->mem, interp + (uint64_t)L->is.gil_ptr, &gilp, 8);
         if (rc < 0)
             return rc;
         if (!gilp)
             return APP_E_STARTING;
-        if (!ptr_ok(gilp))
+        if (!bytes_ptr_ok(gilp))
             return APP_E_STALE;
     }
     g->interp = interp;
     g->gil = gilp;
-    g->drop_addr = g->x->drop == DROP_RUNTIME  ? g->runtime + (uint64_t)g->x->drop_off
-                   : g->x->drop == DROP_INTERP ? interp + (uint64_t)g->x->drop_off
-                                               : 0;
-    g->gc_addr = g->x->gc == GC_RUNTIME  ? g->runtime + (uint64_t)g->x->gc_off
-                 : g->x->gc == GC_INTERP ? interp + (uint64_t)g->x->gc_off
-                                         : gc_from_debug(g, interp);
+    g->drop_addr = L->gil.drop == PY_DROP_RUNTIME  ? g->runtime + (uint64_t)L->gil.drop_off
+                   : L->gil.drop == PY_DROP_INTERP ? interp + (uint64_t)L->gil.drop_off
+                                                   : 0;
+    g->gc_addr = L->gil.gc == PY_GC_RUNTIME  ? g->runtime + (uint64_t)L->gil.gc_off
+                 : L->gil.gc == PY_GC_INTERP ? interp + (uint64_t)L->gil.gc_off
+                                             : gc_from_debug(g, interp);
     if (g->glibc < 0)
         g->glibc = detect_glibc(g->pid);
     plan_for(g);
@@ -331,7 +263,7 @@ static int resolve(struct pygil *g)
 
 static uint64_t field64(const struct plan *pl, enum field f)
 {
-    return pl->at[f] == AT_NONE ? 0 : ld64(pl->buf, pl->at[f]);
+    return pl->at[f] == AT_NONE ? 0 : bytes_load_u64(pl->buf + pl->at[f]);
 }
 
 /* The steady-state read: the plan's ranges, then the last holder's tstate (last, so that a
@@ -391,29 +323,30 @@ static void cache_put(struct pygil *g, uint64_t ts, uint64_t ident)
 /* Takes the ident (and, 3.13+, the drop bit) from a copy of the holder's tstate span. */
 static void holder_from_span(struct pygil *g, uint64_t ts, struct pygil_sample *out)
 {
-    uint64_t interp = ld64(g->span, g->L.ts_interp - g->span_lo);
-    uint64_t ident = ld64(g->span, g->L.ts_thread_id - g->span_lo);
+    uint64_t interp = bytes_load_u64(g->span + (g->L.ts.interp - g->span_lo));
+    uint64_t ident = bytes_load_u64(g->span + (g->L.ts.thread_id - g->span_lo));
 
-    if (!ptr_ok(interp) || !ident)
+    if (!bytes_ptr_ok(interp) || !ident)
         return; /* freed or reused memory: leave the holder unknown */
     out->holder_ident = ident;
     cache_put(g, ts, ident);
-    if (g->x->drop == DROP_TSTATE_BIT) {
+    if (g->L.gil.drop == PY_DROP_TSTATE_BIT) {
         out->drop_known = true;
-        out->drop_request = ld64(g->span, (uint32_t)g->x->drop_off - g->span_lo) & 1;
+        out->drop_request =
+            bytes_load_u64(g->span + ((uint32_t)g->L.gil.drop_off - g->span_lo)) & 1;
     }
 }
 
 /* Identifies the holder: from the speculative read, the cache, or one more read. */
 static void find_holder(struct pygil *g, uint64_t ts, bool span_ok, struct pygil_sample *out)
 {
-    bool need_span = g->x->drop == DROP_TSTATE_BIT;
+    bool need_span = g->L.gil.drop == PY_DROP_TSTATE_BIT;
 
     if (ts == g->spec_ts && span_ok) {
         holder_from_span(g, ts, out);
     } else if (!need_span && cache_get(g, ts, &out->holder_ident)) {
         /* Cached; the next probe's speculative read re-checks it. */
-    } else if (ptr_ok(ts) && g->span_len &&
+    } else if (bytes_ptr_ok(ts) && g->span_len &&
                rmem_read(g->mem, ts + g->span_lo, g->span, g->span_len) == 0) {
         holder_from_span(g, ts, out);
     }
@@ -425,22 +358,22 @@ static void decode(struct pygil *g, int32_t locked, bool span_ok, struct pygil_s
     const struct py_layout *L = &g->L;
     const struct plan *pl = &g->plan;
     const uint8_t *gil = pl->buf + pl->at[F_GIL];
-    int32_t gc = pl->at[F_GC] == AT_NONE ? -1 : ld32(pl->buf, pl->at[F_GC]);
-    uint32_t wrefs = (uint32_t)ld32(gil, L->gil_cond + COND_WREFS);
+    int32_t gc = pl->at[F_GC] == AT_NONE ? -1 : bytes_load_i32(pl->buf + pl->at[F_GC]);
+    uint32_t wrefs = bytes_load_u32(gil + L->gil.cond + COND_WREFS);
 
     out->known = true;
     out->locked = locked == 1;
-    out->switch_number = ld64(gil, L->gil_switch);
+    out->switch_number = bytes_load_u64(gil + L->gil.switch_number);
     out->waiters = g->glibc == 1 && wrefs >> 3 <= MAX_WAITERS ? (int)(wrefs >> 3) : -1;
     out->in_gc = gc == 0 || gc == 1 ? gc : -1;
     if (pl->at[F_DROP] != AT_NONE) {
         out->drop_known = true;
-        out->drop_request = ld32(pl->buf, pl->at[F_DROP]) != 0;
+        out->drop_request = bytes_load_i32(pl->buf + pl->at[F_DROP]) != 0;
     } else if (!out->locked) {
         out->drop_known = true; /* 3.13+: no holder, nothing to drop */
     }
     if (out->locked)
-        find_holder(g, ld64(gil, L->gil_last_holder), span_ok, out);
+        find_holder(g, bytes_load_u64(gil + L->gil.last_holder), span_ok, out);
 }
 
 static int probe_once(struct pygil *g, struct pygil_sample *out)
@@ -454,7 +387,7 @@ static int probe_once(struct pygil *g, struct pygil_sample *out)
     rc = read_probe(g, &span_ok);
     if (rc < 0)
         return rc;
-    locked = ld32(g->plan.buf + g->plan.at[F_GIL], g->L.gil_locked);
+    locked = bytes_load_i32(g->plan.buf + g->plan.at[F_GIL] + g->L.gil.locked);
     if (locked < 0)
         return APP_E_STARTING; /* the GIL is not created (yet) or already destroyed */
     if (locked > 1)

@@ -6,6 +6,7 @@
  * becomes one actionable line in the caller's app_err. Runs on the attaching thread. */
 #include "pyproc_priv.h"
 
+#include "ranktop/bytes.h"
 #include "ranktop/elfsym.h"
 #include "ranktop/procmaps.h"
 #include "ranktop/util.h"
@@ -127,7 +128,7 @@ static uint32_t detect_version(struct rmem *m, const struct pycand *c, uint64_t 
     uint32_t v = 0;
 
     if (runtime && rmem_read(m, runtime, head, sizeof(head)) == 0 && !memcmp(head, "xdebugpy", 8)) {
-        memcpy(&v, head + 8, sizeof(v));
+        v = bytes_load_u32(head + 8);
         if (v >> 24 == 3)
             return v;
     }

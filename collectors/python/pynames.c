@@ -1,9 +1,10 @@
 /* Python thread names: interp->modules -> "threading" -> md_dict -> "_active" -> {ident: Thread}
  * -> each Thread's "_name" attribute, read from another process.
  *
- * Owns the layouts only this walk needs (dict keys and values, int digits, instance attribute
- * storage, a few type fields), as tables keyed by minor version below; the interpreter and str
- * layouts come from pylayout. The target keeps running while we read, so nothing is trusted:
+ * The layouts it needs (dict keys and values, int digits, instance attribute storage, a few type
+ * fields) come from the names part of the version's descriptor (abi/pyabi.h), the interpreter
+ * and str layouts from the rest of it. The target keeps running while we read, so nothing is
+ * trusted:
  * pointers are range- and alignment-checked, dict geometry is validated and capped, every dict
  * must have the type of the modules dict, int keys must agree with their entry hash, and the
  * _active dict is read again at the end so that a thread starting or ending mid-walk yields
@@ -14,93 +15,27 @@
 #include "pynames.h"
 
 #include "pystr.h"
+#include "ranktop/bytes.h"
 #include "ranktop/util.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Offsets that are the same in every supported version (x86-64, GIL builds). */
-#define OB_TYPE 8
-#define DICT_USED 16
-#define DICT_KEYS 32
-#define DICT_VALUES 40
-#define DICT_HDR 48
-#define TP_BASICSIZE 32
-#define TP_FLAGS 168
-#define TP_DICTOFFSET 288
-#define MOD_DICT 16
-#define LONG_SIZE 16 /* ob_size (signed digit count) to 3.11, lv_tag from 3.12 */
-#define LONG_DIGITS 24
-#define LONG_READ 32 /* header and two 30-bit digits: every pthread_t below 2^60 */
-#define PRE_HDR 32   /* bytes read in front of a managed-dict object */
-
-#define TPF_INLINE_VALUES (1ul << 2)
-#define TPF_MANAGED_DICT (1ul << 4)
-#define TPF_HEAPTYPE (1ul << 9)
-#define TPF_READY (1ul << 12)
-
-#define KIND_GENERAL 0 /* entries {hash, key, value}; the only kind before 3.11 */
-#define KIND_UNICODE 1 /* entries {key, value} */
-#define KIND_SPLIT 2   /* entries {key, -}; values live in a PyDictValues */
-
 #define DICT_MAX_LOG2 17      /* 131072 slots: far above any modules dict */
 #define KEYS_SPECULATIVE 2048 /* first read of a keys object: header, indices, entries */
 #define STR_FROM 16           /* str bytes read to filter keys: length @16, hash, state @32 */
 #define STR_LEN 24
+#define LONG_READ 32 /* header and two 30-bit digits: every pthread_t below 2^60 */
+#define PRE_HDR 32   /* bytes read in front of a managed-dict object */
 #define FIND_CHUNK 512
 #define BATCH_IOV 512
 #define BATCH_MAX_BAD 16
-#define OFF_NONE (-1)
-
-struct names_layout {
-    int minor;
-    bool keys_new;           /* 3.11+ keys header: log2 sizes, dk_kind, 32 bytes */
-    int32_t values_ptr;      /* 3.11: PyDictValues * in front of the object */
-    int32_t dict_ptr;        /* 3.11+: managed dict pointer in front of the object */
-    bool dict_ptr_tagged;    /* 3.12: an odd dict_ptr is (values - 1) */
-    bool inline_values;      /* 3.13+: values follow the object (Py_TPFLAGS_INLINE_VALUES) */
-    uint32_t values_off;     /* values[] inside PyDictValues: 3.13 adds a 4-byte header */
-    uint32_t ht_cached_keys; /* PyHeapTypeObject: shared keys of the instances */
-    bool long_tag;           /* 3.12+ ints: digit count in lv_tag >> 3, sign in the low bits */
-};
-
-/* 3.8-3.13 compiled with offsetof against each version's headers and checked on live
- * interpreters; 3.14 read from the 3.14 headers (PyTypeObject unchanged since 3.13). */
-static const struct names_layout names_layouts[] = {
-    {.minor = 8, .values_ptr = OFF_NONE, .dict_ptr = OFF_NONE, .ht_cached_keys = 872},
-    {.minor = 9, .values_ptr = OFF_NONE, .dict_ptr = OFF_NONE, .ht_cached_keys = 864},
-    {.minor = 10, .values_ptr = OFF_NONE, .dict_ptr = OFF_NONE, .ht_cached_keys = 872},
-    {.minor = 11, .keys_new = true, .values_ptr = -32, .dict_ptr = -24, .ht_cached_keys = 872},
-    {.minor = 12,
-     .keys_new = true,
-     .values_ptr = OFF_NONE,
-     .dict_ptr = -24,
-     .dict_ptr_tagged = true,
-     .ht_cached_keys = 880,
-     .long_tag = true},
-    {.minor = 13,
-     .keys_new = true,
-     .values_ptr = OFF_NONE,
-     .dict_ptr = -24,
-     .inline_values = true,
-     .values_off = 8,
-     .ht_cached_keys = 880,
-     .long_tag = true},
-    {.minor = 14,
-     .keys_new = true,
-     .values_ptr = OFF_NONE,
-     .dict_ptr = -24,
-     .inline_values = true,
-     .values_off = 8,
-     .ht_cached_keys = 880,
-     .long_tag = true},
-};
 
 struct walk {
     struct rmem *m;
     const struct py_layout *L;
-    const struct names_layout *N;
+    const struct py_names_offsets *N; /* &L->names */
     uint64_t dict_type; /* ob_type of the modules dict, i.e. &PyDict_Type in the target */
 };
 
@@ -131,33 +66,11 @@ struct tslot {
     bool noname;           /* the attributes really have no _name: leave the thread out */
 };
 
-static uint64_t ld64(const uint8_t *p)
-{
-    uint64_t v;
-
-    memcpy(&v, p, sizeof(v));
-    return v;
-}
-
-/* User-space object addresses are 8-aligned and below 2^57 (5-level paging). */
-static bool ptr_ok(uint64_t p)
-{
-    return p >= 4096 && p < (1ull << 57) && (p & 7) == 0;
-}
-
-static const struct names_layout *names_layout_for(int minor)
-{
-    for (size_t i = 0; i < sizeof(names_layouts) / sizeof(names_layouts[0]); i++)
-        if (names_layouts[i].minor == minor)
-            return &names_layouts[i];
-    return NULL;
-}
-
 static int read_ptr(struct rmem *m, uint64_t addr, uint64_t *out)
 {
     int st = rmem_read(m, addr, out, sizeof(*out));
 
-    if (st == 0 && !ptr_ok(*out))
+    if (st == 0 && !bytes_ptr_ok(*out))
         return APP_E_STALE;
     return st;
 }
@@ -198,17 +111,17 @@ static int read_batch(struct rmem *m, const uint64_t *addr, size_t n, size_t len
 
 static uint64_t dv_key(const struct dview *v, size_t i)
 {
-    return ld64(v->ent + i * v->stride + (v->stride == 24 ? 8 : 0));
+    return bytes_load_u64(v->ent + i * v->stride + (v->stride == 24 ? 8 : 0));
 }
 
 static uint64_t dv_value(const struct dview *v, size_t i)
 {
-    return ld64(v->ent + i * v->stride + (v->stride == 24 ? 16 : 8));
+    return bytes_load_u64(v->ent + i * v->stride + (v->stride == 24 ? 16 : 8));
 }
 
 static uint64_t dv_hash(const struct dview *v, size_t i)
 {
-    return v->stride == 24 ? ld64(v->ent + i * v->stride) : 0;
+    return v->stride == 24 ? bytes_load_u64(v->ent + i * v->stride) : 0;
 }
 
 /* Deleted entries have a NULL key (3.11+) or a NULL value next to the dummy key (<= 3.10). */
@@ -221,14 +134,14 @@ static bool dv_live(const struct dview *v, size_t i)
 static int keys_geom_new(const uint8_t *h, struct dview *v, size_t *eoff)
 {
     unsigned log2 = h[8], log2_idx = h[9], kind = h[10];
-    int64_t n = (int64_t)ld64(h + 24);
+    int64_t n = (int64_t)bytes_load_u64(h + 24);
     unsigned want = log2 < 8 ? log2 : log2 < 16 ? log2 + 1 : log2 + 2;
 
-    if (log2 < 3 || log2 > DICT_MAX_LOG2 || log2_idx != want || kind > KIND_SPLIT)
+    if (log2 < 3 || log2 > DICT_MAX_LOG2 || log2_idx != want || kind > PYABI_KIND_SPLIT)
         return APP_E_STALE;
-    if (n < 0 || n > ((int64_t)2 << log2) / 3 || (kind == KIND_SPLIT) != v->split)
+    if (n < 0 || n > ((int64_t)2 << log2) / 3 || (kind == PYABI_KIND_SPLIT) != v->split)
         return APP_E_STALE;
-    v->stride = kind == KIND_GENERAL ? 24 : 16;
+    v->stride = kind == PYABI_KIND_GENERAL ? 24 : 16;
     v->n = (size_t)n;
     *eoff = 32 + ((size_t)1 << log2_idx);
     return 0;
@@ -237,7 +150,7 @@ static int keys_geom_new(const uint8_t *h, struct dview *v, size_t *eoff)
 /* 3.8-3.10 keys header: dk_size @8, dk_nentries @32, indices @40 sized by dk_size. */
 static int keys_geom_old(const uint8_t *h, struct dview *v, size_t *eoff)
 {
-    int64_t size = (int64_t)ld64(h + 8), n = (int64_t)ld64(h + 32);
+    int64_t size = (int64_t)bytes_load_u64(h + 8), n = (int64_t)bytes_load_u64(h + 32);
     size_t width;
 
     if (size < 8 || size > (1 << DICT_MAX_LOG2) || (size & (size - 1)) != 0)
@@ -262,7 +175,7 @@ static int keys_load(struct walk *w, uint64_t keys, bool split, struct dview *v)
 
     memset(v, 0, sizeof(*v));
     v->split = split;
-    if (!ptr_ok(keys))
+    if (!bytes_ptr_ok(keys))
         return APP_E_STALE;
     got = rmem_read_some(w->m, keys, head, sizeof(head));
     if (got < 0)
@@ -285,27 +198,28 @@ static int keys_load(struct walk *w, uint64_t keys, bool split, struct dview *v)
  * modules dict, which is always a real dict) teaches us the address of PyDict_Type. */
 static int dict_check(struct walk *w, const uint8_t *hdr)
 {
-    uint64_t type = ld64(hdr + OB_TYPE);
-    int64_t used = (int64_t)ld64(hdr + DICT_USED);
+    uint64_t type = bytes_load_u64(hdr + PYABI_OB_TYPE);
+    int64_t used = (int64_t)bytes_load_u64(hdr + PYABI_DICT_USED);
 
-    if (!w->dict_type && ptr_ok(type))
+    if (!w->dict_type && bytes_ptr_ok(type))
         w->dict_type = type;
-    if (type != w->dict_type || !ptr_ok(ld64(hdr + DICT_KEYS)) || used < 0)
+    if (type != w->dict_type || !bytes_ptr_ok(bytes_load_u64(hdr + PYABI_DICT_KEYS)) || used < 0)
         return APP_E_STALE;
-    if (ld64(hdr + DICT_VALUES) && !ptr_ok(ld64(hdr + DICT_VALUES)))
+    if (bytes_load_u64(hdr + PYABI_DICT_VALUES) &&
+        !bytes_ptr_ok(bytes_load_u64(hdr + PYABI_DICT_VALUES)))
         return APP_E_STALE;
     return 0;
 }
 
-/* Loads the dict at addr whose header is already in hdr (DICT_HDR bytes). */
+/* Loads the dict at addr whose header is already in hdr (PYABI_DICT_HDR bytes). */
 static int dict_load_hdr(struct walk *w, const uint8_t *hdr, struct dview *v)
 {
-    uint64_t values = ld64(hdr + DICT_VALUES);
+    uint64_t values = bytes_load_u64(hdr + PYABI_DICT_VALUES);
     int st = dict_check(w, hdr);
 
     if (st == 0)
-        st = keys_load(w, ld64(hdr + DICT_KEYS), values != 0, v);
-    if (st == 0 && (uint64_t)ld64(hdr + DICT_USED) > v->n)
+        st = keys_load(w, bytes_load_u64(hdr + PYABI_DICT_KEYS), values != 0, v);
+    if (st == 0 && (uint64_t)bytes_load_u64(hdr + PYABI_DICT_USED) > v->n)
         st = APP_E_STALE;
     if (values)
         v->values = values + w->N->values_off;
@@ -317,9 +231,9 @@ static int dict_load(struct walk *w, uint64_t addr, struct dview *v, uint8_t *hd
     int st;
 
     memset(v, 0, sizeof(*v));
-    if (!ptr_ok(addr))
+    if (!bytes_ptr_ok(addr))
         return APP_E_STALE;
-    st = rmem_read(w->m, addr, hdr, DICT_HDR);
+    st = rmem_read(w->m, addr, hdr, PYABI_DICT_HDR);
     return st < 0 ? st : dict_load_hdr(w, hdr, v);
 }
 
@@ -330,8 +244,8 @@ static bool str_is_ascii(const struct py_layout *L, const uint8_t *hdr, size_t l
     int64_t n;
     uint32_t state;
 
-    memcpy(&n, hdr + L->str_length - STR_FROM, sizeof(n));
-    memcpy(&state, hdr + L->str_state - STR_FROM, sizeof(state));
+    n = (int64_t)bytes_load_u64(hdr + L->str.length - STR_FROM);
+    state = bytes_load_u32(hdr + L->str.state - STR_FROM);
     return n == (int64_t)len && ((state >> 2) & 7) == 1 && ((state >> 5) & 1) && ((state >> 6) & 1);
 }
 
@@ -348,13 +262,13 @@ static int find_chunk(struct walk *w, const struct dview *v, size_t at, size_t k
     for (size_t i = 0; i < k; i++) {
         uint64_t key = dv_key(v, at + i);
 
-        addr[i] = dv_live(v, at + i) && ptr_ok(key) ? key + STR_FROM : 0;
+        addr[i] = dv_live(v, at + i) && bytes_ptr_ok(key) ? key + STR_FROM : 0;
     }
     st = read_batch(w->m, addr, k, STR_LEN, buf, false);
     for (size_t i = 0; st == 0 && i < k; i++) {
         if (addr[i] && str_is_ascii(w->L, buf + i * STR_LEN, len)) {
             cidx[nc] = at + i;
-            addr[nc++] = addr[i] - STR_FROM + w->L->str_ascii_size;
+            addr[nc++] = addr[i] - STR_FROM + w->L->str.ascii_size;
         }
     }
     if (st == 0)
@@ -387,7 +301,7 @@ static int dv_get(struct walk *w, const struct dview *v, size_t ix, uint64_t *va
 {
     if (!v->split) {
         *val = dv_value(v, ix);
-        return ptr_ok(*val) ? 0 : APP_E_STALE;
+        return bytes_ptr_ok(*val) ? 0 : APP_E_STALE;
     }
     if (!v->values)
         return APP_E_STALE;
@@ -399,15 +313,17 @@ static int dv_get(struct walk *w, const struct dview *v, size_t ix, uint64_t *va
  * tag (to 3.13), ma_keys or dk_nentries. One read. */
 static int dict_unchanged(struct walk *w, uint64_t addr, const uint8_t *hdr0, size_t n0)
 {
-    uint8_t hdr[DICT_HDR], kh[40];
-    struct rmem_iov iov[2] = {{addr, hdr, sizeof(hdr)}, {ld64(hdr0 + DICT_KEYS), kh, 40}};
+    uint8_t hdr[PYABI_DICT_HDR], kh[40];
+    struct rmem_iov iov[2] = {{addr, hdr, sizeof(hdr)},
+                              {bytes_load_u64(hdr0 + PYABI_DICT_KEYS), kh, 40}};
     int st = rmem_readv(w->m, iov, 2, NULL);
 
     if (st < 0)
         return st;
-    if (memcmp(hdr + DICT_USED, hdr0 + DICT_USED, DICT_HDR - DICT_USED) != 0)
+    if (memcmp(hdr + PYABI_DICT_USED, hdr0 + PYABI_DICT_USED, PYABI_DICT_HDR - PYABI_DICT_USED) !=
+        0)
         return APP_E_STALE;
-    return ld64(kh + (w->N->keys_new ? 24 : 32)) == n0 ? 0 : APP_E_STALE;
+    return bytes_load_u64(kh + w->N->keys_nentries) == n0 ? 0 : APP_E_STALE;
 }
 
 /* Looks up the str key s in the dict at addr; *val gets the value object. APP_E_NOTFOUND is
@@ -415,7 +331,7 @@ static int dict_unchanged(struct walk *w, uint64_t addr, const uint8_t *hdr0, si
  * being resized under us is never mistaken for a missing key. */
 static int dict_lookup_str(struct walk *w, uint64_t addr, const char *s, uint64_t *val)
 {
-    uint8_t hdr[DICT_HDR];
+    uint8_t hdr[PYABI_DICT_HDR];
     struct dview v;
     size_t ix = 0;
     int st = dict_load(w, addr, &v, hdr);
@@ -434,7 +350,7 @@ static int dict_lookup_str(struct walk *w, uint64_t addr, const char *s, uint64_
 static int find_active(struct walk *w, uint64_t interp, uint64_t *active, struct app_err *err)
 {
     uint64_t modules = 0, mod = 0, md = 0;
-    int st = rmem_read(w->m, interp + w->L->is_modules, &modules, sizeof(modules));
+    int st = rmem_read(w->m, interp + w->L->is.modules, &modules, sizeof(modules));
 
     if (st < 0)
         return app_err_set(err, st, "interpreter state unreadable");
@@ -444,7 +360,7 @@ static int find_active(struct walk *w, uint64_t interp, uint64_t *active, struct
     if (st == APP_E_NOTFOUND)
         return app_err_set(err, st, "threading is not imported");
     if (st == 0)
-        st = read_ptr(w->m, mod + MOD_DICT, &md);
+        st = read_ptr(w->m, mod + PYABI_MOD_DICT, &md);
     if (st == 0)
         st = dict_lookup_str(w, md, "_active", active);
     if (st == APP_E_NOTFOUND)
@@ -469,7 +385,7 @@ static int active_slots(const struct dview *v, struct tslot **out, size_t *n)
         s[k].key = dv_key(v, i);
         s[k].obj = dv_value(v, i);
         s[k].hash = dv_hash(v, i);
-        if (!ptr_ok(s[k].key) || !ptr_ok(s[k].obj)) {
+        if (!bytes_ptr_ok(s[k].key) || !bytes_ptr_ok(s[k].obj)) {
             free(s);
             return APP_E_STALE;
         }
@@ -481,9 +397,9 @@ static int active_slots(const struct dview *v, struct tslot **out, size_t *n)
 }
 
 /* Digit count of a copied PyLong header, or -1 for a negative (or implausible) int. */
-static int64_t long_ndigits(const struct names_layout *N, const uint8_t *obj)
+static int64_t long_ndigits(const struct py_names_offsets *N, const uint8_t *obj)
 {
-    int64_t size = (int64_t)ld64(obj + LONG_SIZE);
+    int64_t size = (int64_t)bytes_load_u64(obj + PYABI_LONG_SIZE);
 
     if (!N->long_tag)
         return size;
@@ -502,7 +418,7 @@ static int long_decode(const uint8_t *obj, int64_t ndig, uint64_t *out)
         return APP_E_STALE;
     *out = 0;
     for (int64_t i = 0; i < ndig; i++) {
-        memcpy(&d, obj + LONG_DIGITS + 4 * i, sizeof(d));
+        d = bytes_load_u32(obj + PYABI_LONG_DIGITS + 4 * i);
         if (d >> 30 || (i == 2 && d >> 4))
             return APP_E_STALE;
         *out |= (uint64_t)d << (30 * i);
@@ -522,7 +438,7 @@ static bool hash_matches(uint64_t ident, uint64_t hash)
 static int idents_read(struct walk *w, struct tslot *s, size_t n)
 {
     uint64_t *addr = x_calloc(n + 1, sizeof(*addr));
-    uint8_t *buf = x_malloc((n + 1) * LONG_READ), big[LONG_DIGITS + 12];
+    uint8_t *buf = x_malloc((n + 1) * LONG_READ), big[PYABI_LONG_DIGITS + 12];
     int st;
 
     for (size_t i = 0; i < n; i++)
@@ -551,7 +467,7 @@ static int idents_read(struct walk *w, struct tslot *s, size_t n)
 /* Reads each Thread's header and, for managed dicts, the words in front of it. */
 static int objects_read(struct walk *w, struct tslot *s, size_t n)
 {
-    size_t pre = w->N->dict_ptr != OFF_NONE ? PRE_HDR : 0, len = pre + 16;
+    size_t pre = w->N->dict_ptr != PYABI_NONE ? PRE_HDR : 0, len = pre + 16;
     uint64_t *addr = x_calloc(n + 1, sizeof(*addr));
     uint8_t *buf = x_malloc((n + 1) * len);
     int st;
@@ -563,8 +479,8 @@ static int objects_read(struct walk *w, struct tslot *s, size_t n)
         const uint8_t *b = buf + i * len;
 
         memcpy(s[i].pre, b, pre);
-        s[i].type = ld64(b + pre + OB_TYPE);
-        if ((int64_t)ld64(b + pre) <= 0 || !ptr_ok(s[i].type))
+        s[i].type = bytes_load_u64(b + pre + PYABI_OB_TYPE);
+        if ((int64_t)bytes_load_u64(b + pre) <= 0 || !bytes_ptr_ok(s[i].type))
             st = APP_E_STALE;
     }
     free(addr);
@@ -573,17 +489,17 @@ static int objects_read(struct walk *w, struct tslot *s, size_t n)
 }
 
 /* Fills a type record from its copied header; Threads are always heap types. */
-static int type_parse(const struct names_layout *N, const uint8_t *b, struct ttype *t)
+static int type_parse(const struct py_names_offsets *N, const uint8_t *b, struct ttype *t)
 {
-    t->flags = ld64(b + TP_FLAGS);
-    t->basicsize = ld64(b + TP_BASICSIZE);
-    t->dictoffset = (int64_t)ld64(b + TP_DICTOFFSET);
-    t->cached_keys = ld64(b + N->ht_cached_keys);
-    if (!(t->flags & TPF_HEAPTYPE) || !(t->flags & TPF_READY))
+    t->flags = bytes_load_u64(b + PYABI_TP_FLAGS);
+    t->basicsize = bytes_load_u64(b + PYABI_TP_BASICSIZE);
+    t->dictoffset = (int64_t)bytes_load_u64(b + PYABI_TP_DICTOFFSET);
+    t->cached_keys = bytes_load_u64(b + N->ht_cached_keys);
+    if (!(t->flags & PYABI_TPF_HEAPTYPE) || !(t->flags & PYABI_TPF_READY))
         return APP_E_STALE;
     if (t->basicsize < 16 || t->basicsize > 65536 || (t->basicsize & 7) != 0)
         return APP_E_STALE;
-    if (t->cached_keys && !ptr_ok(t->cached_keys))
+    if (t->cached_keys && !bytes_ptr_ok(t->cached_keys))
         return APP_E_STALE;
     return 0;
 }
@@ -621,12 +537,12 @@ static int types_read(struct walk *w, struct tslot *s, size_t n, struct ttype **
 /* Decides where a Thread keeps its attributes, from its type and the words in front of it:
  * shared keys + values (3.11 values pointer, 3.12 tagged pointer), a probe still to read
  * (3.13+ inline values header, or the tp_dictoffset slot), or a managed dict. */
-static int slot_resolve(const struct names_layout *N, const struct ttype *t, struct tslot *s)
+static int slot_resolve(const struct py_names_offsets *N, const struct ttype *t, struct tslot *s)
 {
-    uint64_t d = N->dict_ptr != OFF_NONE ? s->pre[(PRE_HDR + N->dict_ptr) / 8] : 0;
-    uint64_t vals = N->values_ptr != OFF_NONE ? s->pre[(PRE_HDR + N->values_ptr) / 8] : 0;
+    uint64_t d = N->dict_ptr != PYABI_NONE ? s->pre[(PRE_HDR + N->dict_ptr) / 8] : 0;
+    uint64_t vals = N->values_ptr != PYABI_NONE ? s->pre[(PRE_HDR + N->values_ptr) / 8] : 0;
 
-    if (N->dict_ptr == OFF_NONE || !(t->flags & TPF_MANAGED_DICT)) {
+    if (N->dict_ptr == PYABI_NONE || !(t->flags & PYABI_TPF_MANAGED_DICT)) {
         if (t->dictoffset < 16 || (uint64_t)t->dictoffset + 8 > t->basicsize)
             return APP_E_STALE;
         s->probe = s->obj + (uint64_t)t->dictoffset;
@@ -639,11 +555,11 @@ static int slot_resolve(const struct names_layout *N, const struct ttype *t, str
     if (vals) {
         s->keys = t->cached_keys;
         s->values = vals + N->values_off;
-        return ptr_ok(vals) && s->keys ? 0 : APP_E_STALE;
+        return bytes_ptr_ok(vals) && s->keys ? 0 : APP_E_STALE;
     }
-    if (N->inline_values && (t->flags & TPF_INLINE_VALUES))
+    if (N->inline_values && (t->flags & PYABI_TPF_INLINE_VALUES))
         s->probe = s->obj + t->basicsize;
-    if (d && !ptr_ok(d))
+    if (d && !bytes_ptr_ok(d))
         return APP_E_STALE;
     s->dict = d;
     return s->probe || d ? 0 : APP_E_STALE;
@@ -672,9 +588,9 @@ static int probes_read(struct walk *w, struct tslot *s, size_t n, const struct t
             s[i].capacity = b[0];
             s[i].dict = 0;
         } else if (!inl) {
-            s[i].dict = ld64(b);
+            s[i].dict = bytes_load_u64(b);
         }
-        if (!s[i].keys && !ptr_ok(s[i].dict))
+        if (!s[i].keys && !bytes_ptr_ok(s[i].dict))
             st = APP_E_STALE;
     }
     free(addr);
@@ -687,21 +603,21 @@ static int probes_read(struct walk *w, struct tslot *s, size_t n, const struct t
 static int dicts_read(struct walk *w, struct tslot *s, size_t n)
 {
     uint64_t *addr = x_calloc(n + 1, sizeof(*addr));
-    uint8_t *buf = x_malloc((n + 1) * DICT_HDR);
+    uint8_t *buf = x_malloc((n + 1) * PYABI_DICT_HDR);
     int st;
 
     for (size_t i = 0; i < n; i++)
         addr[i] = s[i].keys ? 0 : s[i].dict;
-    st = read_batch(w->m, addr, n, DICT_HDR, buf, true);
+    st = read_batch(w->m, addr, n, PYABI_DICT_HDR, buf, true);
     for (size_t i = 0; st == 0 && i < n; i++) {
-        const uint8_t *b = buf + i * DICT_HDR;
+        const uint8_t *b = buf + i * PYABI_DICT_HDR;
 
         if (!addr[i])
             continue;
         st = dict_check(w, b);
-        if (st == 0 && ld64(b + DICT_VALUES)) {
-            s[i].keys = ld64(b + DICT_KEYS);
-            s[i].values = ld64(b + DICT_VALUES) + w->N->values_off;
+        if (st == 0 && bytes_load_u64(b + PYABI_DICT_VALUES)) {
+            s[i].keys = bytes_load_u64(b + PYABI_DICT_KEYS);
+            s[i].values = bytes_load_u64(b + PYABI_DICT_VALUES) + w->N->values_off;
         } else if (st == 0) {
             st = dict_lookup_str(w, s[i].dict, "_name", &s[i].name);
         }
@@ -768,10 +684,10 @@ static int split_names(struct walk *w, struct tslot *s, size_t n)
         st = read_batch(w->m, addr, n, 8, buf, true);
     for (size_t i = 0; st == 0 && i < n; i++) {
         if (addr[i])
-            s[i].name = ld64(buf + i * 8);
+            s[i].name = bytes_load_u64(buf + i * 8);
         if (addr[i] && !s[i].name)
             s[i].noname = true; /* deleted from the values array */
-        else if (!s[i].noname && !ptr_ok(s[i].name))
+        else if (!s[i].noname && !bytes_ptr_ok(s[i].name))
             st = APP_E_STALE;
     }
     free(addr);
@@ -829,7 +745,7 @@ static int names_decode(struct walk *w, const struct tslot *s, size_t ns, struct
 
 static int active_walk(struct walk *w, uint64_t active, struct pyname **out, size_t *n)
 {
-    uint8_t hdr0[DICT_HDR];
+    uint8_t hdr0[PYABI_DICT_HDR];
     struct dview v;
     struct tslot *s = NULL;
     size_t ns = 0;
@@ -859,11 +775,11 @@ int pynames_read(struct rmem *m, const struct py_layout *L, uint64_t interp, str
 
     *out = NULL;
     *n = 0;
-    w.N = L ? names_layout_for(L->minor) : NULL;
-    if (!w.N || L->is_modules == 0 || L->str_length != STR_FROM ||
-        L->str_state + 4 > STR_FROM + STR_LEN)
+    w.N = L ? &L->names : NULL;
+    if (!w.N || w.N->ht_cached_keys == 0 || L->is.modules == 0 || L->str.length != STR_FROM ||
+        L->str.state + 4 > STR_FROM + STR_LEN)
         return app_err_set(err, APP_E_VERSION, "no thread-name layout for 3.%d", L ? L->minor : 0);
-    if (!ptr_ok(interp))
+    if (!bytes_ptr_ok(interp))
         return app_err_set(err, APP_E_STALE, "bad interpreter address");
     st = find_active(&w, interp, &active, err);
     if (st < 0)

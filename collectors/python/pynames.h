@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "pylayout.h"
+#include "abi/pyabi.h"
 #include "ranktop/status.h"
 #include "ranktop/rmem.h"
 
@@ -23,7 +23,7 @@ struct pyname {
  * that owns m. Every remote pointer is validated and every loop bounded, so a torn read
  * costs at most one failed call. Returns 0, APP_E_NOTFOUND when threading is not imported
  * (yet), APP_E_STALE on torn or implausible data (retry later), APP_E_VERSION for minors
- * without a table (3.8-3.14 are known), or an rmem status (APP_E_GONE, APP_E_PERM). */
+ * whose descriptor has no names part, or an rmem status (APP_E_GONE, APP_E_PERM). */
 int pynames_read(struct rmem *m, const struct py_layout *L, uint64_t interp, struct pyname **out,
                  size_t *n, struct app_err *err);
 

@@ -19,12 +19,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#define PY_MIN_MINOR 8
-#define PY_MAX_MINOR 14
+#define STRINGIFY_(x) #x
+#define STRINGIFY(x) STRINGIFY_(x)
 
 const char *pyproc_supported_range(void)
 {
-    return "3.8 to 3.14";
+    return "3." STRINGIFY(PYABI_MIN_MINOR) " to 3." STRINGIFY(PYABI_MAX_MINOR);
 }
 
 static void version_text(uint32_t hex, char *buf, size_t len)
@@ -39,30 +39,31 @@ static void version_text(uint32_t hex, char *buf, size_t len)
                  level[lv], hex & 0xF);
 }
 
-/* Chooses the layout for the version; 3.13+ from the target's own debug offsets. */
+/* Chooses the layout for the version: 3.13+ from the target's own _Py_DebugOffsets, falling
+ * back to the compiled table where the minor has one; older minors from their table. */
 static int choose_layout(struct pyproc *p, struct app_err *err)
 {
     int minor = (int)((p->version_hex >> 16) & 0xFF);
-    const struct py_layout *fixed = pylayout_for_minor(minor);
-    uint8_t dbg[PYLAYOUT_DEBUG_OFFSETS_MAX];
+    const struct py_abi *abi = p->version_hex >> 24 == 3 ? pyabi_for_minor(minor) : NULL;
+    uint8_t dbg[PYABI_DEBUG_OFFSETS_MAX];
     long got;
 
-    if (p->version_hex >> 24 != 3 || minor < PY_MIN_MINOR || minor > PY_MAX_MINOR)
+    if (!abi)
         return app_err_set(err, APP_E_VERSION, "process %d runs Python %s; supported %s", p->pid,
                            p->version, pyproc_supported_range());
-    if (minor < 13) {
-        p->L = *fixed;
+    if (!abi->debug) {
+        p->L = abi->layout;
         return 0;
     }
     got = rmem_read_some(p->mem, p->runtime, dbg, sizeof(dbg));
     if (got < 0)
         return app_err_set(err, (int)got, "cannot read _PyRuntime of process %d: %s", p->pid,
                            app_status_str((int)got));
-    if (pylayout_from_debug_offsets(dbg, (size_t)got, p->version_hex, &p->L, err) == 0)
+    if (pyabi_from_debug_offsets(dbg, (size_t)got, p->version_hex, &p->L, err) == 0)
         return 0;
-    if (!fixed)
+    if (!abi->compiled)
         return err->code;
-    p->L = *fixed;
+    p->L = abi->layout;
     return 0;
 }
 

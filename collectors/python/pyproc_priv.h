@@ -5,14 +5,14 @@
 #define RANKTOP_PYPROC_PRIV_H
 
 #include "pycode.h"
-#include "pylayout.h"
+#include "abi/pyabi.h"
 #include "ranktop/pystack.h"
 #include "ranktop/rmem.h"
 
 #define PYPROC_DEFAULT_FRAMES 4096
 #define PYPROC_DEFAULT_THREADS 4096
 #define PYPROC_MAX_INTERPS 256
-#define PYPROC_TSTATE_MAX PYLAYOUT_TSTATE_READ
+#define PYPROC_TSTATE_MAX PYABI_TSTATE_READ
 #define PYPROC_MAX_CHUNKS 64
 
 /* A frame as the walk found it, before its code object is resolved. */

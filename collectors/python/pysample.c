@@ -6,6 +6,7 @@
  * The result lives in the pyproc and is valid until the next call. Sampling thread only. */
 #include "pyproc_priv.h"
 
+#include "ranktop/bytes.h"
 #include "ranktop/util.h"
 
 #include <stdlib.h>
@@ -18,27 +19,11 @@ struct gilview {
     uint64_t holder;
 };
 
-static uint64_t ld64(const uint8_t *b, int32_t off)
-{
-    uint64_t v;
-
-    memcpy(&v, b + off, sizeof(v));
-    return v;
-}
-
-static int ld32(const uint8_t *b, int32_t off)
-{
-    int32_t v;
-
-    memcpy(&v, b + off, sizeof(v));
-    return v;
-}
-
 static void gil_parse(const struct py_layout *L, const uint8_t *gil, struct gilview *g)
 {
     g->known = true;
-    g->locked = ld32(gil, (int32_t)L->gil_locked) == 1;
-    g->holder = ld64(gil, (int32_t)L->gil_last_holder);
+    g->locked = bytes_load_i32(gil + L->gil.locked) == 1;
+    g->holder = bytes_load_u64(gil + L->gil.last_holder);
 }
 
 /* Reads the runtime header fields (and the runtime-wide GIL up to 3.11) in one call. */
@@ -48,11 +33,11 @@ static int read_runtime(struct pyproc *p, uint64_t *interp, struct gilview *g)
     uint64_t head = 0, fin = 0;
     uint8_t gil[GIL_READ];
     struct rmem_iov iov[3] = {
-        {p->runtime + L->rt_interp_head, &head, 8},
-        {p->runtime + L->rt_finalizing, &fin, 8},
-        {p->runtime + (uint64_t)(L->rt_gil >= 0 ? L->rt_gil : 0), gil, sizeof(gil)},
+        {p->runtime + L->rt.interp_head, &head, 8},
+        {p->runtime + L->rt.finalizing, &fin, 8},
+        {p->runtime + (uint64_t)(L->rt.gil >= 0 ? L->rt.gil : 0), gil, sizeof(gil)},
     };
-    int rc = rmem_readv(p->mem, iov, L->rt_gil >= 0 ? 3 : 2, NULL);
+    int rc = rmem_readv(p->mem, iov, L->rt.gil >= 0 ? 3 : 2, NULL);
 
     if (rc < 0)
         return rc;
@@ -60,7 +45,7 @@ static int read_runtime(struct pyproc *p, uint64_t *interp, struct gilview *g)
         return APP_E_EXITING;
     if (!head)
         return APP_E_STARTING;
-    if (L->rt_gil >= 0)
+    if (L->rt.gil >= 0)
         gil_parse(L, gil, g);
     *interp = head;
     return 0;
@@ -103,7 +88,7 @@ static int resolve_frames(struct pyproc *p, int n, size_t *first)
         long q = p->raw[i].q;
 
         /* CPython hides frames that have not reached their first traceable instruction. */
-        if (p->L.co_firsttraceable >= 0 && !p->raw[i].is_gen && q < 2L * e->firsttraceable)
+        if (p->L.co.firsttraceable >= 0 && !p->raw[i].is_gen && q < 2L * e->firsttraceable)
             continue;
         p->frames[at + (size_t)out] = (struct pyframe){
             e->function, e->file, q < 0 ? e->firstlineno : pycode_line(e, p->L.minor, q)};
@@ -144,11 +129,11 @@ static void sample_thread(struct pyproc *p, struct pythread *t, uint64_t tsaddr,
 static void describe_thread(struct pyproc *p, struct pythread *t, uint64_t interp,
                             const uint8_t *ts, uint64_t tsaddr, const struct gilview *g)
 {
-    t->ident = ld64(ts, (int32_t)p->L.ts_thread_id);
+    t->ident = bytes_load_u64(ts + p->L.ts.thread_id);
     t->gil = g->known && g->locked && g->holder == tsaddr;
     if (p->pid <= 0) { /* a memory image: no /proc to consult */
-        if (p->L.ts_native_id >= 0)
-            t->tid = ld32(ts, p->L.ts_native_id);
+        if (p->L.ts.native_id >= 0)
+            t->tid = bytes_load_i32(ts + p->L.ts.native_id);
         return;
     }
     t->tid = pytask_tid(p, t->ident, ts);
@@ -175,13 +160,13 @@ static int read_tstates(struct pyproc *p, uint64_t interp, uint64_t head, struct
         }
         if (ts & 7)
             return APP_E_STALE;
-        rc = rmem_read(p->mem, ts, l->copy[l->n], L->ts_size);
+        rc = rmem_read(p->mem, ts, l->copy[l->n], L->ts.size);
         if (rc < 0)
             return rc;
-        if (ld64(l->copy[l->n], (int32_t)L->ts_interp) != interp)
+        if (bytes_load_u64(l->copy[l->n] + L->ts.interp) != interp)
             return APP_E_STALE;
         l->addr[l->n++] = ts;
-        ts = ld64(l->copy[l->n - 1], (int32_t)L->ts_next);
+        ts = bytes_load_u64(l->copy[l->n - 1] + L->ts.next);
         for (size_t i = 0; i < l->n && ts; i++)
             if (l->addr[i] == ts)
                 return APP_E_STALE;
@@ -202,22 +187,22 @@ static int read_interp(struct pyproc *p, uint64_t interp, uint64_t *next, uint64
     int n = 0, rc;
 
     *main_ts = 0;
-    iov[n++] = (struct rmem_iov){interp + L->is_next, next, 8};
-    iov[n++] = (struct rmem_iov){interp + L->is_threads_head, head, 8};
-    if (L->is_gil_ptr >= 0)
-        iov[n++] = (struct rmem_iov){interp + (uint64_t)L->is_gil_ptr, &gilp, 8};
-    if (L->is_threads_main >= 0)
-        iov[n++] = (struct rmem_iov){interp + (uint64_t)L->is_threads_main, main_ts, 8};
-    if (L->is_code_gen >= 0)
-        iov[n++] = (struct rmem_iov){interp + (uint64_t)L->is_code_gen, &gen, 8};
+    iov[n++] = (struct rmem_iov){interp + L->is.next, next, 8};
+    iov[n++] = (struct rmem_iov){interp + L->is.threads_head, head, 8};
+    if (L->is.gil_ptr >= 0)
+        iov[n++] = (struct rmem_iov){interp + (uint64_t)L->is.gil_ptr, &gilp, 8};
+    if (L->is.threads_main >= 0)
+        iov[n++] = (struct rmem_iov){interp + (uint64_t)L->is.threads_main, main_ts, 8};
+    if (L->is.code_gen >= 0)
+        iov[n++] = (struct rmem_iov){interp + (uint64_t)L->is.code_gen, &gen, 8};
     rc = rmem_readv(p->mem, iov, n, NULL);
     if (rc < 0)
         return rc;
-    if (L->is_code_gen >= 0 && gen != p->code_gen) {
+    if (L->is.code_gen >= 0 && gen != p->code_gen) {
         pycode_cache_clear(&p->codes);
         p->code_gen = gen;
     }
-    if (L->is_gil_ptr < 0 || !gilp)
+    if (L->is.gil_ptr < 0 || !gilp)
         return 0;
     rc = rmem_read(p->mem, gilp, gil, sizeof(gil));
     if (rc == 0)

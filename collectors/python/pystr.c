@@ -6,6 +6,7 @@
  * the thread that owns the struct rmem. */
 #include "pystr.h"
 
+#include "ranktop/bytes.h"
 #include "ranktop/util.h"
 
 #include <stdlib.h>
@@ -15,17 +16,9 @@
 
 static uint32_t load_cp(const uint8_t *p, unsigned kind)
 {
-    uint16_t u16;
-    uint32_t u32;
-
     if (kind == 1)
         return p[0];
-    if (kind == 2) {
-        memcpy(&u16, p, 2);
-        return u16;
-    }
-    memcpy(&u32, p, 4);
-    return u32;
+    return kind == 2 ? bytes_load_u16(p) : bytes_load_u32(p);
 }
 
 static char *to_utf8(const uint8_t *data, int64_t n, unsigned kind, int cut)
@@ -49,17 +42,17 @@ static int str_header(const struct py_layout *L, const uint8_t *obj, int64_t *n,
 {
     uint32_t state;
 
-    memcpy(n, obj + L->str_length, sizeof(*n));
-    memcpy(&state, obj + L->str_state, sizeof(state));
+    *n = (int64_t)bytes_load_u64(obj + L->str.length);
+    state = bytes_load_u32(obj + L->str.state);
     *kind = (state >> 2) & 7;
     if (*n < 0 || (*kind != 1 && *kind != 2 && *kind != 4))
         return -1;
     if (!((state >> 5) & 1))
         *data_off = 0;
     else if ((state >> 6) & 1)
-        *data_off = L->str_ascii_size;
+        *data_off = L->str.ascii_size;
     else
-        *data_off = L->str_compact_size;
+        *data_off = L->str.compact_size;
     if (((state >> 6) & 1) && *kind != 1)
         return -1;
     return 0;
@@ -72,7 +65,7 @@ char *pystr_decode(const struct py_layout *L, const uint8_t *obj, size_t len, si
     size_t off, bytes;
     int cut = 0;
 
-    *need = L->str_compact_size + 8;
+    *need = L->str.compact_size + 8;
     if (len < *need)
         return NULL;
     if (str_header(L, obj, &n, &kind, &off) < 0 || off == 0) {
@@ -104,7 +97,7 @@ static char *legacy_read(struct rmem *m, const struct py_layout *L, const uint8_
         *status = APP_E_STALE;
         return NULL;
     }
-    memcpy(&data, obj + L->str_compact_size, sizeof(data));
+    data = bytes_load_u64(obj + L->str.compact_size);
     if (n > PYSTR_MAX_CHARS) {
         n = PYSTR_MAX_CHARS;
         cut = 1;
@@ -133,7 +126,7 @@ char *pystr_read(struct rmem *m, const struct py_layout *L, uint64_t addr, int *
     s = pystr_decode(L, small, (size_t)got, &need);
     if (s)
         return s;
-    if (need == 0 && (size_t)got >= L->str_compact_size + 8)
+    if (need == 0 && (size_t)got >= L->str.compact_size + 8)
         return legacy_read(m, L, small, status);
     if (need <= (size_t)got || need > PYSTR_MAX_CHARS * 4 + 128) {
         *status = APP_E_STALE;
@@ -157,21 +150,21 @@ uint8_t *pybytes_read(struct rmem *m, const struct py_layout *L, uint64_t addr, 
 
     *len = 0;
     got = rmem_read_some(m, addr, head, sizeof(head));
-    if (got < (long)(L->bytes_sval)) {
+    if (got < (long)(L->bytes.sval)) {
         *status = got < 0 ? (int)got : APP_E_STALE;
         return NULL;
     }
-    memcpy(&n, head + L->bytes_size, sizeof(n));
+    n = (int64_t)bytes_load_u64(head + L->bytes.size);
     if (n < 0 || n > (int64_t)PYBYTES_MAX) {
         *status = APP_E_STALE;
         return NULL;
     }
     out = x_malloc((size_t)n + 1);
-    if ((size_t)got >= L->bytes_sval + (size_t)n) {
-        memcpy(out, head + L->bytes_sval, (size_t)n);
+    if ((size_t)got >= L->bytes.sval + (size_t)n) {
+        memcpy(out, head + L->bytes.sval, (size_t)n);
         *status = 0;
     } else {
-        *status = rmem_read(m, addr + L->bytes_sval, out, (size_t)n);
+        *status = rmem_read(m, addr + L->bytes.sval, out, (size_t)n);
     }
     if (*status < 0) {
         free(out);

@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "pylayout.h"
+#include "abi/pyabi.h"
 #include "ranktop/rmem.h"
 
 /* Longest str we decode, in characters; longer ones are cut and end in "...". */

@@ -9,6 +9,7 @@
 #include "pyproc_priv.h"
 
 #include "pynames.h"
+#include "ranktop/bytes.h"
 #include "ranktop/util.h"
 
 #include <dirent.h>
@@ -112,13 +113,13 @@ static void infer_tid_offset(struct pyproc *p, uint64_t ident)
 
     if (rmem_read(p->mem, ident, buf, sizeof(buf)) < 0)
         return;
-    memcpy(&v, buf + GLIBC_TID_OFF, sizeof(v));
+    v = bytes_load_i32(buf + GLIBC_TID_OFF);
     if (v > 0 && task_exists(p, v)) {
         p->pthread_tid_off = GLIBC_TID_OFF;
         return;
     }
     for (size_t off = 0; off + 4 <= sizeof(buf); off += 4) {
-        memcpy(&v, buf + off, sizeof(v));
+        v = bytes_load_i32(buf + off);
         if (v == p->ns_pid) {
             p->pthread_tid_off = (long)off;
             return;
@@ -148,8 +149,8 @@ int pytask_tid(struct pyproc *p, uint64_t ident, const uint8_t *tstate)
 {
     int32_t inner = 0;
 
-    if (p->L.ts_native_id >= 0)
-        memcpy(&inner, tstate + p->L.ts_native_id, sizeof(inner));
+    if (p->L.ts.native_id >= 0)
+        inner = bytes_load_i32(tstate + p->L.ts.native_id);
     else if (ident)
         inner = tid_from_pthread(p, ident);
     return ns_translate(p, inner);

@@ -7,12 +7,12 @@
  * self-referencing chain ends as APP_E_STALE instead of a hang. Sampling thread only. */
 #include "pyproc_priv.h"
 
+#include "ranktop/bytes.h"
 #include "ranktop/util.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#define CHUNK_HDR 24
 #define CHUNK_GUESS (16 * 1024)
 #define CHUNK_MAX (16u << 20)
 #define FRAME_MAX 128
@@ -28,22 +28,6 @@ struct chunkset {
     uint64_t seen[PYHINT_MAX]; /* off-chunk frames met in this walk */
     int nseen;
 };
-
-static uint64_t ld64(const uint8_t *b, uint32_t off)
-{
-    uint64_t v;
-
-    memcpy(&v, b + off, sizeof(v));
-    return v;
-}
-
-static int ld32(const uint8_t *b, uint32_t off)
-{
-    int32_t v;
-
-    memcpy(&v, b + off, sizeof(v));
-    return v;
-}
 
 static uint8_t *chunk_buf(struct pyproc *p, int i, size_t len)
 {
@@ -72,17 +56,17 @@ static int walk_old(struct pyproc *p, uint64_t frame, bool *truncated)
             *truncated = true;
             return n;
         }
-        rc = rmem_read(p->mem, frame, f, L->fr_size);
+        rc = rmem_read(p->mem, frame, f, L->fr.size);
         if (rc < 0)
             return rc == APP_E_GONE ? rc : APP_E_STALE;
-        lasti = ld32(f, L->fr_instr);
-        p->raw[n].code = ld64(f, L->fr_code);
-        p->raw[n].q = lasti < 0 ? -1 : L->fr_lasti_units ? 2L * lasti : lasti;
+        lasti = bytes_load_i32(f + L->fr.instr);
+        p->raw[n].code = bytes_load_u64(f + L->fr.code);
+        p->raw[n].q = lasti < 0 ? -1 : L->fr.lasti_units ? 2L * lasti : lasti;
         p->raw[n].is_gen = 1;
         if (!p->raw[n].code)
             return APP_E_STALE;
         n++;
-        prev = ld64(f, L->fr_prev);
+        prev = bytes_load_u64(f + L->fr.prev);
         if (prev == frame)
             return APP_E_STALE;
         frame = prev;
@@ -98,10 +82,12 @@ static int chunk_load(struct pyproc *p, struct chunkset *cs, uint64_t addr, size
     long got = rmem_read_some(p->mem, addr, b, len);
     size_t need;
 
-    if (got < CHUNK_HDR)
+    if (got < PYABI_CHUNK_HDR)
         return got == APP_E_GONE ? APP_E_GONE : APP_E_STALE;
-    need = want ? want : CHUNK_HDR + ld64(b, 16) * 8; /* an older chunk's saved top */
-    if (need < CHUNK_HDR || need > CHUNK_MAX || need > ld64(b, 8))
+    need = want ? want
+                : PYABI_CHUNK_HDR +
+                      bytes_load_u64(b + PYABI_CHUNK_TOP) * 8; /* an older chunk's saved top */
+    if (need < PYABI_CHUNK_HDR || need > CHUNK_MAX || need > bytes_load_u64(b + PYABI_CHUNK_SIZE))
         return APP_E_STALE;
     if (need > (size_t)got) {
         b = chunk_buf(p, cs->n, need);
@@ -110,7 +96,7 @@ static int chunk_load(struct pyproc *p, struct chunkset *cs, uint64_t addr, size
     }
     cs->addr[cs->n] = addr;
     cs->len[cs->n] = need;
-    cs->older = ld64(b, 0);
+    cs->older = bytes_load_u64(b + PYABI_CHUNK_PREVIOUS);
     cs->n++;
     return 0;
 }
@@ -120,7 +106,7 @@ static int chunk_load(struct pyproc *p, struct chunkset *cs, uint64_t addr, size
 static const uint8_t *frame_at(struct pyproc *p, struct chunkset *cs, uint64_t addr,
                                uint8_t *single, int *rc)
 {
-    uint32_t fs = p->L.fr_size;
+    uint32_t fs = p->L.fr.size;
 
     for (int i = 0; cs->hint && i < cs->hint->n; i++)
         if (cs->hread[i] && cs->hint->addr[i] == addr) {
@@ -130,7 +116,7 @@ static const uint8_t *frame_at(struct pyproc *p, struct chunkset *cs, uint64_t a
         }
     for (int pass = 0; pass < 2; pass++) {
         for (int i = cs->n - 1; i >= 0; i--)
-            if (addr >= cs->addr[i] + CHUNK_HDR && addr + fs <= cs->addr[i] + cs->len[i])
+            if (addr >= cs->addr[i] + PYABI_CHUNK_HDR && addr + fs <= cs->addr[i] + cs->len[i])
                 return p->chunk[i] + (addr - cs->addr[i]);
         if (pass || !cs->older || cs->n == PYPROC_MAX_CHUNKS)
             break;
@@ -175,35 +161,35 @@ static void hint_save(struct chunkset *cs)
 static int walk_start(struct pyproc *p, const uint8_t *ts, struct chunkset *cs, uint64_t *top)
 {
     const struct py_layout *L = &p->L;
-    uint64_t chunk = L->ts_datastack >= 0 ? ld64(ts, (uint32_t)L->ts_datastack) : 0;
-    uint64_t live = L->ts_datastack >= 0 ? ld64(ts, (uint32_t)L->ts_datastack + 8) : 0;
-    uint64_t cframe = L->ts_cframe >= 0 ? ld64(ts, (uint32_t)L->ts_cframe) : 0;
-    size_t want = live > chunk + CHUNK_HDR && live - chunk <= CHUNK_MAX ? live - chunk : 0;
+    uint64_t chunk = L->ts.datastack >= 0 ? bytes_load_u64(ts + L->ts.datastack) : 0;
+    uint64_t live = L->ts.datastack >= 0 ? bytes_load_u64(ts + ((uint32_t)L->ts.datastack + 8)) : 0;
+    uint64_t cframe = L->ts.cframe >= 0 ? bytes_load_u64(ts + L->ts.cframe) : 0;
+    size_t want = live > chunk + PYABI_CHUNK_HDR && live - chunk <= CHUNK_MAX ? live - chunk : 0;
     struct rmem_iov iov[2 + PYHINT_MAX];
     int n = 0, done = 0, rc, nfixed;
 
-    *top = L->ts_frame >= 0 ? ld64(ts, (uint32_t)L->ts_frame) : 0;
-    if (L->ts_cframe >= 0) {
+    *top = L->ts.frame >= 0 ? bytes_load_u64(ts + L->ts.frame) : 0;
+    if (L->ts.cframe >= 0) {
         if (!cframe)
             return 0;
-        iov[n++] = (struct rmem_iov){cframe + (uint64_t)L->ts_cframe_current, top, 8};
+        iov[n++] = (struct rmem_iov){cframe + (uint64_t)L->ts.cframe_current, top, 8};
     }
     if (chunk && want)
         iov[n++] = (struct rmem_iov){chunk, chunk_buf(p, 0, want), want};
     nfixed = n;
     for (int i = 0; i < cs->hint->n; i++)
-        iov[n++] = (struct rmem_iov){cs->hint->addr[i], cs->hbuf[i], L->fr_size};
+        iov[n++] = (struct rmem_iov){cs->hint->addr[i], cs->hbuf[i], L->fr.size};
     rc = rmem_readv(p->mem, iov, n, &done);
     for (int i = 0; i < cs->hint->n; i++)
         cs->hread[i] = done > nfixed + i;
     if (rc == APP_E_GONE)
         return rc;
-    if (L->ts_cframe >= 0 && done < 1)
+    if (L->ts.cframe >= 0 && done < 1)
         return APP_E_STALE;
-    if (chunk && want && done >= nfixed && ld64(p->chunk[0], 8) >= want) {
+    if (chunk && want && done >= nfixed && bytes_load_u64(p->chunk[0] + PYABI_CHUNK_SIZE) >= want) {
         cs->addr[0] = chunk;
         cs->len[0] = want;
-        cs->older = ld64(p->chunk[0], 0);
+        cs->older = bytes_load_u64(p->chunk[0] + PYABI_CHUNK_PREVIOUS);
         cs->n = 1;
     } else if (chunk) {
         cs->older = chunk; /* let frame_at load it the slow way */
@@ -234,14 +220,14 @@ static int walk_new(struct pyproc *p, uint64_t tsaddr, const uint8_t *ts, bool *
 
         if (!f)
             return rc == APP_E_GONE ? rc : APP_E_STALE;
-        code = ld64(f, L->fr_code) & (L->fr_code_tagged ? ~(uint64_t)7 : ~(uint64_t)0);
-        instr = ld64(f, L->fr_instr);
-        owner = f[L->fr_owner];
-        prev = ld64(f, L->fr_prev);
+        code = bytes_load_u64(f + L->fr.code) & (L->fr.code_tagged ? ~(uint64_t)7 : ~(uint64_t)0);
+        instr = bytes_load_u64(f + L->fr.instr);
+        owner = f[L->fr.owner];
+        prev = bytes_load_u64(f + L->fr.prev);
         if (prev == frame)
             return APP_E_STALE;
         frame = prev;
-        if (owner >= L->fr_owner_skip || !code)
+        if (owner >= L->fr.owner_skip || !code)
             continue;
         if ((uint32_t)n == p->opts.max_frames) {
             *truncated = true;
@@ -249,8 +235,8 @@ static int walk_new(struct pyproc *p, uint64_t tsaddr, const uint8_t *ts, bool *
             return n;
         }
         p->raw[n].code = code;
-        p->raw[n].q = instr ? (long)(instr - (code + (uint64_t)L->co_code_adaptive)) : -1;
-        p->raw[n].is_gen = owner == L->fr_owner_gen;
+        p->raw[n].q = instr ? (long)(instr - (code + (uint64_t)L->co.code_adaptive)) : -1;
+        p->raw[n].is_gen = owner == L->fr.owner_gen;
         n++;
     }
     if (rc < 0)
@@ -262,7 +248,7 @@ static int walk_new(struct pyproc *p, uint64_t tsaddr, const uint8_t *ts, bool *
 int pywalk_thread(struct pyproc *p, uint64_t tsaddr, const uint8_t *tstate, bool *truncated)
 {
     *truncated = false;
-    if (p->L.fr_object)
-        return walk_old(p, ld64(tstate, (uint32_t)p->L.ts_frame), truncated);
+    if (p->L.fr.object)
+        return walk_old(p, bytes_load_u64(tstate + p->L.ts.frame), truncated);
     return walk_new(p, tsaddr, tstate, truncated);
 }

@@ -74,10 +74,10 @@ static int start_engine(struct bench_target *t, int n, double hz, int *pids, str
         pids[i] = t[i].pid;
     o.disc.pids = pids;
     o.disc.npids = n;
-    o.disc.nvidia_smi = "/nonexistent";
-    o.disc.npu_smi = "/nonexistent";
-    o.disc.no_nvml = true;
-    o.disc.no_dcmi = true;
+    o.disc.dev.nvidia_smi = "/nonexistent";
+    o.disc.dev.npu_smi = "/nonexistent";
+    o.disc.dev.no_nvml = true;
+    o.disc.dev.no_dcmi = true;
     rc = engine_start(&o, e, &err);
     if (rc < 0)
         fprintf(stderr, "bench_engine: engine_start: %s\n", err.msg);

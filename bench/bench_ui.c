@@ -361,9 +361,9 @@ static struct engine *idle_engine(void)
 
     o.disc.pids = &nopid;
     o.disc.npids = 1;
-    o.disc.nvidia_smi = "/nonexistent";
-    o.disc.npu_smi = "/nonexistent";
-    o.disc.no_nvml = o.disc.no_dcmi = true;
+    o.disc.dev.nvidia_smi = "/nonexistent";
+    o.disc.dev.npu_smi = "/nonexistent";
+    o.disc.dev.no_nvml = o.disc.dev.no_dcmi = true;
     if (engine_start(&o, &e, &err) < 0) {
         fprintf(stderr, "bench_ui: engine_start: %s\n", err.msg);
         return NULL;

@@ -237,8 +237,7 @@ int discovery_run(const struct discovery_opts *o, struct discovery *d, struct ap
         return app_err_set(err, APP_E_USAGE, "bad --match expression '%s': %s", o->match, msg);
     }
     gethostname(d->host, sizeof(d->host) - 1);
-    src = devsrc_new(&(struct devsrc_opts){o->nvidia_smi, o->npu_smi, o->nvidia_smi_file,
-                                           o->npu_smi_file, o->timeout_ms, o->no_nvml, o->no_dcmi});
+    src = devsrc_new(&o->dev);
     d->any_tool = devsrc_collect(src, SMI_KIND_GPU, &d->devs, &d->errors, &d->nerrors);
     d->any_tool |= devsrc_collect(src, SMI_KIND_NPU, &d->devs, &d->errors, &d->nerrors);
     devsrc_free(src);

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "ranktop/devices.h"
+#include "ranktop/devsrc.h"
 #include "ranktop/procenv.h"
 #include "ranktop/status.h"
 
@@ -47,17 +48,12 @@ struct discovery {
 };
 
 struct discovery_opts {
-    const char *nvidia_smi;      /* tool path; NULL = "nvidia-smi" on PATH */
-    const char *npu_smi;         /* NULL = "npu-smi" */
-    const char *nvidia_smi_file; /* recorded default output to parse instead of running it */
-    const char *npu_smi_file;
-    int timeout_ms; /* deadline per external command; 0 = 5000 */
-    int *pids;      /* -p (owned by the caller) */
+    struct devsrc_opts dev; /* which device sources, tools and recordings */
+    int *pids;              /* -p (owned by the caller) */
     int npids;
     int *children_of; /* --children-of */
     int nchildren_of;
-    const char *match;     /* --match REGEX on the command line */
-    bool no_nvml, no_dcmi; /* skip the libraries, use the tools */
+    const char *match; /* --match REGEX on the command line */
 };
 
 void discovery_init(struct discovery *d);

@@ -72,16 +72,16 @@ int cli_disc_handle(int c, const char *arg, struct discovery_opts *o, const char
         o->match = arg;
         return 1;
     case OPT_NVSMI:
-        o->nvidia_smi = arg;
+        o->dev.nvidia_smi = arg;
         return 1;
     case OPT_NPUSMI:
-        o->npu_smi = arg;
+        o->dev.npu_smi = arg;
         return 1;
     case OPT_NVSMI_FILE:
-        o->nvidia_smi_file = arg;
+        o->dev.nvidia_smi_file = arg;
         return 1;
     case OPT_NPUSMI_FILE:
-        o->npu_smi_file = arg;
+        o->dev.npu_smi_file = arg;
         return 1;
     case OPT_TIMEOUT:
         s = strtod(arg, &end);
@@ -90,10 +90,10 @@ int cli_disc_handle(int c, const char *arg, struct discovery_opts *o, const char
                     cmd, arg);
             return -1;
         }
-        o->timeout_ms = (int)(s * 1000);
+        o->dev.timeout_ms = (int)(s * 1000);
         return 1;
     case OPT_NO_LIBS:
-        o->no_nvml = o->no_dcmi = true;
+        o->dev.no_nvml = o->dev.no_dcmi = true;
         return 1;
     default:
         return 0;

@@ -31,39 +31,6 @@ static const struct fx_parser parsers[] = {
 };
 #define NPARSERS (sizeof(parsers) / sizeof(parsers[0]))
 
-static struct fx_list fixtures;
-
-START_TEST(test_fixture)
-{
-    fx_run_fixture(&fixtures, (size_t)_i, parsers, NPARSERS);
-}
-END_TEST
-
-START_TEST(test_truncated)
-{
-    fx_run_truncated(&fixtures, (size_t)_i, parsers, NPARSERS);
-}
-END_TEST
-
-START_TEST(test_mutated)
-{
-    fx_run_mutated(&fixtures, (size_t)_i, parsers, NPARSERS);
-}
-END_TEST
-
-START_TEST(test_all_parsers)
-{
-    fx_run_all_parsers(&fixtures, (size_t)_i, parsers, NPARSERS);
-}
-END_TEST
-
-START_TEST(test_inventory)
-{
-    /* The 14 shared fixtures plus synthetic and malformed ones. */
-    fx_check_inventory(&fixtures, 24);
-}
-END_TEST
-
 /* The caller's card and chip win over the tool's lines; figures without -c are refused. */
 START_TEST(test_usages_keeps_caller_ids)
 {
@@ -113,16 +80,10 @@ END_TEST
 static Suite *npusmi_suite(void)
 {
     Suite *s = suite_create("npusmi_parse");
-    TCase *files = tcase_create("fixtures");
     TCase *unit = tcase_create("direct");
-    int n = (int)fixtures.n;
 
-    tcase_add_test(files, test_inventory);
-    tcase_add_loop_test(files, test_fixture, 0, n);
-    tcase_add_loop_test(files, test_truncated, 0, n);
-    tcase_add_loop_test(files, test_mutated, 0, n);
-    tcase_add_loop_test(files, test_all_parsers, 0, n);
-    suite_add_tcase(s, files);
+    /* The 14 shared fixtures plus synthetic and malformed ones. */
+    suite_add_tcase(s, fx_tcase("npu-smi", parsers, NPARSERS, 24));
     tcase_add_test(unit, test_usages_keeps_caller_ids);
     tcase_add_test(unit, test_usages_na);
     suite_add_tcase(s, unit);
@@ -131,6 +92,5 @@ static Suite *npusmi_suite(void)
 
 int main(void)
 {
-    fx_list_load(&fixtures, "npu-smi");
     return ts_run(npusmi_suite());
 }

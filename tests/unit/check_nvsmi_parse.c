@@ -19,39 +19,6 @@ static const struct fx_parser parsers[] = {
 };
 #define NPARSERS (sizeof(parsers) / sizeof(parsers[0]))
 
-static struct fx_list fixtures;
-
-START_TEST(test_fixture)
-{
-    fx_run_fixture(&fixtures, (size_t)_i, parsers, NPARSERS);
-}
-END_TEST
-
-START_TEST(test_truncated)
-{
-    fx_run_truncated(&fixtures, (size_t)_i, parsers, NPARSERS);
-}
-END_TEST
-
-START_TEST(test_mutated)
-{
-    fx_run_mutated(&fixtures, (size_t)_i, parsers, NPARSERS);
-}
-END_TEST
-
-START_TEST(test_all_parsers)
-{
-    fx_run_all_parsers(&fixtures, (size_t)_i, parsers, NPARSERS);
-}
-END_TEST
-
-START_TEST(test_inventory)
-{
-    /* The 20 shared fixtures plus synthetic and malformed ones. */
-    fx_check_inventory(&fixtures, 30);
-}
-END_TEST
-
 START_TEST(test_unknown_is_never_zero)
 {
     static const char *const unknown[] = {
@@ -214,16 +181,10 @@ END_TEST
 static Suite *nvsmi_suite(void)
 {
     Suite *s = suite_create("nvsmi_parse");
-    TCase *files = tcase_create("fixtures");
     TCase *unit = tcase_create("direct");
-    int n = (int)fixtures.n;
 
-    tcase_add_test(files, test_inventory);
-    tcase_add_loop_test(files, test_fixture, 0, n);
-    tcase_add_loop_test(files, test_truncated, 0, n);
-    tcase_add_loop_test(files, test_mutated, 0, n);
-    tcase_add_loop_test(files, test_all_parsers, 0, n);
-    suite_add_tcase(s, files);
+    /* The 20 shared fixtures plus synthetic and malformed ones. */
+    suite_add_tcase(s, fx_tcase("nvidia-smi", parsers, NPARSERS, 30));
     tcase_add_test(unit, test_unknown_is_never_zero);
     tcase_add_test(unit, test_numbers);
     tcase_add_test(unit, test_query_gpu_forms_agree);
@@ -236,6 +197,5 @@ static Suite *nvsmi_suite(void)
 
 int main(void)
 {
-    fx_list_load(&fixtures, "nvidia-smi");
     return ts_run(nvsmi_suite());
 }

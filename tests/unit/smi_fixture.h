@@ -646,4 +646,64 @@ static void fx_check_inventory(const struct fx_list *l, size_t min)
     closedir(d);
 }
 
+/* ---- the fixture-driven test case ----------------------------------------------------------
+ * One tool's fixtures and parsers, set by fx_tcase before the suite runs; Check forks each test
+ * after that, so every test process sees them. */
+static struct {
+    struct fx_list list;
+    const struct fx_parser *ps;
+    size_t np, min;
+} fx_suite;
+
+START_TEST(fx_test_fixture)
+{
+    fx_run_fixture(&fx_suite.list, (size_t)_i, fx_suite.ps, fx_suite.np);
+}
+END_TEST
+
+START_TEST(fx_test_truncated)
+{
+    fx_run_truncated(&fx_suite.list, (size_t)_i, fx_suite.ps, fx_suite.np);
+}
+END_TEST
+
+START_TEST(fx_test_mutated)
+{
+    fx_run_mutated(&fx_suite.list, (size_t)_i, fx_suite.ps, fx_suite.np);
+}
+END_TEST
+
+START_TEST(fx_test_all_parsers)
+{
+    fx_run_all_parsers(&fx_suite.list, (size_t)_i, fx_suite.ps, fx_suite.np);
+}
+END_TEST
+
+START_TEST(fx_test_inventory)
+{
+    fx_check_inventory(&fx_suite.list, fx_suite.min);
+}
+END_TEST
+
+/* Loads tests/data/TOOL and returns the case that runs every fixture through ps (np parsers):
+ * expected values, truncations, mutations, every parser on every file, and an inventory of at
+ * least min fixtures. */
+static TCase *fx_tcase(const char *tool, const struct fx_parser *ps, size_t np, size_t min)
+{
+    TCase *tc = tcase_create("fixtures");
+    int n;
+
+    fx_list_load(&fx_suite.list, tool);
+    fx_suite.ps = ps;
+    fx_suite.np = np;
+    fx_suite.min = min;
+    n = (int)fx_suite.list.n;
+    tcase_add_test(tc, fx_test_inventory);
+    tcase_add_loop_test(tc, fx_test_fixture, 0, n);
+    tcase_add_loop_test(tc, fx_test_truncated, 0, n);
+    tcase_add_loop_test(tc, fx_test_mutated, 0, n);
+    tcase_add_loop_test(tc, fx_test_all_parsers, 0, n);
+    return tc;
+}
+
 #endif

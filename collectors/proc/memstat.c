@@ -529,31 +529,6 @@ int memstat_read_maps(int pid, struct memmap **out, size_t *n, struct app_err *e
     return rc;
 }
 
-bool memstat_get(const struct memstat *m, uint32_t field, int64_t *kb)
-{
-    if (!(m->valid & field))
-        return false;
-    switch (field) {
-    case MEMSTAT_RSS:
-        *kb = m->rss_kb;
-        return true;
-    case MEMSTAT_PSS:
-        *kb = m->pss_kb;
-        return true;
-    case MEMSTAT_USS:
-        *kb = m->uss_kb;
-        return true;
-    case MEMSTAT_SWAP:
-        *kb = m->swap_kb;
-        return true;
-    case MEMSTAT_ANON:
-        *kb = m->anon_kb;
-        return true;
-    default:
-        return false; /* not exactly one field bit */
-    }
-}
-
 /* ---- growth ----------------------------------------------------------------------------- */
 
 /* A named mapping group (all mappings of one path) or an anonymous run. */

@@ -86,19 +86,3 @@ void procmaps_fini(struct procmaps *m)
     m->n = 0;
 }
 
-int procmaps_readable(const struct procmaps *m, uint64_t addr)
-{
-    size_t lo = 0, hi = m->n;
-
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-
-        if (addr < m->v[mid].start)
-            hi = mid;
-        else if (addr >= m->v[mid].end)
-            lo = mid + 1;
-        else
-            return m->v[mid].perms[0] == 'r';
-    }
-    return 0;
-}

@@ -123,11 +123,6 @@ void pyproc_free(struct pyproc *p)
     free(p);
 }
 
-int pyproc_pid(const struct pyproc *p)
-{
-    return p->pid;
-}
-
 const char *pyproc_version(const struct pyproc *p)
 {
     return p->version;

@@ -20,7 +20,7 @@
 #include "ranktop/status.h"
 
 /* Validity bits of struct memstat: a field is meaningful only when its bit is set, so
- * "unknown" is never confused with 0. Also used to name a field (memstat_get). */
+ * "unknown" is never confused with 0. */
 #define MEMSTAT_RSS 0x01u
 #define MEMSTAT_PSS 0x02u
 #define MEMSTAT_USS 0x04u
@@ -39,9 +39,6 @@ struct memstat {
     int64_t swap_kb; /* swapped out */
     int64_t anon_kb; /* resident anonymous memory */
 };
-
-/* Reads field (one MEMSTAT_* bit) of m into *kb; false when that field is not valid. */
-bool memstat_get(const struct memstat *m, uint32_t field, int64_t *kb);
 
 /* Parses the text of /proc/PID/smaps_rollup. Sets RSS, PSS, USS (when both Private_Clean and
  * Private_Dirty are present), SWAP and ANON (Anonymous). Pure. APP_E_PARSE with the line number

@@ -32,7 +32,4 @@ int procmaps_read(int pid, struct procmaps *out, struct app_err *err);
 
 void procmaps_fini(struct procmaps *m);
 
-/* True when addr lies in a readable mapping. The list must come from procmaps_parse. */
-int procmaps_readable(const struct procmaps *m, uint64_t addr);
-
 #endif

@@ -76,7 +76,6 @@ int pyproc_sample(struct pyproc *p, const struct pysample **out, struct app_err 
 
 void pyproc_free(struct pyproc *p);
 
-int pyproc_pid(const struct pyproc *p);
 /* "3.11.7"; borrowed, valid for the life of p. */
 const char *pyproc_version(const struct pyproc *p);
 /* PY_VERSION_HEX of the target (0x030b07f0). */

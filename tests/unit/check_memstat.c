@@ -375,24 +375,10 @@ START_TEST(growth_synthetic)
 }
 END_TEST
 
-/* ---- fields ----------------------------------------------------------------------------- */
-
-START_TEST(memstat_get_fields)
-{
-    struct memstat m = {MEMSTAT_PSS | MEMSTAT_ANON, 1, 2, 3, 4, 5};
-    int64_t kb = -1;
-
-    ck_assert(!memstat_get(&m, MEMSTAT_RSS, &kb));
-    ck_assert(memstat_get(&m, MEMSTAT_PSS, &kb) && kb == 2);
-    ck_assert(memstat_get(&m, MEMSTAT_ANON, &kb) && kb == 5);
-    ck_assert(!memstat_get(&m, MEMSTAT_PSS | MEMSTAT_ANON, &kb));
-}
-END_TEST
-
 static Suite *memstat_suite(void)
 {
     Suite *s = suite_create("memstat");
-    TCase *p = tcase_create("parse"), *g = tcase_create("growth"), *h = tcase_create("fields");
+    TCase *p = tcase_create("parse"), *g = tcase_create("growth");
 
     tcase_add_test(p, rollup_python);
     tcase_add_test(p, rollup_sleep);
@@ -407,10 +393,8 @@ static Suite *memstat_suite(void)
     tcase_add_test(p, smaps_bounded);
     tcase_add_test(g, growth_python_200mib);
     tcase_add_test(g, growth_synthetic);
-    tcase_add_test(h, memstat_get_fields);
     suite_add_tcase(s, p);
     suite_add_tcase(s, g);
-    suite_add_tcase(s, h);
     return s;
 }
 

@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""Proves that the build enforces the layer rule (README, "Architecture"), using the compile
+commands meson wrote for each layer library:
+
+  * every public contract include/ranktop/X.h compiles on its own (it includes what it needs)
+    with the flags of each layer that may use it, and fails to compile with the flags of every
+    layer below or beside its owner (the owner is the RANKTOP_SEES_<LAYER> its guard tests);
+  * a private header of one layer folder cannot be included from another layer, neither by
+    its bare name nor by its path from the project root.
+
+Usage: check_layers.py SRCDIR BUILDDIR. Exits 1 and names every violation."""
+import json, os, re, shlex, subprocess, sys, tempfile
+
+src, build = sys.argv[1], sys.argv[2]
+cmds = json.load(open(os.path.join(build, "compile_commands.json")))
+
+layers = {}  # name -> (compiler argv without source/output, folder)
+for e in cmds:
+    m = re.search(r"librt_(\w+)\.a\.p/", e["output"])
+    if not m or m.group(1) in layers:
+        continue
+    argv = shlex.split(e["command"])
+    keep, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+            continue
+        if a in ("-o", "-c", "-MF", "-MQ"):
+            skip = a != "-c"
+            continue
+        if a == "-MD" or a.endswith(".c"):
+            continue
+        keep.append(a)
+    folder = os.path.relpath(os.path.dirname(os.path.join(e["directory"], e["file"])), src)
+    layers[m.group(1)] = (keep, e["directory"], folder)
+
+if len(layers) < 10:
+    sys.exit(f"check_layers: found only {sorted(layers)} in compile_commands.json")
+
+
+def sees(flags):
+    return {a[len("-DRANKTOP_SEES_"):].lower() for a in flags if a.startswith("-DRANKTOP_SEES_")}
+
+
+def compiles(flags, cwd, text):
+    with tempfile.NamedTemporaryFile("w", suffix=".c", delete=False) as f:
+        f.write(text)
+    try:
+        r = subprocess.run(flags + ["-fsyntax-only", "-Werror", f.name], cwd=cwd,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return r.returncode == 0
+    finally:
+        os.unlink(f.name)
+
+
+bad = []
+inc = os.path.join(src, "include", "ranktop")
+for h in sorted(os.listdir(inc)):
+    text = open(os.path.join(inc, h)).read()
+    m = re.search(r"!defined\(RANKTOP_SEES_(\w+)\)", text)
+    if not m:
+        bad.append(f"include/ranktop/{h}: no layer guard")
+        continue
+    owner = m.group(1).lower()
+    for name, (flags, cwd, _) in sorted(layers.items()):
+        want = owner in sees(flags)
+        got = compiles(flags, cwd, f'#include "ranktop/{h}"\n')
+        if want != got:
+            bad.append(f"ranktop/{h} (owner {owner}) {'does not compile' if want else 'compiles'}"
+                       f" in layer {name}")
+
+for name, (flags, cwd, folder) in sorted(layers.items()):
+    for other, (_, _, ofolder) in sorted(layers.items()):
+        if other == name:
+            continue
+        privs = [f for f in os.listdir(os.path.join(src, ofolder)) if f.endswith(".h")]
+        for p in privs[:2]:
+            for spelled in (p, f"{ofolder}/{p}"):
+                if compiles(flags, cwd, f'#include "{spelled}"\n'):
+                    bad.append(f"layer {name} can include {other}'s private \"{spelled}\"")
+
+checked = len(os.listdir(inc)) * len(layers)
+for b in bad:
+    print("check_layers:", b)
+print(f"check_layers: {checked} contract/layer pairs, {len(layers)} layers, {len(bad)} violations")
+sys.exit(1 if bad else 0)

@@ -60,6 +60,8 @@ struct hrank {
     uint64_t start;  /* first sample */
     uint64_t end;    /* exit time when exited */
     bool exited;
+    int exit_code;   /* when exited: the exit code, or -1 (killed by a signal, or unknown) */
+    int exit_signal; /* when exited: the signal that killed it, or 0 (normal exit, or unknown) */
     char python[24]; /* "3.11.7" */
     struct hthread *threads;
     size_t nthreads, cap;
@@ -118,7 +120,8 @@ struct hthread *history_thread(struct hrank *r, uint64_t ident, int tid, const c
 /* Records that thread t showed `stack` at time t (ns): extends the last run or starts one. */
 void history_observe(struct hthread *t, uint32_t stack, uint64_t now);
 
-/* Marks a thread or rank gone / exited at `now`. */
+/* Marks a thread or rank gone / exited at `now`. A rank's exit status, when some collector
+ * learns it, goes into exit_code / exit_signal (both unset: "exited (status unknown)"). */
 void history_thread_gone(struct hthread *t, uint64_t now);
 void history_rank_exit(struct hrank *r, uint64_t now);
 

@@ -266,6 +266,7 @@ struct hrank *history_rank(struct history *h, int pid, int rank, const char *dev
     r = memset(&h->ranks[h->nranks++], 0, sizeof(*r));
     r->pid = pid;
     r->rank = rank;
+    r->exit_code = -1;
     snprintf(r->host, sizeof(r->host), "%s", h->host);
     snprintf(r->device, sizeof(r->device), "%s", device ? device : "");
     return r;

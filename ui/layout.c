@@ -154,12 +154,12 @@ static const struct {
     [LCOL_PID] = {7, true, "PID", "PID"},
     [LCOL_HOST] = {12, false, "HOST", "HOST"},
     [LCOL_DEVICE] = {5, false, "DEV", "DEV"},
-    [LCOL_STATE] = {5, false, "STATE", "STATE"},
+    [LCOL_STATE] = {7, false, "STATE", "STATE"}, /* "SIGSEGV", "exit 1" */
     [LCOL_CPU] = {5, true, "CPU%", "CPU%"},
     [LCOL_RSS] = {5, true, "RSS", "RSS"},
     [LCOL_DRSS] = {5, true, "ΔRSS", "dRSS"},
     [LCOL_DMEM] = {5, true, "DMEM", "DMEM"},
-    [LCOL_GIL] = {4, true, "GIL%", "GIL%"},
+    [LCOL_GIL] = {12, false, "GIL%", "GIL%"}, /* "97 tokenizer": the holder when not main */
     [LCOL_FRAME] = {FRAME_MIN, false, "TOP FRAME", "TOP FRAME"},
     [LCOL_SINCE] = {5, true, "SINCE", "SINCE"},
 };

@@ -104,8 +104,12 @@ uint64_t ui_lower_node(const struct ui *u)
 
 void ui_build_rows(struct ui *u)
 {
-    struct view_table_in in = {
-        .filter = u->filter, .sort = u->sort, .base = &u->base, .live = u->live, .nlive = u->nlive};
+    struct view_table_in in = {.filter = u->filter,
+                               .sort = u->sort,
+                               .base = &u->base,
+                               .live = u->live,
+                               .nlive = u->nlive,
+                               .stuck_after_ns = (uint64_t)(u->o->hang_after_s * 1e9)};
 
     view_table_fini(&u->table);
     view_table(&u->hist, clock_mono_ns(), &in, &u->table);
@@ -217,6 +221,31 @@ static void fmt_mib(char *buf, size_t len, double mib, bool delta)
         draw_bytes(buf, len, (int64_t)(mib * 1024));
 }
 
+/* A rank number for a column beside the pid: "-" when unknown (the pid is next to it). */
+static void rank_text(char *buf, size_t len, int rank)
+{
+    if (rank >= 0)
+        snprintf(buf, len, "%d", rank);
+    else
+        snprintf(buf, len, "-");
+}
+
+/* "29", or "97 tokenizer" when another thread than the main one holds the GIL most. */
+static void gil_cell(char *buf, size_t len, const struct view_table_row *r)
+{
+    char pct[16];
+
+    if (isnan(r->gil) || r->gil < 0) {
+        snprintf(buf, len, "-");
+        return;
+    }
+    draw_pct(pct, sizeof(pct), r->gil);
+    if (r->gil_holder[0])
+        snprintf(buf, len, "%s %s", pct, r->gil_holder);
+    else
+        snprintf(buf, len, "%s", pct);
+}
+
 static void rank_row(struct ui *u, const struct rank_cols *c, int y, int x0, int w,
                      const struct view_table_row *r, bool selected)
 {
@@ -226,19 +255,17 @@ static void rank_row(struct ui *u, const struct rank_cols *c, int y, int x0, int
                            : r->exited            ? ROLE_DIM
                            : is_tagged(u, r->pid) ? ROLE_TAGGED
                                                   : ROLE_NORMAL;
-    char b[64];
+    char b[64], gil[96];
 
     put(u, y, x0, w, role, true, "");
+    /* An unknown rank shows its pid's place as "-": never a pid where a rank belongs. */
     snprintf(b, sizeof(b), "%s%d", is_tagged(u, r->pid) ? "*" : "", r->rank);
-    cell(u, c, y, x0, LCOL_RANK, role, r->rank >= 0 ? b : "?");
+    cell(u, c, y, x0, LCOL_RANK, role, r->rank >= 0 ? b : is_tagged(u, r->pid) ? "*-" : "-");
     snprintf(b, sizeof(b), "%d", r->pid);
     cell(u, c, y, x0, LCOL_PID, role, b);
     cell(u, c, y, x0, LCOL_HOST, role, hr->host);
     cell(u, c, y, x0, LCOL_DEVICE, role, hr->device[0] ? hr->device : "-");
-    cell(u, c, y, x0, LCOL_STATE, role,
-         r->exited                          ? "exit"
-         : r->since_s >= u->o->hang_after_s ? "stuck"
-                                            : "run");
+    cell(u, c, y, x0, LCOL_STATE, role, r->state);
     draw_pct(b, sizeof(b), r->cpu);
     cell(u, c, y, x0, LCOL_CPU, role, isnan(r->cpu) ? "-" : b);
     fmt_mib(b, sizeof(b), r->rss_mib, false);
@@ -247,8 +274,8 @@ static void rank_row(struct ui *u, const struct rank_cols *c, int y, int x0, int
     cell(u, c, y, x0, LCOL_DRSS, role, b);
     fmt_mib(b, sizeof(b), r->dev_mem_mb >= 0 ? (double)r->dev_mem_mb : NAN, false);
     cell(u, c, y, x0, LCOL_DMEM, role, b);
-    draw_pct(b, sizeof(b), r->gil);
-    cell(u, c, y, x0, LCOL_GIL, role, isnan(r->gil) || r->gil < 0 ? "-" : b);
+    gil_cell(gil, sizeof(gil), r);
+    cell(u, c, y, x0, LCOL_GIL, role, gil);
     cell(u, c, y, x0, LCOL_FRAME, role, r->top[0] ? r->top : "-");
     draw_duration(b, sizeof(b), (uint64_t)(r->since_s * 1e9));
     cell(u, c, y, x0, LCOL_SINCE, role, b);
@@ -324,14 +351,32 @@ static void tree_prefix(struct ui *u, const struct view_tree *t, int idx, char *
     draw_tree_prefix(buf, len, last, depth, u->utf8);
 }
 
+/* The table's pids when a filter narrows it, else NULL (every rank). */
+static int *table_pids(const struct ui *u)
+{
+    int *v;
+
+    if (!u->filter[0])
+        return NULL;
+    v = x_calloc(u->table.n ? u->table.n : 1, sizeof(*v));
+    for (size_t i = 0; i < u->table.n; i++)
+        v[i] = u->table.rows[i].pid;
+    return v;
+}
+
 static void lines_merged(struct ui *u)
 {
     struct view_merge_opts mo = {
         .all_threads = u->all_threads, .collapsed = u->collapsed, .ncollapsed = u->ncollapsed};
     struct view_tree t;
     uint64_t now = clock_mono_ns();
+    int *pids = table_pids(u), rc;
 
-    int rc = view_merge(&u->hist, now, &mo, &t);
+    /* The filter narrows the tree to the ranks it leaves in the table. */
+    mo.pids = pids;
+    mo.npids = u->table.n;
+    rc = view_merge(&u->hist, now, &mo, &t);
+    free(pids);
 
     /* APP_E_LIMIT: cut at the node cap but still drawable (t.truncated says so). */
     if ((rc < 0 && rc != APP_E_LIMIT) || t.nvisible == 0) {
@@ -347,7 +392,9 @@ static void lines_merged(struct ui *u)
         tree_prefix(u, &t, t.visible[i], pre, sizeof(pre));
         view_rankset_format_ex(n->ranks, n->nranks, ranks, sizeof(ranks),
                                u->utf8 ? "\xe2\x80\xa6" : "...");
-        if (n->line > 0)
+        if (n->kind == VIEW_NODE_THREAD)
+            snprintf(fr, sizeof(fr), "Thread %s", n->function);
+        else if (n->line > 0)
             snprintf(fr, sizeof(fr), "%s (%s:%d)", n->function, n->file, n->line);
         else
             snprintf(fr, sizeof(fr), "%s", n->function);
@@ -364,48 +411,37 @@ static void lines_merged(struct ui *u)
     view_merge_fini(&t);
 }
 
-static const struct hrank *focus_rank(const struct ui *u)
-{
-    int pid = u->drill_pid ? u->drill_pid : u->table.n ? u->table.rows[u->sel].pid : 0;
-
-    for (size_t i = u->hist.nranks; i-- > 0;)
-        if (u->hist.ranks[i].pid == pid)
-            return &u->hist.ranks[i];
-    return NULL;
-}
-
 static void lines_rank(struct ui *u)
 {
-    const struct hrank *r = focus_rank(u);
+    int pid = u->drill_pid ? u->drill_pid : u->table.n ? u->table.rows[u->sel].pid : 0;
+    struct view_rank v;
 
-    if (!r) {
+    view_rank(&u->hist, pid, u->all_threads, clock_mono_ns(), &v);
+    if (!v.r) {
         add_line(u, ROLE_DIM, 0, "no rank selected");
         return;
     }
-    add_line(u, ROLE_TITLE, 0, "rank %d  pid %d  %s  Python %s%s", r->rank, r->pid, r->device,
-             r->python, r->exited ? "  (exited)" : "");
-    for (size_t i = 0; i < r->nthreads; i++) {
-        const struct hthread *t = &r->threads[i];
-        uint32_t st = view_thread_stack(&u->hist, t);
-        uint64_t id = t->ident ^ 0x5bd1e995u;
+    add_line(u, ROLE_TITLE, 0, "%s", v.title);
+    for (size_t i = 0; i < v.n; i++) {
+        const struct view_rank_thread *t = &v.threads[i];
+        uint64_t id = t->t->ident ^ 0x5bd1e995u;
         char age[16];
 
-        if (t->gone)
-            continue;
-        draw_duration(age, sizeof(age), view_since_change(t, clock_mono_ns()));
+        draw_duration(age, sizeof(age), t->since);
         add_line(u, ROLE_HEADER, id, "%s Thread %s (tid %d)%s  unchanged %s",
-                 ui_is_collapsed(u, id) ? "+" : "-", t->name[0] ? t->name : "?", t->tid,
-                 t->main ? " main" : "", age);
-        if (ui_is_collapsed(u, id) || st == HSTACK_NONE)
+                 ui_is_collapsed(u, id) ? "+" : "-", t->name, t->t->tid, t->t->main ? " main" : "",
+                 age);
+        if (ui_is_collapsed(u, id) || t->stack == HSTACK_NONE)
             continue;
-        for (uint32_t k = u->hist.stacks[st].nframes; k-- > 0;) {
-            const struct hframe *f = &u->hist.frames[history_stack_frames(&u->hist, st)[k]];
+        for (uint32_t k = u->hist.stacks[t->stack].nframes; k-- > 0;) {
+            const struct hframe *f = &u->hist.frames[history_stack_frames(&u->hist, t->stack)[k]];
             bool hit = u->search[0] && strstr(f->function, u->search);
 
             add_line(u, hit ? ROLE_STATUS : ROLE_NORMAL, id, "    %s (%s:%d)", f->function, f->file,
                      f->line);
         }
     }
+    view_rank_fini(&v);
 }
 
 static void lines_top(struct ui *u)
@@ -433,16 +469,19 @@ static void lines_gil(struct ui *u)
     struct view_gil g;
 
     view_gil(&u->hist, &u->table, u->live, u->nlive, &g);
-    add_line(u, ROLE_HEADER, 0, "%-6s %-8s %7s %10s %8s  holder share per thread", "RANK", "PID",
-             "BUSY%", "SWITCH/s", "WAITERS");
+    /* WAITING: threads waiting for the GIL, averaged over the last second. */
+    add_line(u, ROLE_HEADER, 0, "%-6s %-8s %7s %10s %12s  holder share per thread", "RANK", "PID",
+             "BUSY%", "SWITCH/s", "WAITING thr");
     for (size_t i = 0; i < g.n; i++) {
         const struct view_gil_row *r = &g.rows[i];
+        char rank[16];
 
+        rank_text(rank, sizeof(rank), r->rank);
         if (!r->known)
-            add_line(u, ROLE_DIM, 0, "%-6d %-8d %7s", r->rank, r->pid, "-");
+            add_line(u, ROLE_DIM, 0, "%-6s %-8d %7s", rank, r->pid, "-");
         else
             add_line(u, r->warn ? ROLE_BAR_WARN : ROLE_NORMAL, 0,
-                     "%-6d %-8d %7.1f %10.1f %8.2f  %s", r->rank, r->pid, r->busy_pct,
+                     "%-6s %-8d %7.1f %10.1f %12.2f  %s", rank, r->pid, r->busy_pct,
                      r->switches_per_s, r->waiters, r->shares);
     }
     view_gil_fini(&g);
@@ -457,7 +496,7 @@ static void lines_memory(struct ui *u)
              "dBASE", "d60s", "USS", "SWAP");
     for (size_t i = 0; i < m.n; i++) {
         const struct view_mem_row *r = &m.rows[i];
-        char rss[16], d[16], d60[16], uss[16], sw[16], spark[256] = "";
+        char rss[16], d[16], d60[16], uss[16], sw[16], spark[256] = "", rank[16];
 
         fmt_mib(rss, sizeof(rss), r->rss_mib, false);
         fmt_mib(d, sizeof(d), r->drss_mib, true);
@@ -465,12 +504,17 @@ static void lines_memory(struct ui *u)
         fmt_mib(uss, sizeof(uss), r->uss_mib, false);
         fmt_mib(sw, sizeof(sw), r->swap_mib, false);
         draw_sparkline(spark, sizeof(spark), r->spark, r->nspark, 40, u->utf8);
-        add_line(u, r->warn ? ROLE_BAR_WARN : ROLE_NORMAL, 0, "%-6d %-8d %7s %8s %8s %7s %7s  %s",
-                 r->rank, r->pid, rss, d, d60, uss, sw, spark);
+        rank_text(rank, sizeof(rank), r->rank);
+        add_line(u, r->warn ? ROLE_BAR_WARN : ROLE_NORMAL, 0, "%-6s %-8d %7s %8s %8s %7s %7s  %s",
+                 rank, r->pid, rss, d, d60, uss, sw, spark);
     }
     view_memory_fini(&m);
-    add_line(u, ROLE_TITLE, 0,
-             "mappings that grew most since the baseline (m) for pid %d:", u->growth_pid);
+    if (u->growth_pid)
+        add_line(u, ROLE_TITLE, 0,
+                 "mappings that grew most since the baseline (m) for pid %d:", u->growth_pid);
+    else
+        add_line(u, ROLE_TITLE, 0,
+                 "mappings that grew most since the baseline (m): no baseline yet");
     if (!u->ngrowth)
         add_line(u, ROLE_DIM, 0, "  (press m to take a baseline of the selected rank)");
     for (size_t i = 0; i < u->ngrowth; i++) {

@@ -113,6 +113,10 @@ uint32_t history_intern_stack(struct history *h, const struct hframe *inner_firs
 /* The rank record for pid (created on first use with the given identity). */
 struct hrank *history_rank(struct history *h, int pid, int rank, const char *device);
 
+/* The rank's name for people: "rank 3", or "pid 12788" when the rank is unknown (a pid is never
+ * printed as a rank). Writes at most len bytes (NUL included); returns snprintf's length. */
+int history_rank_label(const struct hrank *r, char *buf, size_t len);
+
 /* The thread record for ident within r (created on first use). */
 struct hthread *history_thread(struct hrank *r, uint64_t ident, int tid, const char *name,
                                bool main);

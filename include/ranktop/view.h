@@ -11,7 +11,8 @@
  * arrays are owned by the output and freed by the matching _fini (safe on a zeroed struct and
  * twice in a row). Times are CLOCK_MONOTONIC nanoseconds, as in the history.
  *
- * Ranks are named by view_rank_id(): the job rank when known, else the pid. A rank's stack is
+ * Ranks are named by view_rank_id(): the job rank when known, else minus the pid, which every
+ * text form writes "pid N" (never a pid as a rank). A rank's stack is
  * its interpreter main thread's stack at its last run; a thread that is gone, has no run, or
  * whose last sample could not be read or held no Python frame has no stack (HSTACK_NONE). */
 #ifndef RANKTOP_VIEW_H
@@ -34,12 +35,23 @@
 
 /* ---- Shared helpers (view.c) ---- */
 
-/* The rank's job rank when known (>= 0), else its pid. */
+/* The rank's job rank when known (>= 0), else minus its pid (< 0). */
 int view_rank_id(const struct hrank *r);
+
+/* "rank 3" for an id >= 0, "pid 12788" for -12788 (history_rank_label's forms). */
+int view_rank_id_label(int id, char *buf, size_t len);
+
+/* A rank's exit for the state column: "exit 1" (exit_code >= 0), "SIGSEGV" (exit_signal > 0;
+ * "signal N" for the less common ones), "exited" when the status is unknown. */
+int view_exit_text(const struct hrank *r, char *buf, size_t len);
 
 /* The rank's interpreter main thread: a thread flagged main, preferring one still present and
  * then the most recently sampled. NULL when none is flagged. Borrowed from the history. */
 const struct hthread *view_main_thread(const struct hrank *r);
+
+/* The name of thread ident of pid ("MainThread" for an unnamed main thread), "?" when the
+ * history does not know it. Borrowed from h. */
+const char *view_thread_name(const struct history *h, int pid, uint64_t ident);
 
 /* Stack of t's last run; HSTACK_NONE when t is NULL or gone, has no run, or the last sample
  * was unreadable, out of range or empty. */
@@ -49,8 +61,18 @@ uint32_t view_thread_stack(const struct history *h, const struct hthread *t);
  * now precedes that run. */
 uint64_t view_since_change(const struct hthread *t, uint64_t now);
 
+/* Function-level identity of a stack: a hash of its (function, file) pairs, lines left out,
+ * so a thread spinning in one function keeps its key while its line changes. 0 for
+ * HSTACK_NONE. Verdicts (hang, stuck state, unchanged ages) compare these, not stack ids. */
+uint64_t view_stack_fkey(const struct history *h, uint32_t stack);
+
+/* Nanoseconds since t's stack last changed function-wise: now - t0 of the earliest run of the
+ * trailing runs sharing the last run's view_stack_fkey; 0 without runs. */
+uint64_t view_since_fchange(const struct history *h, const struct hthread *t, uint64_t now);
+
 /* Writes the set of ranks compactly into buf (always NUL-terminated when len > 0): sorted,
- * duplicates dropped, runs of two or more consecutive ranks as "a-b": "0,2-5,9". When the
+ * duplicates dropped, runs of two or more consecutive ranks as "a-b": "0,2-5,9"; unknown ranks
+ * (ids < 0) last, as "pid N": "0-2,pid 812". When the
  * whole set does not fit, as many leading items as fit are followed by "…(+N)", N the ranks
  * left out ("0-6,8,…(+7)"); if even that does not fit, buf gets "". ranks need not be
  * sorted; n == 0 gives "". Returns the bytes written (without the NUL). */
@@ -75,7 +97,7 @@ struct view_rank_row {
     bool exited;
     uint32_t stack;           /* main thread's current stack, HSTACK_NONE */
     const struct hframe *top; /* innermost frame of that stack; NULL without one */
-    uint64_t since;           /* ns since the main thread's stack last changed */
+    uint64_t since;           /* ns since the main thread's stack last changed function */
 };
 
 struct view_ranks {
@@ -135,20 +157,27 @@ struct view_table_in {
     const struct view_baseline *base;    /* NULL: no ΔRSS */
     const struct engine_rank_live *live; /* the engine's live figures (borrowed), may be NULL */
     size_t nlive;
+    uint64_t stuck_after_ns; /* a live rank unchanged this long is "stuck"; 0: never */
 };
+
+#define VIEW_GIL_HOLDER_PCT 50.0 /* another thread's GIL share the table names */
 
 /* One row of the rank table: a rank's identity and figures, ready to format. */
 struct view_table_row {
     int pid, rank; /* rank -1 unknown */
     size_t hrank;  /* index into h->ranks */
     bool exited;
-    double cpu;         /* % of one core, NAN unknown */
-    double rss_mib;     /* NAN unknown */
-    double drss_mib;    /* RSS minus the baseline, NAN without one */
-    double gil;         /* GIL busy %, NAN or negative unknown */
-    int64_t dev_mem_mb; /* device memory, -1 unknown */
-    double since_s;     /* seconds the main thread's stack has been unchanged */
-    char top[192];      /* innermost frame (view_frame_format), "" without a stack */
+    double cpu;            /* % of one core, NAN unknown */
+    double rss_mib;        /* NAN unknown */
+    double drss_mib;       /* RSS minus the baseline, NAN without one */
+    double gil;            /* GIL busy %, NAN or negative unknown */
+    int64_t dev_mem_mb;    /* device memory, -1 unknown */
+    double since_s;        /* seconds the main thread's stack has been unchanged */
+    char top[192];         /* innermost frame (view_frame_format), "" without a stack */
+    char state[16];        /* "run", "stuck", or view_exit_text: "exit 1", "SIGSEGV", "exited" */
+    char gil_holder[64];   /* the thread other than the main one holding the GIL at least
+                              VIEW_GIL_HOLDER_PCT of the time; "" none */
+    double gil_holder_pct; /* its share */
 };
 
 struct view_table {
@@ -209,16 +238,43 @@ void view_gil(const struct history *h, const struct view_table *t,
               const struct engine_rank_live *live, size_t nlive, struct view_gil *out);
 void view_gil_fini(struct view_gil *out);
 
+/* ---- Rank view (view_panes.c) ---- */
+
+struct view_rank_thread {
+    const struct hthread *t; /* borrowed */
+    const char *name;        /* its name; "MainThread" for an unnamed main thread, else "?" */
+    uint32_t stack;          /* view_thread_stack */
+    uint64_t since;          /* view_since_fchange */
+};
+
+struct view_rank {
+    const struct hrank *r;            /* NULL when no rank has the pid */
+    char title[192];                  /* "rank 1  pid 812  gpu 1  Python 3.11.7", "pid 812 ..." */
+    struct view_rank_thread *threads; /* main thread first, then the others by tid */
+    size_t n;
+};
+
+/* The Rank view of the rank with pid (the latest record of that pid): its main thread, or
+ * with all_threads every live thread. Release with view_rank_fini(). */
+void view_rank(const struct history *h, int pid, bool all_threads, uint64_t now,
+               struct view_rank *out);
+void view_rank_fini(struct view_rank *out);
+
 /* ---- Merged tree (view_merge.c) ---- */
 
 enum view_node_kind {
     VIEW_NODE_FRAME,   /* a frame, merged by function and file */
     VIEW_NODE_NOSTACK, /* synthetic top-level node "<no stack>" */
     VIEW_NODE_EXITED,  /* synthetic top-level node "<exited>" */
+    VIEW_NODE_THREAD,  /* all-threads mode: top-level node per thread name (function = name) */
 };
 
 struct view_merge_opts {
-    bool all_threads;          /* every live thread of every rank, not just main threads */
+    bool all_threads; /* every live thread of every rank, not just main threads,
+                         each under a top-level node of its thread's name */
+    const int *pids;  /* only the ranks with these pids (the filtered table's);
+                         NULL: every rank (borrowed) */
+    size_t npids;
     const uint64_t *collapsed; /* ids of nodes whose children are hidden (borrowed) */
     size_t ncollapsed;
     size_t max_nodes; /* 0 = VIEW_MAX_NODES */
@@ -283,6 +339,7 @@ struct view_hang_rank {
     int rank; /* view_rank_id */
     int pid;
     uint32_t stack;  /* HSTACK_NONE when it has none */
+    uint64_t fkey;   /* view_stack_fkey(stack) */
     char where[160]; /* innermost frame, view_frame_format; "<no stack>" */
 };
 
@@ -291,7 +348,8 @@ struct view_hang {
     uint64_t since;             /* ns every live rank has kept its stack (min over them) */
     size_t nlive;               /* ranks not exited */
     size_t nmajority;           /* live ranks sharing the most common stack */
-    uint32_t stack;             /* that stack; HSTACK_NONE when no live rank has one */
+    uint32_t stack;             /* that stack (its lowest rank's); HSTACK_NONE when none */
+    uint64_t fkey;              /* its view_stack_fkey: ranks are grouped by function */
     char where[160];            /* its innermost frame */
     struct view_hang_rank *odd; /* live ranks with another stack, by rank (owned) */
     size_t nodd;
@@ -300,7 +358,8 @@ struct view_hang {
     size_t ndevices; /* device utilisation series judged over the interval */
     size_t nvarying; /* of those, series that were not flat */
     char text[512];  /* banner when hang: "HANG 42s: 15 ranks in f (a.py:3); odd: rank 3 in
-                        g (b.py:12)"; "" otherwise */
+                        g (b.py:12)", led by the ranks that died meanwhile: "HANG 42s: rank 3
+                        exited (SIGSEGV) 12s ago; 7 ranks in ..."; "" otherwise */
 };
 
 /* Judges whether the job hangs at `now`: every live rank's stack unchanged for at least

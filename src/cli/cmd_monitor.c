@@ -135,6 +135,9 @@ static int run_monitor(struct mon_opts *o)
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
+    /* Every thread is sampled whatever the view: `t` switches views at once, and the GIL view
+     * and the rank table name GIL holders that are not the main thread. */
+    o->eng.all_threads = true;
     rc = engine_start(&o->eng, &e, &err);
     pthread_sigmask(SIG_UNBLOCK, &set, NULL);
     if (rc < 0) {

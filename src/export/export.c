@@ -241,10 +241,8 @@ static void lane_names(struct xlane *l)
     char parts[160] = "";
     size_t n = 0;
 
-    if (r->rank >= 0)
-        snprintf(l->label, sizeof(l->label), "rank %d", r->rank);
-    else if (r->pid > 0)
-        snprintf(l->label, sizeof(l->label), "pid %d", r->pid);
+    if (r->rank >= 0 || r->pid > 0)
+        history_rank_label(r, l->label, sizeof(l->label));
     else
         snprintf(l->label, sizeof(l->label), "unknown");
     if (r->rank >= 0 && r->pid > 0)

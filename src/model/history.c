@@ -272,6 +272,12 @@ struct hrank *history_rank(struct history *h, int pid, int rank, const char *dev
     return r;
 }
 
+int history_rank_label(const struct hrank *r, char *buf, size_t len)
+{
+    return r->rank >= 0 ? snprintf(buf, len, "rank %d", r->rank)
+                        : snprintf(buf, len, "pid %d", r->pid);
+}
+
 struct hthread *history_thread(struct hrank *r, uint64_t ident, int tid, const char *name,
                                bool main)
 {

@@ -9,11 +9,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ranktop/hash.h"
 #include "ranktop/util.h"
 
 int view_rank_id(const struct hrank *r)
 {
-    return r->rank >= 0 ? r->rank : r->pid;
+    return r->rank >= 0 ? r->rank : -r->pid;
+}
+
+int view_rank_id_label(int id, char *buf, size_t len)
+{
+    return id >= 0 ? snprintf(buf, len, "rank %d", id) : snprintf(buf, len, "pid %d", -id);
 }
 
 /* True when a is a better main-thread candidate than b. */
@@ -34,6 +40,18 @@ const struct hthread *view_main_thread(const struct hrank *r)
         if (r->threads[i].main && main_better(&r->threads[i], best))
             best = &r->threads[i];
     return best;
+}
+
+const char *view_thread_name(const struct history *h, int pid, uint64_t ident)
+{
+    for (size_t i = h->nranks; i-- > 0;)
+        for (size_t k = 0; h->ranks[i].pid == pid && k < h->ranks[i].nthreads; k++) {
+            const struct hthread *t = &h->ranks[i].threads[k];
+
+            if (t->ident == ident && (t->name[0] || t->main))
+                return t->name[0] ? t->name : "MainThread";
+        }
+    return "?";
 }
 
 uint32_t view_thread_stack(const struct history *h, const struct hthread *t)
@@ -58,6 +76,63 @@ uint64_t view_since_change(const struct hthread *t, uint64_t now)
     return now > t0 ? now - t0 : 0;
 }
 
+uint64_t view_stack_fkey(const struct history *h, uint32_t stack)
+{
+    uint64_t k = 0x9e3779b97f4a7c15ull;
+    const uint32_t *ids;
+
+    if (stack == HSTACK_NONE || stack >= h->nstacks)
+        return 0;
+    ids = history_stack_frames(h, stack);
+    /* Strings are interned (one pointer per text, in a clone too), so pointers compare. */
+    for (uint32_t i = 0; i < h->stacks[stack].nframes; i++)
+        k = hash_mix(hash_mix(k, (uint64_t)(uintptr_t)h->frames[ids[i]].function),
+                     (uint64_t)(uintptr_t)h->frames[ids[i]].file);
+    return k;
+}
+
+uint64_t view_since_fchange(const struct history *h, const struct hthread *t, uint64_t now)
+{
+    uint64_t key, t0;
+    size_t i;
+
+    if (!t || !t->nruns)
+        return 0;
+    i = t->nruns - 1;
+    key = view_stack_fkey(h, t->runs[i].stack);
+    /* Bounded: a thread spinning at 1 kHz for hours has millions of runs; 100000 runs back
+     * is long past any hang-after interval at the rates the engine allows. */
+    for (size_t steps = 0; i > 0 && steps < 100000; i--, steps++)
+        if (view_stack_fkey(h, t->runs[i - 1].stack) != key)
+            break;
+    t0 = t->runs[i].t0;
+    return now > t0 ? now - t0 : 0;
+}
+
+/* Short signal names for the state column; others are "signal N". */
+static const char *signal_name(int sig)
+{
+    static const char *const names[] = {
+        [1] = "SIGHUP",   [2] = "SIGINT",   [3] = "SIGQUIT",  [4] = "SIGILL",   [5] = "SIGTRAP",
+        [6] = "SIGABRT",  [7] = "SIGBUS",   [8] = "SIGFPE",   [9] = "SIGKILL",  [10] = "SIGUSR1",
+        [11] = "SIGSEGV", [12] = "SIGUSR2", [13] = "SIGPIPE", [14] = "SIGALRM", [15] = "SIGTERM",
+    };
+
+    return sig > 0 && sig < (int)(sizeof(names) / sizeof(names[0])) ? names[sig] : NULL;
+}
+
+int view_exit_text(const struct hrank *r, char *buf, size_t len)
+{
+    const char *sig = signal_name(r->exit_signal);
+
+    if (r->exit_signal > 0)
+        return sig ? snprintf(buf, len, "%s", sig)
+                   : snprintf(buf, len, "signal %d", r->exit_signal);
+    if (r->exit_code >= 0)
+        return snprintf(buf, len, "exit %d", r->exit_code);
+    return snprintf(buf, len, "exited");
+}
+
 int view_frame_format(const struct hframe *f, char *buf, size_t len)
 {
     const char *fn = f->function && f->function[0] ? f->function : "?";
@@ -72,10 +147,17 @@ int view_frame_format(const struct hframe *f, char *buf, size_t len)
     return snprintf(buf, len, "%s (%s)", fn, base);
 }
 
-static int cmp_int(const void *a, const void *b)
+/* Known ranks ascending, then unknown ones (-pid) by pid. */
+static int cmp_id(const void *a, const void *b)
 {
     int x = *(const int *)a, y = *(const int *)b;
 
+    if ((x < 0) != (y < 0))
+        return x < 0 ? 1 : -1;
+    if (x < 0) {
+        x = -x;
+        y = -y;
+    }
     return (x > y) - (x < y);
 }
 
@@ -86,7 +168,7 @@ static size_t sorted_distinct(const int *ranks, size_t n, int **out)
     size_t m = 0;
 
     memcpy(v, ranks, n * sizeof(*v));
-    qsort(v, n, sizeof(*v), cmp_int);
+    qsort(v, n, sizeof(*v), cmp_id);
     for (size_t i = 0; i < n; i++)
         if (!m || v[m - 1] != v[i])
             v[m++] = v[i];
@@ -104,7 +186,7 @@ static size_t spans_of(const int *v, size_t n, struct span *sp)
     size_t k = 0;
 
     for (size_t i = 0; i < n; i++) {
-        if (k && (long long)v[i] == (long long)v[sp[k - 1].b] + 1)
+        if (k && v[i] >= 0 && (long long)v[i] == (long long)v[sp[k - 1].b] + 1)
             sp[k - 1].b = i;
         else
             sp[k++] = (struct span){i, i};
@@ -114,8 +196,9 @@ static size_t spans_of(const int *v, size_t n, struct span *sp)
 
 static size_t span_put(const int *v, struct span s, char *buf, size_t len)
 {
-    int w =
-        s.a == s.b ? snprintf(buf, len, "%d", v[s.a]) : snprintf(buf, len, "%d-%d", v[s.a], v[s.b]);
+    int w = v[s.a] < 0   ? snprintf(buf, len, "pid %d", -v[s.a])
+            : s.a == s.b ? snprintf(buf, len, "%d", v[s.a])
+                         : snprintf(buf, len, "%d-%d", v[s.a], v[s.b]);
 
     return w > 0 ? (size_t)w : 0;
 }
@@ -230,7 +313,7 @@ void view_ranks(const struct history *h, uint64_t now, struct view_ranks *out)
 
             row->top = &h->frames[history_stack_frames(h, row->stack)[s->nframes - 1]];
         }
-        row->since = view_since_change(t, now);
+        row->since = view_since_fchange(h, t, now);
     }
     qsort(out->rows, out->n, sizeof(*out->rows), cmp_row);
 }

@@ -4,9 +4,11 @@
  * working job's utilisation moves). The verdict names the frame most ranks wait in and the
  * odd ranks out, since "N-1 ranks in the all-reduce, one elsewhere" is the usual story.
  *
- * Ranks are grouped by their exact stack, lines included: two all-reduces called from
- * different places are different stacks and a classic cause of a deadlock. A live rank that
- * was never sampled (no main thread yet) cannot change, so it does not hold off the verdict;
+ * Ranks are grouped by their stack of functions (view_stack_fkey: function and file of every
+ * frame, lines left out): two all-reduces called from different functions are different
+ * stacks and a classic cause of a deadlock, while a rank spinning in one function changes
+ * line every sample and must still read as stuck there, or the banner would flicker. A live rank
+ * that was never sampled (no main thread yet) cannot change, so it does not hold off the verdict;
  * it is listed with the odd ranks. Exited ranks do not count as live but are named, unless a
  * live process has taken over their rank number (an elastic restart). */
 #include "ranktop/view.h"
@@ -23,7 +25,8 @@
 struct live {
     int rank, pid;
     uint32_t stack;
-    bool sampled; /* has a main thread */
+    uint64_t fkey; /* view_stack_fkey(stack) */
+    bool sampled;  /* has a main thread */
     uint64_t since;
 };
 
@@ -31,8 +34,8 @@ static int cmp_live_stack(const void *a, const void *b)
 {
     const struct live *x = a, *y = b;
 
-    if (x->stack != y->stack)
-        return x->stack < y->stack ? -1 : 1;
+    if (x->fkey != y->fkey)
+        return x->fkey < y->fkey ? -1 : 1;
     return (x->rank > y->rank) - (x->rank < y->rank);
 }
 
@@ -47,8 +50,14 @@ static size_t collect_live(const struct history *h, uint64_t now, struct live *v
         if (r->exited)
             continue;
         t = view_main_thread(r);
-        v[n++] = (struct live){view_rank_id(r), r->pid, view_thread_stack(h, t), t != NULL,
-                               view_since_change(t, now)};
+        v[n] = (struct live){view_rank_id(r),
+                             r->pid,
+                             view_thread_stack(h, t),
+                             0,
+                             t != NULL,
+                             view_since_fchange(h, t, now)};
+        v[n].fkey = view_stack_fkey(h, v[n].stack);
+        n++;
     }
     return n;
 }
@@ -64,15 +73,17 @@ static bool group_better(size_t n, bool real, int lo, size_t bn, bool breal, int
     return lo < blo;
 }
 
-/* The most common stack among v (sorted by stack, then rank); returns how many share it. */
-static size_t majority(const struct live *v, size_t n, uint32_t *stack)
+/* The most common function stack among v (sorted by fkey, then rank): its key and the stack
+ * of its lowest rank as the one to show; returns how many share it. */
+static size_t majority(const struct live *v, size_t n, uint64_t *fkey, uint32_t *stack)
 {
     size_t best = 0;
     int best_lo = 0;
 
     *stack = HSTACK_NONE;
+    *fkey = 0;
     for (size_t i = 0, j; i < n; i = j) {
-        for (j = i; j < n && v[j].stack == v[i].stack; j++)
+        for (j = i; j < n && v[j].fkey == v[i].fkey; j++)
             ;
         /* Sorted by rank within a group, so v[i] holds its lowest rank. */
         if (group_better(j - i, v[i].stack != HSTACK_NONE, v[i].rank, best, *stack != HSTACK_NONE,
@@ -80,6 +91,7 @@ static size_t majority(const struct live *v, size_t n, uint32_t *stack)
             best = j - i;
             best_lo = v[i].rank;
             *stack = v[i].stack;
+            *fkey = v[i].fkey;
         }
     }
     return best;
@@ -112,12 +124,13 @@ static void list_odd(const struct history *h, const struct live *v, size_t n, st
     for (size_t i = 0; i < n; i++) {
         struct view_hang_rank *o;
 
-        if (v[i].stack == out->stack && v[i].sampled)
+        if (v[i].fkey == out->fkey && v[i].sampled)
             continue;
         o = &out->odd[out->nodd++];
         o->rank = v[i].rank;
         o->pid = v[i].pid;
         o->stack = v[i].stack;
+        o->fkey = v[i].fkey;
         stack_where(h, v[i].stack, o->where, sizeof(o->where));
     }
     qsort(out->odd, out->nodd, sizeof(*out->odd), cmp_odd);
@@ -275,12 +288,18 @@ static void tb_duration(struct tbuf *b, uint64_t ns)
         tb_printf(b, "%lluh%02llum", s / 3600, s / 60 % 60);
 }
 
+/* "rank 3", "pid 812" (a lone unknown rank), "ranks 0-2,pid 812". */
 static void tb_ranks(struct tbuf *b, const int *ranks, size_t n)
 {
     char set[96];
 
+    if (n == 1) {
+        view_rank_id_label(ranks[0], set, sizeof(set));
+        tb_printf(b, "%s", set);
+        return;
+    }
     view_rankset_format(ranks, n, set, sizeof(set));
-    tb_printf(b, "%s %s", n == 1 ? "rank" : "ranks", set);
+    tb_printf(b, "ranks %s", set);
 }
 
 /* "; odd: rank 3 in f (a.py:1), ranks 5,7 in g (b.py:2)": odd ranks grouped by stack, groups
@@ -296,7 +315,7 @@ static void tb_odd(struct tbuf *b, const struct view_hang *out)
         if (done[i])
             continue;
         for (size_t k = i; k < out->nodd; k++)
-            if (!done[k] && out->odd[k].stack == out->odd[i].stack) {
+            if (!done[k] && out->odd[k].fkey == out->odd[i].fkey) {
                 done[k] = true;
                 ranks[n++] = out->odd[k].rank;
             }
@@ -308,19 +327,42 @@ static void tb_odd(struct tbuf *b, const struct view_hang *out)
     free(done);
 }
 
-static void write_text(struct view_hang *out)
+/* "rank 3 exited (SIGSEGV) 12s ago; " for each exited rank, the latest first: the usual
+ * reason the others wait. */
+static void tb_exited(struct tbuf *b, const struct history *h, uint64_t now,
+                      const struct view_hang *out)
+{
+    for (size_t i = h->nranks; i-- > 0;) {
+        const struct hrank *r = &h->ranks[i];
+        char who[32], how[32];
+        bool named = false;
+
+        for (size_t k = 0; k < out->nexited && !named; k++)
+            named = out->exited[k] == view_rank_id(r);
+        if (!r->exited || !named)
+            continue;
+        history_rank_label(r, who, sizeof(who));
+        if (r->exit_signal > 0 || r->exit_code >= 0)
+            view_exit_text(r, how, sizeof(how));
+        else
+            snprintf(how, sizeof(how), "status unknown");
+        tb_printf(b, "%s exited (%s) ", who, how);
+        tb_duration(b, now > r->end ? now - r->end : 0);
+        tb_printf(b, " ago; ");
+    }
+}
+
+static void write_text(const struct history *h, uint64_t now, struct view_hang *out)
 {
     struct tbuf *b = x_calloc(1, sizeof(*b));
 
     tb_printf(b, "HANG ");
     tb_duration(b, out->since);
-    tb_printf(b, ": %zu %s in %s", out->nmajority, out->nmajority == 1 ? "rank" : "ranks",
+    tb_printf(b, ": ");
+    tb_exited(b, h, now, out);
+    tb_printf(b, "%zu %s in %s", out->nmajority, out->nmajority == 1 ? "rank" : "ranks",
               out->where);
     tb_odd(b, out);
-    if (out->nexited) {
-        tb_printf(b, "; exited: ");
-        tb_ranks(b, out->exited, out->nexited);
-    }
     fit_copy(out->text, sizeof(out->text), b->p, b->cut);
     free(b);
 }
@@ -343,7 +385,7 @@ void view_hang(const struct history *h, uint64_t now, uint64_t hang_after_ns,
     if (!sampled)
         out->since = 0;
     qsort(v, n, sizeof(*v), cmp_live_stack);
-    out->nmajority = majority(v, n, &out->stack);
+    out->nmajority = majority(v, n, &out->fkey, &out->stack);
     stack_where(h, out->stack, out->where, sizeof(out->where));
     list_odd(h, v, n, out);
     list_exited(h, v, n, out);
@@ -351,7 +393,7 @@ void view_hang(const struct history *h, uint64_t now, uint64_t hang_after_ns,
     out->hang =
         sampled && out->stack != HSTACK_NONE && out->since >= hang_after_ns && !out->nvarying;
     if (out->hang)
-        write_text(out);
+        write_text(h, now, out);
     free(v);
 }
 

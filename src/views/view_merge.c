@@ -27,6 +27,7 @@
 /* One stack taking part: a rank's main thread, or any live thread in all-threads mode. */
 struct contrib {
     int rank;
+    const char *thread; /* all-threads mode: the thread's name, its stack goes under it */
     enum view_node_kind kind;
     uint32_t stack; /* VIEW_NODE_FRAME only */
     uint64_t age;   /* ns unchanged */
@@ -50,15 +51,33 @@ static void add_contrib(struct builder *b, int rank, enum view_node_kind kind, u
         b->ccap = b->ccap ? b->ccap * 2 : 64;
         b->c = x_reallocarray(b->c, b->ccap, sizeof(*b->c));
     }
-    b->c[b->nc++] = (struct contrib){rank, kind, stack, age, -1};
+    b->c[b->nc++] = (struct contrib){rank, NULL, kind, stack, age, -1};
 }
 
-static void add_thread(struct builder *b, int rank, const struct hthread *t, uint64_t now)
+/* The name a thread is merged under: threads of one name across ranks share a subtree. */
+static const char *thread_label(const struct hthread *t)
+{
+    return t->name[0] ? t->name : t->main ? "MainThread" : "(unnamed thread)";
+}
+
+static void add_thread(struct builder *b, int rank, const struct hthread *t, uint64_t now, bool all)
 {
     uint32_t s = view_thread_stack(b->h, t);
 
     add_contrib(b, rank, s == HSTACK_NONE ? VIEW_NODE_NOSTACK : VIEW_NODE_FRAME, s,
-                view_since_change(t, now));
+                view_since_fchange(b->h, t, now));
+    if (all && t)
+        b->c[b->nc - 1].thread = thread_label(t);
+}
+
+static bool rank_wanted(const struct hrank *r, const struct view_merge_opts *o)
+{
+    if (!o || !o->pids)
+        return true;
+    for (size_t i = 0; i < o->npids; i++)
+        if (o->pids[i] == r->pid)
+            return true;
+    return false;
 }
 
 static void collect_rank(struct builder *b, const struct hrank *r, uint64_t now, bool all)
@@ -71,12 +90,12 @@ static void collect_rank(struct builder *b, const struct hrank *r, uint64_t now,
         return;
     }
     if (!all) {
-        add_thread(b, id, view_main_thread(r), now);
+        add_thread(b, id, view_main_thread(r), now, false);
         return;
     }
     for (size_t i = 0; i < r->nthreads; i++)
         if (!r->threads[i].gone)
-            add_thread(b, id, &r->threads[i], now);
+            add_thread(b, id, &r->threads[i], now, true);
     /* A live rank with no live thread still shows up, as having no stack. */
     if (b->nc == before)
         add_contrib(b, id, VIEW_NODE_NOSTACK, HSTACK_NONE, 0);
@@ -136,9 +155,11 @@ static void insert(struct builder *b, struct contrib *c)
     uint32_t nf;
     int at = -1;
 
+    if (c->thread && (at = node_get(b, -1, VIEW_NODE_THREAD, c->thread, "")) < 0)
+        return;
     if (c->kind != VIEW_NODE_FRAME) {
         c->end =
-            node_get(b, -1, c->kind, c->kind == VIEW_NODE_EXITED ? EXITED_NAME : NOSTACK_NAME, "");
+            node_get(b, at, c->kind, c->kind == VIEW_NODE_EXITED ? EXITED_NAME : NOSTACK_NAME, "");
         return;
     }
     ids = history_stack_frames(h, c->stack);
@@ -254,7 +275,9 @@ static void fill_ranks(struct builder *b)
             size_t k = off[2 * n] + fill[2 * n]++;
 
             t->pool[k] = c->rank;
-            lines[k] = ids ? b->h->frames[ids[t->nodes[n].depth]].line : 0;
+            lines[k] = ids && t->nodes[n].kind == VIEW_NODE_FRAME
+                           ? b->h->frames[ids[t->nodes[n].depth - (c->thread ? 1 : 0)]].line
+                           : 0;
         }
     }
     for (size_t i = 0; i < t->nnodes; i++) {
@@ -391,7 +414,8 @@ int view_merge(const struct history *h, uint64_t now, const struct view_merge_op
     out->root = -1;
     builder_init(&b, h, o, out);
     for (size_t i = 0; i < h->nranks; i++)
-        collect_rank(&b, &h->ranks[i], now, o && o->all_threads);
+        if (rank_wanted(&h->ranks[i], o))
+            collect_rank(&b, &h->ranks[i], now, o && o->all_threads);
     for (size_t i = 0; i < b.nc; i++)
         insert(&b, &b.c[i]);
     count_paths(&b);

@@ -1,6 +1,6 @@
-/* The memory and GIL panes' models: per rank of the (filtered, sorted) rank table, the memory
- * figures with their recent change and RSS history, and the GIL figures with each holder
- * thread named.
+/* The memory, GIL and Rank panes' models: per rank of the (filtered, sorted) rank table, the
+ * memory figures with their recent change and RSS history, and the GIL figures with each
+ * holder thread named; for one rank, its threads (main only, or all) with their stacks.
  *
  * Pure functions over a history the caller keeps still, a table built from it and the live
  * figures copied with it. Any thread (the UI thread in the monitor). Numbers are left
@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ranktop/util.h"
 
@@ -56,16 +57,6 @@ void view_memory_fini(struct view_memory *out)
     *out = (struct view_memory){0};
 }
 
-/* The name of thread ident of pid, "?" when the history does not know it. */
-static const char *thread_name(const struct history *h, int pid, uint64_t ident)
-{
-    for (size_t i = 0; i < h->nranks; i++)
-        for (size_t k = 0; h->ranks[i].pid == pid && k < h->ranks[i].nthreads; k++)
-            if (h->ranks[i].threads[k].ident == ident)
-                return h->ranks[i].threads[k].name;
-    return "?";
-}
-
 static const struct engine_rank_live *live_of(const struct engine_rank_live *live, size_t n,
                                               int pid)
 {
@@ -83,7 +74,7 @@ static void gil_shares(const struct history *h, const struct engine_rank_live *l
     buf[0] = '\0';
     for (size_t k = 0; k < l->nshares && at < len - 1; k++)
         at += (size_t)snprintf(buf + at, len - at, "%s%s %.0f%%", k ? ", " : "",
-                               thread_name(h, l->pid, l->shares[k].ident), l->shares[k].pct);
+                               view_thread_name(h, l->pid, l->shares[k].ident), l->shares[k].pct);
 }
 
 void view_gil(const struct history *h, const struct view_table *t,
@@ -111,4 +102,60 @@ void view_gil_fini(struct view_gil *out)
 {
     free(out->rows);
     *out = (struct view_gil){0};
+}
+
+static int cmp_rank_thread(const void *a, const void *b)
+{
+    const struct view_rank_thread *x = a, *y = b;
+
+    if (x->t->main != y->t->main)
+        return x->t->main ? -1 : 1;
+    return (x->t->tid > y->t->tid) - (x->t->tid < y->t->tid);
+}
+
+static void rank_title(const struct hrank *r, char *buf, size_t len)
+{
+    char who[32], pid[24] = "", how[40] = "";
+
+    history_rank_label(r, who, sizeof(who));
+    if (r->rank >= 0) /* else "pid 812" already names it */
+        snprintf(pid, sizeof(pid), "  pid %d", r->pid);
+    if (r->exited) {
+        view_exit_text(r, how + 3, sizeof(how) - 4);
+        memcpy(how, "  (", 3);
+        strcat(how, ")");
+    }
+    snprintf(buf, len, "%s%s  %s  Python %s%s", who, pid, r->device, r->python, how);
+}
+
+void view_rank(const struct history *h, int pid, bool all_threads, uint64_t now,
+               struct view_rank *out)
+{
+    memset(out, 0, sizeof(*out));
+    for (size_t i = h->nranks; i-- > 0 && !out->r;)
+        if (h->ranks[i].pid == pid)
+            out->r = &h->ranks[i];
+    if (!out->r)
+        return;
+    rank_title(out->r, out->title, sizeof(out->title));
+    out->threads = x_calloc(out->r->nthreads ? out->r->nthreads : 1, sizeof(*out->threads));
+    for (size_t k = 0; k < out->r->nthreads; k++) {
+        const struct hthread *t = &out->r->threads[k];
+        struct view_rank_thread *v = &out->threads[out->n];
+
+        if (t->gone || (!all_threads && t != view_main_thread(out->r)))
+            continue;
+        v->t = t;
+        v->name = t->name[0] ? t->name : t->main ? "MainThread" : "?";
+        v->stack = view_thread_stack(h, t);
+        v->since = view_since_fchange(h, t, now);
+        out->n++;
+    }
+    qsort(out->threads, out->n, sizeof(*out->threads), cmp_rank_thread);
+}
+
+void view_rank_fini(struct view_rank *out)
+{
+    free(out->threads);
+    memset(out, 0, sizeof(*out));
 }

@@ -69,14 +69,16 @@ static const struct engine_rank_live *live_of(const struct view_table_in *in, in
     return NULL;
 }
 
-/* The filter matches the text "rank R pid P FRAME", so "rank 3" or a function name works. */
+/* The filter matches the text "rank R pid P FRAME STATE HOLDER", so "rank 3", a function
+ * name, "SIGSEGV" or a thread holding the GIL works. */
 static bool row_matches(const struct view_table_row *r, const char *filter)
 {
     char buf[512];
 
     if (!filter || !filter[0])
         return true;
-    snprintf(buf, sizeof(buf), "rank %d pid %d %s", r->rank, r->pid, r->top);
+    snprintf(buf, sizeof(buf), "rank %d pid %d %s %s %s", r->rank, r->pid, r->top, r->state,
+             r->gil_holder);
     return strstr(buf, filter) != NULL;
 }
 
@@ -105,6 +107,21 @@ static int cmp_rows(const void *a, const void *b, void *arg)
     return (x->pid > y->pid) - (x->pid < y->pid);
 }
 
+/* The thread holding the GIL most, when it is not the main thread (the one the row shows) and
+ * holds it at least VIEW_GIL_HOLDER_PCT of the time: the first screen must point at it. */
+static void gil_holder(const struct history *h, const struct hrank *hr,
+                       const struct engine_rank_live *l, struct view_table_row *r)
+{
+    const struct hthread *m = view_main_thread(hr);
+
+    if (!l->nshares || l->shares[0].pct < VIEW_GIL_HOLDER_PCT ||
+        (m && m->ident == l->shares[0].ident))
+        return;
+    snprintf(r->gil_holder, sizeof(r->gil_holder), "%s",
+             view_thread_name(h, hr->pid, l->shares[0].ident));
+    r->gil_holder_pct = l->shares[0].pct;
+}
+
 static void row_fill(const struct history *h, const struct view_table_in *in,
                      const struct view_rank_row *v, struct view_table_row *r)
 {
@@ -120,6 +137,13 @@ static void row_fill(const struct history *h, const struct view_table_in *in,
     r->since_s = (double)v->since / 1e9;
     if (v->top)
         view_frame_format(v->top, r->top, sizeof(r->top));
+    if (v->exited)
+        view_exit_text(&h->ranks[v->idx], r->state, sizeof(r->state));
+    else
+        snprintf(r->state, sizeof(r->state), "%s",
+                 in->stuck_after_ns && v->since >= in->stuck_after_ns ? "stuck" : "run");
+    if (l)
+        gil_holder(h, &h->ranks[v->idx], l, r);
 }
 
 void view_table(const struct history *h, uint64_t now, const struct view_table_in *in,

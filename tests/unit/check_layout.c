@@ -307,12 +307,12 @@ static bool check_columns(int width, const struct rank_cols *c)
     }
     REQUIRE(n == c->n, "n %d, counted %d", c->n, n);
     REQUIRE(end <= (width > 0 ? width : 0), "columns end at %d", end);
-    if (width >= 36)
+    if (width >= 38)
         REQUIRE(c->w[LCOL_RANK] && c->w[LCOL_PID] && c->w[LCOL_STATE] && c->w[LCOL_FRAME] >= 16 &&
                     end == width,
                 "core columns or full width");
-    if (width >= 90)
-        REQUIRE(n == LCOL_COUNT && c->w[LCOL_FRAME] == width - 74, "all columns");
+    if (width >= 100)
+        REQUIRE(n == LCOL_COUNT && c->w[LCOL_FRAME] == width - 84, "all columns");
     return true;
 }
 
@@ -340,8 +340,8 @@ START_TEST(columns_drop_order)
     static const struct {
         int width;
         enum layout_col gone;
-    } STEPS[] = {{89, LCOL_HOST},   {76, LCOL_DRSS}, {70, LCOL_DMEM}, {64, LCOL_GIL},
-                 {59, LCOL_DEVICE}, {53, LCOL_RSS},  {47, LCOL_CPU},  {41, LCOL_SINCE}};
+    } STEPS[] = {{99, LCOL_HOST},   {86, LCOL_DRSS}, {80, LCOL_DMEM}, {74, LCOL_GIL},
+                 {61, LCOL_DEVICE}, {55, LCOL_RSS},  {49, LCOL_CPU},  {43, LCOL_SINCE}};
     struct rank_cols c;
 
     for (int i = 0; i < NELEM(STEPS); i++) {
@@ -359,15 +359,20 @@ START_TEST(columns_exact)
 {
     struct rank_cols c;
 
+    /* 80 columns: the GIL column (wide enough for "97 tokenizer", the holder thread when it is
+     * not the main one) stays; host, dRSS and device memory go. */
     layout_rank_columns(80, &c);
-    ck_assert_int_eq(c.n, 11);
+    ck_assert_int_eq(c.n, 9);
     ck_assert_int_eq(c.w[LCOL_HOST], 0);
+    ck_assert_int_eq(c.w[LCOL_DMEM], 0);
+    ck_assert_int_eq(c.w[LCOL_GIL], 12);
+    ck_assert_int_eq(c.w[LCOL_STATE], 7);
     ck_assert_int_eq(c.x[LCOL_PID], 6);
-    ck_assert_int_eq(c.w[LCOL_FRAME], 19);
+    ck_assert_int_eq(c.w[LCOL_FRAME], 21);
     ck_assert_int_eq(c.x[LCOL_SINCE], 75);
-    ck_assert(c.right[LCOL_CPU] && !c.right[LCOL_FRAME]);
+    ck_assert(c.right[LCOL_CPU] && !c.right[LCOL_FRAME] && !c.right[LCOL_GIL]);
     layout_rank_columns(60, &c);
-    ck_assert_int_eq(c.n, 8);
+    ck_assert_int_eq(c.n, 7);
     ck_assert(c.w[LCOL_RANK] && c.w[LCOL_PID] && c.w[LCOL_STATE] && c.w[LCOL_FRAME]);
     layout_rank_columns(3, &c);
     ck_assert_int_eq(c.n, 1);

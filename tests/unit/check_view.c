@@ -336,22 +336,31 @@ START_TEST(merge_all_threads)
     struct fx f;
     struct view_tree t;
     struct view_merge_opts o = {.all_threads = true};
-    const struct view_node *boot, *mod;
+    const struct view_node *pin, *mt, *boot, *mod;
 
     fx_build(&f, 12);
     /* Rank 0 gets a second pin-memory worker: 17 stacks from 16 ranks. */
     history_observe(worker_of(&f.h, 0, 3), f.work, T(12));
     ck_assert_int_eq(view_merge(&f.h, T(12), &o, &t), 0);
     ck_assert_uint_eq(t.nstacks, 2 * NRANKS + 1);
-    boot = &t.nodes[t.root];
+    /* Each thread name heads its own subtree, named by the thread (never "?"). */
+    pin = &t.nodes[t.root];
+    ck_assert_int_eq(pin->kind, VIEW_NODE_THREAD);
+    ck_assert_str_eq(pin->function, "pin_memory");
+    ck_assert_uint_eq(pin->count, 17);
+    boot = &t.nodes[pin->child];
     ck_assert_str_eq(boot->function, "_bootstrap");
     ck_assert_uint_eq(boot->count, 17);
     ck_assert_uint_eq(boot->nranks, NRANKS);
-    mod = &t.nodes[boot->next];
+    ck_assert_int_eq(boot->line, 1002);
+    mt = &t.nodes[pin->next];
+    ck_assert_int_eq(mt->kind, VIEW_NODE_THREAD);
+    ck_assert_str_eq(mt->function, "MainThread");
+    mod = &t.nodes[mt->child];
     ck_assert_str_eq(mod->function, "<module>");
     ck_assert_uint_eq(mod->count, NRANKS);
-    ck_assert(mod->odd); /* fewer stacks than the workers' branch */
-    ck_assert_uint_eq(t.nvisible, 5 + 3);
+    ck_assert(mt->odd); /* fewer stacks than the workers' branch */
+    ck_assert_uint_eq(t.nvisible, 2 + 5 + 3);
     view_merge_fini(&t);
     history_fini(&f.h);
 }
@@ -565,9 +574,10 @@ START_TEST(hang_odd_groups_and_exits)
     ck_assert_uint_eq(v.nodd, 3);
     ck_assert_uint_eq(v.nexited, 1);
     ck_assert_int_eq(v.exited[0], 12);
-    ck_assert_str_eq(v.text, "HANG 87s: 12 ranks in all_reduce (distributed_c10d.py:1541); odd: "
-                             "ranks 3,9 in load_batch_slowly (train.py:12), rank 14 in <no "
-                             "stack>; exited: rank 12");
+    /* The rank that died leads: it is the likely reason the others wait. */
+    ck_assert_str_eq(v.text, "HANG 87s: rank 12 exited (status unknown) 85s ago; 12 ranks in "
+                             "all_reduce (distributed_c10d.py:1541); odd: ranks 3,9 in "
+                             "load_batch_slowly (train.py:12), rank 14 in <no stack>");
     view_hang_fini(&v);
     history_fini(&f.h);
 

@@ -1042,6 +1042,210 @@ START_TEST(memory_and_gil_panes)
 }
 END_TEST
 
+/* ---- issue 9: what the views say about each rank ---- */
+
+/* An unknown rank is "pid N" everywhere: labels, rank sets, the banner. */
+START_TEST(pid_never_a_rank)
+{
+    struct fx f;
+    struct view_hang v;
+    char buf[64];
+    const int ids[] = {2, -812, 0, 1, -77};
+    struct hrank r = {.pid = 812, .rank = -1};
+
+    ck_assert_int_gt(history_rank_label(&r, buf, sizeof(buf)), 0);
+    ck_assert_str_eq(buf, "pid 812");
+    r.rank = 3;
+    history_rank_label(&r, buf, sizeof(buf));
+    ck_assert_str_eq(buf, "rank 3");
+    view_rankset_format(ids, 5, buf, sizeof(buf));
+    ck_assert_str_eq(buf, "0-2,pid 77,pid 812");
+    /* A job whose rank 3 has no known rank number: the banner names its pid. */
+    fx_build(&f, 12);
+    f.h.ranks[ODD_RANK].rank = -1;
+    for (int k = 13; k <= 60; k++)
+        for (int i = 0; i < NRANKS; i++)
+            history_observe(main_of(&f.h, i), i == ODD_RANK ? f.odd : f.maj, T(k));
+    f.h.ranks[ODD_RANK].rank = -1; /* main_of() names it again */
+    view_hang(&f.h, T(60), 30 * SEC, NULL, &v);
+    ck_assert(v.hang);
+    ck_assert_int_eq(v.odd[0].rank, -PID(ODD_RANK));
+    ck_assert_ptr_nonnull(strstr(v.text, "odd: pid 4003 in load_batch_slowly"));
+    ck_assert_ptr_null(strstr(v.text, "rank 4003"));
+    view_hang_fini(&v);
+    history_fini(&f.h);
+}
+END_TEST
+
+/* Every rank spins in one function whose line changes every sample: the verdict, the table's
+ * SINCE and the tree's ages hold by function, and the banner stays up sample after sample. */
+START_TEST(verdict_by_function)
+{
+    struct history h;
+    struct view_hang v;
+    struct view_table t;
+    struct view_table_in in = {.stuck_after_ns = 5 * SEC};
+    struct view_tree tree;
+
+    history_init(&h, T0, 0, "n");
+    for (int k = 0; k <= 60; k++)
+        for (int i = 0; i < 4; i++) {
+            struct hframe fr[] = {{"spin", "/job/spin.py", 10 + (k + i) % 7},
+                                  {"<module>", "/job/spin.py", 30}};
+            uint32_t st = history_intern_stack(&h, fr, 2);
+
+            history_observe(
+                history_thread(history_rank(&h, PID(i), i, NULL), 1, PID(i), "MainThread", true),
+                st, T(k));
+            if (k < 40)
+                continue;
+            view_hang(&h, T(k), 30 * SEC, NULL, &v);
+            ck_assert_msg(i < 3 || v.hang, "no verdict at %d s", k);
+            ck_assert_uint_eq(v.since, (uint64_t)k * SEC);
+            if (i == 3)
+                ck_assert_ptr_nonnull(strstr(v.text, ": 4 ranks in spin (spin.py:"));
+            view_hang_fini(&v);
+        }
+    view_table(&h, T(60), &in, &t);
+    ck_assert_uint_eq(t.n, 4);
+    ck_assert_str_eq(t.rows[0].state, "stuck");
+    ck_assert(t.rows[0].since_s == 60.0);
+    view_table_fini(&t);
+    view_merge(&h, T(60), NULL, &tree);
+    ck_assert_uint_eq(tree.nodes[tree.nodes[tree.root].child].unchanged_min, 60 * SEC);
+    view_merge_fini(&tree);
+    history_fini(&h);
+}
+END_TEST
+
+/* Exit status in the state column and the banner: code, signal, unknown. */
+START_TEST(exit_state_and_banner)
+{
+    struct fx f;
+    struct view_table t;
+    struct view_table_in in = {0};
+    struct view_hang v;
+    struct hrank *r;
+
+    fx_build(&f, 12);
+    for (int k = 13; k <= 60; k++)
+        for (int i = 0; i < NRANKS; i++)
+            if (i != ODD_RANK || k < 20)
+                history_observe(main_of(&f.h, i), f.maj, T(k));
+    r = history_rank(&f.h, PID(ODD_RANK), ODD_RANK, NULL);
+    history_rank_exit(r, T(48));
+    r->exit_signal = 11;
+    r = history_rank(&f.h, PID(5), 5, NULL);
+    view_table(&f.h, T(60), &in, &t);
+    for (size_t i = 0; i < t.n; i++)
+        if (t.rows[i].rank == ODD_RANK)
+            ck_assert_str_eq(t.rows[i].state, "SIGSEGV");
+        else
+            ck_assert_str_eq(t.rows[i].state, "run");
+    view_table_fini(&t);
+    view_hang(&f.h, T(60), 30 * SEC, NULL, &v);
+    ck_assert(v.hang);
+    ck_assert_str_eq(v.text, "HANG 52s: rank 3 exited (SIGSEGV) 12s ago; 15 ranks in all_reduce "
+                             "(distributed_c10d.py:1541)");
+    view_hang_fini(&v);
+    r = &f.h.ranks[ODD_RANK];
+    r->exit_signal = 0;
+    r->exit_code = 1;
+    view_table(&f.h, T(60), &in, &t);
+    for (size_t i = 0; i < t.n; i++)
+        if (t.rows[i].rank == ODD_RANK)
+            ck_assert_str_eq(t.rows[i].state, "exit 1");
+    view_table_fini(&t);
+    r->exit_code = -1;
+    view_table(&f.h, T(60), &in, &t);
+    for (size_t i = 0; i < t.n; i++)
+        if (t.rows[i].rank == ODD_RANK)
+            ck_assert_str_eq(t.rows[i].state, "exited");
+    view_table_fini(&t);
+    view_hang(&f.h, T(60), 30 * SEC, NULL, &v);
+    ck_assert_ptr_nonnull(strstr(v.text, "rank 3 exited (status unknown) 12s ago; "));
+    view_hang_fini(&v);
+    history_fini(&f.h);
+}
+END_TEST
+
+/* The filter's pids narrow the merged tree as they narrow the table. */
+START_TEST(merge_filtered)
+{
+    struct fx f;
+    struct view_tree t;
+    const int pids[] = {PID(ODD_RANK), PID(5)};
+    struct view_merge_opts o = {.pids = pids, .npids = 2};
+    char buf[64];
+
+    fx_build(&f, 12);
+    view_merge(&f.h, T(12), &o, &t);
+    ck_assert_uint_eq(t.nstacks, 2);
+    ranks_text(&t.nodes[t.root], buf, sizeof(buf));
+    ck_assert_str_eq(buf, "3,5");
+    view_merge_fini(&t);
+    history_fini(&f.h);
+}
+END_TEST
+
+/* The Rank view: the main thread alone, or with all_threads every live thread, named. */
+START_TEST(rank_view_threads)
+{
+    struct fx f;
+    struct view_rank v;
+
+    fx_build(&f, 12);
+    view_rank(&f.h, PID(2), false, T(12), &v);
+    ck_assert_ptr_nonnull(v.r);
+    ck_assert_str_eq(v.title, "rank 2  pid 4002  gpu 2  Python ");
+    ck_assert_uint_eq(v.n, 1);
+    ck_assert_str_eq(v.threads[0].name, "MainThread");
+    view_rank_fini(&v);
+    view_rank(&f.h, PID(2), true, T(12), &v);
+    ck_assert_uint_eq(v.n, 2);
+    ck_assert_str_eq(v.threads[0].name, "MainThread");
+    ck_assert_str_eq(v.threads[1].name, "pin_memory");
+    ck_assert_uint_eq(v.threads[1].stack, f.work);
+    view_rank_fini(&v);
+    f.h.ranks[2].rank = -1;
+    view_rank(&f.h, PID(2), true, T(12), &v);
+    ck_assert_str_eq(v.title, "pid 4002  gpu 2  Python ");
+    view_rank_fini(&v);
+    view_rank(&f.h, 1, true, T(12), &v);
+    ck_assert_ptr_null(v.r);
+    view_rank_fini(&v);
+    history_fini(&f.h);
+}
+END_TEST
+
+/* A thread other than the main one holding the GIL most is named in the table row. */
+START_TEST(table_gil_holder)
+{
+    struct fx f;
+    struct engine_rank_live live[2] = {
+        {.pid = PID(1), .gil_busy_pct = 97, .nshares = 2},
+        {.pid = PID(2), .gil_busy_pct = 60, .nshares = 1},
+    };
+    struct view_table_in in = {.live = live, .nlive = 2};
+    struct view_table t;
+
+    fx_build(&f, 12);
+    live[0].shares[0].ident = 2; /* pin_memory */
+    live[0].shares[0].pct = 96;
+    live[0].shares[1].ident = 1;
+    live[0].shares[1].pct = 1;
+    live[1].shares[0].ident = 1; /* the main thread itself: nothing to point at */
+    live[1].shares[0].pct = 60;
+    view_table(&f.h, T(12), &in, &t);
+    ck_assert_str_eq(t.rows[1].gil_holder, "pin_memory");
+    ck_assert(t.rows[1].gil_holder_pct == 96);
+    ck_assert_str_eq(t.rows[2].gil_holder, "");
+    ck_assert_str_eq(t.rows[0].gil_holder, "");
+    view_table_fini(&t);
+    history_fini(&f.h);
+}
+END_TEST
+
 static Suite *view_suite(void)
 {
     Suite *s = suite_create("view");
@@ -1071,6 +1275,12 @@ static Suite *view_suite(void)
     tcase_add_test(tc, table_rows_and_sorts);
     tcase_add_test(tc, table_filter_and_baseline);
     tcase_add_test(tc, memory_and_gil_panes);
+    tcase_add_test(tc, pid_never_a_rank);
+    tcase_add_test(tc, verdict_by_function);
+    tcase_add_test(tc, exit_state_and_banner);
+    tcase_add_test(tc, merge_filtered);
+    tcase_add_test(tc, rank_view_threads);
+    tcase_add_test(tc, table_gil_holder);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -159,7 +159,7 @@ static const struct {
     [LCOL_RSS] = {5, true, "RSS", "RSS"},
     [LCOL_DRSS] = {5, true, "ΔRSS", "dRSS"},
     [LCOL_DMEM] = {5, true, "DMEM", "DMEM"},
-    [LCOL_GIL] = {12, false, "GIL%", "GIL%"}, /* "97 tokenizer": the holder when not main */
+    [LCOL_GIL] = {13, false, "GIL%", "GIL%"}, /* "97 tokenizer": the holder when not main */
     [LCOL_FRAME] = {FRAME_MIN, false, "TOP FRAME", "TOP FRAME"},
     [LCOL_SINCE] = {5, true, "SINCE", "SINCE"},
 };

@@ -240,8 +240,8 @@ static void gil_cell(char *buf, size_t len, const struct view_table_row *r)
         return;
     }
     draw_pct(pct, sizeof(pct), r->gil);
-    if (r->gil_holder[0])
-        snprintf(buf, len, "%s %s", pct, r->gil_holder);
+    if (r->gil_holder[0]) /* whole percents: room for the name */
+        snprintf(buf, len, "%.0f %s", r->gil, r->gil_holder);
     else
         snprintf(buf, len, "%s", pct);
 }

@@ -311,8 +311,8 @@ static bool check_columns(int width, const struct rank_cols *c)
         REQUIRE(c->w[LCOL_RANK] && c->w[LCOL_PID] && c->w[LCOL_STATE] && c->w[LCOL_FRAME] >= 16 &&
                     end == width,
                 "core columns or full width");
-    if (width >= 100)
-        REQUIRE(n == LCOL_COUNT && c->w[LCOL_FRAME] == width - 84, "all columns");
+    if (width >= 101)
+        REQUIRE(n == LCOL_COUNT && c->w[LCOL_FRAME] == width - 85, "all columns");
     return true;
 }
 
@@ -340,7 +340,7 @@ START_TEST(columns_drop_order)
     static const struct {
         int width;
         enum layout_col gone;
-    } STEPS[] = {{99, LCOL_HOST},   {86, LCOL_DRSS}, {80, LCOL_DMEM}, {74, LCOL_GIL},
+    } STEPS[] = {{100, LCOL_HOST},  {87, LCOL_DRSS}, {81, LCOL_DMEM}, {75, LCOL_GIL},
                  {61, LCOL_DEVICE}, {55, LCOL_RSS},  {49, LCOL_CPU},  {43, LCOL_SINCE}};
     struct rank_cols c;
 
@@ -365,10 +365,10 @@ START_TEST(columns_exact)
     ck_assert_int_eq(c.n, 9);
     ck_assert_int_eq(c.w[LCOL_HOST], 0);
     ck_assert_int_eq(c.w[LCOL_DMEM], 0);
-    ck_assert_int_eq(c.w[LCOL_GIL], 12);
+    ck_assert_int_eq(c.w[LCOL_GIL], 13);
     ck_assert_int_eq(c.w[LCOL_STATE], 7);
     ck_assert_int_eq(c.x[LCOL_PID], 6);
-    ck_assert_int_eq(c.w[LCOL_FRAME], 21);
+    ck_assert_int_eq(c.w[LCOL_FRAME], 20);
     ck_assert_int_eq(c.x[LCOL_SINCE], 75);
     ck_assert(c.right[LCOL_CPU] && !c.right[LCOL_FRAME] && !c.right[LCOL_GIL]);
     layout_rank_columns(60, &c);

@@ -1,16 +1,24 @@
 /* Tests for rank_ident_parse (collectors/proc/procscan.c): the identity every launcher puts in
- * a rank's environment, and the precedence between launchers when several are present.
+ * a rank's environment, and the precedence between launchers when several are present; and
+ * for procexit_parse (collectors/proc/procexit.c) on hand-built process-event connector
+ * datagrams: exits, thread exits, acknowledgements, other events, and malformed lengths.
  *
  * Environ images are built here exactly as the kernel shows /proc/PID/environ (NAME=value
  * entries each ended by a NUL) in an allocation of exactly their length, so the sanitizer
  * builds catch a read past the end. Single-threaded. */
 #include "ranktop/procenv.h"
+#include "ranktop/procexit.h"
 #include "tsupport.h"
 
 #include <check.h>
+#include <linux/connector.h>
+#include <linux/netlink.h>
+#include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 /* An environ image of the NULL-terminated entries, in a buffer of exactly *len bytes. */
 static char *env_image(size_t *len, ...)
@@ -207,6 +215,170 @@ START_TEST(test_near_names_and_truncation)
 }
 END_TEST
 
+/* ---- procexit_parse ------------------------------------------------------------------ */
+
+#define EV_EXIT 0x80000000u
+#define EV_FORK 0x00000001u
+#define EV_NONE 0u
+
+/* Appends one netlink message holding a process event (what, then the u32 data words) to
+ * buf at *len, as the kernel lays it out: nlmsghdr, cn_msg, proc_event (what, cpu,
+ * timestamp, data), the message padded to 4 bytes. */
+static void put_event(unsigned char *buf, size_t *len, uint32_t what, const uint32_t *data,
+                      size_t nwords)
+{
+    size_t evlen = 16 + 4 * nwords, at = *len;
+    struct nlmsghdr nh = {.nlmsg_len = (uint32_t)(NLMSG_HDRLEN + sizeof(struct cn_msg) + evlen),
+                          .nlmsg_type = NLMSG_DONE};
+    struct cn_msg cn = {.id = {CN_IDX_PROC, CN_VAL_PROC}, .len = (uint16_t)evlen};
+    unsigned char ev[64] = {0};
+
+    memcpy(ev, &what, 4);
+    memcpy(ev + 16, data, 4 * nwords);
+    memset(buf + at, 0, NLMSG_ALIGN(nh.nlmsg_len));
+    memcpy(buf + at, &nh, sizeof(nh));
+    memcpy(buf + at + NLMSG_HDRLEN, &cn, sizeof(cn));
+    memcpy(buf + at + NLMSG_HDRLEN + sizeof(cn), ev, evlen);
+    *len = at + NLMSG_ALIGN(nh.nlmsg_len);
+}
+
+/* An exit event: pid, tgid, wait status, exit_signal (SIGCHLD), parent pid and tgid. */
+static void put_exit(unsigned char *buf, size_t *len, uint32_t pid, uint32_t tgid, uint32_t st)
+{
+    uint32_t d[6] = {pid, tgid, st, SIGCHLD, 1, 1};
+
+    put_event(buf, len, EV_EXIT, d, 6);
+}
+
+/* Parses a copy of exactly len bytes (so ASan sees any overread). */
+static int parse_exact(const unsigned char *buf, size_t len, struct procexit_event *ev, size_t max,
+                       int *ack)
+{
+    unsigned char *copy = malloc(len ? len : 1);
+    int n;
+
+    memcpy(copy, buf, len);
+    n = procexit_parse(copy, len, ev, max, ack);
+    free(copy);
+    return n;
+}
+
+START_TEST(test_exit_events)
+{
+    unsigned char buf[1024];
+    size_t len = 0;
+    struct procexit_event ev[4];
+    int ack = -1;
+
+    put_exit(buf, &len, 4242, 4242, 3 << 8);         /* exit(3) */
+    put_exit(buf, &len, 4250, 4242, 3 << 8);         /* one of its threads: not a process exit */
+    put_exit(buf, &len, 5000, 5000, SIGSEGV | 0x80); /* SIGSEGV with a core dump */
+    put_exit(buf, &len, 5001, 5001, SIGKILL);
+    ck_assert_int_eq(parse_exact(buf, len, ev, 4, &ack), 3);
+    ck_assert_int_eq(ack, -1);
+    ck_assert_int_eq(ev[0].pid, 4242);
+    ck_assert(WIFEXITED(ev[0].status) && WEXITSTATUS(ev[0].status) == 3);
+    ck_assert_int_eq(ev[1].pid, 5000);
+    ck_assert(WIFSIGNALED(ev[1].status) && WTERMSIG(ev[1].status) == SIGSEGV);
+    ck_assert(WIFSIGNALED(ev[2].status) && WTERMSIG(ev[2].status) == SIGKILL);
+    /* The output bound holds. */
+    ck_assert_int_eq(parse_exact(buf, len, ev, 1, &ack), 1);
+}
+END_TEST
+
+START_TEST(test_ack_and_other_events)
+{
+    unsigned char buf[1024];
+    size_t len = 0;
+    uint32_t zero = 0, eperm = 1, fork_data[4] = {1, 1, 77, 77};
+    struct procexit_event ev[4];
+    int ack = -1;
+
+    put_event(buf, &len, EV_FORK, fork_data, 4);
+    put_event(buf, &len, EV_NONE, &zero, 1);
+    ck_assert_int_eq(parse_exact(buf, len, ev, 4, &ack), 0);
+    ck_assert_int_eq(ack, 0);
+    len = 0;
+    put_event(buf, &len, EV_NONE, &eperm, 1);
+    ck_assert_int_eq(parse_exact(buf, len, ev, 4, &ack), 0);
+    ck_assert_int_eq(ack, 1);
+}
+END_TEST
+
+/* Another connector's message, and an exit whose event is shorter than an exit's data,
+ * are skipped; what follows them is still read. */
+START_TEST(test_skips_foreign_and_short)
+{
+    unsigned char buf[1024];
+    size_t len = 0, first;
+    struct procexit_event ev[4];
+    struct cn_msg cn;
+    uint32_t short_exit[2] = {9, 9};
+    int ack = -1;
+
+    put_exit(buf, &len, 7, 7, 0);
+    memcpy(&cn, buf + NLMSG_HDRLEN, sizeof(cn));
+    cn.id.idx = CN_IDX_PROC + 1;
+    memcpy(buf + NLMSG_HDRLEN, &cn, sizeof(cn));
+    first = len;
+    put_event(buf, &len, EV_EXIT, short_exit, 2);
+    put_exit(buf, &len, 8, 8, 1 << 8);
+    ck_assert_uint_gt(len, first);
+    ck_assert_int_eq(parse_exact(buf, len, ev, 4, &ack), 1);
+    ck_assert_int_eq(ev[0].pid, 8);
+}
+END_TEST
+
+/* Lengths that do not fit the datagram: a message longer than what was read, a connector
+ * length beyond its message, a header cut in the middle, an empty datagram. */
+START_TEST(test_malformed)
+{
+    unsigned char buf[1024];
+    size_t len = 0;
+    struct procexit_event ev[4];
+    struct nlmsghdr nh;
+    struct cn_msg cn;
+    int ack = -1;
+
+    put_exit(buf, &len, 7, 7, 0);
+    put_exit(buf, &len, 8, 8, 0);
+    /* The second message is cut: the first exit is kept, then the error. */
+    ck_assert_int_eq(parse_exact(buf, len - 8, ev, 4, &ack), APP_E_PARSE);
+    memcpy(&nh, buf, sizeof(nh));
+    nh.nlmsg_len = 8;
+    memcpy(buf, &nh, sizeof(nh));
+    ck_assert_int_eq(parse_exact(buf, len, ev, 4, &ack), APP_E_PARSE);
+    len = 0;
+    put_exit(buf, &len, 7, 7, 0);
+    memcpy(&cn, buf + NLMSG_HDRLEN, sizeof(cn));
+    cn.len = 4000;
+    memcpy(buf + NLMSG_HDRLEN, &cn, sizeof(cn));
+    ck_assert_int_eq(parse_exact(buf, len, ev, 4, &ack), 0);
+    ck_assert_int_eq(parse_exact(buf, 10, ev, 4, &ack), 0);
+    ck_assert_int_eq(parse_exact(buf, 0, ev, 4, &ack), 0);
+    ck_assert_int_eq(ack, -1);
+}
+END_TEST
+
+/* Every prefix of a valid datagram parses without reading past it. */
+START_TEST(test_every_prefix)
+{
+    unsigned char buf[1024];
+    size_t len = 0;
+    struct procexit_event ev[4];
+    int ack = -1;
+
+    put_exit(buf, &len, 7, 7, 0);
+    put_exit(buf, &len, 8, 8, 0);
+    for (size_t l = 0; l <= len; l++) {
+        int n = parse_exact(buf, l, ev, 4, &ack);
+
+        ck_assert(n == APP_E_PARSE || (n >= 0 && n <= 2));
+    }
+    ck_assert_int_eq(parse_exact(buf, len, ev, 4, &ack), 2);
+}
+END_TEST
+
 static Suite *procenv_suite(void)
 {
     Suite *s = suite_create("procenv");
@@ -225,6 +397,13 @@ static Suite *procenv_suite(void)
     tcase_add_test(tc, test_bad_rank_falls_through);
     tcase_add_test(tc, test_bad_values);
     tcase_add_test(tc, test_near_names_and_truncation);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("procexit");
+    tcase_add_test(tc, test_exit_events);
+    tcase_add_test(tc, test_ack_and_other_events);
+    tcase_add_test(tc, test_skips_foreign_and_short);
+    tcase_add_test(tc, test_malformed);
+    tcase_add_test(tc, test_every_prefix);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -3,7 +3,7 @@
 
 Usage: python3 -S exit_on_cue.py OUTDIR   (CPython 3.8 .. 3.13)
 
-Starts a worker thread, writes OUTDIR/ready (tmp + rename), then waits a few calls deep for
+Starts a worker thread, creates OUTDIR/ready (only its existence counts), then waits a few calls deep for
 OUTDIR/cue and acts on its first word: "exit N" calls sys.exit(N) (the worker thread exits
 too, before the process: its exit event is a thread's, not the process's); "segv" reads
 address 0 through ctypes, a real segmentation fault. Without a cue it sleeps until killed.
@@ -13,13 +13,6 @@ import os
 import sys
 import threading
 import time
-
-
-def write_ready(outdir):
-    path = os.path.join(outdir, "ready")
-    with open(path + ".tmp", "w") as f:
-        f.write("%d\n" % os.getpid())
-    os.rename(path + ".tmp", path)
 
 
 def worker(stop):
@@ -47,7 +40,7 @@ def main():
     stop = threading.Event()
     t = threading.Thread(target=worker, args=(stop,), name="worker")
     t.start()
-    write_ready(sys.argv[1])
+    open(os.path.join(sys.argv[1], "ready"), "w").close()
     try:
         act(sys.argv[1], stop)
     finally:

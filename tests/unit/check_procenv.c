@@ -14,204 +14,173 @@
 #include <linux/connector.h>
 #include <linux/netlink.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 
-/* An environ image of the NULL-terminated entries, in a buffer of exactly *len bytes. */
-static char *env_image(size_t *len, ...)
+#define MAX_VARS 8
+
+/* One environment and the identity it must give. */
+struct ident_case {
+    const char *what;
+    const char *env[MAX_VARS]; /* NULL-terminated */
+    int rank, local_rank, world_size, local_world_size;
+    const char *launcher;
+};
+
+static const struct ident_case cases[] = {
+    {"none", {"PATH=/usr/bin", "HOME=/root"}, -1, -1, -1, -1, ""},
+    {"torchrun",
+     {"RANK=5", "LOCAL_RANK=1", "WORLD_SIZE=8", "LOCAL_WORLD_SIZE=4", "GROUP_RANK=1"},
+     5,
+     1,
+     8,
+     4,
+     "torchrun"},
+    {"openmpi",
+     {"OMPI_COMM_WORLD_RANK=3", "OMPI_COMM_WORLD_LOCAL_RANK=1", "OMPI_COMM_WORLD_SIZE=4",
+      "OMPI_COMM_WORLD_LOCAL_SIZE=2", "PMIX_RANK=3"},
+     3,
+     1,
+     4,
+     2,
+     "openmpi"},
+    {"mpich",
+     {"PMI_RANK=7", "PMI_SIZE=16", "MPI_LOCALRANKID=3", "MPI_LOCALNRANKS=8"},
+     7,
+     3,
+     16,
+     8,
+     "mpich"},
+    /* PMIx publishes no world size in the environment unless PMIX_SIZE is set. */
+    {"pmix", {"PMIX_RANK=2", "PMIX_LOCAL_RANK=0", "PMIX_LOCAL_SIZE=2"}, 2, 0, -1, 2, "pmix"},
+    {"mvapich2",
+     {"MV2_COMM_WORLD_RANK=9", "MV2_COMM_WORLD_LOCAL_RANK=1", "MV2_COMM_WORLD_SIZE=12"},
+     9,
+     1,
+     12,
+     -1,
+     "mvapich2"},
+    {"horovod",
+     {"HOROVOD_RANK=4", "HOROVOD_LOCAL_RANK=0", "HOROVOD_SIZE=6", "HOROVOD_LOCAL_SIZE=3"},
+     4,
+     0,
+     6,
+     3,
+     "horovod"},
+    {"slurm",
+     {"SLURM_PROCID=11", "SLURM_LOCALID=3", "SLURM_NTASKS=16", "SLURM_JOB_ID=77"},
+     11,
+     3,
+     16,
+     -1,
+     "slurm"},
+    /* torchrun under srun: one Slurm task per node starts the node's ranks, so every rank
+     * carries the task's SLURM_PROCID / SLURM_LOCALID; torchrun's variables win and none of
+     * the Slurm fields leaks into the identity. */
+    {"torchrun under srun",
+     {"SLURM_PROCID=1", "SLURM_LOCALID=0", "SLURM_NTASKS=2", "RANK=6", "WORLD_SIZE=8"},
+     6,
+     -1,
+     8,
+     -1,
+     "torchrun"},
+    /* srun --mpi=pmix with Open MPI: every MPI variable and Slurm's; Open MPI's come first. */
+    {"openmpi under srun",
+     {"SLURM_PROCID=5", "SLURM_LOCALID=1", "SLURM_NTASKS=8", "PMIX_RANK=5",
+      "OMPI_COMM_WORLD_RANK=5", "OMPI_COMM_WORLD_LOCAL_RANK=1", "OMPI_COMM_WORLD_SIZE=8"},
+     5,
+     1,
+     8,
+     -1,
+     "openmpi"},
+    /* A rank that is not a number does not count: the next launcher supplies the identity,
+     * all of its fields its own. */
+    {"bad rank falls through",
+     {"RANK=abc", "LOCAL_RANK=2", "WORLD_SIZE=4", "PMI_RANK=1", "PMI_SIZE=2"},
+     1,
+     -1,
+     2,
+     -1,
+     "mpich"},
+    /* Negative, overflowing or empty values are unknown, never a number. */
+    {"bad values",
+     {"RANK=3", "LOCAL_RANK=-1", "WORLD_SIZE=99999999999", "LOCAL_WORLD_SIZE="},
+     3,
+     -1,
+     -1,
+     -1,
+     "torchrun"},
+    /* Names that merely end or start like a rank variable are not matches. */
+    {"near names", {"MY_RANK=1", "XPMI_RANK=2", "SLURM_PROCIDX=3"}, -1, -1, -1, -1, ""},
+};
+
+/* An environ image of the entries in a buffer of exactly *len bytes. */
+static char *env_image(const char *const *entries, size_t *len)
 {
-    char tmp[4096];
     size_t n = 0;
-    const char *e;
-    va_list ap;
     char *out;
 
-    va_start(ap, len);
-    while ((e = va_arg(ap, const char *)) != NULL) {
-        size_t l = strlen(e) + 1;
-
-        ck_assert_uint_le(n + l, sizeof(tmp));
-        memcpy(tmp + n, e, l);
-        n += l;
-    }
-    va_end(ap);
+    for (int i = 0; i < MAX_VARS && entries[i]; i++)
+        n += strlen(entries[i]) + 1;
     out = malloc(n ? n : 1);
-    memcpy(out, tmp, n);
-    *len = n;
+    *len = 0;
+    for (int i = 0; i < MAX_VARS && entries[i]; i++) {
+        memcpy(out + *len, entries[i], strlen(entries[i]) + 1);
+        *len += strlen(entries[i]) + 1;
+    }
     return out;
 }
 
-/* Parses the image and checks the four identity fields and the launcher name. */
-static void expect(char *env, size_t len, int rank, int local, int world, const char *launcher)
+START_TEST(test_launcher)
 {
+    const struct ident_case *c = &cases[_i];
     struct rank_ident id;
+    size_t len;
+    char *env = env_image(c->env, &len);
 
     rank_ident_parse(env, len, &id);
-    ck_assert_int_eq(id.rank, rank);
-    ck_assert_int_eq(id.local_rank, local);
-    ck_assert_int_eq(id.world_size, world);
-    ck_assert_str_eq(id.launcher, launcher);
     free(env);
-}
-
-START_TEST(test_none)
-{
-    size_t len;
-    char *env = env_image(&len, "PATH=/usr/bin", "HOME=/root", (char *)NULL);
-
-    expect(env, len, -1, -1, -1, "");
+    ck_assert_msg(id.rank == c->rank && id.local_rank == c->local_rank &&
+                      id.world_size == c->world_size && id.local_world_size == c->local_world_size,
+                  "%s: got rank %d local %d world %d local world %d", c->what, id.rank,
+                  id.local_rank, id.world_size, id.local_world_size);
+    ck_assert_msg(!strcmp(id.launcher, c->launcher), "%s: launcher '%s'", c->what, id.launcher);
 }
 END_TEST
 
-START_TEST(test_torchrun)
+/* The launcher-independent fields are read too. */
+START_TEST(test_other_fields)
 {
-    size_t len;
-    char *env = env_image(&len, "RANK=5", "LOCAL_RANK=1", "WORLD_SIZE=8", "LOCAL_WORLD_SIZE=4",
-                          "GROUP_RANK=1", "MASTER_ADDR=n1", (char *)NULL);
+    static const char *const vars[] = {"GROUP_RANK=1", "MASTER_ADDR=n1", "MASTER_PORT=29500",
+                                       "CUDA_VISIBLE_DEVICES=2,3", NULL};
     struct rank_ident id;
+    size_t len;
+    char *env = env_image(vars, &len);
 
     rank_ident_parse(env, len, &id);
-    ck_assert_int_eq(id.local_world_size, 4);
+    free(env);
     ck_assert_int_eq(id.group_rank, 1);
     ck_assert_str_eq(id.master_addr, "n1");
-    expect(env, len, 5, 1, 8, "torchrun");
+    ck_assert_str_eq(id.master_port, "29500");
+    ck_assert_str_eq(id.cuda_visible, "2,3");
+    ck_assert_str_eq(id.launcher, "");
 }
 END_TEST
 
-START_TEST(test_openmpi)
+/* An entry cut by the end of the image (no final NUL) is not a match. */
+START_TEST(test_truncated_entry)
 {
-    size_t len;
-    char *env = env_image(&len, "OMPI_COMM_WORLD_RANK=3", "OMPI_COMM_WORLD_LOCAL_RANK=1",
-                          "OMPI_COMM_WORLD_SIZE=4", "OMPI_COMM_WORLD_LOCAL_SIZE=2", "PMIX_RANK=3",
-                          (char *)NULL);
-    struct rank_ident id;
-
-    rank_ident_parse(env, len, &id);
-    ck_assert_int_eq(id.local_world_size, 2);
-    expect(env, len, 3, 1, 4, "openmpi");
-}
-END_TEST
-
-START_TEST(test_mpich)
-{
-    size_t len;
-    char *env = env_image(&len, "PMI_RANK=7", "PMI_SIZE=16", "MPI_LOCALRANKID=3",
-                          "MPI_LOCALNRANKS=8", (char *)NULL);
-
-    expect(env, len, 7, 3, 16, "mpich");
-}
-END_TEST
-
-START_TEST(test_pmix)
-{
-    size_t len;
-    char *env =
-        env_image(&len, "PMIX_RANK=2", "PMIX_LOCAL_RANK=0", "PMIX_LOCAL_SIZE=2", (char *)NULL);
-    struct rank_ident id;
-
-    rank_ident_parse(env, len, &id);
-    ck_assert_int_eq(id.local_world_size, 2);
-    /* PMIx publishes no world size in the environment unless PMIX_SIZE is set. */
-    expect(env, len, 2, 0, -1, "pmix");
-}
-END_TEST
-
-START_TEST(test_mvapich2)
-{
-    size_t len;
-    char *env = env_image(&len, "MV2_COMM_WORLD_RANK=9", "MV2_COMM_WORLD_LOCAL_RANK=1",
-                          "MV2_COMM_WORLD_SIZE=12", (char *)NULL);
-
-    expect(env, len, 9, 1, 12, "mvapich2");
-}
-END_TEST
-
-START_TEST(test_horovod)
-{
-    size_t len;
-    char *env = env_image(&len, "HOROVOD_RANK=4", "HOROVOD_LOCAL_RANK=0", "HOROVOD_SIZE=6",
-                          "HOROVOD_LOCAL_SIZE=3", (char *)NULL);
-
-    expect(env, len, 4, 0, 6, "horovod");
-}
-END_TEST
-
-START_TEST(test_slurm)
-{
-    size_t len;
-    char *env = env_image(&len, "SLURM_PROCID=11", "SLURM_LOCALID=3", "SLURM_NTASKS=16",
-                          "SLURM_JOB_ID=77", (char *)NULL);
-
-    expect(env, len, 11, 3, 16, "slurm");
-}
-END_TEST
-
-/* torchrun under srun: one Slurm task per node starts the node's ranks, so every rank
- * carries the task's SLURM_PROCID / SLURM_LOCALID; torchrun's own variables must win and
- * none of the Slurm fields may leak into the identity. */
-START_TEST(test_torchrun_under_srun)
-{
-    size_t len;
-    char *env = env_image(&len, "SLURM_PROCID=1", "SLURM_LOCALID=0", "SLURM_NTASKS=2", "RANK=6",
-                          "WORLD_SIZE=8", (char *)NULL);
-
-    expect(env, len, 6, -1, 8, "torchrun");
-}
-END_TEST
-
-/* srun --mpi=pmix with Open MPI: every MPI variable and Slurm's; Open MPI's come first. */
-START_TEST(test_openmpi_under_srun)
-{
-    size_t len;
-    char *env = env_image(&len, "SLURM_PROCID=5", "SLURM_LOCALID=1", "SLURM_NTASKS=8",
-                          "PMIX_RANK=5", "OMPI_COMM_WORLD_RANK=5", "OMPI_COMM_WORLD_LOCAL_RANK=1",
-                          "OMPI_COMM_WORLD_SIZE=8", (char *)NULL);
-
-    expect(env, len, 5, 1, 8, "openmpi");
-}
-END_TEST
-
-/* A rank variable that is not a number does not count: the next launcher supplies the
- * identity, and its fields are all its own. */
-START_TEST(test_bad_rank_falls_through)
-{
-    size_t len;
-    char *env = env_image(&len, "RANK=abc", "LOCAL_RANK=2", "WORLD_SIZE=4", "PMI_RANK=1",
-                          "PMI_SIZE=2", (char *)NULL);
-
-    expect(env, len, 1, -1, 2, "mpich");
-}
-END_TEST
-
-/* Negative, overflowing, empty or trailing-garbage values are unknown, never a number. */
-START_TEST(test_bad_values)
-{
-    size_t len;
-    char *env = env_image(&len, "RANK=3", "LOCAL_RANK=-1", "WORLD_SIZE=99999999999",
-                          "LOCAL_WORLD_SIZE=", (char *)NULL);
-    struct rank_ident id;
-
-    rank_ident_parse(env, len, &id);
-    ck_assert_int_eq(id.local_world_size, -1);
-    expect(env, len, 3, -1, -1, "torchrun");
-}
-END_TEST
-
-/* Names that merely end like a rank variable, and an entry cut by the end of the image
- * (no final NUL), are not matches. */
-START_TEST(test_near_names_and_truncation)
-{
-    size_t len;
-    char *env = env_image(&len, "MY_RANK=1", "XPMI_RANK=2", "SLURM_PROCIDX=3", (char *)NULL);
     static const char cut[] = {'R', 'A', 'N', 'K', '=', '4'};
     char *img = malloc(sizeof(cut));
+    struct rank_ident id;
 
-    expect(env, len, -1, -1, -1, "");
     memcpy(img, cut, sizeof(cut));
-    expect(img, sizeof(cut), -1, -1, -1, "");
+    rank_ident_parse(img, sizeof(cut), &id);
+    free(img);
+    ck_assert_int_eq(id.rank, -1);
+    ck_assert_str_eq(id.launcher, "");
 }
 END_TEST
 
@@ -384,19 +353,9 @@ static Suite *procenv_suite(void)
     Suite *s = suite_create("procenv");
     TCase *tc = tcase_create("launchers");
 
-    tcase_add_test(tc, test_none);
-    tcase_add_test(tc, test_torchrun);
-    tcase_add_test(tc, test_openmpi);
-    tcase_add_test(tc, test_mpich);
-    tcase_add_test(tc, test_pmix);
-    tcase_add_test(tc, test_mvapich2);
-    tcase_add_test(tc, test_horovod);
-    tcase_add_test(tc, test_slurm);
-    tcase_add_test(tc, test_torchrun_under_srun);
-    tcase_add_test(tc, test_openmpi_under_srun);
-    tcase_add_test(tc, test_bad_rank_falls_through);
-    tcase_add_test(tc, test_bad_values);
-    tcase_add_test(tc, test_near_names_and_truncation);
+    tcase_add_loop_test(tc, test_launcher, 0, (int)(sizeof(cases) / sizeof(cases[0])));
+    tcase_add_test(tc, test_other_fields);
+    tcase_add_test(tc, test_truncated_entry);
     suite_add_tcase(s, tc);
     tc = tcase_create("procexit");
     tcase_add_test(tc, test_exit_events);

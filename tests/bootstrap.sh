@@ -8,7 +8,7 @@ set -eu
 cd "$(dirname "$0")/.."
 
 PACKAGES="build-essential meson ninja-build pkg-config libncurses-dev libunwind-dev
-libproc2-dev libjson-c-dev check tmux python3 python3-torch procps clang"
+libproc2-dev libjson-c-dev check tmux python3 python3-torch procps clang openmpi-bin"
 
 install_missing() {
     missing=""

@@ -4,7 +4,12 @@
  * Reading before waiting means a tool that prints more than a pipe buffer cannot deadlock us;
  * the deadline means a hung tool (nvidia-smi on a wedged driver) costs at most timeout_ms. The
  * child gets its own process group so the kill also reaches anything it started. posix_spawn
- * (not fork) because callers are threads of a multi-threaded process. Any thread. */
+ * (not fork) because callers are threads of a multi-threaded process. Any thread.
+ *
+ * A thread may name a cancel descriptor (exec_cancel_on): once it is readable, a tool running
+ * on that thread is killed at once and later calls start nothing, so a stopping engine never
+ * waits out a hung tool's deadline. The descriptor is per thread (thread-local) because the
+ * tools are reached through the device sources, which know nothing of who runs them. */
 #include "ranktop/exec.h"
 
 #include "ranktop/util.h"
@@ -24,6 +29,23 @@
 #define EXEC_MAX_OUT (16u << 20)
 
 extern char **environ;
+
+/* The calling thread's cancel descriptor, -1 for none. */
+static _Thread_local int cancel_fd = -1;
+
+void exec_cancel_on(int fd)
+{
+    cancel_fd = fd;
+}
+
+/* True when the calling thread's cancel descriptor is readable (never consumed: it stays set
+ * for every later call). */
+static bool cancelled(void)
+{
+    struct pollfd pf = {cancel_fd, POLLIN, 0};
+
+    return cancel_fd >= 0 && poll(&pf, 1, 0) > 0 && (pf.revents & POLLIN);
+}
 
 struct sink {
     char *buf;
@@ -72,10 +94,11 @@ static int spawn(const char *const argv[], int out[2], int errp[2], pid_t *pid)
     return rc;
 }
 
-/* Drains both pipes until EOF or the deadline; returns 0 or APP_E_TIMEOUT. */
+/* Drains both pipes until EOF, the deadline or a cancel; returns 0, APP_E_TIMEOUT (deadline)
+ * or APP_E_LIMIT (cancelled). */
 static int drain(int outfd, int errfd, uint64_t deadline, struct sink *o, struct sink *e)
 {
-    struct pollfd pf[2] = {{outfd, POLLIN, 0}, {errfd, POLLIN, 0}};
+    struct pollfd pf[3] = {{outfd, POLLIN, 0}, {errfd, POLLIN, 0}, {cancel_fd, POLLIN, 0}};
     char buf[65536];
 
     while (pf[0].fd >= 0 || pf[1].fd >= 0) {
@@ -84,11 +107,13 @@ static int drain(int outfd, int errfd, uint64_t deadline, struct sink *o, struct
 
         if (now >= deadline)
             return APP_E_TIMEOUT;
-        r = poll(pf, 2, (int)((deadline - now) / 1000000u) + 1);
+        r = poll(pf, 3, (int)((deadline - now) / 1000000u) + 1);
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0)
             return APP_E_IO;
+        if (pf[2].revents & POLLIN)
+            return APP_E_LIMIT;
         for (int i = 0; i < 2; i++) {
             ssize_t n;
 
@@ -104,16 +129,18 @@ static int drain(int outfd, int errfd, uint64_t deadline, struct sink *o, struct
     return 0;
 }
 
-/* Waits for the child until the deadline (a tool may close its pipes and still hang), then
- * kills its group and collects it. *killed tells whether the deadline struck. */
+/* Waits for the child until the deadline or a cancel (a tool may close its pipes and still
+ * hang), then kills its group and collects it. *killed tells whether it was killed. The wait
+ * polls the cancel descriptor in 1 ms steps, so a cancel is seen within a millisecond. */
 static int reap(pid_t pid, uint64_t deadline, bool *killed)
 {
-    struct timespec ms = {0, 1000000};
+    struct pollfd pf = {cancel_fd, POLLIN, 0};
     int st;
     pid_t r;
 
     while ((r = waitpid(pid, &st, WNOHANG)) == 0 && clock_mono_ns() < deadline)
-        nanosleep(&ms, NULL);
+        if (poll(&pf, 1, 1) > 0 && (pf.revents & POLLIN))
+            break;
     if (r == 0) {
         *killed = true;
         kill(-pid, SIGKILL);
@@ -135,6 +162,8 @@ int exec_run(const char *const argv[], int timeout_ms, struct exec_result *res, 
     pid_t pid;
 
     memset(res, 0, sizeof(*res));
+    if (cancelled())
+        return app_err_set(err, APP_E_LIMIT, "%s: not started, stopping", argv[0]);
     if (pipe2(out, O_CLOEXEC) < 0)
         return app_err_set(err, APP_E_IO, "pipe: %s", strerror(errno));
     if (pipe2(errp, O_CLOEXEC) < 0) {
@@ -154,9 +183,9 @@ int exec_run(const char *const argv[], int timeout_ms, struct exec_result *res, 
     rc = drain(out[0], errp[0], deadline, &o, &e);
     close(out[0]);
     close(errp[0]);
-    res->status = reap(pid, rc == APP_E_TIMEOUT ? 0 : deadline, &killed);
-    if (killed)
-        rc = APP_E_TIMEOUT;
+    res->status = reap(pid, rc == APP_E_TIMEOUT || rc == APP_E_LIMIT ? 0 : deadline, &killed);
+    if (killed && rc != APP_E_LIMIT)
+        rc = cancelled() ? APP_E_LIMIT : APP_E_TIMEOUT;
     sink_add(&o, "", 0);
     sink_add(&e, "", 0);
     res->out = o.buf;
@@ -165,6 +194,8 @@ int exec_run(const char *const argv[], int timeout_ms, struct exec_result *res, 
     res->err_len = e.len;
     if (rc == APP_E_TIMEOUT)
         return app_err_set(err, rc, "%s: no answer within %d ms, killed", argv[0], timeout_ms);
+    if (rc == APP_E_LIMIT)
+        return app_err_set(err, rc, "%s: killed, stopping", argv[0]);
     if (res->status == 127 && e.len == 0)
         return app_err_set(err, APP_E_NOTFOUND, "%s: not found on PATH", argv[0]);
     return rc < 0 ? app_err_set(err, rc, "%s: read error", argv[0]) : 0;

@@ -1,9 +1,11 @@
 /* Rank discovery: device sources, the /proc scan, and the join into one record per process.
  *
  * Candidates are the processes the user named (-p, --children-of, --match) or, when none was
- * named, the processes the device tools report plus every Python process with RANK in its
- * environment. Each candidate gets its identity, Python-ness, devices and memory; a Python
- * child with its parent's RANK (a DataLoader worker) is folded into its parent's record.
+ * named, the processes the device tools report plus every Python process whose environment
+ * gives it a rank under one of the launchers rank_ident_parse knows (RANK, OMPI_COMM_WORLD_RANK,
+ * PMI_RANK, PMIX_RANK, MV2_COMM_WORLD_RANK, HOROVOD_RANK, SLURM_PROCID). Each candidate gets
+ * its identity, Python-ness, devices and memory; a Python child with its parent's rank (a
+ * DataLoader worker) is folded into its parent's record.
  * Runs on one thread; the result is read-only afterwards. */
 #include "ranktop/discovery.h"
 
@@ -89,7 +91,8 @@ static void add_named(const struct discovery_opts *o, const struct pslist *ps, c
     }
 }
 
-/* No names given: the device tools' processes, then Python processes with RANK set. */
+/* No names given: the device tools' processes, then Python processes with a launcher's rank
+ * (rank_ident_parse decides which variables count). */
 static void add_default(struct discovery *d, const struct pslist *ps, struct pidset *c)
 {
     for (size_t i = 0; i < d->devs.nprocs; i++)
@@ -174,7 +177,7 @@ static struct proc_rec *same_rank_parent(struct discovery *d, const struct proc_
     return p;
 }
 
-/* Folds DataLoader-style workers (Python descendants carrying their parent's RANK and using
+/* Folds DataLoader-style workers (Python descendants carrying their parent's rank and using
  * no device themselves) into the record of the topmost process of that rank. Owners are
  * decided for every record before any record moves. */
 static void group_workers(struct discovery *d)

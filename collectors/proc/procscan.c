@@ -38,13 +38,47 @@ static void env_str(const char *env, size_t len, const char *name, char *out, si
     snprintf(out, outlen, "%s", v ? v : "");
 }
 
+/* The launchers in precedence order (procenv.h explains the order and the set rule). */
+static const struct launcher_vars {
+    const char *name, *rank, *local_rank, *world_size, *local_size;
+} launchers[] = {
+    {"torchrun", "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE"},
+    {"openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_SIZE",
+     "OMPI_COMM_WORLD_LOCAL_SIZE"},
+    {"mpich", "PMI_RANK", "MPI_LOCALRANKID", "PMI_SIZE", "MPI_LOCALNRANKS"},
+    {"pmix", "PMIX_RANK", "PMIX_LOCAL_RANK", "PMIX_SIZE", "PMIX_LOCAL_SIZE"},
+    {"mvapich2", "MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_SIZE",
+     "MV2_COMM_WORLD_LOCAL_SIZE"},
+    {"horovod", "HOROVOD_RANK", "HOROVOD_LOCAL_RANK", "HOROVOD_SIZE", "HOROVOD_LOCAL_SIZE"},
+    {"slurm", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS", NULL},
+};
+
+/* Takes the identity from the first launcher whose rank variable holds a number. The other
+ * fields come from that launcher only: a missing local rank stays unknown rather than being
+ * borrowed from a launcher that numbers something else. */
+static void ident_launcher(const char *env, size_t len, struct rank_ident *id)
+{
+    for (size_t i = 0; i < sizeof(launchers) / sizeof(launchers[0]); i++) {
+        const struct launcher_vars *l = &launchers[i];
+        int rank = env_int(env, len, l->rank);
+
+        if (rank < 0)
+            continue;
+        id->rank = rank;
+        id->local_rank = env_int(env, len, l->local_rank);
+        id->world_size = env_int(env, len, l->world_size);
+        id->local_world_size = l->local_size ? env_int(env, len, l->local_size) : -1;
+        snprintf(id->launcher, sizeof(id->launcher), "%s", l->name);
+        return;
+    }
+}
+
 void rank_ident_parse(const char *env, size_t len, struct rank_ident *id)
 {
-    id->rank = env_int(env, len, "RANK");
-    id->local_rank = env_int(env, len, "LOCAL_RANK");
-    id->world_size = env_int(env, len, "WORLD_SIZE");
+    memset(id, 0, sizeof(*id));
+    id->rank = id->local_rank = id->world_size = id->local_world_size = -1;
+    ident_launcher(env, len, id);
     id->group_rank = env_int(env, len, "GROUP_RANK");
-    id->local_world_size = env_int(env, len, "LOCAL_WORLD_SIZE");
     env_str(env, len, "TORCHELASTIC_RUN_ID", id->run_id, sizeof(id->run_id));
     env_str(env, len, "MASTER_ADDR", id->master_addr, sizeof(id->master_addr));
     env_str(env, len, "MASTER_PORT", id->master_port, sizeof(id->master_port));

@@ -7,6 +7,13 @@
 
 #if defined(RANKTOP_LAYER_BUILD) && !defined(RANKTOP_SEES_ENGINE)
 #error "ranktop/engine.h belongs to src/engine/, a layer this one may not use"
+/* How ranks ended: the engine learns each watched rank's exit code or killing signal from the
+ * kernel's process-event connector and writes it into the rank's history record (exit_code,
+ * exit_signal). Waits at most timeout_ms for the subscription to be decided; returns true
+ * when statuses are being learnt, false with the reason in why (no CAP_NET_ADMIN, not in the
+ * initial namespaces, not decided yet): then every status stays unknown. */
+bool engine_exit_listening(struct engine *e, int timeout_ms, char *why, size_t len);
+
 #endif
 
 #include <stdbool.h>
@@ -47,7 +54,8 @@ struct engine;
 /* Starts the collector threads. Returns 0, or a negative status with err filled. */
 int engine_start(const struct engine_opts *o, struct engine **out, struct app_err *err);
 
-/* Stops and joins every thread; the history stays readable until engine_free. */
+/* Stops and joins every thread; the history stays readable until engine_free. Returns without
+ * waiting on a device tool: a tool the discovery thread is running is killed at once. */
 void engine_stop(struct engine *e);
 void engine_free(struct engine *e);
 
@@ -93,5 +101,12 @@ struct engine_growth {
 /* Copies the latest comparison for the focused pid (a short copy under the engine lock; the
  * UI takes it with its other snapshots, never while drawing); returns how many rows. */
 size_t engine_mem_growth(struct engine *e, int *pid, struct engine_growth *out, size_t n);
+
+/* How ranks ended: the engine learns each watched rank's exit code or killing signal from the
+ * kernel's process-event connector and writes it into the rank's history record (exit_code,
+ * exit_signal). Waits at most timeout_ms for the subscription to be decided; returns true
+ * when statuses are being learnt, false with the reason in why (no CAP_NET_ADMIN, not in the
+ * initial namespaces, not decided yet): then every status stays unknown. */
+bool engine_exit_listening(struct engine *e, int timeout_ms, char *why, size_t len);
 
 #endif

@@ -23,9 +23,25 @@ int procenv_get_int(int pid, const char *name, int *val);
 /* The command line, arguments joined by spaces (cut to outlen-1 bytes). */
 int procenv_cmdline(int pid, char *out, size_t outlen);
 
-/* Distributed-launcher identity from a process's environment; -1 / "" when unset. */
+/* Distributed-launcher identity from a process's environment; -1 / "" when unset.
+ *
+ * Launchers are tried in this order and the first one whose rank variable holds a number
+ * supplies rank, local rank, world size and local world size, as a set (never mixed with a
+ * later launcher's: under `srun`, torchrun's ranks all carry SLURM_LOCALID=0, which is the
+ * task's, not the rank's):
+ *   torchrun  RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE (torchrun, torch.distributed
+ *             .launch, DeepSpeed and Accelerate all set these)
+ *   openmpi   OMPI_COMM_WORLD_RANK, _LOCAL_RANK, _SIZE, _LOCAL_SIZE
+ *   mpich     PMI_RANK, MPI_LOCALRANKID, PMI_SIZE, MPI_LOCALNRANKS (MPICH, Intel MPI)
+ *   pmix      PMIX_RANK, PMIX_LOCAL_RANK, PMIX_SIZE, PMIX_LOCAL_SIZE
+ *   mvapich2  MV2_COMM_WORLD_RANK, _LOCAL_RANK, _SIZE, _LOCAL_SIZE
+ *   horovod   HOROVOD_RANK, _LOCAL_RANK, _SIZE, _LOCAL_SIZE
+ *   slurm     SLURM_PROCID, SLURM_LOCALID, SLURM_NTASKS (last: set for every task of an
+ *             allocation, distributed or not)
+ * launcher names the one that supplied the identity ("" when none did). */
 struct rank_ident {
     int rank, local_rank, world_size, group_rank, local_world_size;
+    char launcher[16];       /* "torchrun", "openmpi", ... (see above), "" none */
     char run_id[64];         /* TORCHELASTIC_RUN_ID */
     char master_addr[64];    /* MASTER_ADDR */
     char master_port[16];    /* MASTER_PORT */
@@ -33,7 +49,8 @@ struct rank_ident {
     char ascend_visible[64]; /* ASCEND_RT_VISIBLE_DEVICES */
 };
 
-/* Pure: fills id from an environ image (NUL-separated NAME=value). */
+/* Pure: fills id from an environ image (NUL-separated NAME=value, len bytes; an entry cut
+ * by the end of the buffer is ignored). */
 void rank_ident_parse(const char *env, size_t len, struct rank_ident *id);
 
 #endif

@@ -71,6 +71,8 @@ static json_object *proc_json(const struct proc_rec *r)
     json_object_object_add(o, "rank", num_or_null(r->id.rank >= 0, r->id.rank));
     json_object_object_add(o, "local_rank", num_or_null(r->id.local_rank >= 0, r->id.local_rank));
     json_object_object_add(o, "world_size", num_or_null(r->id.world_size >= 0, r->id.world_size));
+    json_object_object_add(o, "launcher",
+                           r->id.launcher[0] ? json_object_new_string(r->id.launcher) : NULL);
     for (size_t i = 0; i < r->nchildren; i++)
         json_object_array_add(ch, json_object_new_int(r->children[i]));
     json_object_object_add(o, "children", ch);
@@ -169,8 +171,8 @@ static void proc_devices(const struct proc_rec *r, char *buf, size_t len)
 static void print_procs(const struct discovery *d)
 {
     if (d->nprocs)
-        printf("\n%-5s %-5s %-5s %-8s %-3s %-5s %-22s %s\n", "RANK", "LOCAL", "WORLD", "PID", "PY",
-               "ALIVE", "DEVICES", "NAME");
+        printf("\n%-5s %-5s %-5s %-8s %-8s %-3s %-5s %-22s %s\n", "RANK", "LOCAL", "WORLD",
+               "LAUNCHER", "PID", "PY", "ALIVE", "DEVICES", "NAME");
     for (size_t i = 0; i < d->nprocs; i++) {
         const struct proc_rec *r = &d->procs[i];
         char rank[16], lr[16], ws[16], devs[256];
@@ -179,8 +181,9 @@ static void print_procs(const struct discovery *d)
         fmt_i64(lr, sizeof(lr), r->id.local_rank >= 0, r->id.local_rank, "");
         fmt_i64(ws, sizeof(ws), r->id.world_size >= 0, r->id.world_size, "");
         proc_devices(r, devs, sizeof(devs));
-        printf("%-5s %-5s %-5s %-8d %-3s %-5s %-22s %s", rank, lr, ws, r->pid,
-               r->python ? "yes" : "no", r->alive ? "yes" : "NO", devs, r->name[0] ? r->name : "?");
+        printf("%-5s %-5s %-5s %-8s %-8d %-3s %-5s %-22s %s", rank, lr, ws,
+               r->id.launcher[0] ? r->id.launcher : "-", r->pid, r->python ? "yes" : "no",
+               r->alive ? "yes" : "NO", devs, r->name[0] ? r->name : "?");
         if (r->nchildren)
             printf(" (+%zu worker%s)", r->nchildren, r->nchildren > 1 ? "s" : "");
         putchar('\n');
@@ -195,7 +198,8 @@ static void explain_empty(const struct discovery *d, const struct discovery_opts
                 o->nchildren_of ? " (the launcher has no descendants)" : "");
     else
         fprintf(stderr,
-                "ranktop: no ranks found: %s, no Python process with RANK set; use -p PID or "
+                "ranktop: no ranks found: %s, no Python process with a launcher's rank "
+                "(RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, ...); use -p PID or "
                 "--children-of PID\n",
                 d->any_tool ? "the device tools list no processes"
                             : "no nvidia-smi or npu-smi answered");

@@ -5,10 +5,16 @@
  * memory and GIL threads. Locking protocol: e->lock guards the history, the target list and
  * the statistics; a thread does its I/O (tools, /proc, process_vm_readv) with the lock
  * released, then takes it briefly to record the result. No lock is held across I/O, and the
- * sampler never waits on a tool. Each pyproc belongs to the one thread that opened it. */
+ * sampler never waits on a tool. Each pyproc belongs to the one thread that opened it.
+ *
+ * Stopping: engine_stop sets stop, broadcasts and makes e->stop_fd (an eventfd) readable.
+ * Threads that sleep wait on the condition; threads that block in I/O poll stop_fd (the exit
+ * thread), and the discovery thread names it as its exec cancel descriptor, so a device tool
+ * that hangs is killed at once instead of at its deadline. Every thread is then joined. */
 #include "ranktop/engine.h"
 #include "engine_priv.h"
 
+#include "ranktop/exec.h"
 #include "ranktop/pystack.h"
 #include "ranktop/util.h"
 
@@ -16,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -124,21 +131,35 @@ static void publish_targets(struct engine *e, const struct discovery *d, uint64_
     pthread_mutex_unlock(&e->lock);
 }
 
+static bool stopping(struct engine *e)
+{
+    bool stop;
+
+    pthread_mutex_lock(&e->lock);
+    stop = e->stop;
+    pthread_mutex_unlock(&e->lock);
+    return stop;
+}
+
 static void *discovery_main(void *arg)
 {
     struct engine *e = arg;
     uint64_t next = clock_mono_ns();
 
+    /* A tool this thread runs is killed as soon as the engine stops. */
+    exec_cancel_on(e->stop_fd);
     do {
         struct discovery d;
         struct app_err err = {0};
 
         discovery_init(&d);
-        if (discovery_run(&e->o.disc, &d, &err) == 0)
+        /* A pass cut short by a stop holds the cancelled tools' errors: not worth showing. */
+        if (discovery_run(&e->o.disc, &d, &err) == 0 && !stopping(e))
             publish_targets(e, &d, clock_mono_ns());
         discovery_fini(&d);
         next += (uint64_t)e->o.discovery_ms * 1000000u;
     } while (!engine_wait(e, next));
+    exec_cancel_on(-1);
     return NULL;
 }
 
@@ -184,6 +205,14 @@ int engine_start(const struct engine_opts *o, struct engine **out, struct app_er
         e->o.discovery_ms = (o->gpu || o->npu) ? 1000 : 2000;
     e->period_ns = (uint64_t)(1e9 / e->o.rate_hz);
     engine_init_sync(e);
+    e->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (e->stop_fd < 0) {
+        rc = app_err_set(err, APP_E_IO, "eventfd: %s", strerror(errno));
+        pthread_mutex_destroy(&e->lock);
+        pthread_cond_destroy(&e->cond);
+        free(e);
+        return rc;
+    }
     gethostname(host, sizeof(host) - 1);
     e->t_start = clock_mono_ns();
     history_init(&e->hist, e->t_start, wall_us(), host);
@@ -196,6 +225,8 @@ int engine_start(const struct engine_opts *o, struct engine **out, struct app_er
         rc = spawn(e, engine_mem_main, err);
     if (rc == 0 && o->gil)
         rc = spawn(e, engine_gil_main, err);
+    if (rc == 0)
+        rc = spawn(e, engine_exit_main, err);
     if (rc < 0) {
         engine_stop(e);
         engine_free(e);
@@ -207,10 +238,15 @@ int engine_start(const struct engine_opts *o, struct engine **out, struct app_er
 
 void engine_stop(struct engine *e)
 {
+    uint64_t one = 1;
+
     pthread_mutex_lock(&e->lock);
     e->stop = true;
     pthread_cond_broadcast(&e->cond);
     pthread_mutex_unlock(&e->lock);
+    /* The counter only grows; one write keeps stop_fd readable for good. */
+    if (write(e->stop_fd, &one, sizeof(one)) < 0)
+        perror("ranktop: engine stop");
     for (int i = 0; i < e->nth; i++)
         pthread_join(e->th[i], NULL);
     e->nth = 0;
@@ -226,6 +262,8 @@ void engine_free(struct engine *e)
     free(e->live);
     pthread_mutex_destroy(&e->lock);
     pthread_cond_destroy(&e->cond);
+    if (e->stop_fd >= 0)
+        close(e->stop_fd);
     free(e);
 }
 
@@ -331,4 +369,23 @@ size_t engine_mem_growth(struct engine *e, int *pid, struct engine_growth *out, 
     memcpy(out, e->growth, k * sizeof(*out));
     pthread_mutex_unlock(&e->lock);
     return k;
+}
+
+bool engine_exit_listening(struct engine *e, int timeout_ms, char *why, size_t len)
+{
+    uint64_t end = clock_mono_ns() + (uint64_t)timeout_ms * 1000000u;
+    struct timespec ts = {(time_t)(end / 1000000000u), (long)(end % 1000000000u)};
+    bool on;
+
+    pthread_mutex_lock(&e->lock);
+    while (!e->exit_started && !e->stop)
+        if (pthread_cond_timedwait(&e->cond, &e->lock, &ts) == ETIMEDOUT)
+            break;
+    on = e->exit_listening;
+    snprintf(why, len, "%s",
+             !e->exit_started ? "the exit thread has not subscribed yet"
+             : on             ? ""
+                              : e->exit_err);
+    pthread_mutex_unlock(&e->lock);
+    return on;
 }

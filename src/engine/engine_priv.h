@@ -18,6 +18,7 @@ struct engine {
     pthread_mutex_t lock;
     pthread_cond_t cond; /* broadcast on stop and on new targets */
     bool stop;
+    int stop_fd;     /* eventfd, readable once stopping: polled by threads that block in I/O */
     bool discovered; /* the first discovery pass has published */
     struct history hist;
     struct target *targets;
@@ -30,7 +31,7 @@ struct engine {
     /* statistics, under lock */
     uint64_t samples, stacks, errs, lag_sum_ns, lag_max_ns;
     int ranks_now, ranks_seen;
-    pthread_t th[4];
+    pthread_t th[8];
     int nth;
     /* live figures for the UI, under lock */
     struct smi_device *devs;
@@ -42,6 +43,11 @@ struct engine {
     int growth_pid;
     struct engine_growth growth[16];
     size_t ngrowth;
+    /* exit statuses (engine_exit.c), under lock */
+    bool exit_started;   /* the exit thread has tried to subscribe */
+    bool exit_listening; /* ... and the kernel accepted */
+    char exit_err[160];  /* why statuses stay unknown, "" when listening */
+    uint64_t exits_known;
 };
 
 /* The live record of pid (created on first use); call with the lock held. */
@@ -53,5 +59,6 @@ bool engine_wait(struct engine *e, uint64_t abs_ns);
 void *engine_sampler_main(void *arg);
 void *engine_mem_main(void *arg);
 void *engine_gil_main(void *arg);
+void *engine_exit_main(void *arg);
 
 #endif

@@ -26,7 +26,7 @@ LS="$RANKTOP_BIN ls --json --no-device-libs --nvidia-smi $FAKE/nvidia-smi --npu-
 # 1. The default table (the fake refuses the CSV query forms, as old drivers do).
 $LS > "$WORK/a.json" || fail "ranktop ls exited $?"
 json_check "$WORK/a.json" "len(d['devices']) == 10 and d['errors'] == []"
-json_check "$WORK/a.json" "[p for p in d['processes'] if p['pid'] == $R0] == [{'pid': $R0, 'name': [p for p in d['processes'] if p['pid'] == $R0][0]['name'], 'alive': True, 'python': True, 'rank': 0, 'local_rank': 0, 'world_size': 2, 'children': [], 'devices': [{'kind': 'gpu', 'index': 0, 'chip': None, 'mem_mb': 80404}]}]"
+json_check "$WORK/a.json" "[p for p in d['processes'] if p['pid'] == $R0] == [{'pid': $R0, 'name': [p for p in d['processes'] if p['pid'] == $R0][0]['name'], 'alive': True, 'python': True, 'rank': 0, 'local_rank': 0, 'world_size': 2, 'launcher': 'torchrun', 'children': [], 'devices': [{'kind': 'gpu', 'index': 0, 'chip': None, 'mem_mb': 80404}]}]"
 json_check "$WORK/a.json" "any(p['pid'] == $R1 and p['rank'] == 1 and p['devices'] == [{'kind': 'gpu', 'index': 1, 'chip': None, 'mem_mb': 73996}] for p in d['processes'])"
 json_check "$WORK/a.json" "any(p['pid'] == $R2 and p['rank'] == 2 and p['children'] == [$W2] and p['devices'] == [{'kind': 'npu', 'index': 0, 'chip': 0, 'mem_mb': 17400}] for p in d['processes'])"
 json_check "$WORK/a.json" "not any(p['pid'] == $W2 for p in d['processes'])"

@@ -1,0 +1,85 @@
+/* The exit thread: how each watched rank ended (exit code or killing signal).
+ *
+ * A rank is not our child, so the status comes from the kernel's process-event connector
+ * (procexit.h). The thread subscribes once; where that is refused (no CAP_NET_ADMIN, not in
+ * the initial namespaces, no connector) it records why in e->exit_err and returns, and every
+ * status stays unknown. Otherwise it waits in poll() on the socket and on e->stop_fd, so
+ * stopping never waits on it. For each exit of a process the history knows, it writes
+ * exit_code / exit_signal into that pid's latest rank record under e->lock; it never marks the
+ * rank exited (the sampler does, when a read fails), so a status may arrive before or after
+ * the rank is seen gone. Event pids are in the initial PID namespace, which is ours whenever
+ * the subscription is accepted. */
+#include "engine_priv.h"
+
+#include "ranktop/procexit.h"
+
+#include <poll.h>
+#include <stdio.h>
+#include <sys/wait.h>
+
+#define EXIT_ACK_MS 1000 /* how long the kernel may take to accept the subscription */
+#define EXIT_BATCH 64
+
+/* Stores one exit in the latest rank record of its pid (pids are reused, and a restarted rank
+ * gets a new record); exits of processes the history does not know are ignored. */
+static void exit_apply_locked(struct engine *e, const struct procexit_event *ev)
+{
+    struct hrank *r = NULL;
+
+    for (size_t i = 0; i < e->hist.nranks; i++)
+        if (e->hist.ranks[i].pid == ev->pid)
+            r = &e->hist.ranks[i];
+    if (!r)
+        return;
+    if (WIFEXITED(ev->status)) {
+        r->exit_code = WEXITSTATUS(ev->status);
+        r->exit_signal = 0;
+    } else if (WIFSIGNALED(ev->status)) {
+        r->exit_code = -1;
+        r->exit_signal = WTERMSIG(ev->status);
+    }
+    e->exits_known++;
+}
+
+/* Reads what the socket holds and applies it. Returns false when the socket failed. */
+static bool exit_drain(struct engine *e, int fd)
+{
+    struct procexit_event ev[EXIT_BATCH];
+    int n;
+
+    while ((n = procexit_read(fd, ev, EXIT_BATCH)) > 0) {
+        pthread_mutex_lock(&e->lock);
+        for (int i = 0; i < n; i++)
+            exit_apply_locked(e, &ev[i]);
+        pthread_mutex_unlock(&e->lock);
+    }
+    return n == 0;
+}
+
+void *engine_exit_main(void *arg)
+{
+    struct engine *e = arg;
+    struct app_err err = {0};
+    int fd = procexit_open(EXIT_ACK_MS, &err);
+
+    pthread_mutex_lock(&e->lock);
+    snprintf(e->exit_err, sizeof(e->exit_err), "%.159s", fd < 0 ? err.msg : "");
+    e->exit_started = true;
+    e->exit_listening = fd >= 0;
+    pthread_cond_broadcast(&e->cond);
+    pthread_mutex_unlock(&e->lock);
+    if (fd < 0)
+        return NULL;
+    for (;;) {
+        struct pollfd pf[2] = {{fd, POLLIN, 0}, {e->stop_fd, POLLIN, 0}};
+
+        if (poll(pf, 2, -1) < 0)
+            continue;
+        if (pf[1].revents & POLLIN)
+            break;
+        if ((pf[0].revents & POLLIN) && !exit_drain(e, fd))
+            break;
+    }
+    procexit_close(fd);
+    return NULL;
+}

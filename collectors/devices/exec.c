@@ -95,7 +95,7 @@ static int spawn(const char *const argv[], int out[2], int errp[2], pid_t *pid)
 }
 
 /* Drains both pipes until EOF, the deadline or a cancel; returns 0, APP_E_TIMEOUT (deadline)
- * or APP_E_LIMIT (cancelled). */
+ * or APP_E_CANCELLED (cancelled). */
 static int drain(int outfd, int errfd, uint64_t deadline, struct sink *o, struct sink *e)
 {
     struct pollfd pf[3] = {{outfd, POLLIN, 0}, {errfd, POLLIN, 0}, {cancel_fd, POLLIN, 0}};
@@ -113,7 +113,7 @@ static int drain(int outfd, int errfd, uint64_t deadline, struct sink *o, struct
         if (r < 0)
             return APP_E_IO;
         if (pf[2].revents & POLLIN)
-            return APP_E_LIMIT;
+            return APP_E_CANCELLED;
         for (int i = 0; i < 2; i++) {
             ssize_t n;
 
@@ -163,7 +163,7 @@ int exec_run(const char *const argv[], int timeout_ms, struct exec_result *res, 
 
     memset(res, 0, sizeof(*res));
     if (cancelled())
-        return app_err_set(err, APP_E_LIMIT, "%s: not started, stopping", argv[0]);
+        return app_err_set(err, APP_E_CANCELLED, "%s: not started, stopping", argv[0]);
     if (pipe2(out, O_CLOEXEC) < 0)
         return app_err_set(err, APP_E_IO, "pipe: %s", strerror(errno));
     if (pipe2(errp, O_CLOEXEC) < 0) {
@@ -183,9 +183,9 @@ int exec_run(const char *const argv[], int timeout_ms, struct exec_result *res, 
     rc = drain(out[0], errp[0], deadline, &o, &e);
     close(out[0]);
     close(errp[0]);
-    res->status = reap(pid, rc == APP_E_TIMEOUT || rc == APP_E_LIMIT ? 0 : deadline, &killed);
-    if (killed && rc != APP_E_LIMIT)
-        rc = cancelled() ? APP_E_LIMIT : APP_E_TIMEOUT;
+    res->status = reap(pid, rc == APP_E_TIMEOUT || rc == APP_E_CANCELLED ? 0 : deadline, &killed);
+    if (killed && rc != APP_E_CANCELLED)
+        rc = cancelled() ? APP_E_CANCELLED : APP_E_TIMEOUT;
     sink_add(&o, "", 0);
     sink_add(&e, "", 0);
     res->out = o.buf;
@@ -194,7 +194,7 @@ int exec_run(const char *const argv[], int timeout_ms, struct exec_result *res, 
     res->err_len = e.len;
     if (rc == APP_E_TIMEOUT)
         return app_err_set(err, rc, "%s: no answer within %d ms, killed", argv[0], timeout_ms);
-    if (rc == APP_E_LIMIT)
+    if (rc == APP_E_CANCELLED)
         return app_err_set(err, rc, "%s: killed, stopping", argv[0]);
     if (res->status == 127 && e.len == 0)
         return app_err_set(err, APP_E_NOTFOUND, "%s: not found on PATH", argv[0]);

@@ -22,7 +22,7 @@ struct exec_result {
  * and stderr until EOF or until timeout_ms passes; then kills its process group and reaps it.
  * Output beyond 16 MiB is dropped. Returns 0 (whatever the exit status) with *res filled, or
  * APP_E_NOTFOUND (no such program), APP_E_TIMEOUT (killed at the deadline; output so far in
- * *res), APP_E_LIMIT (the thread's cancel descriptor became readable: the tool was killed at
+ * *res), APP_E_CANCELLED (the thread's cancel descriptor became readable: the tool was killed at
  * once or never started), APP_E_IO. Callable from any thread; never blocks longer than the
  * deadline, nor more than about a millisecond after a cancel. */
 int exec_run(const char *const argv[], int timeout_ms, struct exec_result *res,

@@ -14,20 +14,21 @@
 
 enum app_status {
     APP_OK = 0,
-    APP_E_NOTFOUND = -1,  /* no such process, file or symbol */
-    APP_E_PERM = -2,      /* permission denied (ptrace rules) */
-    APP_E_TIMEOUT = -3,   /* an external tool missed its deadline */
-    APP_E_PARSE = -4,     /* malformed input */
-    APP_E_GONE = -5,      /* the process exited while we looked at it */
-    APP_E_STALE = -6,     /* a remote pointer went stale (torn read) */
-    APP_E_IO = -7,        /* other I/O failure */
-    APP_E_VERSION = -8,   /* unsupported Python version */
-    APP_E_NOTPY = -9,     /* not a Python process */
-    APP_E_STARTING = -10, /* interpreter not initialised yet */
-    APP_E_EXITING = -11,  /* interpreter shutting down */
-    APP_E_ARCH = -12,     /* foreign architecture or ELF class */
-    APP_E_USAGE = -13,    /* bad command-line input */
-    APP_E_LIMIT = -14,    /* a bound was hit (too many frames, threads...) */
+    APP_E_NOTFOUND = -1,   /* no such process, file or symbol */
+    APP_E_PERM = -2,       /* permission denied (ptrace rules) */
+    APP_E_TIMEOUT = -3,    /* an external tool missed its deadline */
+    APP_E_PARSE = -4,      /* malformed input */
+    APP_E_GONE = -5,       /* the process exited while we looked at it */
+    APP_E_STALE = -6,      /* a remote pointer went stale (torn read) */
+    APP_E_IO = -7,         /* other I/O failure */
+    APP_E_VERSION = -8,    /* unsupported Python version */
+    APP_E_NOTPY = -9,      /* not a Python process */
+    APP_E_STARTING = -10,  /* interpreter not initialised yet */
+    APP_E_EXITING = -11,   /* interpreter shutting down */
+    APP_E_ARCH = -12,      /* foreign architecture or ELF class */
+    APP_E_USAGE = -13,     /* bad command-line input */
+    APP_E_LIMIT = -14,     /* a bound was hit (too many frames, threads...) */
+    APP_E_CANCELLED = -15, /* stopped on request (the engine is stopping) */
 };
 
 struct app_err {

@@ -49,6 +49,8 @@ const char *app_status_str(int code)
         return "usage error";
     case APP_E_LIMIT:
         return "limit reached";
+    case APP_E_CANCELLED:
+        return "cancelled";
     default:
         return "unknown error";
     }

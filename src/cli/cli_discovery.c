@@ -43,7 +43,8 @@ void cli_disc_usage(FILE *f)
           "      --tool-timeout S      deadline for each device tool (default 5 s)\n"
           "      --no-device-libs      do not load NVML / DCMI, run the tools\n"
           "Without -p, --children-of or --match: the processes the device tools report, and\n"
-          "every Python process with RANK in its environment.\n",
+          "every Python process a launcher gave a rank (RANK, OMPI_COMM_WORLD_RANK, PMI_RANK,\n"
+          "PMIX_RANK, MV2_COMM_WORLD_RANK, HOROVOD_RANK or SLURM_PROCID in its environment).\n",
           f);
 }
 

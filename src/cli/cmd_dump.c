@@ -4,6 +4,7 @@
 #include "cli.h"
 
 #include "ranktop/procenv.h"
+#include "ranktop/procscan.h"
 #include "ranktop/pystack.h"
 #include "ranktop/util.h"
 
@@ -183,10 +184,11 @@ static int dump_one(const struct dump_opts *o, int pid, json_object *arr, bool f
     struct app_err err = {0};
     struct pyproc *p = NULL;
     const struct pysample *s = NULL;
-    int rank = -1, rc;
+    struct rank_ident id;
+    int rank, rc;
 
-    if (procenv_get_int(pid, "RANK", &rank) < 0)
-        rank = -1;
+    /* The same launcher precedence as discovery: torchrun, MPI flavours, Horovod, Slurm. */
+    rank = procscan_ident(pid, &id) == 0 ? id.rank : -1;
     rc = pyproc_open(pid, &o->py, &p, &err);
     if (rc == 0)
         rc = take_sample(p, &s, &err);

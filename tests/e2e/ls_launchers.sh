@@ -55,6 +55,9 @@ expect_ident $P_SRUN 107 None 207 torchrun
 $RANKTOP_BIN ls --no-device-libs --nvidia-smi /nonexistent/nvidia-smi --npu-smi /nonexistent/npu-smi \
     -p $P_MV2 > "$WORK/ls.txt" 2>/dev/null || fail "ls -p $P_MV2 failed"
 grep -Eq "^104 +5 +204 +mvapich2 +$P_MV2 " "$WORK/ls.txt" || fail "text table: $(cat "$WORK/ls.txt")"
+# `dump` names the rank by the same precedence.
+$RANKTOP_BIN dump --json -p $P_HVD > "$WORK/dump.json" 2>/dev/null || fail "dump -p $P_HVD failed"
+json_check "$WORK/dump.json" "d['processes'][0]['rank'] == 105"
 echo "ok: every launcher's variables"
 
 # A real Open MPI job. As root mpirun needs --allow-run-as-root; --oversubscribe lets it

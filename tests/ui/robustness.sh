@@ -58,7 +58,7 @@ wait_screen "^ +1 +$R1 +.* (run|stuck) " 10 || fail "the stopped rank 1 is not l
 
 # 3. kill -9 rank 2: its row says exited, the UI keeps running.
 kill -9 "$R2"
-wait_screen "^ +2 +$R2 +.* exit(ed)? " 30 || fail "the killed rank 2 is not shown as exited"
+wait_screen "^ +2 +$R2 +.* (exit(ed)?|SIGKILL) " 30 || fail "the killed rank 2 is not shown as exited"
 wait_screen '^ranktop .* ranks 2/3 ' 30 || fail "the header does not count 2 of 3 ranks alive"
 key_effect $KEY_S 4 '^RANK +PID +BUSY% ' || fail "key 4 not answered within $KEY_S s after a rank died"
 key_effect $KEY_S 5 '^RANK +PID +RSS ' || fail "key 5 not answered within $KEY_S s after a rank died"

@@ -21,6 +21,8 @@ import signal
 import sys
 import time
 
+from readyfile import write_ready
+
 MAX_DEPTH = 24
 MAX_LIFETIME = 1800.0  # seconds
 
@@ -79,10 +81,7 @@ NAMES = ("leaf", "via_map", "sort_key", "via_sorted", "on_compare", "via_ctypes"
 def write_truth(outdir):
     with open(os.path.join(outdir, "names"), "w") as f:
         f.write("\n".join(NAMES) + "\n")
-    path = os.path.join(outdir, "ready")
-    with open(path + ".tmp", "w") as f:
-        f.write("%d\n" % os.getpid())
-    os.rename(path + ".tmp", path)
+    write_ready(os.path.join(outdir, "ready"))
 
 
 signal.signal(signal.SIGTERM, signal.SIG_DFL)

@@ -14,6 +14,8 @@ import time
 import torch
 from torch import nn
 
+from readyfile import write_ready
+
 MAX_LIFETIME = 1800.0  # seconds
 
 
@@ -39,12 +41,6 @@ class Net(nn.Module):
 
 def count_calls(module, inputs, output):
     STATS["hooks"] += 1
-
-
-def write_ready(path):
-    with open(path + ".tmp", "w") as f:
-        f.write("%d\n" % os.getpid())
-    os.rename(path + ".tmp", path)
 
 
 signal.signal(signal.SIGTERM, signal.SIG_DFL)

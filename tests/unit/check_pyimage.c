@@ -319,63 +319,59 @@ START_TEST(test_self_loop_dropped)
 }
 END_TEST
 
-/* A chain that ends (previous NULL) on a frame that is not the thread's entry frame is a
- * partial stack: dropped as torn, never returned with fewer frames. */
-START_TEST(test_partial_chain_dropped)
+/* Opens the 3.14.0 image, overwrites len bytes at addr, takes one sample (which must succeed)
+ * and returns it; free p and im after. */
+static const struct pysample *sample_patched(struct img **im, struct pyproc **p, uint64_t addr,
+                                             const void *data, size_t len)
 {
     struct app_err err = {0};
     const struct pysample *s;
     int rc;
-    struct img *im = img_new(&v3140);
-    struct pyproc *p = img_open(im, v3140.version, &rc, &err);
-    uint64_t zero = 0;
 
+    *im = img_new(&v3140);
+    *p = img_open(*im, v3140.version, &rc, &err);
     ck_assert_int_eq(rc, 0);
-    rmem_image_write(p->mem, CHUNK1 + 24 + 176 + 8, &zero, 8); /* inner's previous */
-    ck_assert_int_eq(pyproc_sample(p, &s, &err), 0);
-    ck_assert_uint_eq(s->dropped, 1);
-    ck_assert_int_eq(s->threads[1].status, APP_E_STALE);
-    ck_assert_uint_eq(s->threads[1].nframes, 0);
-    ck_assert_uint_eq(s->threads[0].nframes, 2);
-    pyproc_free(p);
-    img_free(im);
+    rmem_image_write((*p)->mem, addr, data, len);
+    ck_assert_int_eq(pyproc_sample(*p, &s, &err), 0);
+    return s;
 }
-END_TEST
 
-/* A frame owned by a frame object (a copy taken when its frame returned) is not on a live
- * chain: the walk is torn. */
-START_TEST(test_dead_owner_dropped)
+/* Chains that are not a thread's live stack are torn: dropped, never returned with fewer
+ * frames. One ends (previous NULL) on a frame that is not the thread's entry frame; one
+ * passes a frame owned by a frame object (a copy taken when its frame returned). */
+START_TEST(test_torn_chains_dropped)
 {
-    struct app_err err = {0};
-    const struct pysample *s;
-    int rc;
-    struct img *im = img_new(&v3140);
-    struct pyproc *p = img_open(im, v3140.version, &rc, &err);
-    uint8_t owner = 2;
+    static const uint8_t zero[8], dead_owner = 2;
+    const struct {
+        uint64_t addr;
+        const void *data;
+        size_t len;
+    } patch[] = {{CHUNK1 + 24 + 176 + 8, zero, 8}, {CHUNK1 + 24 + 176 + 74, &dead_owner, 1}};
 
-    ck_assert_int_eq(rc, 0);
-    rmem_image_write(p->mem, CHUNK1 + 24 + 176 + 74, &owner, 1);
-    ck_assert_int_eq(pyproc_sample(p, &s, &err), 0);
-    ck_assert_uint_eq(s->dropped, 1);
-    ck_assert_int_eq(s->threads[1].status, APP_E_STALE);
-    pyproc_free(p);
-    img_free(im);
+    for (size_t i = 0; i < sizeof(patch) / sizeof(patch[0]); i++) {
+        struct img *im;
+        struct pyproc *p;
+        const struct pysample *s =
+            sample_patched(&im, &p, patch[i].addr, patch[i].data, patch[i].len);
+
+        ck_assert_uint_eq(s->dropped, 1);
+        ck_assert_int_eq(s->threads[1].status, APP_E_STALE);
+        ck_assert_uint_eq(s->threads[1].nframes, 0);
+        ck_assert_uint_eq(s->threads[0].nframes, 2);
+        pyproc_free(p);
+        img_free(im);
+    }
 }
 END_TEST
 
 /* A thread with no current frame has no Python frame: an empty stack, flagged as such. */
 START_TEST(test_no_python_flagged)
 {
-    struct app_err err = {0};
-    const struct pysample *s;
-    int rc;
-    struct img *im = img_new(&v3140);
-    struct pyproc *p = img_open(im, v3140.version, &rc, &err);
     uint64_t zero = 0;
+    struct img *im;
+    struct pyproc *p;
+    const struct pysample *s = sample_patched(&im, &p, TS1 + 72, &zero, 8);
 
-    ck_assert_int_eq(rc, 0);
-    rmem_image_write(p->mem, TS1 + 72, &zero, 8);
-    ck_assert_int_eq(pyproc_sample(p, &s, &err), 0);
     ck_assert_uint_eq(s->dropped, 0);
     ck_assert_int_eq(s->threads[1].status, 0);
     ck_assert_uint_eq(s->threads[1].nframes, 0);
@@ -465,8 +461,7 @@ static Suite *pyimage_suite(void)
     tcase_add_test(tc, test_3145_image);
     tcase_add_test(tc, test_bad_debug_offsets);
     tcase_add_test(tc, test_self_loop_dropped);
-    tcase_add_test(tc, test_partial_chain_dropped);
-    tcase_add_test(tc, test_dead_owner_dropped);
+    tcase_add_test(tc, test_torn_chains_dropped);
     tcase_add_test(tc, test_no_python_flagged);
     tcase_add_test(tc, test_code_generation_flush);
     tcase_add_test(tc, test_code_address_reuse);

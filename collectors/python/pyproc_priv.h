@@ -22,7 +22,7 @@ struct pyrawframe {
     int is_gen;    /* owned by a generator (never "incomplete") */
 };
 
-#define PYHINT_MAX 4
+#define PYHINT_MAX 32 /* off-chunk frames fetched in a walk's first call: shims, generators */
 
 /* What the last walk of one thread learnt, so that the next one can fetch everything it
  * needs in its first system call: frames found outside the data-stack chunks, and the size

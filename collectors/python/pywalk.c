@@ -61,21 +61,46 @@ static bool old_frame_alive(const struct py_layout *L, const uint8_t *f)
     return L->fr.state_enum ? v == 0 || v == 2 : v == 1;
 }
 
-static int walk_old(struct pyproc *p, uint64_t frame, bool *truncated)
+/* Brent's cycle check over a chain of frame addresses: a torn chain can loop through several
+ * frames (one that points at itself is caught at once), and a loop shorter than the frame cap
+ * would otherwise come back as a "truncated" stack. O(1) memory; a loop is caught within
+ * about twice its length past its entry. */
+struct loopcheck {
+    uint64_t mark;
+    uint32_t len, power;
+};
+
+static bool chain_loops(struct loopcheck *lc, uint64_t frame)
+{
+    if (frame && frame == lc->mark)
+        return true;
+    if (++lc->len >= lc->power) {
+        lc->mark = frame;
+        lc->power = lc->power ? lc->power * 2 : 2;
+        lc->len = 0;
+    }
+    return false;
+}
+
+/* Follows f_back from `frame`, one read per frame object (copying the last walk's frames in
+ * one call was tried: a long batch of scattered reads takes longer than the stack takes to
+ * change, and lost more walks). */
+static int walk_old(struct pyproc *p, uint64_t frame, struct pywalk_out *o)
 {
     const struct py_layout *L = &p->L;
     uint32_t limit = p->opts.max_frames + 64, steps = 0;
+    struct loopcheck lc = {0};
     uint8_t f[FRAME_MAX];
-    int n = 0;
+    int n = 0, rc;
 
     for (; frame && steps < limit; steps++) {
-        int rc, lasti;
-        uint64_t prev;
+        uint64_t at = frame;
+        int lasti;
 
         if (frame & 7)
             return APP_E_STALE;
         if ((uint32_t)n == p->opts.max_frames) {
-            *truncated = true;
+            o->truncated = true;
             return n;
         }
         rc = rmem_read(p->mem, frame, f, L->fr.size);
@@ -90,10 +115,9 @@ static int walk_old(struct pyproc *p, uint64_t frame, bool *truncated)
         if (!p->raw[n].code)
             return APP_E_STALE;
         n++;
-        prev = bytes_load_u64(f + L->fr.prev);
-        if (prev == frame)
+        frame = bytes_load_u64(f + L->fr.prev);
+        if (frame == at || chain_loops(&lc, frame))
             return APP_E_STALE;
-        frame = prev;
     }
     return frame ? APP_E_STALE : n;
 }
@@ -198,14 +222,14 @@ static void ts_parse(const struct py_layout *L, const uint8_t *ts, struct tsview
 /* Bytes of the newest chunk to copy: up to the live top, plus some slack for frames pushed
  * since the copy v was taken when the chunk's allocated size is known (reading beyond an
  * allocation could fault and cut the batch short). 0 when v names no usable chunk. */
-static size_t chunk_want(const struct chunkset *cs, const struct tsview *v)
+static size_t chunk_want(const struct chunkset *cs, const struct tsview *v, bool slack)
 {
     size_t want, room;
 
     if (!v->chunk || v->live <= v->chunk + PYABI_CHUNK_HDR || v->live - v->chunk > CHUNK_MAX)
         return 0;
     want = v->live - v->chunk;
-    if (cs->hint->chunk != v->chunk || cs->hint->chunk_size < want)
+    if (!slack || cs->hint->chunk != v->chunk || cs->hint->chunk_size < want)
         return want;
     room = cs->hint->chunk_size - want;
     return want + (room < CHUNK_SLACK ? room : CHUNK_SLACK);
@@ -222,8 +246,10 @@ static bool chunk_adopt(struct pyproc *p, struct chunkset *cs, uint64_t addr, si
     cs->len[0] = got;
     cs->older = bytes_load_u64(p->chunk[0] + PYABI_CHUNK_PREVIOUS);
     cs->n = 1;
-    cs->hint->chunk = addr;
-    cs->hint->chunk_size = size;
+    if (cs->hint->chunk != addr) { /* a read past the live top failed once: keep it exact */
+        cs->hint->chunk = addr;
+        cs->hint->chunk_size = size;
+    }
     return true;
 }
 
@@ -243,7 +269,7 @@ static int read_batch(struct pyproc *p, uint64_t ts, const struct tsview *v, str
 {
     const struct py_layout *L = &p->L;
     struct rmem_iov iov[3 + PYHINT_MAX];
-    size_t want = chunk_want(cs, v);
+    size_t want = chunk_want(cs, v, true);
     int n = 0, done = 0, itop = -1, ichunk = -1, nfixed, rc;
 
     if (ts)
@@ -306,8 +332,11 @@ static int walk_start(struct pyproc *p, uint64_t tsaddr, const uint8_t *guess, s
     }
     if (b.chunk == f.chunk && chunk_adopt(p, cs, f.chunk, b.got))
         return 0;
-    if (chunk_want(cs, &f))
-        return chunk_load(p, cs, f.chunk, chunk_want(cs, &f)) == APP_E_GONE ? APP_E_GONE : 0;
+    if (!b.got && cs->hint->chunk == g.chunk)
+        cs->hint->chunk_size = 0;
+    /* Without slack: the batch may have failed by reading past what is mapped. */
+    if (chunk_want(cs, &f, false))
+        return chunk_load(p, cs, f.chunk, chunk_want(cs, &f, false)) == APP_E_GONE ? APP_E_GONE : 0;
     return 0;
 }
 
@@ -327,13 +356,46 @@ static bool owner_dead(const struct py_layout *L, int owner)
     return owner == PY_OWNER_FRAME_OBJECT || owner > (L->fr.owner_skip == 256 ? 1 : 4);
 }
 
+/* 3.12+: every entry frame of one owner carries the same code word (3.12 the interpreter's
+ * trampoline code object, 3.13 None), so an "entry frame" that differs from the walk's others
+ * is stale bytes on the target's C stack, which is reused as soon as a C call returns. */
+static bool shim_consistent(const struct py_layout *L, uint64_t shim[2], int owner, uint64_t code)
+{
+    uint64_t *seen;
+
+    if (owner < L->fr.owner_skip || owner > L->fr.owner_skip + 1)
+        return true;
+    seen = &shim[owner - L->fr.owner_skip];
+    if (!*seen)
+        *seen = code;
+    return *seen == code;
+}
+
+/* 3.11+: a thread's outermost Python frame is the first one pushed on its data stack, which
+ * CPython puts at data[1] of the root chunk (previous NULL) so that popping it never frees
+ * that chunk. A chain whose outermost frame lies anywhere else stopped early on stale bytes.
+ * A generator resumed from C with nothing under it is the one exception. */
+static bool outer_anchored(const struct pyproc *p, const struct chunkset *cs, uint64_t outer,
+                           bool gen)
+{
+    if (gen)
+        return true;
+    for (int i = 0; i < cs->n; i++)
+        if (outer >= cs->addr[i] && outer < cs->addr[i] + cs->len[i])
+            return outer == cs->addr[i] + PYABI_CHUNK_HDR + 8 &&
+                   bytes_load_u64(p->chunk[i] + PYABI_CHUNK_PREVIOUS) == 0;
+    return false;
+}
+
 static int walk_new(struct pyproc *p, uint64_t tsaddr, const uint8_t *guess, struct pywalk_out *o)
 {
     const struct py_layout *L = &p->L;
     uint32_t limit = p->opts.max_frames + 1024, steps = 0;
     static _Thread_local struct chunkset cs;
     uint8_t single[FRAME_MAX];
-    uint64_t frame = 0;
+    uint64_t frame = 0, outer = 0, shim[2] = {0, 0};
+    bool outer_gen = false;
+    struct loopcheck lc = {0};
     int n = 0, rc;
 
     cs.n = 0;
@@ -354,8 +416,11 @@ static int walk_new(struct pyproc *p, uint64_t tsaddr, const uint8_t *guess, str
         instr = bytes_load_u64(f + L->fr.instr);
         owner = f[L->fr.owner];
         prev = bytes_load_u64(f + L->fr.prev);
-        if (prev == frame || owner_dead(L, owner) || (!prev && !frame_is_base(L, f, owner)))
+        if (prev == frame || chain_loops(&lc, prev) || owner_dead(L, owner) ||
+            (!prev && !frame_is_base(L, f, owner)) || !shim_consistent(L, shim, owner, code))
             return APP_E_STALE;
+        if (owner < L->fr.owner_skip && code)
+            outer = frame, outer_gen = owner == L->fr.owner_gen;
         frame = prev;
         if (owner >= L->fr.owner_skip || !code)
             continue;
@@ -372,17 +437,22 @@ static int walk_new(struct pyproc *p, uint64_t tsaddr, const uint8_t *guess, str
     if (rc < 0)
         return rc;
     hint_save(&cs);
-    return frame ? APP_E_STALE : n;
+    if (frame)
+        return APP_E_STALE;
+    if (outer && !outer_anchored(p, &cs, outer, outer_gen)) {
+        cs.hint->n = 0; /* next time through the chunks, not a stale single copy */
+        return APP_E_STALE;
+    }
+    return n;
 }
 
-/* 3.8-3.10 keep the top frame in the thread state itself: the first attempt walks from the
- * list's copy, a retry (guess == p->tsfresh) re-reads the thread state first. */
+/* 3.8-3.10 keep the top frame in the thread state itself: re-read it, check it is still the
+ * same thread, and walk. */
 static int walk_old_thread(struct pyproc *p, uint64_t tsaddr, const uint8_t *guess,
                            struct pywalk_out *o)
 {
     const struct py_layout *L = &p->L;
     uint8_t ts[PYPROC_TSTATE_MAX];
-    uint64_t top;
     int rc = rmem_read(p->mem, tsaddr, ts, L->ts.size);
 
     if (rc < 0)
@@ -393,9 +463,8 @@ static int walk_old_thread(struct pyproc *p, uint64_t tsaddr, const uint8_t *gue
         bytes_load_u64(ts + L->ts.thread_id) != bytes_load_u64(p->tsfresh + L->ts.thread_id))
         return APP_E_STALE; /* the thread state was freed, maybe reused */
     memcpy(p->tsfresh, ts, L->ts.size);
-    top = bytes_load_u64(ts + L->ts.frame);
-    o->no_python = !top;
-    return walk_old(p, top, &o->truncated);
+    o->no_python = !bytes_load_u64(ts + L->ts.frame);
+    return walk_old(p, bytes_load_u64(ts + L->ts.frame), o);
 }
 
 int pywalk_thread(struct pyproc *p, uint64_t tsaddr, const uint8_t *guess, struct pywalk_out *o)

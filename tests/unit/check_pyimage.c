@@ -145,7 +145,7 @@ static void put_tstate(uint8_t *ts, uint64_t next, uint64_t frame, uint64_t iden
     put64(ts, 152, ident);
     put32(ts, 160, (uint32_t)tid);
     put64(ts, 232, chunk);
-    put64(ts, 240, chunk + 24 + (uint64_t)nframes * 88);
+    put64(ts, 240, chunk + 32 + (uint64_t)nframes * 88);
 }
 
 static void build(struct img *im, const struct variant *v)
@@ -158,7 +158,7 @@ static void build(struct img *im, const struct variant *v)
         add_code(im, 2, add_ascii(im, "step"), add_ascii(im, "Trainer.step"), file, 40);
     uint64_t c_gen = add_code(im, 3, add_str(im, hanzi, 2, 2), add_str(im, hanzi, 2, 2), file, 60);
     uint64_t c_work = add_code(im, 4, add_ascii(im, "worker"), add_ascii(im, "worker"), file, 80);
-    uint64_t f1 = CHUNK1 + 24;
+    uint64_t f1 = CHUNK1 + 32; /* data[1]: CPython skips data[0] of a root chunk */
 
     put_debug_offsets(im->rt, v);
     put64(im->rt, 808, INTERP);
@@ -170,14 +170,14 @@ static void build(struct img *im, const struct variant *v)
     put64(im->chunk1, 8, 16384);
     put_frame(im->cstack, 0x10, 0, 0, 3);
     put_frame(im->cstack + 88, 0x10, 0, 0, 3);
-    put_frame(im->chunk1 + 24, c_mod, CSTACK, 48, 0);
-    put_frame(im->chunk1 + 24 + 88, 0x10, f1, 0, 3); /* interpreter-owned: skipped */
-    put_frame(im->chunk1 + 24 + 176, c_inner, f1 + 88, 0, 0);
-    put_frame(im->chunk1 + 24 + 264, c_step, f1 + 176, 32, 0);
+    put_frame(im->chunk1 + 32, c_mod, CSTACK, 48, 0);
+    put_frame(im->chunk1 + 32 + 88, 0x10, f1, 0, 3); /* interpreter-owned: skipped */
+    put_frame(im->chunk1 + 32 + 176, c_inner, f1 + 88, 0, 0);
+    put_frame(im->chunk1 + 32 + 264, c_step, f1 + 176, 32, 0);
     put_tstate(im->ts1, 0, f1 + 264, 0x7f0000001000, 1001, CHUNK1, 4);
     put64(im->chunk2, 8, 16384);
-    put_frame(im->chunk2 + 24, c_work, CSTACK + 88, 0, 0);
-    put_frame(im->gen, c_gen, CHUNK2 + 24, 16, 1);
+    put_frame(im->chunk2 + 32, c_work, CSTACK + 88, 0, 0);
+    put_frame(im->gen, c_gen, CHUNK2 + 32, 16, 1);
     put_tstate(im->ts2, TS1, GENF, 0x7f0000002000, 1002, CHUNK2, 1);
 }
 
@@ -305,7 +305,7 @@ START_TEST(test_self_loop_dropped)
     int rc;
     struct img *im = img_new(&v3140);
     struct pyproc *p = img_open(im, v3140.version, &rc, &err);
-    uint64_t self = CHUNK1 + 24 + 264;
+    uint64_t self = CHUNK1 + 32 + 264;
 
     ck_assert_int_eq(rc, 0);
     rmem_image_write(p->mem, self + 8, &self, 8);
@@ -346,7 +346,7 @@ START_TEST(test_torn_chains_dropped)
         uint64_t addr;
         const void *data;
         size_t len;
-    } patch[] = {{CHUNK1 + 24 + 176 + 8, zero, 8}, {CHUNK1 + 24 + 176 + 74, &dead_owner, 1}};
+    } patch[] = {{CHUNK1 + 32 + 176 + 8, zero, 8}, {CHUNK1 + 32 + 176 + 74, &dead_owner, 1}};
 
     for (size_t i = 0; i < sizeof(patch) / sizeof(patch[0]); i++) {
         struct img *im;

@@ -6,16 +6,19 @@
  * data-stack chunks: the thread state, the top-frame pointer (3.11/3.12: in a _PyCFrame on
  * the target's C stack) and the newest chunk are copied in one system call at addresses
  * the previous copy predicts, then checked against the fresh thread state; frames found
- * elsewhere (generators, 3.12+ entry shims) are read singly.
+ * elsewhere (generators, 3.12+ entry shims) come in that call too when the last walk met
+ * them at the same address, else are read singly.
  *
  * A walk is a sample only when it ends where a thread's stack really ends: a NULL `previous`
  * on an entry frame of the expected owner (3.11 is_entry and owned by the thread, 3.12+ an
- * owner >= owner_skip), with every frame on the way still alive (3.8-3.10 f_executing /
- * f_state; 3.11+ no frame owned by a frame object). Anything else is APP_E_STALE, and so is
- * a missing top frame unless the thread truly has none (3.11/3.12: the cframe is the one
- * inside the thread state; 3.13+: current_frame is NULL). Every step counts toward an
- * absolute bound, so a torn, self-referencing chain ends instead of hanging. Sampling thread
- * only. */
+ * owner >= owner_skip whose code word matches the walk's other entry frames), with the
+ * outermost Python frame at data[1] of the root chunk (3.11+), and every frame on the way
+ * still alive (3.8-3.10 executing or unwinding; 3.11+ not owned by a frame object). Anything
+ * else is APP_E_STALE, and so is a missing top frame unless the thread truly has none
+ * (3.11/3.12: the cframe is the one inside the thread state; 3.13+: current_frame is NULL;
+ * 3.8-3.10: frame is NULL). Every step counts toward an absolute bound and a loop check, so a
+ * torn, looping chain ends as APP_E_STALE instead of a hang or a "truncated" stack. Sampling
+ * thread only. */
 #include "pyproc_priv.h"
 
 #include "ranktop/bytes.h"

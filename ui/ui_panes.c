@@ -122,17 +122,22 @@ static void draw_header(struct ui *u)
     const struct layout_rect *r = &u->lay.header;
     size_t live = 0;
     char prompt[160], hist[16];
+    struct engine_loss loss;
 
     for (size_t i = 0; i < u->hist.nranks; i++)
         live += !u->hist.ranks[i].exited;
     draw_bytes(hist, sizeof(hist), (int64_t)(u->stats.history_bytes / 1024));
+    engine_get_loss(u->e, &loss);
     putf(u, r->y, r->x, r->w, ROLE_TITLE, true,
-         "ranktop  %s  %s  ranks %zu/%zu  %.1f/%.3g Hz  lag %.1f ms  errors %.2f%%  hist %s%s%s",
+         "ranktop  %s  %s  ranks %zu/%zu  %.1f/%.3g Hz  lag %.1f ms  errors %.2f%%  torn lost "
+         "%.2f%%  hist %s%s%s",
          u->hist.host, u->o->title ? u->o->title : "", live, u->hist.nranks, u->stats.achieved_hz,
          engine_rate(u->e), u->stats.lag_ms,
          u->stats.stacks + u->stats.errors
              ? 100.0 * (double)u->stats.errors / (double)(u->stats.stacks + u->stats.errors)
              : 0.0,
+         loss.stacks + loss.lost ? 100.0 * (double)loss.lost / (double)(loss.stacks + loss.lost)
+                                 : 0.0,
          hist, u->paused ? "  [PAUSED]" : "", u->all_threads ? "  [all threads]" : "");
     if (u->lay.banner_lines > 0)
         put(u, r->y + 1, r->x, r->w, ROLE_BANNER, true, u->hang.text);

@@ -22,13 +22,22 @@ struct pyrawframe {
     int is_gen;    /* owned by a generator (never "incomplete") */
 };
 
-#define PYHINT_MAX 4
+#define PYHINT_MAX 32 /* off-chunk frames fetched in a walk's first call: shims, generators */
 
-/* Frames of one thread found outside its data-stack chunks on the last walk. */
+/* What the last walk of one thread learnt, so that the next one can fetch everything it
+ * needs in its first system call: frames found outside the data-stack chunks, and the size
+ * of the newest chunk (how far a read of it may run). */
 struct pyhint {
     uint64_t ts; /* the thread's PyThreadState address */
     uint64_t addr[PYHINT_MAX];
     int n;
+    uint64_t chunk, chunk_size; /* the newest chunk and its allocated size; 0 unknown */
+};
+
+/* How one walk ended besides its frame count. */
+struct pywalk_out {
+    bool truncated; /* the frame cap was hit */
+    bool no_python; /* the thread has no Python frame: 0 frames on purpose */
 };
 
 struct pytid {
@@ -70,6 +79,7 @@ struct pyproc {
 
     /* Scratch for one walk. */
     struct tslist ts;
+    uint8_t tsfresh[PYPROC_TSTATE_MAX]; /* the thread state as the last walk re-read it */
     struct pyhint *hints;
     size_t nhints, caphints;
     struct pyrawframe *raw;
@@ -101,9 +111,12 @@ int pyproc_open_mem(struct rmem *mem, int pid, uint64_t runtime, uint64_t pycode
                     uint32_t version_hex, const struct pyproc_opts *opts, struct pyproc **out,
                     struct app_err *err);
 
-/* Walks one thread's frames from its tstate copy into p->raw. Returns the number of frames,
- * or a negative status (APP_E_STALE when the chain is torn). *truncated is set at the cap. */
-int pywalk_thread(struct pyproc *p, uint64_t tsaddr, const uint8_t *tstate, bool *truncated);
+/* Walks one thread's frames into p->raw. The thread state is re-read (from 3.11 in the same
+ * system call as the top frame and the newest data-stack chunk); `guess` is an earlier copy
+ * of it, which says where those lie and which thread must still be there. A retry passes the
+ * copy the last attempt left in p->tsfresh. Returns the number of frames, or a negative
+ * status: APP_E_STALE when the chain is torn or does not end where a thread's stack ends. */
+int pywalk_thread(struct pyproc *p, uint64_t tsaddr, const uint8_t *guess, struct pywalk_out *o);
 
 /* Kernel TID (monitor namespace) for a thread, 0 when unknown. */
 int pytask_tid(struct pyproc *p, uint64_t ident, const uint8_t *tstate);

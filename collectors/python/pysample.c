@@ -2,7 +2,9 @@
  *
  * Reads the runtime and interpreter heads, the GIL state, then each thread state in list
  * order; each thread's frames come from pywalk.c and its code objects from pycode.c. A torn
- * thread is retried once then dropped (counted); a torn thread list restarts the sample once.
+ * thread is retried from a fresh thread state a bounded number of times within a small time
+ * budget, then dropped (counted): a thread's stack in a sample is whole, or explicitly empty
+ * (no_python), or absent with a negative status. A torn thread list restarts the sample once.
  * The result lives in the pyproc and is valid until the next call. Sampling thread only. */
 #include "pyproc_priv.h"
 
@@ -13,6 +15,8 @@
 #include <string.h>
 
 #define GIL_READ 80 /* interval, last_holder, locked, switch_number, cond */
+#define WALK_TRIES 6
+#define WALK_BUDGET_NS (250 * 1000) /* per thread, for its retries */
 
 struct gilview {
     bool known, locked;
@@ -98,20 +102,27 @@ static int resolve_frames(struct pyproc *p, int n, size_t *first)
     return out;
 }
 
-/* Walks and resolves one thread; retries once on a torn read. */
+/* Walks and resolves one thread. A torn walk is retried from a fresh read of the thread
+ * state, at most WALK_TRIES times and while WALK_BUDGET_NS lasts (a 1 kHz pass over several
+ * ranks must still fit its period); then the stack is dropped and counted, never returned
+ * partial or empty. */
 static void sample_thread(struct pyproc *p, struct pythread *t, uint64_t tsaddr, const uint8_t *ts)
 {
-    for (int attempt = 0; attempt < 2; attempt++) {
-        bool trunc = false;
+    uint64_t t0 = clock_mono_ns();
+
+    for (int attempt = 0; attempt < WALK_TRIES; attempt++) {
+        struct pywalk_out wo;
         size_t first = 0;
-        int n = pywalk_thread(p, tsaddr, ts, &trunc);
+        int n = pywalk_thread(p, tsaddr, attempt ? p->tsfresh : ts, &wo);
 
         if (n >= 0)
             n = resolve_frames(p, n, &first);
+        /* A whole walk may show no frame: none exists, or all are yet to start running. */
         if (n >= 0) {
             t->nframes = (uint32_t)n;
             t->frames = (const struct pyframe *)(uintptr_t)first; /* fixed up at the end */
-            t->truncated = trunc;
+            t->truncated = wo.truncated;
+            t->no_python = n == 0;
             t->status = 0;
             p->frames_len = first + (size_t)n;
             return;
@@ -121,6 +132,8 @@ static void sample_thread(struct pyproc *p, struct pythread *t, uint64_t tsaddr,
             return;
         p->sample.torn++;
         p->stat_torn++;
+        if (clock_mono_ns() - t0 > WALK_BUDGET_NS)
+            break;
     }
     p->sample.dropped++;
     p->stat_dropped++;

@@ -1,10 +1,24 @@
 /* Frame walks, innermost first, into pyproc's raw-frame scratch.
  *
+ * Every walk starts from a fresh copy of the thread state, never from the copy the thread
+ * list was built from: a retry that walked the same bytes again would fail the same way.
  * 3.8-3.10 frames are heap objects read one by one. 3.11+ frames live in the thread's
- * data-stack chunks, which are copied whole (the newest one in the same system call as the
- * top-frame pointer) so a warm 50-frame stack costs one read; frames found elsewhere
- * (generators) are read singly. Every step counts toward an absolute bound, so a torn,
- * self-referencing chain ends as APP_E_STALE instead of a hang. Sampling thread only. */
+ * data-stack chunks: the thread state, the top-frame pointer (3.11/3.12: in a _PyCFrame on
+ * the target's C stack) and the newest chunk are copied in one system call at addresses
+ * the previous copy predicts, then checked against the fresh thread state; frames found
+ * elsewhere (generators, 3.12+ entry shims) come in that call too when the last walk met
+ * them at the same address, else are read singly.
+ *
+ * A walk is a sample only when it ends where a thread's stack really ends: a NULL `previous`
+ * on an entry frame of the expected owner (3.11 is_entry and owned by the thread, 3.12+ an
+ * owner >= owner_skip whose code word matches the walk's other entry frames), with the
+ * outermost Python frame at data[1] of the root chunk (3.11+), and every frame on the way
+ * still alive (3.8-3.10 executing or unwinding; 3.11+ not owned by a frame object). Anything
+ * else is APP_E_STALE, and so is a missing top frame unless the thread truly has none
+ * (3.11/3.12: the cframe is the one inside the thread state; 3.13+: current_frame is NULL;
+ * 3.8-3.10: frame is NULL). Every step counts toward an absolute bound and a loop check, so a
+ * torn, looping chain ends as APP_E_STALE instead of a hang or a "truncated" stack. Sampling
+ * thread only. */
 #include "pyproc_priv.h"
 
 #include "ranktop/bytes.h"
@@ -16,6 +30,8 @@
 #define CHUNK_GUESS (16 * 1024)
 #define CHUNK_MAX (16u << 20)
 #define FRAME_MAX 128
+#define CHUNK_SLACK 4096 /* bytes read past the predicted top: the stack may grow meanwhile */
+#define PY_OWNER_FRAME_OBJECT 2
 
 struct chunkset {
     uint64_t addr[PYPROC_MAX_CHUNKS];
@@ -39,26 +55,62 @@ static uint8_t *chunk_buf(struct pyproc *p, int i, size_t len)
     return p->chunk[i];
 }
 
-static int walk_old(struct pyproc *p, uint64_t frame, bool *truncated)
+/* 3.8-3.10: a frame in the live chain is executing (or, 3.10, unwinding an exception); a
+ * freed one (zombie or on the free list, whose f_back links the list) is not. */
+static bool old_frame_alive(const struct py_layout *L, const uint8_t *f)
+{
+    int8_t v = (int8_t)f[L->fr.state];
+
+    return L->fr.state_enum ? v == 0 || v == 2 : v == 1;
+}
+
+/* Brent's cycle check over a chain of frame addresses: a torn chain can loop through several
+ * frames (one that points at itself is caught at once), and a loop shorter than the frame cap
+ * would otherwise come back as a "truncated" stack. O(1) memory; a loop is caught within
+ * about twice its length past its entry. */
+struct loopcheck {
+    uint64_t mark;
+    uint32_t len, power;
+};
+
+static bool chain_loops(struct loopcheck *lc, uint64_t frame)
+{
+    if (frame && frame == lc->mark)
+        return true;
+    if (++lc->len >= lc->power) {
+        lc->mark = frame;
+        lc->power = lc->power ? lc->power * 2 : 2;
+        lc->len = 0;
+    }
+    return false;
+}
+
+/* Follows f_back from `frame`, one read per frame object (copying the last walk's frames in
+ * one call was tried: a long batch of scattered reads takes longer than the stack takes to
+ * change, and lost more walks). */
+static int walk_old(struct pyproc *p, uint64_t frame, struct pywalk_out *o)
 {
     const struct py_layout *L = &p->L;
     uint32_t limit = p->opts.max_frames + 64, steps = 0;
+    struct loopcheck lc = {0};
     uint8_t f[FRAME_MAX];
-    int n = 0;
+    int n = 0, rc;
 
     for (; frame && steps < limit; steps++) {
-        int rc, lasti;
-        uint64_t prev;
+        uint64_t at = frame;
+        int lasti;
 
         if (frame & 7)
             return APP_E_STALE;
         if ((uint32_t)n == p->opts.max_frames) {
-            *truncated = true;
+            o->truncated = true;
             return n;
         }
         rc = rmem_read(p->mem, frame, f, L->fr.size);
         if (rc < 0)
             return rc == APP_E_GONE ? rc : APP_E_STALE;
+        if (!old_frame_alive(L, f))
+            return APP_E_STALE;
         lasti = bytes_load_i32(f + L->fr.instr);
         p->raw[n].code = bytes_load_u64(f + L->fr.code);
         p->raw[n].q = lasti < 0 ? -1 : L->fr.lasti_units ? 2L * lasti : lasti;
@@ -66,10 +118,9 @@ static int walk_old(struct pyproc *p, uint64_t frame, bool *truncated)
         if (!p->raw[n].code)
             return APP_E_STALE;
         n++;
-        prev = bytes_load_u64(f + L->fr.prev);
-        if (prev == frame)
+        frame = bytes_load_u64(f + L->fr.prev);
+        if (frame == at || chain_loops(&lc, frame))
             return APP_E_STALE;
-        frame = prev;
     }
     return frame ? APP_E_STALE : n;
 }
@@ -156,54 +207,198 @@ static void hint_save(struct chunkset *cs)
     memcpy(cs->hint->addr, cs->seen, sizeof(cs->seen[0]) * (size_t)cs->nseen);
 }
 
-/* Reads the top-frame pointer, the newest chunk (up to the live top) and the hinted frames
- * in one call. */
-static int walk_start(struct pyproc *p, const uint8_t *ts, struct chunkset *cs, uint64_t *top)
+/* The fields of a thread-state copy a 3.11+ walk starts from. */
+struct tsview {
+    uint64_t interp, ident, chunk, live, cframe, top;
+};
+
+static void ts_parse(const struct py_layout *L, const uint8_t *ts, struct tsview *v)
+{
+    v->interp = bytes_load_u64(ts + L->ts.interp);
+    v->ident = bytes_load_u64(ts + L->ts.thread_id);
+    v->chunk = L->ts.datastack >= 0 ? bytes_load_u64(ts + L->ts.datastack) : 0;
+    v->live = L->ts.datastack >= 0 ? bytes_load_u64(ts + ((uint32_t)L->ts.datastack + 8)) : 0;
+    v->cframe = L->ts.cframe >= 0 ? bytes_load_u64(ts + L->ts.cframe) : 0;
+    v->top = L->ts.frame >= 0 ? bytes_load_u64(ts + L->ts.frame) : 0;
+}
+
+/* Bytes of the newest chunk to copy: up to the live top, plus some slack for frames pushed
+ * since the copy v was taken when the chunk's allocated size is known (reading beyond an
+ * allocation could fault and cut the batch short). 0 when v names no usable chunk. */
+static size_t chunk_want(const struct chunkset *cs, const struct tsview *v, bool slack)
+{
+    size_t want, room;
+
+    if (!v->chunk || v->live <= v->chunk + PYABI_CHUNK_HDR || v->live - v->chunk > CHUNK_MAX)
+        return 0;
+    want = v->live - v->chunk;
+    if (!slack || cs->hint->chunk != v->chunk || cs->hint->chunk_size < want)
+        return want;
+    room = cs->hint->chunk_size - want;
+    return want + (room < CHUNK_SLACK ? room : CHUNK_SLACK);
+}
+
+/* Adopts the copy of the chunk at addr held in slot 0 (got bytes), if its header agrees. */
+static bool chunk_adopt(struct pyproc *p, struct chunkset *cs, uint64_t addr, size_t got)
+{
+    uint64_t size = bytes_load_u64(p->chunk[0] + PYABI_CHUNK_SIZE);
+
+    if (got < PYABI_CHUNK_HDR || size < got || size > CHUNK_MAX)
+        return false;
+    cs->addr[0] = addr;
+    cs->len[0] = got;
+    cs->older = bytes_load_u64(p->chunk[0] + PYABI_CHUNK_PREVIOUS);
+    cs->n = 1;
+    if (cs->hint->chunk != addr) { /* a read past the live top failed once: keep it exact */
+        cs->hint->chunk = addr;
+        cs->hint->chunk_size = size;
+    }
+    return true;
+}
+
+/* What the start of a 3.11+ walk fetched. */
+struct batch {
+    uint64_t top; /* the top frame, read behind a cframe (3.11/3.12) or from the thread state */
+    bool top_ok;
+    uint64_t chunk; /* the chunk copied into slot 0, `got` bytes of it (0: none) */
+    size_t got;
+};
+
+/* One system call: the top-frame pointer behind v's cframe (3.11/3.12) and the newest chunk
+ * as v names it. `ts` (0: none) is read first, into p->tsfresh; hinted frames last. Returns
+ * 0, APP_E_GONE, or APP_E_STALE when the thread state could not be read. */
+static int read_batch(struct pyproc *p, uint64_t ts, const struct tsview *v, struct chunkset *cs,
+                      struct batch *b)
 {
     const struct py_layout *L = &p->L;
-    uint64_t chunk = L->ts.datastack >= 0 ? bytes_load_u64(ts + L->ts.datastack) : 0;
-    uint64_t live = L->ts.datastack >= 0 ? bytes_load_u64(ts + ((uint32_t)L->ts.datastack + 8)) : 0;
-    uint64_t cframe = L->ts.cframe >= 0 ? bytes_load_u64(ts + L->ts.cframe) : 0;
-    size_t want = live > chunk + PYABI_CHUNK_HDR && live - chunk <= CHUNK_MAX ? live - chunk : 0;
-    struct rmem_iov iov[2 + PYHINT_MAX];
-    int n = 0, done = 0, rc, nfixed;
+    struct rmem_iov iov[3 + PYHINT_MAX];
+    size_t want = chunk_want(cs, v, true);
+    int n = 0, done = 0, itop = -1, ichunk = -1, nfixed, rc;
 
-    *top = L->ts.frame >= 0 ? bytes_load_u64(ts + L->ts.frame) : 0;
-    if (L->ts.cframe >= 0) {
-        if (!cframe)
-            return 0;
-        iov[n++] = (struct rmem_iov){cframe + (uint64_t)L->ts.cframe_current, top, 8};
+    if (ts)
+        iov[n++] = (struct rmem_iov){ts, p->tsfresh, L->ts.size};
+    if (L->ts.cframe >= 0 && v->cframe) {
+        itop = n;
+        iov[n++] = (struct rmem_iov){v->cframe + (uint64_t)L->ts.cframe_current, &b->top, 8};
     }
-    if (chunk && want)
-        iov[n++] = (struct rmem_iov){chunk, chunk_buf(p, 0, want), want};
+    if (want) {
+        ichunk = n;
+        iov[n++] = (struct rmem_iov){v->chunk, chunk_buf(p, 0, want), want};
+    }
     nfixed = n;
     for (int i = 0; i < cs->hint->n; i++)
         iov[n++] = (struct rmem_iov){cs->hint->addr[i], cs->hbuf[i], L->fr.size};
     rc = rmem_readv(p->mem, iov, n, &done);
     for (int i = 0; i < cs->hint->n; i++)
         cs->hread[i] = done > nfixed + i;
+    b->top_ok = itop >= 0 && done > itop;
+    b->chunk = ichunk >= 0 && done > ichunk ? v->chunk : 0;
+    b->got = b->chunk ? want : 0;
     if (rc == APP_E_GONE)
         return rc;
-    if (L->ts.cframe >= 0 && done < 1)
+    return ts && done < 1 ? APP_E_STALE : 0;
+}
+
+/* Re-reads the thread state with the top-frame pointer, the newest chunk and the hinted
+ * frames (one system call when the guess holds), then checks them against each other.
+ * 3.11/3.12 keep the top frame in a _PyCFrame on the target's C stack: when the fresh thread
+ * state points at another cframe than the guess, a second call reads it and the chunk.
+ * *top is 0 with *no_python when the thread truly has no Python frame. */
+static int walk_start(struct pyproc *p, uint64_t tsaddr, const uint8_t *guess, struct chunkset *cs,
+                      uint64_t *top, bool *no_python)
+{
+    const struct py_layout *L = &p->L;
+    struct batch b = {0};
+    struct tsview g, f;
+    int rc;
+
+    ts_parse(L, guess, &g);
+    rc = read_batch(p, tsaddr, &g, cs, &b);
+    if (rc < 0)
+        return rc;
+    ts_parse(L, p->tsfresh, &f);
+    if (f.interp != g.interp || f.ident != g.ident)
+        return APP_E_STALE; /* the thread state was freed, maybe reused */
+    if (L->ts.cframe < 0)
+        b.top = f.top, b.top_ok = true;
+    else if (!f.cframe)
         return APP_E_STALE;
-    if (chunk && want && done >= nfixed && bytes_load_u64(p->chunk[0] + PYABI_CHUNK_SIZE) >= want) {
-        cs->addr[0] = chunk;
-        cs->len[0] = want;
-        cs->older = bytes_load_u64(p->chunk[0] + PYABI_CHUNK_PREVIOUS);
-        cs->n = 1;
-    } else if (chunk) {
-        cs->older = chunk; /* let frame_at load it the slow way */
+    else if (f.cframe != g.cframe || !b.top_ok)
+        rc = read_batch(p, 0, &f, cs, &b);
+    if (rc < 0 || !b.top_ok)
+        return rc < 0 ? rc : APP_E_STALE;
+    *top = b.top;
+    if (!*top) {
+        /* 3.11/3.12: only the root cframe inside the thread state may have no frame. */
+        *no_python = L->ts.cframe < 0 || (f.cframe >= tsaddr && f.cframe < tsaddr + L->ts.size);
+        return *no_python ? 0 : APP_E_STALE;
     }
+    if (b.chunk == f.chunk && chunk_adopt(p, cs, f.chunk, b.got))
+        return 0;
+    if (!b.got && cs->hint->chunk == g.chunk)
+        cs->hint->chunk_size = 0;
+    /* Without slack: the batch may have failed by reading past what is mapped. */
+    if (chunk_want(cs, &f, false))
+        return chunk_load(p, cs, f.chunk, chunk_want(cs, &f, false)) == APP_E_GONE ? APP_E_GONE : 0;
     return 0;
 }
 
-static int walk_new(struct pyproc *p, uint64_t tsaddr, const uint8_t *ts, bool *truncated)
+/* Where a 3.11+ chain may end: the thread's first entry frame. 3.11 marks it is_entry and
+ * the thread owns it; 3.12+ put an entry shim (owner >= owner_skip) under every thread. */
+static bool frame_is_base(const struct py_layout *L, const uint8_t *f, int owner)
+{
+    if (L->fr.entry >= 0)
+        return f[L->fr.entry] != 0 && owner == 0;
+    return owner >= L->fr.owner_skip;
+}
+
+/* An owner no frame of a live chain has: a frame object's copy (2, the frame has returned)
+ * or a value beyond the version's owners. */
+static bool owner_dead(const struct py_layout *L, int owner)
+{
+    return owner == PY_OWNER_FRAME_OBJECT || owner > (L->fr.owner_skip == 256 ? 1 : 4);
+}
+
+/* 3.12+: every entry frame of one owner carries the same code word (3.12 the interpreter's
+ * trampoline code object, 3.13 None), so an "entry frame" that differs from the walk's others
+ * is stale bytes on the target's C stack, which is reused as soon as a C call returns. */
+static bool shim_consistent(const struct py_layout *L, uint64_t shim[2], int owner, uint64_t code)
+{
+    uint64_t *seen;
+
+    if (owner < L->fr.owner_skip || owner > L->fr.owner_skip + 1)
+        return true;
+    seen = &shim[owner - L->fr.owner_skip];
+    if (!*seen)
+        *seen = code;
+    return *seen == code;
+}
+
+/* 3.11+: a thread's outermost Python frame is the first one pushed on its data stack, which
+ * CPython puts at data[1] of the root chunk (previous NULL) so that popping it never frees
+ * that chunk. A chain whose outermost frame lies anywhere else stopped early on stale bytes.
+ * A generator resumed from C with nothing under it is the one exception. */
+static bool outer_anchored(const struct pyproc *p, const struct chunkset *cs, uint64_t outer,
+                           bool gen)
+{
+    if (gen)
+        return true;
+    for (int i = 0; i < cs->n; i++)
+        if (outer >= cs->addr[i] && outer < cs->addr[i] + cs->len[i])
+            return outer == cs->addr[i] + PYABI_CHUNK_HDR + 8 &&
+                   bytes_load_u64(p->chunk[i] + PYABI_CHUNK_PREVIOUS) == 0;
+    return false;
+}
+
+static int walk_new(struct pyproc *p, uint64_t tsaddr, const uint8_t *guess, struct pywalk_out *o)
 {
     const struct py_layout *L = &p->L;
     uint32_t limit = p->opts.max_frames + 1024, steps = 0;
     static _Thread_local struct chunkset cs;
     uint8_t single[FRAME_MAX];
-    uint64_t frame;
+    uint64_t frame = 0, outer = 0, shim[2] = {0, 0};
+    bool outer_gen = false;
+    struct loopcheck lc = {0};
     int n = 0, rc;
 
     cs.n = 0;
@@ -211,7 +406,7 @@ static int walk_new(struct pyproc *p, uint64_t tsaddr, const uint8_t *ts, bool *
     cs.nseen = 0;
     memset(cs.hread, 0, sizeof(cs.hread));
     cs.hint = hint_for(p, tsaddr);
-    rc = walk_start(p, ts, &cs, &frame);
+    rc = walk_start(p, tsaddr, guess, &cs, &frame, &o->no_python);
 
     for (; rc == 0 && frame && steps < limit; steps++) {
         const uint8_t *f = frame & 7 ? NULL : frame_at(p, &cs, frame, single, &rc);
@@ -224,13 +419,16 @@ static int walk_new(struct pyproc *p, uint64_t tsaddr, const uint8_t *ts, bool *
         instr = bytes_load_u64(f + L->fr.instr);
         owner = f[L->fr.owner];
         prev = bytes_load_u64(f + L->fr.prev);
-        if (prev == frame)
+        if (prev == frame || chain_loops(&lc, prev) || owner_dead(L, owner) ||
+            (!prev && !frame_is_base(L, f, owner)) || !shim_consistent(L, shim, owner, code))
             return APP_E_STALE;
+        if (owner < L->fr.owner_skip && code)
+            outer = frame, outer_gen = owner == L->fr.owner_gen;
         frame = prev;
         if (owner >= L->fr.owner_skip || !code)
             continue;
         if ((uint32_t)n == p->opts.max_frames) {
-            *truncated = true;
+            o->truncated = true;
             hint_save(&cs);
             return n;
         }
@@ -242,13 +440,40 @@ static int walk_new(struct pyproc *p, uint64_t tsaddr, const uint8_t *ts, bool *
     if (rc < 0)
         return rc;
     hint_save(&cs);
-    return frame ? APP_E_STALE : n;
+    if (frame)
+        return APP_E_STALE;
+    if (outer && !outer_anchored(p, &cs, outer, outer_gen)) {
+        cs.hint->n = 0; /* next time through the chunks, not a stale single copy */
+        return APP_E_STALE;
+    }
+    return n;
 }
 
-int pywalk_thread(struct pyproc *p, uint64_t tsaddr, const uint8_t *tstate, bool *truncated)
+/* 3.8-3.10 keep the top frame in the thread state itself: re-read it, check it is still the
+ * same thread, and walk. */
+static int walk_old_thread(struct pyproc *p, uint64_t tsaddr, const uint8_t *guess,
+                           struct pywalk_out *o)
 {
-    *truncated = false;
+    const struct py_layout *L = &p->L;
+    uint8_t ts[PYPROC_TSTATE_MAX];
+    int rc = rmem_read(p->mem, tsaddr, ts, L->ts.size);
+
+    if (rc < 0)
+        return rc == APP_E_GONE ? rc : APP_E_STALE;
+    if (guess != p->tsfresh)
+        memcpy(p->tsfresh, guess, L->ts.size);
+    if (bytes_load_u64(ts + L->ts.interp) != bytes_load_u64(p->tsfresh + L->ts.interp) ||
+        bytes_load_u64(ts + L->ts.thread_id) != bytes_load_u64(p->tsfresh + L->ts.thread_id))
+        return APP_E_STALE; /* the thread state was freed, maybe reused */
+    memcpy(p->tsfresh, ts, L->ts.size);
+    o->no_python = !bytes_load_u64(ts + L->ts.frame);
+    return walk_old(p, bytes_load_u64(ts + L->ts.frame), o);
+}
+
+int pywalk_thread(struct pyproc *p, uint64_t tsaddr, const uint8_t *guess, struct pywalk_out *o)
+{
+    *o = (struct pywalk_out){0};
     if (p->L.fr.object)
-        return walk_old(p, bytes_load_u64(tstate + p->L.ts.frame), truncated);
-    return walk_new(p, tsaddr, tstate, truncated);
+        return walk_old_thread(p, tsaddr, guess, o);
+    return walk_new(p, tsaddr, guess, o);
 }

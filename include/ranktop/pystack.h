@@ -33,6 +33,10 @@ struct pythread {
     enum pythread_state state; /* running (R in /proc) or idle */
     int status;                /* 0, or the negative app_status that made us drop this stack */
     bool truncated;            /* the frame cap was hit; frames[] holds the innermost ones */
+    /* The thread has no Python frame now (a C-created thread before its first call, or one
+     * running only C code): nframes is 0 on purpose. A stack that could not be read whole is
+     * never empty with status 0; it has status < 0 instead. */
+    bool no_python;
     uint32_t nframes;
     const struct pyframe *frames; /* innermost first */
 };
@@ -43,8 +47,8 @@ struct pysample {
     const struct pythread *threads; /* in the interpreter's thread-list order */
     bool gil_locked;                /* some thread held the GIL at sample time */
     unsigned reads;                 /* process_vm_readv calls this sample took */
-    unsigned torn;                  /* torn thread walks seen (each retried once) */
-    unsigned dropped;               /* thread stacks dropped after the retry failed */
+    unsigned torn;                  /* torn thread walks seen (each retried while time allows) */
+    unsigned dropped;               /* thread stacks dropped after every retry failed */
 };
 
 struct pyproc_opts {

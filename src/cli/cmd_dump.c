@@ -124,6 +124,11 @@ static json_object *thread_json(const struct pythread *t)
         json_object_array_add(frames, fo);
     }
     json_object_object_add(o, "frames", frames);
+    /* Added keys: why a thread has no frames. "error" is set when its stack could not be read
+     * whole (never returned partial); "no_python" when it has no Python frame at all. */
+    json_object_object_add(
+        o, "error", t->status < 0 ? json_object_new_string(app_status_str(t->status)) : NULL);
+    json_object_object_add(o, "no_python", json_object_new_boolean(t->no_python));
     return o;
 }
 
@@ -148,6 +153,8 @@ static void thread_text(const struct pythread *t)
            t->gil ? ", holds GIL" : "");
     if (t->status < 0)
         printf("    (stack unreadable: %s)\n", app_status_str(t->status));
+    else if (t->no_python)
+        printf("    (no Python frame)\n");
     for (uint32_t i = 0; i < t->nframes; i++) {
         const struct pyframe *f = &t->frames[i];
 

@@ -24,6 +24,7 @@ struct slot {
     uint64_t first_try; /* first attach attempt */
     bool dead;          /* exited (GONE) */
     bool started;       /* a rank-start instant was recorded */
+    uint64_t lost;      /* thread stacks of this rank lost so far */
 };
 
 struct sampler {
@@ -65,6 +66,26 @@ static void sync_targets(struct sampler *sp)
     pthread_mutex_unlock(&e->lock);
 }
 
+/* Counts the stacks of one rank sample that could not be read whole; with the lock held. A
+ * rank's first loss starts its SERIES_STACKS_LOST counter, which steps at every later one. */
+static void count_loss_locked(struct engine *e, struct slot *sl, unsigned torn, unsigned lost,
+                              uint64_t now)
+{
+    e->torn += torn;
+    if (!lost)
+        return;
+    e->lost += lost;
+    sl->lost += lost;
+    history_counter(&e->hist, SERIES_STACKS_LOST, NULL, sl->t.pid, now, (double)sl->lost);
+}
+
+void engine_get_loss(struct engine *e, struct engine_loss *out)
+{
+    pthread_mutex_lock(&e->lock);
+    *out = (struct engine_loss){.stacks = e->stacks, .torn = e->torn, .lost = e->lost};
+    pthread_mutex_unlock(&e->lock);
+}
+
 static void record_sample(struct sampler *sp, struct slot *sl, const struct pysample *s)
 {
     struct engine *e = sp->e;
@@ -102,6 +123,7 @@ static void record_sample(struct sampler *sp, struct slot *sl, const struct pysa
     for (size_t i = 0; i < r->nthreads; i++)
         if (!r->threads[i].seen && !r->threads[i].gone)
             history_thread_gone(&r->threads[i], s->t_mono_ns);
+    count_loss_locked(e, sl, s->torn, s->dropped, s->t_mono_ns);
     pthread_mutex_unlock(&e->lock);
 }
 
@@ -162,6 +184,13 @@ static void sample_slot(struct sampler *sp, struct slot *sl, uint64_t now)
     rc = pyproc_sample(sl->py, &s, &err);
     if (rc == APP_E_GONE) {
         slot_exit(e, sl, clock_mono_ns());
+        return;
+    }
+    if (rc == APP_E_STALE) { /* the thread list itself was torn, twice */
+        pthread_mutex_lock(&e->lock);
+        e->errs++;
+        count_loss_locked(e, sl, 0, 1, clock_mono_ns());
+        pthread_mutex_unlock(&e->lock);
         return;
     }
     if (rc < 0) {

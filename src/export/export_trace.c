@@ -16,6 +16,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* An E carries its B's name and nothing else: readers match E to B by stack (Perfetto,
  * catapult) or by name and args (speedscope), and leaving out "cat" saves a tenth of an
@@ -293,6 +294,30 @@ static void cw_process_events(struct cw *w, int pid, long lane, const struct xla
     free(ps.i);
 }
 
+/* The sampler's per-rank count of thread stacks lost as torn (SERIES_STACKS_LOST):
+ * cumulative values, so the window's loss is the last value in it less the last one before
+ * it, summed over ranks. */
+static uint64_t cw_stacks_lost(const struct cw *w)
+{
+    const struct export_opts *o = w->p->o;
+    double sum = 0;
+
+    for (size_t k = 0; k < w->h->nseries; k++) {
+        const struct hseries *s = &w->h->series[k];
+        double before = 0, last = 0;
+
+        if (s->id != SERIES_STACKS_LOST || !s->pid)
+            continue;
+        for (size_t i = 0; i < s->n && (!o->to || s->pts[i].t <= o->to); i++) {
+            if (o->from && s->pts[i].t < o->from)
+                before = s->pts[i].v;
+            last = s->pts[i].v;
+        }
+        sum += last > before ? last - before : 0;
+    }
+    return (uint64_t)sum;
+}
+
 static void cw_other_data(struct cw *w)
 {
     const struct history *h = w->h;
@@ -307,6 +332,8 @@ static void cw_other_data(struct cw *w)
     xb_us(w->b, w->p->o->interval_ns);
     xb_puts(w->b, ",\"dropped_runs\":");
     xb_u64(w->b, h->dropped_runs);
+    xb_puts(w->b, ",\"stacks_lost\":");
+    xb_u64(w->b, cw_stacks_lost(w));
     xb_puts(w->b, "}}\n");
 }
 

@@ -632,30 +632,56 @@ static size_t churn_distinct_tids(struct churn *ch)
     return n;
 }
 
-static void churn_loop(const char *label, struct pyproc *p, struct churn *ch)
+/* How a run of samples goes: up to `want` calls, `pause_us` apart, within `wall_ns`. Each
+ * successful sample goes to on_sample(ctx, s), a torn thread list counts in *stale; any other
+ * error ends the run as a noted failure, and so does a run that could not make `want` calls. */
+struct sample_run {
+    int want;
+    uint64_t wall_ns;
+    unsigned pause_us;
+    void (*on_sample)(void *ctx, const char *label, const struct pysample *s);
+    void *ctx;
+};
+
+static void sample_run(const char *label, struct pyproc *p, const struct sample_run *r, int *calls,
+                       int *stale)
 {
-    uint64_t deadline = clock_mono_ns() + CHURN_WALL_NS;
+    uint64_t deadline = clock_mono_ns() + r->wall_ns;
     const struct pysample *s;
     struct app_err err = {0};
 
-    for (; ch->calls < CHURN_SAMPLES && clock_mono_ns() < deadline; usleep(500)) {
+    for (; *calls < r->want && clock_mono_ns() < deadline; usleep(r->pause_us)) {
         int rc = pyproc_sample(p, &s, &err);
 
-        ch->calls++;
+        ++*calls;
         if (rc == APP_E_STALE) {
-            ch->stale++;
+            ++*stale;
         } else if (rc != 0) {
-            ts_fail("%s: sample %d: %s (%s)", label, ch->calls, app_status_str(rc), err.msg);
+            ts_fail("%s: sample %d: %s (%s)", label, *calls, app_status_str(rc), err.msg);
             return;
         } else {
-            ch->ok++;
-            sample_sanity(label, s);
-            churn_add(ch, s);
+            r->on_sample(r->ctx, label, s);
         }
     }
-    if (ch->calls < CHURN_SAMPLES)
-        ts_fail("%s: only %d samples in %llu s", label, ch->calls,
-                (unsigned long long)(CHURN_WALL_NS / 1000000000ull));
+    if (*calls < r->want)
+        ts_fail("%s: only %d samples in %llu s", label, *calls,
+                (unsigned long long)(r->wall_ns / 1000000000ull));
+}
+
+static void churn_sample(void *ctx, const char *label, const struct pysample *s)
+{
+    struct churn *ch = ctx;
+
+    ch->ok++;
+    sample_sanity(label, s);
+    churn_add(ch, s);
+}
+
+static void churn_loop(const char *label, struct pyproc *p, struct churn *ch)
+{
+    struct sample_run r = {CHURN_SAMPLES, CHURN_WALL_NS, 500, churn_sample, ch};
+
+    sample_run(label, p, &r, &ch->calls, &ch->stale);
 }
 
 static void churn_judge(const char *label, const struct pyproc_stats *st, struct churn *ch)
@@ -986,6 +1012,172 @@ START_TEST(test_open_while_starting)
 }
 END_TEST
 
+/* ---- d. exact under motion --------------------------------------------------------------
+ * tests/py/motion.py keeps its main thread recursing and returning through C re-entries
+ * (ctypes callbacks, map, sorted with a key); it is sampled thousands of times on every
+ * interpreter. Every stack returned as a sample must be whole: not empty, `<module>` of the
+ * script at the bottom, and only names the target lists as its ground truth. A walk that
+ * cannot be made whole must come back as an error (status < 0), and those must stay rare. */
+
+#define MOTION_SAMPLES 4000
+#define MOTION_WALL_NS (120ull * 1000000000ull)
+#define MAX_NAMES 32
+#define MOTION_WATCHDOG_S 240
+/* Stacks lost as torn, of all main-thread stacks. motion.py rewrites its whole stack every
+ * microsecond or so, faster than one process_vm_readv copies it when the target runs on
+ * another CPU at the same time: 5-25 % are lost on an idle 2-core machine (under 1 % when
+ * the machine is busy and the two rarely run at once). The limit only catches a reader that
+ * drops everything; the exactness checks above are the point of this test. */
+#define LOST_PCT_MAX 60.0
+
+struct mtruth {
+    char script[4096];
+    char names[MAX_NAMES][64];
+    int n;
+};
+
+struct mtally {
+    const struct mtruth *truth;
+    struct pyproc *p;
+    int calls, samples, stacks, lost, bad;
+    uint64_t torn;
+};
+
+static bool mtruth_load(const char *dir, struct mtruth *t)
+{
+    char path[256], line[64];
+    FILE *f;
+
+    snprintf(path, sizeof(path), "%s/names", dir);
+    f = fopen(path, "r");
+    if (!f)
+        return false;
+    t->n = 0;
+    while (t->n < MAX_NAMES && fgets(line, sizeof(line), f)) {
+        line[strcspn(line, "\n")] = '\0';
+        snprintf(t->names[t->n++], sizeof(t->names[0]), "%s", line);
+    }
+    fclose(f);
+    ts_script_path(t->script, sizeof(t->script), "motion.py");
+    return t->n > 0;
+}
+
+static bool mtruth_has(const struct mtruth *t, const char *name)
+{
+    for (int i = 0; i < t->n; i++)
+        if (strcmp(t->names[i], name) == 0)
+            return true;
+    return false;
+}
+
+/* Why a stack returned as complete is not, or NULL when it is whole. */
+static const char *motion_defect(const struct mtruth *t, const struct pythread *th)
+{
+    const struct pyframe *bottom;
+
+    if (th->nframes == 0)
+        return th->no_python ? "empty, flagged as having no Python frame" : "empty";
+    bottom = &th->frames[th->nframes - 1];
+    if (strcmp(bottom->function, "<module>") != 0 || strcmp(bottom->file, t->script) != 0)
+        return "partial: the bottom frame is not <module> of the script";
+    for (uint32_t i = 0; i < th->nframes; i++)
+        if (strcmp(th->frames[i].file, t->script) == 0 && !mtruth_has(t, th->frames[i].function))
+            return "a frame of the script with a name it never defines";
+    return NULL;
+}
+
+static void motion_judge(void *ctx, const char *label, const struct pysample *s)
+{
+    struct mtally *ty = ctx;
+    const struct mtruth *t = ty->truth;
+
+    ty->samples++;
+    ty->torn += s->torn;
+    if (s->nthreads != 1) {
+        ts_fail("%s: main-only sample with %u threads", label, s->nthreads);
+        ty->bad++;
+        return;
+    }
+    if (s->threads[0].status < 0) {
+        ty->lost++;
+        return;
+    }
+    ty->stacks++;
+    const char *why = motion_defect(t, &s->threads[0]);
+    if (why && ty->bad++ < 5) {
+        const struct pythread *th = &s->threads[0];
+
+        ts_fail("%s: sample %d returned as complete but %s (%u frames, bottom %s)", label,
+                ty->calls, why, th->nframes,
+                th->nframes ? th->frames[th->nframes - 1].function : "-");
+    }
+}
+
+/* The thread list torn twice is an error, not a sample: counted as lost with the rest. */
+static void motion_loop(const char *label, struct mtally *ty)
+{
+    struct sample_run r = {MOTION_SAMPLES, MOTION_WALL_NS, 200, motion_judge, ty};
+
+    sample_run(label, ty->p, &r, &ty->calls, &ty->lost);
+}
+
+static void motion_one(const char *python)
+{
+    struct ts_child *c = ts_target_start(python, "motion.py", NULL);
+    struct pyproc_opts po = {.main_only = true, .no_state = true};
+    struct pyproc *p = NULL;
+    struct app_err err = {0};
+    struct mtruth t = {0};
+    struct mtally ty = {0};
+    double lost_pct;
+    int rc = APP_E_STALE;
+
+    if (!ts_child_wait_ready(c, python))
+        goto out;
+    if (!mtruth_load(c->dir, &t)) {
+        ts_fail("%s: no ground truth in %s/names", python, c->dir);
+        goto out;
+    }
+    for (int i = 0; i < 5 && rc == APP_E_STALE; i++)
+        rc = pyproc_open(c->pid, &po, &p, &err);
+    if (rc != 0) {
+        ts_fail("%s: pyproc_open: %s: %s", python, app_status_str(rc), err.msg);
+        goto out;
+    }
+    ty.truth = &t;
+    ty.p = p;
+    motion_loop(python, &ty);
+    lost_pct = ty.calls ? 100.0 * ty.lost / ty.calls : 0;
+    ts_info("%s: %d calls, %d whole stacks, %d lost (%.2f%%), %llu torn walks retried, %d bad",
+            python, ty.calls, ty.stacks, ty.lost, lost_pct, (unsigned long long)ty.torn, ty.bad);
+    if (lost_pct > LOST_PCT_MAX)
+        ts_fail("%s: %.2f%% of main-thread stacks lost as torn (limit %.1f%%)", python, lost_pct,
+                LOST_PCT_MAX);
+out:
+    if (p)
+        pyproc_free(p);
+    ts_child_kill(c);
+}
+
+/* Every interpreter in turn, each under its own watchdog, all failures noted before the end. */
+START_TEST(test_exact_under_motion)
+{
+    struct ts_pylist l;
+    int i = 0;
+
+    ts_pythons_discover(&l, 8, true);
+    while (i < l.n) {
+        const char *python = l.v[i++].path;
+
+        ts_watchdog_arm(python, MOTION_WATCHDOG_S);
+        motion_one(python);
+        ts_watchdog_disarm();
+    }
+    ts_pylist_free(&l);
+    ts_assert_clean();
+}
+END_TEST
+
 /* ---- suite -------------------------------------------------------------------------------- */
 
 int main(void)
@@ -995,6 +1187,7 @@ int main(void)
     ts_add_case(s, "known_state", test_known_state, 900);
     ts_add_case(s, "exit_while_sampling", test_exit_while_sampling, 900);
     ts_add_case(s, "thread_churn", test_thread_churn, 900);
+    ts_add_case(s, "exact_under_motion", test_exact_under_motion, 1500);
     ts_add_case(s, "no_such_process", test_open_no_such_process, 900);
     ts_add_case(s, "not_python", test_open_not_python, 900);
     ts_add_case(s, "unsupported_version", test_open_unsupported_version, 900);

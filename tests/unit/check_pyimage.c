@@ -1,8 +1,9 @@
 /* The reader on memory images of interpreters that are not installed here: CPython 3.14.0
  * and 3.14.5 (whose _Py_DebugOffsets values differ) laid out from the published 3.14 field
  * order, plus malformed variants. The image holds a runtime, one interpreter with its GIL,
- * two threads, data-stack chunks, a generator frame, an interpreter-owned frame to skip, code
- * objects with ASCII and UCS-2 names and real 3.11+ location tables. */
+ * two threads, data-stack chunks, a generator frame, an interpreter-owned frame to skip, the
+ * entry frames each thread's chain ends on (on the C stack), code objects with ASCII and UCS-2
+ * names and real 3.11+ location tables. */
 #include "pyproc_priv.h"
 #include "ranktop/rmem.h"
 #include "tsupport.h"
@@ -22,6 +23,7 @@ enum {
     PYCODE_TYPE = 0x600000,
     GENF = 0x700000,
     STRS = 0x800000,
+    CSTACK = 0x900000, /* the threads' entry frames: owner 3, previous NULL */
 };
 
 /* The 3.14 values that differ between 3.14.0 and 3.14.5 (py-spy's generated bindings). */
@@ -36,7 +38,7 @@ static const struct variant v3145 = {0x030e05f0, 7784, 7800, 7792, 7992, 7688};
 struct img {
     struct rmem *m;
     uint8_t rt[4096], interp[8192], ts1[1024], ts2[1024], chunk1[1024], chunk2[1024];
-    uint8_t gen[256];
+    uint8_t gen[256], cstack[256];
     uint64_t next_str;
 };
 
@@ -143,7 +145,7 @@ static void put_tstate(uint8_t *ts, uint64_t next, uint64_t frame, uint64_t iden
     put64(ts, 152, ident);
     put32(ts, 160, (uint32_t)tid);
     put64(ts, 232, chunk);
-    put64(ts, 240, chunk + 24 + (uint64_t)nframes * 88);
+    put64(ts, 240, chunk + 32 + (uint64_t)nframes * 88);
 }
 
 static void build(struct img *im, const struct variant *v)
@@ -156,7 +158,7 @@ static void build(struct img *im, const struct variant *v)
         add_code(im, 2, add_ascii(im, "step"), add_ascii(im, "Trainer.step"), file, 40);
     uint64_t c_gen = add_code(im, 3, add_str(im, hanzi, 2, 2), add_str(im, hanzi, 2, 2), file, 60);
     uint64_t c_work = add_code(im, 4, add_ascii(im, "worker"), add_ascii(im, "worker"), file, 80);
-    uint64_t f1 = CHUNK1 + 24;
+    uint64_t f1 = CHUNK1 + 32; /* data[1]: CPython skips data[0] of a root chunk */
 
     put_debug_offsets(im->rt, v);
     put64(im->rt, 808, INTERP);
@@ -166,14 +168,16 @@ static void build(struct img *im, const struct variant *v)
     put32(im->interp, (size_t)v->locked, 1);
     put64(im->interp, (size_t)v->holder, TS2);
     put64(im->chunk1, 8, 16384);
-    put_frame(im->chunk1 + 24, c_mod, 0, 48, 0);
-    put_frame(im->chunk1 + 24 + 88, 0x10, f1, 0, 3); /* interpreter-owned: skipped */
-    put_frame(im->chunk1 + 24 + 176, c_inner, f1 + 88, 0, 0);
-    put_frame(im->chunk1 + 24 + 264, c_step, f1 + 176, 32, 0);
+    put_frame(im->cstack, 0x10, 0, 0, 3);
+    put_frame(im->cstack + 88, 0x10, 0, 0, 3);
+    put_frame(im->chunk1 + 32, c_mod, CSTACK, 48, 0);
+    put_frame(im->chunk1 + 32 + 88, 0x10, f1, 0, 3); /* interpreter-owned: skipped */
+    put_frame(im->chunk1 + 32 + 176, c_inner, f1 + 88, 0, 0);
+    put_frame(im->chunk1 + 32 + 264, c_step, f1 + 176, 32, 0);
     put_tstate(im->ts1, 0, f1 + 264, 0x7f0000001000, 1001, CHUNK1, 4);
     put64(im->chunk2, 8, 16384);
-    put_frame(im->chunk2 + 24, c_work, 0, 0, 0);
-    put_frame(im->gen, c_gen, CHUNK2 + 24, 16, 1);
+    put_frame(im->chunk2 + 32, c_work, CSTACK + 88, 0, 0);
+    put_frame(im->gen, c_gen, CHUNK2 + 32, 16, 1);
     put_tstate(im->ts2, TS1, GENF, 0x7f0000002000, 1002, CHUNK2, 1);
 }
 
@@ -191,6 +195,7 @@ static struct img *img_new(const struct variant *v)
     rmem_image_add(im->m, CHUNK1, im->chunk1, sizeof(im->chunk1));
     rmem_image_add(im->m, CHUNK2, im->chunk2, sizeof(im->chunk2));
     rmem_image_add(im->m, GENF, im->gen, sizeof(im->gen));
+    rmem_image_add(im->m, CSTACK, im->cstack, sizeof(im->cstack));
     return im;
 }
 
@@ -300,15 +305,78 @@ START_TEST(test_self_loop_dropped)
     int rc;
     struct img *im = img_new(&v3140);
     struct pyproc *p = img_open(im, v3140.version, &rc, &err);
-    uint64_t self = CHUNK1 + 24 + 264;
+    uint64_t self = CHUNK1 + 32 + 264;
 
     ck_assert_int_eq(rc, 0);
     rmem_image_write(p->mem, self + 8, &self, 8);
     ck_assert_int_eq(pyproc_sample(p, &s, &err), 0);
     ck_assert_uint_eq(s->dropped, 1);
-    ck_assert_uint_eq(s->torn, 2);
+    ck_assert_uint_ge(s->torn, 2); /* retried from a fresh thread state, then dropped */
     ck_assert_int_eq(s->threads[1].status, APP_E_STALE);
     ck_assert_uint_eq(s->threads[0].nframes, 2);
+    pyproc_free(p);
+    img_free(im);
+}
+END_TEST
+
+/* Opens the 3.14.0 image, overwrites len bytes at addr, takes one sample (which must succeed)
+ * and returns it; free p and im after. */
+static const struct pysample *sample_patched(struct img **im, struct pyproc **p, uint64_t addr,
+                                             const void *data, size_t len)
+{
+    struct app_err err = {0};
+    const struct pysample *s;
+    int rc;
+
+    *im = img_new(&v3140);
+    *p = img_open(*im, v3140.version, &rc, &err);
+    ck_assert_int_eq(rc, 0);
+    rmem_image_write((*p)->mem, addr, data, len);
+    ck_assert_int_eq(pyproc_sample(*p, &s, &err), 0);
+    return s;
+}
+
+/* Chains that are not a thread's live stack are torn: dropped, never returned with fewer
+ * frames. One ends (previous NULL) on a frame that is not the thread's entry frame; one
+ * passes a frame owned by a frame object (a copy taken when its frame returned). */
+START_TEST(test_torn_chains_dropped)
+{
+    static const uint8_t zero[8], dead_owner = 2;
+    const struct {
+        uint64_t addr;
+        const void *data;
+        size_t len;
+    } patch[] = {{CHUNK1 + 32 + 176 + 8, zero, 8}, {CHUNK1 + 32 + 176 + 74, &dead_owner, 1}};
+
+    for (size_t i = 0; i < sizeof(patch) / sizeof(patch[0]); i++) {
+        struct img *im;
+        struct pyproc *p;
+        const struct pysample *s =
+            sample_patched(&im, &p, patch[i].addr, patch[i].data, patch[i].len);
+
+        ck_assert_uint_eq(s->dropped, 1);
+        ck_assert_int_eq(s->threads[1].status, APP_E_STALE);
+        ck_assert_uint_eq(s->threads[1].nframes, 0);
+        ck_assert_uint_eq(s->threads[0].nframes, 2);
+        pyproc_free(p);
+        img_free(im);
+    }
+}
+END_TEST
+
+/* A thread with no current frame has no Python frame: an empty stack, flagged as such. */
+START_TEST(test_no_python_flagged)
+{
+    uint64_t zero = 0;
+    struct img *im;
+    struct pyproc *p;
+    const struct pysample *s = sample_patched(&im, &p, TS1 + 72, &zero, 8);
+
+    ck_assert_uint_eq(s->dropped, 0);
+    ck_assert_int_eq(s->threads[1].status, 0);
+    ck_assert_uint_eq(s->threads[1].nframes, 0);
+    ck_assert(s->threads[1].no_python);
+    ck_assert(!s->threads[0].no_python);
     pyproc_free(p);
     img_free(im);
 }
@@ -393,6 +461,8 @@ static Suite *pyimage_suite(void)
     tcase_add_test(tc, test_3145_image);
     tcase_add_test(tc, test_bad_debug_offsets);
     tcase_add_test(tc, test_self_loop_dropped);
+    tcase_add_test(tc, test_torn_chains_dropped);
+    tcase_add_test(tc, test_no_python_flagged);
     tcase_add_test(tc, test_code_generation_flush);
     tcase_add_test(tc, test_code_address_reuse);
     tcase_add_test(tc, test_starting_and_exiting);

@@ -110,6 +110,13 @@ struct py_frame_offsets { /* PyFrameObject (<=3.10) or _PyInterpreterFrame (3.11
     bool code_tagged; /* 3.14+: f_executable is a _PyStackRef */
     int owner_gen;    /* FRAME_OWNED_BY_GENERATOR */
     int owner_skip;   /* owners >= this are not Python code (3.12+), else 256 */
+    /* Where a walk may end. 3.8-3.10: `state` is f_executing (a char that is 1 while the
+     * frame runs) or, with state_enum, the 3.10 f_state (EXECUTING 0 or UNWINDING 2); a frame
+     * in the chain with any other value was freed under the reader. 3.11: `entry` is is_entry,
+     * set on the bottom frame of every thread. PYABI_NONE where the version has no such field
+     * (3.12+ end on an entry frame of an owner >= owner_skip instead). */
+    int32_t state, entry;
+    bool state_enum;
 };
 
 struct py_code_offsets { /* PyCodeObject */

@@ -140,6 +140,8 @@ int pyabi_from_debug_offsets(const uint8_t *dbg, size_t len, uint32_t version,
         s->holds_gil_int ? s->holds_gil_int : (int32_t)dbg_u64(dbg, s->ts_status);
     out->fr.owner_gen = 1;
     out->fr.owner_skip = s->fr_owner_skip;
+    out->fr.state = PYABI_NONE;
+    out->fr.entry = PYABI_NONE;
     out->fr.code_tagged = s->fr_code_tagged;
     if (dbg_fill_core(dbg, s, out) < 0 || dbg_fill_frames(dbg, s, out) < 0 ||
         dbg_fill_objects(dbg, s, out) < 0)

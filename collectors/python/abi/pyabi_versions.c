@@ -25,9 +25,10 @@
 #define TS_OLD(SIZE) {.size = SIZE, .next = 8, .interp = 16, .thread_id = 176, \
                       .native_id = NONE, .frame = 24, .cframe = NONE, .datastack = NONE, \
                       .gil_flag_off = NONE}
-#define FR_OLD(INSTR, UNITS) {.object = true, .size = 112, .prev = 24, .code = 32, \
+#define FR_OLD(INSTR, UNITS, STATE, ENUM) {.object = true, .size = 120, .prev = 24, .code = 32, \
                               .instr = INSTR, .lasti_units = UNITS, .owner_gen = -1, \
-                              .owner_skip = 256}
+                              .owner_skip = 256, .state = STATE, .entry = NONE, \
+                              .state_enum = ENUM}
 #define CO_OLD {.filename = 104, .name = 112, .linetable = 120, .firstlineno = 40, \
                 .qualname = NONE, .code_adaptive = NONE, .firsttraceable = NONE, .read = 128}
 #define NAMES_OLD(CACHED_KEYS) {.keys_nentries = 32, .values_ptr = NONE, .dict_ptr = NONE, \
@@ -35,7 +36,7 @@
 
 /* 3.12+: frames skip owners >= 3 (C stack shims); 3.13+: instance values may sit inline. */
 #define FR_312 {.size = 80, .prev = 8, .code = 0, .instr = 56, .owner = 70, .owner_gen = 1, \
-                .owner_skip = 3}
+                .owner_skip = 3, .state = NONE, .entry = NONE}
 #define NAMES_313 {.keys_new = true, .keys_nentries = 24, .values_ptr = NONE, .dict_ptr = -24, \
                    .inline_values = true, .values_off = 8, .ht_cached_keys = 880, \
                    .long_tag = true}
@@ -77,17 +78,17 @@ static const struct py_debug_shape debug_3_14 = {
 static const struct py_abi abis[] = {
     /* 3.8: the drop request and gc.collecting sit in the runtime. */
     {.compiled = true, .layout = {.minor = 8, .rt = {.interp_head = 32, .finalizing = 16, .gil = 1152},
-        .is = IS_OLD(16, 56), .ts = TS_OLD(264), .fr = FR_OLD(104, false), .co = CO_OLD,
+        .is = IS_OLD(16, 56), .ts = TS_OLD(264), .fr = FR_OLD(104, false, 116, false), .co = CO_OLD,
         .str = STR_OLD, .bytes = BYTES, .names = NAMES_OLD(872),
         .gil = {GIL_STRUCT, .drop = PY_DROP_RUNTIME, .drop_off = 596, .gc = PY_GC_RUNTIME, .gc_off = 544}}},
     /* 3.9: the drop request and gc.collecting move into the interpreter. */
     {.compiled = true, .layout = {.minor = 9, .rt = {.interp_head = 32, .finalizing = 16, .gil = 352},
-        .is = IS_OLD(24, 856), .ts = TS_OLD(264), .fr = FR_OLD(104, false), .co = CO_OLD,
+        .is = IS_OLD(24, 856), .ts = TS_OLD(264), .fr = FR_OLD(104, false, 116, false), .co = CO_OLD,
         .str = STR_OLD, .bytes = BYTES, .names = NAMES_OLD(864),
         .gil = {GIL_STRUCT, .drop = PY_DROP_INTERP, .drop_off = 76, .gc = PY_GC_INTERP, .gc_off = 816}}},
     /* 3.10: f_lasti counts 2-byte code units. */
     {.compiled = true, .layout = {.minor = 10, .rt = {.interp_head = 32, .finalizing = 16, .gil = 352},
-        .is = IS_OLD(24, 856), .ts = TS_OLD(280), .fr = FR_OLD(96, true), .co = CO_OLD,
+        .is = IS_OLD(24, 856), .ts = TS_OLD(280), .fr = FR_OLD(96, true, 108, true), .co = CO_OLD,
         .str = STR_OLD, .bytes = BYTES, .names = NAMES_OLD(872),
         .gil = {GIL_STRUCT, .drop = PY_DROP_INTERP, .drop_off = 72, .gc = PY_GC_INTERP, .gc_off = 816}}},
     /* 3.11: _PyInterpreterFrames live in per-thread data-stack chunks, reached through the
@@ -100,7 +101,7 @@ static const struct py_abi abis[] = {
                .frame = NONE, .cframe = 56, .cframe_current = 8, .datastack = 296,
                .gil_flag_off = NONE},
         .fr = {.size = 80, .prev = 48, .code = 32, .instr = 56, .owner = 69, .owner_gen = 1,
-               .owner_skip = 256},
+               .owner_skip = 256, .state = NONE, .entry = 68},
         .co = {.filename = 112, .name = 120, .linetable = 136, .firstlineno = 72,
                .qualname = 128, .code_adaptive = 184, .firsttraceable = 168, .read = 176},
         .str = STR_OLD, .bytes = BYTES,

@@ -58,6 +58,13 @@ struct tslist {
     size_t n, cap;
 };
 
+/* A thread ident threading._active did not name: looked for again after retry_ns, with a
+ * back-off, because a new thread enters _active a little after its first Python frame. */
+struct pyname_miss {
+    uint64_t ident, retry_ns;
+    unsigned tries;
+};
+
 struct pyproc {
     int pid;
     struct rmem *mem;
@@ -97,8 +104,8 @@ struct pyproc {
     bool ns_differs;
     int ns_pid; /* the target's PID inside its own namespace */
     struct pyname_cache names, names_prev;
-    uint64_t names_sample; /* sample count at the last refresh */
-    uint64_t *neg;         /* idents not in threading._active at the last refresh */
+    uint64_t names_sample;   /* sample count at the last refresh */
+    struct pyname_miss *neg; /* idents not in threading._active when last looked for */
     size_t nneg;
 
     uint64_t stat_samples, stat_torn, stat_dropped;

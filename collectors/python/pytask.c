@@ -5,7 +5,9 @@
  * per process by looking for a known TID, and cached per ident until that TID disappears
  * (glibc recycles pthread_t values). TIDs are translated when the target lives in another PID
  * namespace. Names come from threading._active and are re-read only when an unknown thread
- * shows up. All state belongs to the sampling thread that owns the pyproc. */
+ * shows up, or an unnamed one is due for another look (a new thread registers itself in
+ * _active only after it starts running Python). All state belongs to the sampling thread that owns
+ * the pyproc. */
 #include "pyproc_priv.h"
 
 #include "pynames.h"
@@ -20,6 +22,8 @@
 
 #define PTHREAD_SCAN 2048
 #define GLIBC_TID_OFF 0x2d0
+#define NAME_RETRY_NS 100000000ull /* first re-look for an unnamed thread: 100 ms */
+#define NAME_MISSES_MAX 4096
 
 /* Parses the NSpid line of a status file: first (our namespace) and last (innermost) ids. */
 static int nspid(const char *path, int *outer, int *inner)
@@ -205,12 +209,28 @@ static const char *names_find(const struct pyname_cache *c, uint64_t ident)
     return NULL;
 }
 
-static bool names_unknown(const struct pyproc *p, uint64_t ident)
+static struct pyname_miss *miss_find(struct pyproc *p, uint64_t ident)
 {
     for (size_t i = 0; i < p->nneg; i++)
-        if (p->neg[i] == ident)
-            return true;
-    return false;
+        if (p->neg[i].ident == ident)
+            return &p->neg[i];
+    return NULL;
+}
+
+/* Notes one more miss of ident: the next look is 100 ms later, doubling up to 6.4 s, so a
+ * thread that is named shortly after it starts gets its name within a few tenths of a second
+ * while a thread that never gets one (C-created, never registered) costs a refresh rarely. */
+static void miss_note(struct pyproc *p, struct pyname_miss *m, uint64_t ident, uint64_t now)
+{
+    if (!m) {
+        if (p->nneg >= NAME_MISSES_MAX)
+            p->nneg = 0; /* idents of long-gone threads: start afresh */
+        p->neg = x_reallocarray(p->neg, p->nneg + 1, sizeof(*p->neg));
+        m = &p->neg[p->nneg++];
+        *m = (struct pyname_miss){ident, 0, 0};
+    }
+    m->retry_ns = now + (NAME_RETRY_NS << (m->tries < 6 ? m->tries : 6));
+    m->tries++;
 }
 
 /* Re-reads threading._active. The replaced cache stays alive until the next refresh, because
@@ -222,7 +242,6 @@ static void names_refresh(struct pyproc *p, uint64_t interp)
     struct app_err err;
 
     p->names_sample = p->stat_samples + 1;
-    p->nneg = 0;
     if (pynames_read(p->mem, &p->L, interp, &v, &n, &err) < 0)
         return;
     names_drop(&p->names_prev);
@@ -242,19 +261,23 @@ static void names_refresh(struct pyproc *p, uint64_t interp)
 const char *pytask_name(struct pyproc *p, uint64_t interp, uint64_t ident)
 {
     const char *s = names_find(&p->names, ident);
+    struct pyname_miss *m;
+    uint64_t now;
 
-    if (s || names_unknown(p, ident))
+    if (s)
         return s;
+    now = clock_mono_ns();
+    m = miss_find(p, ident);
+    if (m && now < m->retry_ns)
+        return NULL;
+    /* One refresh per sample at most, whatever the number of unnamed threads. */
     if (p->names_sample != p->stat_samples + 1) {
         names_refresh(p, interp);
         s = names_find(&p->names, ident);
         if (s)
             return s;
     }
-    if (p->nneg < 4096) {
-        p->neg = x_reallocarray(p->neg, p->nneg + 1, sizeof(*p->neg));
-        p->neg[p->nneg++] = ident;
-    }
+    miss_note(p, m, ident, now);
     return NULL;
 }
 

@@ -85,4 +85,3 @@ void procmaps_fini(struct procmaps *m)
     m->v = NULL;
     m->n = 0;
 }
-

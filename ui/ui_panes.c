@@ -122,12 +122,10 @@ static void draw_header(struct ui *u)
     const struct layout_rect *r = &u->lay.header;
     size_t live = 0;
     char prompt[160], hist[16];
-    struct engine_loss loss;
 
     for (size_t i = 0; i < u->hist.nranks; i++)
         live += !u->hist.ranks[i].exited;
     draw_bytes(hist, sizeof(hist), (int64_t)(u->stats.history_bytes / 1024));
-    engine_get_loss(u->e, &loss);
     putf(u, r->y, r->x, r->w, ROLE_TITLE, true,
          "ranktop  %s  %s  ranks %zu/%zu  %.1f/%.3g Hz  lag %.1f ms  errors %.2f%%  torn lost "
          "%.2f%%  hist %s%s%s",
@@ -136,8 +134,9 @@ static void draw_header(struct ui *u)
          u->stats.stacks + u->stats.errors
              ? 100.0 * (double)u->stats.errors / (double)(u->stats.stacks + u->stats.errors)
              : 0.0,
-         loss.stacks + loss.lost ? 100.0 * (double)loss.lost / (double)(loss.stacks + loss.lost)
-                                 : 0.0,
+         u->stats.stacks + u->stats.lost
+             ? 100.0 * (double)u->stats.lost / (double)(u->stats.stacks + u->stats.lost)
+             : 0.0,
          hist, u->paused ? "  [PAUSED]" : "", u->all_threads ? "  [all threads]" : "");
     if (u->lay.banner_lines > 0)
         put(u, r->y + 1, r->x, r->w, ROLE_BANNER, true, u->hang.text);

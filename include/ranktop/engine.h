@@ -37,9 +37,14 @@ struct engine_opts {
 };
 
 struct engine_stats {
-    uint64_t samples;   /* sampling passes over all ranks */
-    uint64_t stacks;    /* thread stacks recorded */
-    uint64_t errors;    /* failed rank samples and dropped thread stacks */
+    uint64_t samples; /* sampling passes over all ranks */
+    uint64_t stacks;  /* thread stacks recorded */
+    uint64_t errors;  /* failed rank samples and dropped thread stacks */
+    /* Thread stacks the sampler could not read whole: the reader retries a torn walk a few
+     * times from a fresh thread state; what still fails is lost (and counted in errors too).
+     * Each rank's losses also go into the history as SERIES_STACKS_LOST. */
+    uint64_t torn;      /* torn walks seen, each retried */
+    uint64_t lost;      /* thread stacks dropped after every retry, plus torn thread lists */
     double achieved_hz; /* passes per second since the start */
     double lag_ms;      /* mean lateness of a pass behind its schedule */
     double lag_max_ms;
@@ -63,18 +68,6 @@ void engine_free(struct engine *e);
 void engine_clone_history(struct engine *e, struct history *out);
 
 void engine_get_stats(struct engine *e, struct engine_stats *st);
-
-/* Thread stacks the sampler could not read whole. The reader retries a torn walk a few times
- * from a fresh thread state; what still fails is lost (and counted in engine_stats.errors).
- * Each rank's losses also go into the history as the counter SERIES_STACKS_LOST (created at
- * the rank's first loss, value: stacks lost so far). */
-struct engine_loss {
-    uint64_t stacks; /* thread stacks recorded whole */
-    uint64_t torn;   /* torn walks seen, each retried */
-    uint64_t lost;   /* thread stacks dropped after every retry, plus torn thread lists */
-};
-
-void engine_get_loss(struct engine *e, struct engine_loss *out);
 
 /* Changes the stack sampling rate (Hz, clamped to 0.1..1000). */
 void engine_set_rate(struct engine *e, double hz);

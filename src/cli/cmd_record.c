@@ -274,7 +274,6 @@ static int save(struct engine *e, const struct rec_opts *o, const char *path, ui
 static void summary(struct engine *e)
 {
     struct engine_stats st;
-    struct engine_loss loss;
     double pct;
 
     engine_get_stats(e, &st);
@@ -285,11 +284,9 @@ static void summary(struct engine *e)
             (unsigned long long)st.samples, (unsigned long long)st.stacks,
             (unsigned long long)st.errors, pct, st.achieved_hz, (double)st.cpu_ns / 1e9);
     /* A line of its own: scripts match the first one as it always was. */
-    engine_get_loss(e, &loss);
-    pct =
-        loss.stacks + loss.lost ? 100.0 * (double)loss.lost / (double)(loss.stacks + loss.lost) : 0;
+    pct = st.stacks + st.lost ? 100.0 * (double)st.lost / (double)(st.stacks + st.lost) : 0;
     fprintf(stderr, "ranktop: %llu thread stacks lost as torn (%.2f%%), %llu torn reads retried\n",
-            (unsigned long long)loss.lost, pct, (unsigned long long)loss.torn);
+            (unsigned long long)st.lost, pct, (unsigned long long)st.torn);
 }
 
 struct rec_state {

@@ -283,6 +283,8 @@ void engine_get_stats(struct engine *e, struct engine_stats *st)
     st->samples = e->samples;
     st->stacks = e->stacks;
     st->errors = e->errs;
+    st->torn = e->torn;
+    st->lost = e->lost;
     st->achieved_hz = now > e->t_start ? (double)e->samples * 1e9 / (double)(now - e->t_start) : 0;
     st->lag_ms = e->samples ? (double)e->lag_sum_ns / 1e6 / (double)e->samples : 0;
     st->lag_max_ms = (double)e->lag_max_ns / 1e6;

@@ -30,7 +30,7 @@ struct engine {
     uint64_t t_start;
     /* statistics, under lock */
     uint64_t samples, stacks, errs, lag_sum_ns, lag_max_ns;
-    uint64_t torn, lost; /* torn thread walks, thread stacks lost (engine_get_loss) */
+    uint64_t torn, lost; /* torn thread walks, thread stacks lost (engine_stats) */
     int ranks_now, ranks_seen;
     pthread_t th[8];
     int nth;

@@ -79,13 +79,6 @@ static void count_loss_locked(struct engine *e, struct slot *sl, unsigned torn, 
     history_counter(&e->hist, SERIES_STACKS_LOST, NULL, sl->t.pid, now, (double)sl->lost);
 }
 
-void engine_get_loss(struct engine *e, struct engine_loss *out)
-{
-    pthread_mutex_lock(&e->lock);
-    *out = (struct engine_loss){.stacks = e->stacks, .torn = e->torn, .lost = e->lost};
-    pthread_mutex_unlock(&e->lock);
-}
-
 static void record_sample(struct sampler *sp, struct slot *sl, const struct pysample *s)
 {
     struct engine *e = sp->e;

@@ -53,6 +53,9 @@ const struct hthread *view_main_thread(const struct hrank *r);
  * history does not know it. Borrowed from h. */
 const char *view_thread_name(const struct history *h, int pid, uint64_t ident);
 
+/* The live figures of pid among n copied from the engine (live may be NULL); NULL if absent. */
+const struct engine_rank_live *view_live_of(const struct engine_rank_live *live, size_t n, int pid);
+
 /* Stack of t's last run; HSTACK_NONE when t is NULL or gone, has no run, or the last sample
  * was unreadable, out of range or empty. */
 uint32_t view_thread_stack(const struct history *h, const struct hthread *t);

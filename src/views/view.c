@@ -54,6 +54,14 @@ const char *view_thread_name(const struct history *h, int pid, uint64_t ident)
     return "?";
 }
 
+const struct engine_rank_live *view_live_of(const struct engine_rank_live *live, size_t n, int pid)
+{
+    for (size_t i = 0; live && i < n; i++)
+        if (live[i].pid == pid)
+            return &live[i];
+    return NULL;
+}
+
 uint32_t view_thread_stack(const struct history *h, const struct hthread *t)
 {
     uint32_t s;

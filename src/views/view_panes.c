@@ -57,15 +57,6 @@ void view_memory_fini(struct view_memory *out)
     *out = (struct view_memory){0};
 }
 
-static const struct engine_rank_live *live_of(const struct engine_rank_live *live, size_t n,
-                                              int pid)
-{
-    for (size_t i = 0; live && i < n; i++)
-        if (live[i].pid == pid)
-            return &live[i];
-    return NULL;
-}
-
 static void gil_shares(const struct history *h, const struct engine_rank_live *l, char *buf,
                        size_t len)
 {
@@ -83,7 +74,7 @@ void view_gil(const struct history *h, const struct view_table *t,
     out->n = t->n;
     out->rows = x_calloc(t->n ? t->n : 1, sizeof(*out->rows));
     for (size_t i = 0; i < t->n; i++) {
-        const struct engine_rank_live *l = live_of(live, nlive, t->rows[i].pid);
+        const struct engine_rank_live *l = view_live_of(live, nlive, t->rows[i].pid);
         struct view_gil_row *g = &out->rows[i];
 
         *g = (struct view_gil_row){.rank = t->rows[i].rank, .pid = t->rows[i].pid};

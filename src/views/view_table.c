@@ -61,14 +61,6 @@ double view_baseline_delta(const struct view_baseline *b, int pid, double rss_mi
     return NAN;
 }
 
-static const struct engine_rank_live *live_of(const struct view_table_in *in, int pid)
-{
-    for (size_t i = 0; in->live && i < in->nlive; i++)
-        if (in->live[i].pid == pid)
-            return &in->live[i];
-    return NULL;
-}
-
 /* The filter matches the text "rank R pid P FRAME STATE HOLDER", so "rank 3", a function
  * name, "SIGSEGV" or a thread holding the GIL works. */
 static bool row_matches(const struct view_table_row *r, const char *filter)
@@ -125,7 +117,7 @@ static void gil_holder(const struct history *h, const struct hrank *hr,
 static void row_fill(const struct history *h, const struct view_table_in *in,
                      const struct view_rank_row *v, struct view_table_row *r)
 {
-    const struct engine_rank_live *l = live_of(in, v->pid);
+    const struct engine_rank_live *l = view_live_of(in->live, in->nlive, v->pid);
 
     *r = (struct view_table_row){.pid = v->pid, .rank = v->rank, .hrank = v->idx};
     r->exited = v->exited;

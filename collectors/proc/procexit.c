@@ -20,6 +20,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "ranktop/bytes.h"
 #include "ranktop/util.h"
 
 /* struct proc_event: what (u32), cpu (u32), timestamp (u64), then the event data. */
@@ -37,14 +38,6 @@
 #define MCAST_LISTEN 1u
 #define MCAST_IGNORE 2u
 
-static uint32_t get_u32(const unsigned char *p, size_t off)
-{
-    uint32_t v;
-
-    memcpy(&v, p + off, sizeof(v));
-    return v;
-}
-
 /* One process event of len bytes: an exit goes to out, an acknowledgement to *ack_err. */
 static void parse_event(const unsigned char *ev, size_t len, struct procexit_event *out, size_t max,
                         size_t *n, int *ack_err)
@@ -53,17 +46,17 @@ static void parse_event(const unsigned char *ev, size_t len, struct procexit_eve
 
     if (len < EV_DATA)
         return;
-    what = get_u32(ev, EV_WHAT);
+    what = bytes_load_u32(ev + EV_WHAT);
     if (what == EV_NONE && len >= ACK_LEN) {
-        *ack_err = (int)get_u32(ev, EV_DATA);
+        *ack_err = (int)bytes_load_u32(ev + EV_DATA);
     } else if (what == EV_EXIT && len >= EXIT_LEN && *n < max) {
-        uint32_t pid = get_u32(ev, EXIT_PID), tgid = get_u32(ev, EXIT_TGID);
+        uint32_t pid = bytes_load_u32(ev + EXIT_PID), tgid = bytes_load_u32(ev + EXIT_TGID);
 
         /* A thread's exit carries its own id in pid; only the leader's ends the process. */
         if (pid != tgid || pid == 0 || pid > INT32_MAX)
             return;
         out[*n].pid = (int)pid;
-        out[(*n)++].status = (int)get_u32(ev, EXIT_CODE);
+        out[(*n)++].status = (int)bytes_load_u32(ev + EXIT_CODE);
     }
 }
 

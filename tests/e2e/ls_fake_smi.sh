@@ -5,16 +5,22 @@
 
 start_rank 0 2; R0=$LAST
 start_rank 1 2; R1=$LAST
-# A DataLoader-style worker: a Python child carrying its parent's RANK.
-RANK=2 LOCAL_RANK=0 WORLD_SIZE=3 python3 -S -c 'import os, time
-if os.fork() == 0:
+# A DataLoader-style worker: a Python child carrying its parent's RANK. The parent writes the
+# child's pid to a file once it exists: pgrep by command line would also match pyenv's shim and
+# its short-lived subshells, which carry the same arguments while they resolve the interpreter.
+RANK=2 LOCAL_RANK=0 WORLD_SIZE=3 python3 -S -c 'import os, sys, time
+pid = os.fork()
+if pid == 0:
     os.environ["X"] = "worker"
-while True: time.sleep(1)' &
+else:
+    with open(sys.argv[1] + ".tmp", "w") as f:
+        f.write(str(pid))
+    os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+while True: time.sleep(1)' "$WORK/worker.pid" &
 R2=$!
 PIDS="$PIDS $R2"
-# pyenv's shim may run helpers before it execs Python: wait for the forked Python child.
-wait_for sh -c "pgrep -f -P $R2 'import os, time' >/dev/null"
-W2=$(pgrep -f -P "$R2" 'import os, time')
+wait_for test -s "$WORK/worker.pid" || fail "the DataLoader-style worker did not start"
+W2=$(cat "$WORK/worker.pid")
 PIDS="$PIDS $W2"
 
 export FAKE_SMI_FIXTURE="$DATA/nvidia-smi/525.125.06_8xA800_megatron_8ranks_100pct.txt"

@@ -428,13 +428,16 @@ static void lines_rank(struct ui *u)
     add_line(u, ROLE_TITLE, 0, "%s", v.title);
     for (size_t i = 0; i < v.n; i++) {
         const struct view_rank_thread *t = &v.threads[i];
-        uint64_t id = t->t->ident ^ 0x5bd1e995u;
-        char age[16];
+        /* A forked worker's main thread keeps its parent's ident: the tid tells them apart. */
+        uint64_t id = (t->t->ident ^ 0x5bd1e995u) + ((uint64_t)(unsigned)t->t->tid << 40);
+        char age[16], where[32] = "";
 
         draw_duration(age, sizeof(age), t->since);
-        add_line(u, ROLE_HEADER, id, "%s Thread %s (tid %d)%s  unchanged %s",
-                 ui_is_collapsed(u, id) ? "+" : "-", t->name, t->t->tid, t->t->main ? " main" : "",
-                 age);
+        if (t->worker)
+            snprintf(where, sizeof(where), "Worker pid %d ", t->worker);
+        add_line(u, ROLE_HEADER, id, "%s %sThread %s (tid %d)%s  unchanged %s",
+                 ui_is_collapsed(u, id) ? "+" : "-", where, t->name, t->t->tid,
+                 t->t->main ? " main" : "", age);
         if (ui_is_collapsed(u, id) || t->stack == HSTACK_NONE)
             continue;
         for (uint32_t k = u->hist.stacks[t->stack].nframes; k-- > 0;) {

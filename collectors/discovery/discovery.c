@@ -66,13 +66,32 @@ static int local_pid(const struct pslist *ps, int pid)
     return mapped ? mapped : pid;
 }
 
+/* A rank named with -p brings its DataLoader-style workers along: the Python descendants
+ * that carry its rank (group_workers folds them under it), never other ranks it started. */
+static void add_workers_of(const struct pslist *ps, int pid, struct pidset *c)
+{
+    struct rank_ident me, id;
+    int *v = NULL;
+    size_t n = 0;
+
+    if (procscan_ident(pid, &me) < 0 || me.rank < 0)
+        return;
+    procscan_descendants(ps, pid, &v, &n);
+    for (size_t k = 0; k < n; k++)
+        if (procscan_ident(v[k], &id) == 0 && id.rank == me.rank && procscan_is_python(v[k]))
+            pidset_add(c, v[k]);
+    free(v);
+}
+
 static void add_named(const struct discovery_opts *o, const struct pslist *ps, const regex_t *re,
                       struct pidset *c)
 {
     int self = (int)getpid();
 
-    for (int i = 0; i < o->npids; i++)
+    for (int i = 0; i < o->npids; i++) {
         pidset_add(c, o->pids[i]);
+        add_workers_of(ps, o->pids[i], c);
+    }
     for (int i = 0; i < o->nchildren_of; i++) {
         int *v = NULL;
         size_t n = 0;

@@ -44,7 +44,9 @@ struct hthread {
     uint64_t ident;       /* Python thread ident */
     int tid;              /* kernel TID (monitor namespace), 0 unknown */
     char name[64];        /* Python thread name, "" unknown */
-    bool main;            /* the interpreter's main thread */
+    bool main;            /* the interpreter's main thread (of the rank's own process) */
+    int worker;           /* pid of the DataLoader-style worker process the thread lives in;
+                           * 0 for the rank's own threads. Workers' threads are never main. */
     uint64_t first, last; /* first and last sample that saw it */
     bool gone;            /* no longer present at `last` + one interval */
     bool seen;            /* scratch for the sampler: seen in the current sample */
@@ -120,6 +122,12 @@ int history_rank_label(const struct hrank *r, char *buf, size_t len);
 /* The thread record for ident within r (created on first use). */
 struct hthread *history_thread(struct hrank *r, uint64_t ident, int tid, const char *name,
                                bool main);
+
+/* The thread record for ident within worker process `worker` of rank r (created on first
+ * use): a worker's threads are kept under the rank it serves, so drilling into the rank
+ * shows them, while every view of ranks (main thread, merged tree, verdicts) ignores them. */
+struct hthread *history_worker_thread(struct hrank *r, int worker, uint64_t ident, int tid,
+                                      const char *name);
 
 /* Records that thread t showed `stack` at time t (ns): extends the last run or starts one. */
 void history_observe(struct hthread *t, uint32_t stack, uint64_t now);

@@ -246,6 +246,7 @@ void view_gil_fini(struct view_gil *out);
 struct view_rank_thread {
     const struct hthread *t; /* borrowed */
     const char *name;        /* its name; "MainThread" for an unnamed main thread, else "?" */
+    int worker;              /* pid of the worker process it lives in; 0: the rank's own */
     uint32_t stack;          /* view_thread_stack */
     uint64_t since;          /* view_since_fchange */
 };
@@ -253,12 +254,13 @@ struct view_rank_thread {
 struct view_rank {
     const struct hrank *r;            /* NULL when no rank has the pid */
     char title[192];                  /* "rank 1  pid 812  gpu 1  Python 3.11.7", "pid 812 ..." */
-    struct view_rank_thread *threads; /* main thread first, then the others by tid */
+    struct view_rank_thread *threads; /* main thread first, the others by tid, workers last */
     size_t n;
 };
 
 /* The Rank view of the rank with pid (the latest record of that pid): its main thread, or
- * with all_threads every live thread. Release with view_rank_fini(). */
+ * with all_threads every live thread; then its DataLoader-style workers' threads (their main
+ * threads, or every thread), after the rank's own. Release with view_rank_fini(). */
 void view_rank(const struct history *h, int pid, bool all_threads, uint64_t now,
                struct view_rank *out);
 void view_rank_fini(struct view_rank *out);

@@ -86,22 +86,42 @@ static bool named(const struct engine *e, int pid)
     return false;
 }
 
-/* Publishes the Python processes discovery found as the sampler's targets. */
-static void publish_targets(struct engine *e, const struct discovery *d, uint64_t now)
+/* The sampler's targets for discovery's ranks: each rank, then its workers under it. */
+static struct target *make_targets(struct engine *e, const struct discovery *d, size_t *n)
 {
-    struct target *t = x_calloc(d->nprocs ? d->nprocs : 1, sizeof(*t));
-    size_t n = 0, at = 0;
+    size_t cap = 1;
+    struct target *t;
 
+    for (size_t i = 0; i < d->nprocs; i++)
+        cap += 1 + d->procs[i].nchildren;
+    t = x_calloc(cap, sizeof(*t));
+    *n = 0;
     for (size_t i = 0; i < d->nprocs; i++) {
         const struct proc_rec *r = &d->procs[i];
+        size_t me = *n;
 
         if (!r->alive || (!r->python && !named(e, r->pid)))
             continue;
-        t[n].pid = r->pid;
-        t[n].rank = r->id.rank;
-        device_label(r, t[n].device, sizeof(t[n].device));
-        n++;
+        t[*n].pid = r->pid;
+        t[*n].rank = r->id.rank;
+        device_label(r, t[*n].device, sizeof(t[*n].device));
+        (*n)++;
+        for (size_t k = 0; k < r->nchildren; k++) {
+            t[*n] = t[me];
+            t[*n].pid = r->children[k];
+            t[*n].owner = r->pid;
+            (*n)++;
+        }
     }
+    return t;
+}
+
+/* Publishes the Python processes discovery found as the sampler's targets. */
+static void publish_targets(struct engine *e, const struct discovery *d, uint64_t now)
+{
+    size_t n = 0, at = 0;
+    struct target *t = make_targets(e, d, &n);
+
     pthread_mutex_lock(&e->lock);
     free(e->targets);
     e->targets = t;

@@ -37,7 +37,7 @@ static void gil_sync(struct gilthread *gt)
     if (gt->gen != e->targets_gen) {
         gt->gen = e->targets_gen;
         for (size_t i = 0; i < e->ntargets; i++) {
-            bool known = false;
+            bool known = e->targets[i].owner != 0; /* workers: sampled, not probed */
 
             for (size_t k = 0; k < gt->n && !known; k++)
                 known = gt->s[k].pid == e->targets[i].pid;

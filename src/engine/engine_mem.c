@@ -23,10 +23,11 @@ static int *copy_pids(struct engine *e, size_t *n)
     int *pids;
 
     pthread_mutex_lock(&e->lock);
-    *n = e->ntargets;
-    pids = x_calloc(*n ? *n : 1, sizeof(int));
-    for (size_t i = 0; i < *n; i++)
-        pids[i] = e->targets[i].pid;
+    pids = x_calloc(e->ntargets ? e->ntargets : 1, sizeof(int));
+    *n = 0;
+    for (size_t i = 0; i < e->ntargets; i++)
+        if (!e->targets[i].owner) /* memory figures are per rank */
+            pids[(*n)++] = e->targets[i].pid;
     pthread_mutex_unlock(&e->lock);
     return pids;
 }

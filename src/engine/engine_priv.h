@@ -7,9 +7,12 @@
 
 #include "ranktop/engine.h"
 
+/* A process the sampler reads: a rank (owner 0), or a DataLoader-style worker of the rank
+ * whose pid is owner. Only the sampler reads workers; GIL and memory figures are per rank. */
 struct target {
     int pid;
     int rank;
+    int owner;
     char device[32];
 };
 

@@ -1,7 +1,8 @@
 /* The engine's stack sampler thread.
  *
- * Owns one pyproc per target (attached on first sight, re-tried every few seconds when the
- * attach fails) and samples every target once per period. Reading is done with the lock
+ * Owns one pyproc per target, ranks and their DataLoader-style workers (attached on first
+ * sight, re-tried every few seconds when the attach fails) and samples every target once per
+ * period; a worker's threads are recorded under the rank it serves. Reading is done with the lock
  * released; the lock is taken per target only to intern the stacks and extend the runs. A
  * target that exits, restarts or is stopped costs only its own read: a stopped process is
  * read like a running one, and an exited one returns at once. */
@@ -76,56 +77,83 @@ static void count_loss_locked(struct engine *e, struct slot *sl, unsigned torn, 
         return;
     e->lost += lost;
     sl->lost += lost;
+    if (sl->t.owner) /* the series is the rank's own process */
+        return;
     history_counter(&e->hist, SERIES_STACKS_LOST, NULL, sl->t.pid, now, (double)sl->lost);
+}
+
+/* The history record a slot's samples go to: its own rank, or the rank its worker serves. */
+static struct hrank *slot_rank_locked(struct engine *e, const struct slot *sl)
+{
+    return history_rank(&e->hist, sl->t.owner ? sl->t.owner : sl->t.pid, sl->t.rank, sl->t.device);
+}
+
+/* Interns one thread's frames; with the lock held. */
+static uint32_t intern_thread(struct sampler *sp, const struct pythread *pt)
+{
+    if (pt->nframes > sp->scratch_cap) {
+        sp->scratch_cap = pt->nframes;
+        sp->scratch = x_reallocarray(sp->scratch, sp->scratch_cap, sizeof(struct hframe));
+    }
+    for (uint32_t k = 0; k < pt->nframes; k++)
+        sp->scratch[k] =
+            (struct hframe){pt->frames[k].function, pt->frames[k].file, pt->frames[k].line};
+    return history_intern_stack(&sp->e->hist, sp->scratch, pt->nframes);
 }
 
 static void record_sample(struct sampler *sp, struct slot *sl, const struct pysample *s)
 {
     struct engine *e = sp->e;
+    int worker = sl->t.owner ? sl->t.pid : 0;
     struct hrank *r;
 
     pthread_mutex_lock(&e->lock);
-    r = history_rank(&e->hist, sl->t.pid, sl->t.rank, sl->t.device);
-    if (!r->start)
-        r->start = s->t_mono_ns;
-    snprintf(r->python, sizeof(r->python), "%s", pyproc_version(sl->py));
+    r = slot_rank_locked(e, sl);
+    if (!worker) {
+        if (!r->start)
+            r->start = s->t_mono_ns;
+        snprintf(r->python, sizeof(r->python), "%s", pyproc_version(sl->py));
+    }
     for (size_t i = 0; i < r->nthreads; i++)
         r->threads[i].seen = false;
     for (uint32_t i = 0; i < s->nthreads; i++) {
         const struct pythread *pt = &s->threads[i];
-        struct hthread *t;
         uint32_t stack = HSTACK_NONE;
+        struct hthread *t;
 
         if (pt->status == 0) {
-            if (pt->nframes > sp->scratch_cap) {
-                sp->scratch_cap = pt->nframes;
-                sp->scratch = x_reallocarray(sp->scratch, sp->scratch_cap, sizeof(struct hframe));
-            }
-            for (uint32_t k = 0; k < pt->nframes; k++)
-                sp->scratch[k] =
-                    (struct hframe){pt->frames[k].function, pt->frames[k].file, pt->frames[k].line};
-            stack = history_intern_stack(&e->hist, sp->scratch, pt->nframes);
+            stack = intern_thread(sp, pt);
             e->stacks++;
         } else {
             e->errs++;
         }
-        t = history_thread(r, pt->ident, pt->tid, pt->name, i + 1 == s->nthreads);
+        t = worker ? history_worker_thread(r, worker, pt->ident, pt->tid, pt->name)
+                   : history_thread(r, pt->ident, pt->tid, pt->name, i + 1 == s->nthreads);
         t->seen = true;
         history_observe(t, stack, s->t_mono_ns);
     }
     for (size_t i = 0; i < r->nthreads; i++)
-        if (!r->threads[i].seen && !r->threads[i].gone)
+        if (r->threads[i].worker == worker && !r->threads[i].seen && !r->threads[i].gone)
             history_thread_gone(&r->threads[i], s->t_mono_ns);
     count_loss_locked(e, sl, s->torn, s->dropped, s->t_mono_ns);
     pthread_mutex_unlock(&e->lock);
 }
 
+/* A rank that exits is marked exited; a worker that exits takes only its threads along. */
 static void slot_exit(struct engine *e, struct slot *sl, uint64_t now)
 {
     pthread_mutex_lock(&e->lock);
-    for (size_t i = 0; i < e->hist.nranks; i++)
-        if (e->hist.ranks[i].pid == sl->t.pid && !e->hist.ranks[i].exited)
-            history_rank_exit(&e->hist.ranks[i], now);
+    for (size_t i = 0; i < e->hist.nranks; i++) {
+        struct hrank *r = &e->hist.ranks[i];
+
+        if (sl->t.owner && r->pid == sl->t.owner) {
+            for (size_t k = 0; k < r->nthreads; k++)
+                if (r->threads[k].worker == sl->t.pid && !r->threads[k].gone)
+                    history_thread_gone(&r->threads[k], now);
+        } else if (!sl->t.owner && r->pid == sl->t.pid && !r->exited) {
+            history_rank_exit(r, now);
+        }
+    }
     pthread_mutex_unlock(&e->lock);
     pyproc_free(sl->py);
     sl->py = NULL;
@@ -165,6 +193,10 @@ static void sample_slot(struct sampler *sp, struct slot *sl, uint64_t now)
             sl->next_attach = now + ATTACH_RETRY_NS / 40;
             return;
         }
+        if (rc < 0 && sl->t.owner) { /* a worker that cannot be read: the rank still can */
+            sl->next_attach = now + ATTACH_RETRY_NS;
+            return;
+        }
         if (rc < 0) {
             sl->next_attach = now + ATTACH_RETRY_NS;
             count_error(e);
@@ -202,7 +234,7 @@ static int sample_pass(struct sampler *sp)
     sync_targets(sp);
     for (size_t i = 0; i < sp->n; i++) {
         sample_slot(sp, &sp->s[i], clock_mono_ns());
-        live += sp->s[i].py != NULL;
+        live += sp->s[i].py != NULL && !sp->s[i].t.owner; /* ranks, not workers */
     }
     return live;
 }

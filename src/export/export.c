@@ -263,7 +263,10 @@ static void thread_add(struct xlane *l, const struct hthread *t, int tid)
 
     x->t = t;
     x->tid = tid;
-    if (t->name[0])
+    if (t->worker) /* a DataLoader-style worker's thread, shown in its rank's process */
+        snprintf(x->name, sizeof(x->name), "worker %d %.40s", t->worker,
+                 t->name[0] ? t->name : "thread");
+    else if (t->name[0])
         snprintf(x->name, sizeof(x->name), "%s", t->name);
     else if (t->main)
         snprintf(x->name, sizeof(x->name), "MainThread");

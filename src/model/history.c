@@ -278,14 +278,16 @@ int history_rank_label(const struct hrank *r, char *buf, size_t len)
                         : snprintf(buf, len, "pid %d", r->pid);
 }
 
-struct hthread *history_thread(struct hrank *r, uint64_t ident, int tid, const char *name,
-                               bool main)
+/* Threads are keyed by (worker, ident): a forked worker's main thread keeps the ident of the
+ * parent's thread that forked it, so an ident alone would merge the two. */
+static struct hthread *thread_of(struct hrank *r, int worker, uint64_t ident, int tid,
+                                 const char *name, bool main)
 {
     struct hthread *t;
 
     for (size_t i = 0; i < r->nthreads; i++) {
         t = &r->threads[i];
-        if (t->ident == ident && (!t->gone || (tid && t->tid == tid))) {
+        if (t->worker == worker && t->ident == ident && (!t->gone || (tid && t->tid == tid))) {
             if (name && name[0] && strcmp(t->name, name))
                 snprintf(t->name, sizeof(t->name), "%s", name);
             if (tid)
@@ -299,8 +301,21 @@ struct hthread *history_thread(struct hrank *r, uint64_t ident, int tid, const c
     t->ident = ident;
     t->tid = tid;
     t->main = main;
+    t->worker = worker;
     snprintf(t->name, sizeof(t->name), "%s", name ? name : "");
     return t;
+}
+
+struct hthread *history_thread(struct hrank *r, uint64_t ident, int tid, const char *name,
+                               bool main)
+{
+    return thread_of(r, 0, ident, tid, name, main);
+}
+
+struct hthread *history_worker_thread(struct hrank *r, int worker, uint64_t ident, int tid,
+                                      const char *name)
+{
+    return thread_of(r, worker, ident, tid, name, false);
 }
 
 void history_observe(struct hthread *t, uint32_t stack, uint64_t now)

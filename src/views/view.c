@@ -48,7 +48,7 @@ const char *view_thread_name(const struct history *h, int pid, uint64_t ident)
         for (size_t k = 0; h->ranks[i].pid == pid && k < h->ranks[i].nthreads; k++) {
             const struct hthread *t = &h->ranks[i].threads[k];
 
-            if (t->ident == ident && (t->name[0] || t->main))
+            if (!t->worker && t->ident == ident && (t->name[0] || t->main))
                 return t->name[0] ? t->name : "MainThread";
         }
     return "?";

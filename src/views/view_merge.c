@@ -93,8 +93,9 @@ static void collect_rank(struct builder *b, const struct hrank *r, uint64_t now,
         add_thread(b, id, view_main_thread(r), now, false);
         return;
     }
+    /* The tree compares ranks: a worker's threads are shown under its rank, not merged here. */
     for (size_t i = 0; i < r->nthreads; i++)
-        if (!r->threads[i].gone)
+        if (!r->threads[i].gone && !r->threads[i].worker)
             add_thread(b, id, &r->threads[i], now, true);
     /* A live rank with no live thread still shows up, as having no stack. */
     if (b->nc == before)

@@ -101,6 +101,8 @@ static int cmp_rank_thread(const void *a, const void *b)
 
     if (x->t->main != y->t->main)
         return x->t->main ? -1 : 1;
+    if (x->t->worker != y->t->worker) /* the rank's own threads, then each worker's */
+        return (x->t->worker > y->t->worker) - (x->t->worker < y->t->worker);
     return (x->t->tid > y->t->tid) - (x->t->tid < y->t->tid);
 }
 
@@ -134,10 +136,12 @@ void view_rank(const struct history *h, int pid, bool all_threads, uint64_t now,
         const struct hthread *t = &out->r->threads[k];
         struct view_rank_thread *v = &out->threads[out->n];
 
-        if (t->gone || (!all_threads && t != view_main_thread(out->r)))
+        /* Main-thread mode shows each worker's main thread too (the sampler reads no other). */
+        if (t->gone || (!all_threads && !t->worker && t != view_main_thread(out->r)))
             continue;
         v->t = t;
         v->name = t->name[0] ? t->name : t->main ? "MainThread" : "?";
+        v->worker = t->worker;
         v->stack = view_thread_stack(h, t);
         v->since = view_since_fchange(h, t, now);
         out->n++;

@@ -247,7 +247,8 @@ static bool weigh_ranks(struct topb *b, int rank_pid, bool all_threads)
             continue;
         }
         for (size_t k = 0; k < r->nthreads; k++)
-            weigh_thread(b, r, &r->threads[k]);
+            if (!r->threads[k].worker) /* the rank's own process, as the GIL view */
+                weigh_thread(b, r, &r->threads[k]);
     }
     return found;
 }

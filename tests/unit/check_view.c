@@ -1219,6 +1219,54 @@ START_TEST(rank_view_threads)
 }
 END_TEST
 
+/* A DataLoader-style worker's threads show under its rank in the Rank view, after the rank's
+ * own (its main thread even in main-thread mode), and stay out of every cross-rank view: the
+ * merged tree, Top and the GIL holder's name. Its main thread keeps the ident of the parent's
+ * forking thread, so only the worker pid tells the two apart. */
+START_TEST(rank_view_workers)
+{
+    struct fx f;
+    struct view_rank v;
+    struct view_tree t;
+    struct view_top top;
+    struct hrank *r;
+    const struct hframe fetch[] = {{"fetch", "/torch/worker.py", 9}};
+    uint32_t s;
+
+    fx_build(&f, 12);
+    r = &f.h.ranks[2];
+    s = history_intern_stack(&f.h, fetch, 1);
+    history_observe(history_worker_thread(r, 7001, 1, 7001, "MainThread"), s, T(12));
+    ck_assert_uint_eq(r->nthreads, 3); /* not merged with the rank's ident-1 main thread */
+    view_rank(&f.h, PID(2), false, T(12), &v);
+    ck_assert_uint_eq(v.n, 2);
+    ck_assert_int_eq(v.threads[0].worker, 0);
+    ck_assert(v.threads[0].t->main);
+    ck_assert_int_eq(v.threads[1].worker, 7001);
+    ck_assert_str_eq(v.threads[1].name, "MainThread");
+    ck_assert_uint_eq(v.threads[1].stack, s);
+    view_rank_fini(&v);
+    view_rank(&f.h, PID(2), true, T(12), &v);
+    ck_assert_uint_eq(v.n, 3);
+    ck_assert_str_eq(v.threads[1].name, "pin_memory");
+    ck_assert_int_eq(v.threads[2].worker, 7001);
+    view_rank_fini(&v);
+    struct view_merge_opts mo = {.all_threads = true};
+
+    view_merge(&f.h, T(12), &mo, &t);
+    ck_assert_uint_gt(t.nnodes, 0);
+    for (size_t i = 0; i < t.nnodes; i++)
+        ck_assert_str_ne(t.nodes[i].function, "fetch");
+    view_merge_fini(&t);
+    ck_assert_int_eq(view_top(&f.h, T(12), T(12) - T0, PID(2), true, &top), 0);
+    for (size_t i = 0; i < top.nrows; i++)
+        ck_assert_str_ne(top.rows[i].function, "fetch");
+    view_top_fini(&top);
+    ck_assert_str_eq(view_thread_name(&f.h, PID(2), 1), "MainThread");
+    history_fini(&f.h);
+}
+END_TEST
+
 /* A thread other than the main one holding the GIL most is named in the table row. */
 START_TEST(table_gil_holder)
 {
@@ -1281,6 +1329,7 @@ static Suite *view_suite(void)
     tcase_add_test(tc, exit_state_and_banner);
     tcase_add_test(tc, merge_filtered);
     tcase_add_test(tc, rank_view_threads);
+    tcase_add_test(tc, rank_view_workers);
     tcase_add_test(tc, table_gil_holder);
     suite_add_tcase(s, tc);
     return s;

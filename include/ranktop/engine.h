@@ -7,13 +7,6 @@
 
 #if defined(RANKTOP_LAYER_BUILD) && !defined(RANKTOP_SEES_ENGINE)
 #error "ranktop/engine.h belongs to src/engine/, a layer this one may not use"
-/* How ranks ended: the engine learns each watched rank's exit code or killing signal from the
- * kernel's process-event connector and writes it into the rank's history record (exit_code,
- * exit_signal). Waits at most timeout_ms for the subscription to be decided; returns true
- * when statuses are being learnt, false with the reason in why (no CAP_NET_ADMIN, not in the
- * initial namespaces, not decided yet): then every status stays unknown. */
-bool engine_exit_listening(struct engine *e, int timeout_ms, char *why, size_t len);
-
 #endif
 
 #include <stdbool.h>
@@ -24,16 +17,51 @@ bool engine_exit_listening(struct engine *e, int timeout_ms, char *why, size_t l
 #include "ranktop/history.h"
 #include "ranktop/status.h"
 
+/* How the head reaches other nodes (README, "Multi-node"): every host runs `ranktop agent`,
+ * started with the remote shell; the engine turns each agent stream into history records of
+ * its own, with a HOST and a rank key that tells hosts apart. */
+enum engine_launcher {
+    ENGINE_LAUNCH_RSH = 0, /* one remote shell per host: RSH... HOST RANKTOP agent ARGS */
+    ENGINE_LAUNCH_SRUN,    /* one srun step, one agent per node, output labelled by task */
+    ENGINE_LAUNCH_PDSH,    /* one pdsh, output lines "host: ..." */
+};
+
+struct engine_remote_opts {
+    char **hosts; /* other nodes to start agents on (borrowed); none: this node only */
+    size_t nhosts;
+    char **rsh; /* remote shell argv prefix, e.g. {"ssh", "-o", "BatchMode=yes"} (borrowed) */
+    size_t nrsh;
+    const char *ranktop; /* ranktop on the hosts (default "ranktop") */
+    enum engine_launcher launcher;
+    const char *slurm_job; /* srun: --jobid */
+    bool local;            /* also sample this node in-process */
+};
+
+/* Rank keys: a rank on this node is keyed by its pid; a rank on another host by its pid and
+ * the host's slot (1..ENGINE_MAX_HOSTS), so two hosts' equal pids stay two ranks. Every place
+ * that takes a "pid" of a rank takes this key; people are shown engine_key_pid(key). */
+#define ENGINE_KEY_PID_BITS 22
+#define ENGINE_MAX_HOSTS 511
+static inline int engine_key(int slot, int pid)
+{
+    return (int)(((unsigned)slot << ENGINE_KEY_PID_BITS) | (unsigned)pid);
+}
+static inline int engine_key_pid(int key)
+{
+    return key & ((1 << ENGINE_KEY_PID_BITS) - 1);
+}
+
 struct engine_opts {
     struct discovery_opts disc; /* borrowed for the engine's life */
-    double rate_hz;             /* stack samples per second per rank (default 10) */
-    bool all_threads;           /* every Python thread, else the main thread only */
-    bool gil;                   /* GIL counters */
-    bool mem;                   /* host memory counters (RSS, PSS, USS, swap) */
-    bool gpu, npu;              /* device counters */
-    uint64_t history_ns;        /* window kept; 0 = everything */
-    size_t mem_cap;             /* bytes of history; 0 = no cap */
-    int discovery_ms;           /* period of the /proc + tool scan (default 2000) */
+    struct engine_remote_opts remote;
+    double rate_hz;      /* stack samples per second per rank (default 10) */
+    bool all_threads;    /* every Python thread, else the main thread only */
+    bool gil;            /* GIL counters */
+    bool mem;            /* host memory counters (RSS, PSS, USS, swap) */
+    bool gpu, npu;       /* device counters */
+    uint64_t history_ns; /* window kept; 0 = everything */
+    size_t mem_cap;      /* bytes of history; 0 = no cap */
+    int discovery_ms;    /* period of the /proc + tool scan (default 2000) */
 };
 
 struct engine_stats {
@@ -106,6 +134,49 @@ struct engine_growth {
 /* Copies the latest comparison for the focused pid (a short copy under the engine lock; the
  * UI takes it with its other snapshots, never while drawing); returns how many rows. */
 size_t engine_mem_growth(struct engine *e, int *pid, struct engine_growth *out, size_t n);
+
+/* ---- Other nodes ---- */
+
+enum engine_host_state {
+    ENGINE_HOST_CONNECTING, /* the remote shell runs, no hello yet */
+    ENGINE_HOST_UP,         /* ticks arrive */
+    ENGINE_HOST_LAGGING,    /* up, but no tick for ENGINE_LAG_NS */
+    ENGINE_HOST_DOWN,       /* gone: reconnecting with capped backoff */
+};
+#define ENGINE_LAG_NS 3000000000ull
+
+struct engine_host {
+    char name[64];       /* as given (--hosts), or the task label until the hello names it */
+    char agent_host[64]; /* the host name the agent reported */
+    enum engine_host_state state;
+    char version[32]; /* the agent's ranktop version */
+    int ranks;
+    double age_s;                    /* since the last message; -1 never */
+    double bytes_per_s;              /* received, over the last few seconds */
+    double offset_ms, offset_err_ms; /* agent clock minus ours, and its bound */
+    unsigned connects;               /* remote shells started */
+    char error[256];                 /* last error line, "" none */
+};
+
+/* A copy of every remote host's state; caller frees *out. */
+void engine_hosts(struct engine *e, struct engine_host **out, size_t *n);
+
+/* ---- The agent's side: the stream ranktop agent writes ---- */
+
+/* A growing output buffer of stream lines. */
+struct engine_out {
+    char *buf;
+    size_t len, cap;
+};
+void engine_out_fini(struct engine_out *o);
+
+struct engine_stream;
+struct engine_stream *engine_stream_new(void);
+void engine_stream_free(struct engine_stream *s);
+
+/* Appends to o the agent stream lines for what the engine recorded since the last call, then a
+ * tick line. Takes the engine lock for the walk only. */
+void engine_stream_tick(struct engine *e, struct engine_stream *s, struct engine_out *o);
 
 /* How ranks ended: the engine learns each watched rank's exit code or killing signal from the
  * kernel's process-event connector and writes it into the rank's history record (exit_code,

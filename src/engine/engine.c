@@ -212,6 +212,38 @@ static int spawn(struct engine *e, void *(*fn)(void *), struct app_err *err)
     return 0;
 }
 
+/* The local collectors when this node is watched, and the remote collector for other hosts. */
+static int start_threads(struct engine *e, struct app_err *err)
+{
+    const struct engine_opts *o = &e->o;
+    bool local = !o->remote.nhosts || o->remote.local;
+    int rc = 0;
+
+    if (o->remote.nhosts) {
+        e->nhosts = o->remote.nhosts;
+        e->hosts = x_calloc(e->nhosts, sizeof(*e->hosts));
+        for (size_t i = 0; i < e->nhosts; i++) {
+            snprintf(e->hosts[i].name, sizeof(e->hosts[i].name), "%s", o->remote.hosts[i]);
+            e->hosts[i].state = ENGINE_HOST_CONNECTING;
+            e->hosts[i].age_s = e->hosts[i].offset_err_ms = -1;
+        }
+        rc = spawn(e, engine_remote_main, err);
+    }
+    if (!local)
+        return rc;
+    if (rc == 0)
+        rc = spawn(e, discovery_main, err);
+    if (rc == 0)
+        rc = spawn(e, engine_sampler_main, err);
+    if (rc == 0 && o->mem)
+        rc = spawn(e, engine_mem_main, err);
+    if (rc == 0 && o->gil)
+        rc = spawn(e, engine_gil_main, err);
+    if (rc == 0)
+        rc = spawn(e, engine_exit_main, err);
+    return rc;
+}
+
 int engine_start(const struct engine_opts *o, struct engine **out, struct app_err *err)
 {
     struct engine *e = x_calloc(1, sizeof(*e));
@@ -238,15 +270,7 @@ int engine_start(const struct engine_opts *o, struct engine **out, struct app_er
     history_init(&e->hist, e->t_start, wall_us(), host);
     e->hist.window_ns = o->history_ns;
     e->hist.mem_cap = o->mem_cap;
-    rc = spawn(e, discovery_main, err);
-    if (rc == 0)
-        rc = spawn(e, engine_sampler_main, err);
-    if (rc == 0 && o->mem)
-        rc = spawn(e, engine_mem_main, err);
-    if (rc == 0 && o->gil)
-        rc = spawn(e, engine_gil_main, err);
-    if (rc == 0)
-        rc = spawn(e, engine_exit_main, err);
+    rc = start_threads(e, err);
     if (rc < 0) {
         engine_stop(e);
         engine_free(e);
@@ -280,6 +304,8 @@ void engine_free(struct engine *e)
     free(e->targets);
     free(e->devs);
     free(e->live);
+    free(e->hosts);
+    free(e->rdevs);
     pthread_mutex_destroy(&e->lock);
     pthread_cond_destroy(&e->cond);
     if (e->stop_fd >= 0)
@@ -361,10 +387,12 @@ void engine_snapshot_live(struct engine *e, struct smi_device **devs, size_t *nd
                           struct engine_rank_live **ranks, size_t *nranks)
 {
     pthread_mutex_lock(&e->lock);
-    *ndevs = e->ndevs;
-    *devs = x_calloc(e->ndevs ? e->ndevs : 1, sizeof(**devs));
+    *ndevs = e->ndevs + e->nrdevs;
+    *devs = x_calloc(*ndevs ? *ndevs : 1, sizeof(**devs));
     if (e->ndevs)
         memcpy(*devs, e->devs, e->ndevs * sizeof(**devs));
+    if (e->nrdevs) /* other hosts' devices after this node's */
+        memcpy(*devs + e->ndevs, e->rdevs, e->nrdevs * sizeof(**devs));
     *nranks = e->nlive;
     *ranks = x_calloc(e->nlive ? e->nlive : 1, sizeof(**ranks));
     if (e->nlive)
@@ -410,4 +438,14 @@ bool engine_exit_listening(struct engine *e, int timeout_ms, char *why, size_t l
                               : e->exit_err);
     pthread_mutex_unlock(&e->lock);
     return on;
+}
+
+void engine_hosts(struct engine *e, struct engine_host **out, size_t *n)
+{
+    pthread_mutex_lock(&e->lock);
+    *n = e->nhosts;
+    *out = x_calloc(e->nhosts ? e->nhosts : 1, sizeof(**out));
+    if (e->nhosts)
+        memcpy(*out, e->hosts, e->nhosts * sizeof(**out));
+    pthread_mutex_unlock(&e->lock);
 }

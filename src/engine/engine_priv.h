@@ -52,6 +52,11 @@ struct engine {
     bool exit_listening; /* ... and the kernel accepted */
     char exit_err[160];  /* why statuses stay unknown, "" when listening */
     uint64_t exits_known;
+    /* other nodes (engine_remote.c), under lock */
+    struct engine_host *hosts; /* one per --hosts entry */
+    size_t nhosts;
+    struct smi_device *rdevs; /* their devices, named "host: name" */
+    size_t nrdevs;
 };
 
 /* The live record of pid (created on first use); call with the lock held. */
@@ -64,5 +69,6 @@ void *engine_sampler_main(void *arg);
 void *engine_mem_main(void *arg);
 void *engine_gil_main(void *arg);
 void *engine_exit_main(void *arg);
+void *engine_remote_main(void *arg);
 
 #endif

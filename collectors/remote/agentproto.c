@@ -1,0 +1,466 @@
+/* The head's reader of agent streams: line framing and the parser of one line into a message.
+ *
+ * Everything an agent writes is untrusted (a remote node, a different build, a broken link):
+ * lines are capped, every field is checked for type and range, strings are cut to their
+ * buffers, ids are bounded by AGENTPROTO_ID_MAX so that no message can make the head allocate
+ * without limit. Pure: a buffer in, a message out, no I/O, no global state; any thread. */
+#include "ranktop/agentproto.h"
+#include "ranktop/util.h"
+
+#include <json.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- line framing ---- */
+
+void agentproto_lines_init(struct agentproto_lines *l, size_t max)
+{
+    memset(l, 0, sizeof(*l));
+    l->max = max;
+}
+
+void agentproto_lines_fini(struct agentproto_lines *l)
+{
+    free(l->buf);
+    memset(l, 0, sizeof(*l));
+}
+
+void agentproto_lines_feed(struct agentproto_lines *l, const char *data, size_t n)
+{
+    /* Compact first: the unread tail moves to the front, the returned line is consumed. */
+    l->off += l->pending;
+    l->pending = 0;
+    if (l->off) {
+        memmove(l->buf, l->buf + l->off, l->len - l->off);
+        l->len -= l->off;
+        l->off = 0;
+    }
+    if (l->len + n > l->cap) {
+        l->cap = l->len + n + 4096;
+        l->buf = x_reallocarray(l->buf, l->cap, 1);
+    }
+    memcpy(l->buf + l->len, data, n);
+    l->len += n;
+}
+
+long agentproto_lines_next(struct agentproto_lines *l, const char **line)
+{
+    l->off += l->pending;
+    l->pending = 0;
+    for (;;) {
+        char *p = l->buf + l->off, *nl = l->len > l->off ? memchr(p, '\n', l->len - l->off) : NULL;
+        size_t n;
+
+        if (!nl) {
+            /* An unfinished line already past the cap will be discarded: keep no more of it. */
+            if (l->len - l->off > l->max) {
+                l->oversized += !l->skipping;
+                l->skipping = true;
+                l->off = l->len = 0;
+            }
+            return -1;
+        }
+        n = (size_t)(nl - p);
+        if (l->skipping || n > l->max) {
+            l->oversized += !l->skipping;
+            l->skipping = false;
+            l->off += n + 1;
+            continue;
+        }
+        l->pending = n + 1;
+        *nl = '\0';
+        if (n && p[n - 1] == '\r')
+            p[--n] = '\0';
+        *line = p;
+        return (long)n;
+    }
+}
+
+/* ---- JSON strings ---- */
+
+/* Bytes of the UTF-8 sequence starting with byte c (1 for a stray continuation byte). */
+static size_t utf8_len(unsigned char c)
+{
+    return c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
+}
+
+size_t agentproto_json_str(char *buf, size_t len, const char *text)
+{
+    size_t o = 0;
+
+    if (len < 3) {
+        if (len)
+            buf[0] = '\0';
+        return 0;
+    }
+    buf[o++] = '"';
+    for (const unsigned char *p = (const unsigned char *)text; *p;) {
+        char esc[8];
+        size_t n = 0;
+
+        if (*p == '"' || *p == '\\')
+            n = (size_t)snprintf(esc, sizeof(esc), "\\%c", *p);
+        else if (*p < 0x20 || *p == 0x7f)
+            n = (size_t)snprintf(esc, sizeof(esc), "\\u%04x", *p);
+        if (n) { /* an escape goes whole or not at all */
+            if (o + n + 2 > len)
+                break;
+            memcpy(buf + o, esc, n);
+            o += n;
+            p++;
+            continue;
+        }
+        n = utf8_len(*p);
+        for (size_t k = 1; k < n; k++)
+            if ((p[k] & 0xc0) != 0x80)
+                n = k; /* a truncated sequence: copy what is there, json-c will judge */
+        if (o + n + 2 > len)
+            break;
+        memcpy(buf + o, p, n);
+        o += n;
+        p += n;
+    }
+    buf[o++] = '"';
+    buf[o] = '\0';
+    return o;
+}
+
+/* ---- fields ---- */
+
+struct rd {
+    struct json_object *o;
+    struct app_err *err;
+    int rc;
+};
+
+static void bad(struct rd *r, const char *key, const char *why)
+{
+    if (r->rc == 0)
+        r->rc = app_err_set(r->err, APP_E_PARSE, "field '%s' %s", key, why);
+}
+
+/* An integer field within [lo, hi]; dflt when absent and optional. */
+static int64_t get_int(struct rd *r, const char *key, int64_t lo, int64_t hi, bool need,
+                       int64_t dflt)
+{
+    struct json_object *v;
+    int64_t x;
+
+    if (!json_object_object_get_ex(r->o, key, &v) || json_object_is_type(v, json_type_null)) {
+        if (need)
+            bad(r, key, "is missing");
+        return dflt;
+    }
+    if (!json_object_is_type(v, json_type_int)) {
+        bad(r, key, "is not an integer");
+        return dflt;
+    }
+    x = json_object_get_int64(v);
+    if (x < lo || x > hi) {
+        bad(r, key, "is out of range");
+        return dflt;
+    }
+    return x;
+}
+
+static uint64_t get_u64(struct rd *r, const char *key)
+{
+    struct json_object *v;
+
+    if (!json_object_object_get_ex(r->o, key, &v) || !json_object_is_type(v, json_type_int)) {
+        bad(r, key, "is missing or not an integer");
+        return 0;
+    }
+    return json_object_get_uint64(v);
+}
+
+static double get_num(struct rd *r, const char *key, double dflt)
+{
+    struct json_object *v;
+    double x;
+
+    if (!json_object_object_get_ex(r->o, key, &v) || json_object_is_type(v, json_type_null))
+        return dflt;
+    if (!json_object_is_type(v, json_type_int) && !json_object_is_type(v, json_type_double)) {
+        bad(r, key, "is not a number");
+        return dflt;
+    }
+    x = json_object_get_double(v);
+    if (!isfinite(x) || fabs(x) > 1e15) {
+        bad(r, key, "is out of range");
+        return dflt;
+    }
+    return x;
+}
+
+static bool get_bool(struct rd *r, const char *key)
+{
+    struct json_object *v;
+
+    if (!json_object_object_get_ex(r->o, key, &v))
+        return false;
+    if (!json_object_is_type(v, json_type_boolean)) {
+        bad(r, key, "is not a boolean");
+        return false;
+    }
+    return json_object_get_boolean(v);
+}
+
+/* A string field, cut to len - 1 bytes; "" when absent and optional. */
+static void get_str(struct rd *r, const char *key, char *out, size_t len, bool need)
+{
+    struct json_object *v;
+
+    out[0] = '\0';
+    if (!json_object_object_get_ex(r->o, key, &v)) {
+        if (need)
+            bad(r, key, "is missing");
+        return;
+    }
+    if (!json_object_is_type(v, json_type_string)) {
+        bad(r, key, "is not a string");
+        return;
+    }
+    snprintf(out, len, "%s", json_object_get_string(v));
+    /* Remote text reaches a terminal: no control byte survives. */
+    for (char *c = out; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            *c = '?';
+}
+
+#define ID_MAX (AGENTPROTO_ID_MAX - 1)
+#define PID_MAX 4194304
+#define NS_MAX INT64_MAX
+
+/* ---- messages ---- */
+
+static void parse_hello(struct rd *r, struct agentproto_hello *h)
+{
+    struct json_object *v;
+
+    if (!json_object_object_get_ex(r->o, "proto", &v) || !json_object_is_type(v, json_type_array) ||
+        json_object_array_length(v) < 2 ||
+        !json_object_is_type(json_object_array_get_idx(v, 0), json_type_int) ||
+        !json_object_is_type(json_object_array_get_idx(v, 1), json_type_int)) {
+        bad(r, "proto", "is not [major, minor]");
+        return;
+    }
+    h->major = (int)json_object_get_int(json_object_array_get_idx(v, 0));
+    h->minor = (int)json_object_get_int(json_object_array_get_idx(v, 1));
+    get_str(r, "ver", h->version, sizeof(h->version), true);
+    get_str(r, "host", h->host, sizeof(h->host), true);
+    get_str(r, "boot", h->boot_id, sizeof(h->boot_id), false);
+    h->pid = (int)get_int(r, "pid", 1, PID_MAX, false, 0);
+    h->mono_ns = get_int(r, "mono", 0, NS_MAX, true, 0);
+    h->wall_us = get_int(r, "wall", 0, NS_MAX, false, 0);
+    h->rate_hz = get_num(r, "rate", 0);
+}
+
+static void parse_stack(struct rd *r, struct agentproto_stack *s)
+{
+    struct json_object *v;
+    size_t n;
+
+    s->id = (uint32_t)get_int(r, "id", 0, ID_MAX, true, 0);
+    s->n = (uint32_t)get_int(r, "n", 0, 65536, true, 0);
+    s->at = (uint32_t)get_int(r, "at", 0, 65536, false, 0);
+    if (!json_object_object_get_ex(r->o, "f", &v) || !json_object_is_type(v, json_type_array)) {
+        bad(r, "f", "is not an array");
+        return;
+    }
+    n = json_object_array_length(v);
+    if (n > AGENTPROTO_CHUNK || s->at + n > s->n) {
+        bad(r, "f", "holds more frames than the stack");
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct json_object *e = json_object_array_get_idx(v, i);
+        int64_t x = json_object_is_type(e, json_type_int) ? json_object_get_int64(e) : -1;
+
+        if (x < 0 || x > ID_MAX) {
+            bad(r, "f", "holds a bad frame id");
+            return;
+        }
+        s->frames[i] = (uint32_t)x;
+    }
+    s->nchunk = (uint32_t)n;
+}
+
+static void parse_rank(struct rd *r, struct agentproto_rank *k)
+{
+    k->pid = (int)get_int(r, "p", 1, PID_MAX, true, 0);
+    k->rank = (int)get_int(r, "rank", -1, 1 << 24, false, -1);
+    k->local_rank = (int)get_int(r, "lrank", -1, 1 << 24, false, -1);
+    k->world_size = (int)get_int(r, "world", -1, 1 << 24, false, -1);
+    get_str(r, "dev", k->device, sizeof(k->device), false);
+    get_str(r, "py", k->python, sizeof(k->python), false);
+    k->exited = get_bool(r, "x");
+    k->exit_code = (int)get_int(r, "xc", -1, 255, false, -1);
+    k->exit_signal = (int)get_int(r, "xs", 0, 128, false, 0);
+    k->ts = get_int(r, "ts", 0, NS_MAX, false, 0);
+}
+
+static void parse_thread(struct rd *r, struct agentproto_thread *t)
+{
+    t->id = (uint32_t)get_int(r, "id", 0, ID_MAX, true, 0);
+    t->pid = (int)get_int(r, "p", 1, PID_MAX, true, 0);
+    t->worker = (int)get_int(r, "w", 0, PID_MAX, false, 0);
+    t->ident = get_u64(r, "i");
+    t->tid = (int)get_int(r, "tid", 0, PID_MAX, false, 0);
+    t->main = get_bool(r, "m");
+    get_str(r, "name", t->name, sizeof(t->name), false);
+}
+
+static void parse_live(struct rd *r, struct agentproto_live *l)
+{
+    struct json_object *v;
+
+    l->pid = (int)get_int(r, "p", 1, PID_MAX, true, 0);
+    l->dev_mem_mb = get_int(r, "dm", -1, INT64_C(1) << 40, false, -1);
+    l->gil_busy_pct = get_num(r, "gb", -1);
+    l->gil_switches = get_num(r, "gs", 0);
+    l->gil_waiters = get_num(r, "gw", -1);
+    if (!json_object_object_get_ex(r->o, "sh", &v))
+        return;
+    if (!json_object_is_type(v, json_type_array)) {
+        bad(r, "sh", "is not an array");
+        return;
+    }
+    for (size_t i = 0; i < json_object_array_length(v) && l->nshares < AGENTPROTO_SHARES; i++) {
+        struct json_object *e = json_object_array_get_idx(v, i), *a, *b;
+
+        if (!json_object_is_type(e, json_type_array) || json_object_array_length(e) != 2 ||
+            !json_object_is_type(a = json_object_array_get_idx(e, 0), json_type_int) ||
+            (!json_object_is_type(b = json_object_array_get_idx(e, 1), json_type_double) &&
+             !json_object_is_type(b, json_type_int))) {
+            bad(r, "sh", "holds a bad share");
+            return;
+        }
+        l->shares[l->nshares].ident = json_object_get_uint64(a);
+        l->shares[l->nshares++].pct = json_object_get_double(b);
+    }
+}
+
+static void parse_device(struct rd *r, struct agentproto_device *d)
+{
+    char kind[8];
+
+    get_str(r, "k", kind, sizeof(kind), true);
+    if (r->rc == 0 && strcmp(kind, "gpu") && strcmp(kind, "npu"))
+        bad(r, "k", "is neither gpu nor npu");
+    d->npu = !strcmp(kind, "npu");
+    d->index = (int)get_int(r, "i", 0, 65535, true, 0);
+    d->chip = (int)get_int(r, "c", -1, 65535, false, -1);
+    get_str(r, "name", d->name, sizeof(d->name), false);
+    d->util_pct = get_int(r, "u", -1, 100, false, -1);
+    d->mem_used_mb = get_int(r, "mu", -1, INT64_C(1) << 40, false, -1);
+    d->mem_total_mb = get_int(r, "mt", -1, INT64_C(1) << 40, false, -1);
+    d->temp_c = get_int(r, "tc", -1, 1000, false, -1);
+    d->power_w = get_num(r, "pw", -1);
+}
+
+static void parse_body(struct rd *r, struct agentproto_msg *m)
+{
+    switch (m->type) {
+    case AGENTPROTO_HELLO:
+        parse_hello(r, &m->u.hello);
+        break;
+    case AGENTPROTO_FRAME:
+        m->u.frame.id = (uint32_t)get_int(r, "id", 0, ID_MAX, true, 0);
+        get_str(r, "fn", m->u.frame.function, sizeof(m->u.frame.function), true);
+        get_str(r, "file", m->u.frame.file, sizeof(m->u.frame.file), false);
+        m->u.frame.line = (int)get_int(r, "ln", 0, 1 << 30, false, 0);
+        break;
+    case AGENTPROTO_STACK:
+        parse_stack(r, &m->u.stack);
+        break;
+    case AGENTPROTO_RANK:
+        parse_rank(r, &m->u.rank);
+        break;
+    case AGENTPROTO_THREAD:
+        parse_thread(r, &m->u.thread);
+        break;
+    case AGENTPROTO_RUN:
+        m->u.run.thread = (uint32_t)get_int(r, "th", 0, ID_MAX, true, 0);
+        m->u.run.stack = get_int(r, "s", -1, ID_MAX, true, -1);
+        m->u.run.ts = get_int(r, "ts", 0, NS_MAX, true, 0);
+        break;
+    case AGENTPROTO_GONE:
+        m->u.run.thread = (uint32_t)get_int(r, "th", 0, ID_MAX, true, 0);
+        m->u.run.stack = -1;
+        m->u.run.ts = get_int(r, "ts", 0, NS_MAX, true, 0);
+        break;
+    case AGENTPROTO_TICK:
+        m->u.tick.seq = (uint64_t)get_int(r, "seq", 0, NS_MAX, false, 0);
+        m->u.tick.ts = get_int(r, "ts", 0, NS_MAX, true, 0);
+        break;
+    case AGENTPROTO_COUNTER:
+        m->u.counter.pid = (int)get_int(r, "p", 0, PID_MAX, true, 0);
+        m->u.counter.id = (int)get_int(r, "id", 1, 1000, true, 0);
+        get_str(r, "n", m->u.counter.name, sizeof(m->u.counter.name), false);
+        m->u.counter.v = get_num(r, "v", NAN);
+        m->u.counter.ts = get_int(r, "ts", 0, NS_MAX, true, 0);
+        if (r->rc == 0 && isnan(m->u.counter.v))
+            bad(r, "v", "is missing");
+        break;
+    case AGENTPROTO_LIVE:
+        parse_live(r, &m->u.live);
+        break;
+    case AGENTPROTO_DEVICE:
+        parse_device(r, &m->u.device);
+        break;
+    case AGENTPROTO_PONG:
+        m->u.pong.head_ns = get_int(r, "h", 0, NS_MAX, true, 0);
+        m->u.pong.agent_ns = get_int(r, "a", 0, NS_MAX, true, 0);
+        break;
+    case AGENTPROTO_ERROR:
+    case AGENTPROTO_BYE:
+        get_str(r, "msg", m->u.text, sizeof(m->u.text), false);
+        break;
+    case AGENTPROTO_UNKNOWN:
+        break;
+    }
+}
+
+static const char *const type_names[] = {
+    [AGENTPROTO_HELLO] = "hello", [AGENTPROTO_FRAME] = "f",   [AGENTPROTO_STACK] = "s",
+    [AGENTPROTO_RANK] = "r",      [AGENTPROTO_THREAD] = "th", [AGENTPROTO_RUN] = "o",
+    [AGENTPROTO_GONE] = "g",      [AGENTPROTO_TICK] = "k",    [AGENTPROTO_COUNTER] = "c",
+    [AGENTPROTO_LIVE] = "l",      [AGENTPROTO_DEVICE] = "d",  [AGENTPROTO_PONG] = "pong",
+    [AGENTPROTO_ERROR] = "err",   [AGENTPROTO_BYE] = "bye",
+};
+
+int agentproto_parse(const char *line, size_t len, struct agentproto_msg *m, struct app_err *err)
+{
+    struct json_tokener *tok;
+    struct json_object *o, *t;
+    struct rd r = {.err = err};
+
+    memset(m, 0, sizeof(*m));
+    if (len >= AGENTPROTO_LINE_MAX)
+        return app_err_set(err, APP_E_PARSE, "line of %zu bytes (limit %d)", len,
+                           AGENTPROTO_LINE_MAX - 1);
+    tok = json_tokener_new_ex(8);
+    o = json_tokener_parse_ex(tok, line, (int)len);
+    if (!o || json_tokener_get_error(tok) != json_tokener_success ||
+        json_tokener_get_parse_end(tok) != len) {
+        json_tokener_free(tok);
+        json_object_put(o);
+        return app_err_set(err, APP_E_PARSE, "not one JSON value");
+    }
+    json_tokener_free(tok);
+    r.o = o;
+    if (!json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, "t", &t) ||
+        !json_object_is_type(t, json_type_string)) {
+        json_object_put(o);
+        return app_err_set(err, APP_E_PARSE, "not an object with a string 't'");
+    }
+    for (size_t i = 1; i < sizeof(type_names) / sizeof(type_names[0]); i++)
+        if (!strcmp(json_object_get_string(t), type_names[i]))
+            m->type = (enum agentproto_type)i;
+    parse_body(&r, m);
+    json_object_put(o);
+    return r.rc;
+}

@@ -2,6 +2,7 @@
 #include "cli_discovery.h"
 
 #include "cli.h"
+#include "cli_hosts.h"
 #include "ranktop/util.h"
 
 #include <stdlib.h>
@@ -108,6 +109,8 @@ void cli_disc_longopts(const struct option *own, size_t n, struct option *out)
     for (size_t i = 0; i < n; i++)
         out[k++] = own[i];
     for (const struct option *x = cli_disc_options; x->name; x++)
+        out[k++] = *x;
+    for (const struct option *x = cli_hosts_options; x->name; x++)
         out[k++] = *x;
     out[k] = (struct option){NULL, 0, NULL, 0};
 }

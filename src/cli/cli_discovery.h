@@ -18,7 +18,8 @@ extern const struct option cli_disc_options[];
 int cli_disc_handle(int c, const char *arg, struct discovery_opts *o, const char *cmd);
 
 /* Builds a getopt_long table: the command's own options (n of them), then the discovery
- * options, then the terminator. out must hold n + 16 entries. */
+ * options, the multi-node options (cli_hosts.h), then the terminator. out must hold n + 24
+ * entries. */
 void cli_disc_longopts(const struct option *own, size_t n, struct option *out);
 
 /* Frees what cli_disc_handle allocated. */

@@ -2,6 +2,7 @@
  * starts and stops). Main thread: parses options, starts the engine, runs the UI, stops. */
 #include "cli.h"
 #include "cli_discovery.h"
+#include "cli_hosts.h"
 #include "ranktop/engine.h"
 #include "ranktop/ui.h"
 
@@ -25,6 +26,7 @@ extern char **environ;
 struct mon_opts {
     struct engine_opts eng;
     struct ui_opts ui;
+    struct cli_hosts hosts;
 };
 
 enum { OPT_HANG = 0x3000, OPT_EXPORT_DIR, OPT_HISTORY, OPT_ALL };
@@ -41,6 +43,7 @@ static void mon_usage(FILE *f)
           "      --all-threads        start with every thread (key t toggles)\n",
           f);
     cli_disc_usage(f);
+    cli_hosts_usage(f);
     fputs("  -h, --help               this help\n"
           "\nOther commands: ranktop ls | dump | record (each with --help).\n",
           f);
@@ -103,6 +106,8 @@ static int parse_monitor(int argc, char **argv, struct mon_opts *o)
     while ((c = getopt_long(argc, argv, "r:p:h", longs, NULL)) != -1) {
         int h = cli_disc_handle(c, optarg, &o->eng.disc, "monitor");
 
+        if (h == 0)
+            h = cli_hosts_handle(c, optarg, &o->hosts, "monitor");
         if (h < 0)
             return 2;
         if (h == 1)
@@ -118,7 +123,7 @@ static int parse_monitor(int argc, char **argv, struct mon_opts *o)
         fprintf(stderr, "ranktop: unexpected argument '%s'\n", argv[optind]);
         return 2;
     }
-    return -1;
+    return cli_hosts_finish(&o->hosts, &o->eng.remote, "monitor") < 0 ? 2 : -1;
 }
 
 static int run_monitor(struct mon_opts *o)
@@ -178,6 +183,7 @@ int cmd_monitor(int argc, char **argv)
         rc = run_monitor(&o);
     }
     cli_disc_fini(&o.eng.disc);
+    cli_hosts_fini(&o.hosts);
     return rc;
 }
 
@@ -266,6 +272,7 @@ int cmd_demo(int argc, char **argv)
                     !script ? "cannot find demo_job.py (set RANKTOP_DATADIR)"
                             : "cannot create a temporary directory");
         cli_disc_fini(&o.eng.disc);
+    cli_hosts_fini(&o.hosts);
         return rc >= 0 ? rc : 1;
     }
     n = demo_start(script, syncdir, pids);
@@ -275,6 +282,7 @@ int cmd_demo(int argc, char **argv)
         return 1;
     }
     cli_disc_fini(&o.eng.disc);
+    cli_hosts_fini(&o.hosts);
     o.eng.disc.pids = x_calloc((size_t)n, sizeof(int));
     memcpy(o.eng.disc.pids, pids, (size_t)n * sizeof(int));
     o.eng.disc.npids = n;
@@ -282,5 +290,6 @@ int cmd_demo(int argc, char **argv)
     rc = run_monitor(&o);
     demo_stop(pids, n, syncdir);
     cli_disc_fini(&o.eng.disc);
+    cli_hosts_fini(&o.hosts);
     return rc;
 }

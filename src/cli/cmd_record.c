@@ -5,6 +5,7 @@
  * signal never interrupts a file write half-way. */
 #include "cli.h"
 #include "cli_discovery.h"
+#include "cli_hosts.h"
 #include "ranktop/engine.h"
 #include "ranktop/export.h"
 
@@ -28,6 +29,7 @@ struct rec_opts {
     double snapshot;     /* seconds, 0 = off */
     const char *trigger; /* --trigger-file */
     enum export_format fmt;
+    struct cli_hosts hosts;
 };
 
 enum {
@@ -72,6 +74,7 @@ static void rec_usage(FILE *f)
           "      --memory-cap MB           history memory cap (default 1024)\n",
           f);
     cli_disc_usage(f);
+    cli_hosts_usage(f);
     fputs("  -h, --help                    this help\n"
           "\nExit status: 0 when a trace was written, 1 when nothing could be recorded or\n"
           "written, 2 on bad usage.\n",
@@ -175,6 +178,8 @@ static int parse_record(int argc, char **argv, struct rec_opts *o)
     while ((c = getopt_long(argc, argv, "o:i:r:d:p:h", longs, NULL)) != -1) {
         int h = cli_disc_handle(c, optarg, &o->eng.disc, "record");
 
+        if (h == 0)
+            h = cli_hosts_handle(c, optarg, &o->hosts, "record");
         if (h < 0)
             return 2;
         if (h == 1)
@@ -195,7 +200,7 @@ static int parse_record(int argc, char **argv, struct rec_opts *o)
                 optind < argc ? "unexpected argument" : "no output file: use -o FILE");
         return 2;
     }
-    return -1;
+    return cli_hosts_finish(&o->hosts, &o->eng.remote, "record") < 0 ? 2 : -1;
 }
 
 /* Fails early, before any sampling, when the output cannot be written. */
@@ -367,6 +372,7 @@ int cmd_record(int argc, char **argv)
     rc = parse_record(argc, argv, &o);
     if (rc >= 0 || check_writable(o.out) < 0) {
         cli_disc_fini(&o.eng.disc);
+    cli_hosts_fini(&o.hosts);
         return rc >= 0 ? rc : 2;
     }
     sigemptyset(&set);
@@ -378,6 +384,7 @@ int cmd_record(int argc, char **argv)
     if (engine_start(&o.eng, &e, &err) < 0) {
         fprintf(stderr, "ranktop record: %s\n", err.msg);
         cli_disc_fini(&o.eng.disc);
+    cli_hosts_fini(&o.hosts);
         return 1;
     }
     s.start = clock_mono_ns();
@@ -397,5 +404,6 @@ int cmd_record(int argc, char **argv)
     rc = finish(e, &o, &s);
     engine_free(e);
     cli_disc_fini(&o.eng.disc);
+    cli_hosts_fini(&o.hosts);
     return rc;
 }

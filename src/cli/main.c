@@ -15,6 +15,7 @@ static void usage(FILE *f)
           "  ls [--json] [discovery flags]   list the GPUs/NPUs and the ranks of this node\n"
           "  dump -p PID[,PID...] [--json]   print the Python stacks of running processes\n"
           "  record -o FILE [options]        record the ranks' stacks to a trace file\n"
+          "  agent [options]                 a node's collectors for a head on another node\n"
           "\n"
           "options:\n"
           "  -h, --help      this help\n"
@@ -49,6 +50,8 @@ int main(int argc, char **argv)
         return cmd_record(argc - 1, argv + 1);
     if (!strcmp(argv[1], "dump"))
         return cmd_dump(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "agent"))
+        return cmd_agent(argc - 1, argv + 1);
     fprintf(stderr, "ranktop: unknown command '%s'\n", argv[1]);
     usage(stderr);
     return 2;

@@ -1,0 +1,185 @@
+/* The multi-node flags shared by the monitor, record, ls and dump: which hosts, how to reach
+ * them (the remote shell, split on blanks, exec'd with an argv: no shell string is built), and
+ * which ranktop runs there. Main thread only. */
+#include "cli_hosts.h"
+
+#include "ranktop/util.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { OPT_HOSTS = CLI_HOSTS_BASE, OPT_HOSTFILE, OPT_RSH, OPT_REMOTE, OPT_LAUNCHER };
+
+const struct option cli_hosts_options[] = {
+    {"hosts", required_argument, NULL, OPT_HOSTS},
+    {"hostfile", required_argument, NULL, OPT_HOSTFILE},
+    {"rsh", required_argument, NULL, OPT_RSH},
+    {"remote-ranktop", required_argument, NULL, OPT_REMOTE},
+    {"launcher", required_argument, NULL, OPT_LAUNCHER},
+    {NULL, 0, NULL, 0},
+};
+
+#define DEFAULT_RSH "ssh -o BatchMode=yes -o ConnectTimeout=5 -T"
+
+void cli_hosts_usage(FILE *f)
+{
+    fputs("Other nodes (README, Multi-node): ranktop agent runs on each, started through\n"
+          "the cluster's remote shell; the local node is watched only when listed.\n"
+          "      --hosts LIST          hosts, with Slurm/pdsh ranges: gpu[01-16,20],login2\n"
+          "      --hostfile FILE       one host (or range) per line, # comments\n"
+          "      --rsh CMD             remote shell, run as CMD HOST RANKTOP agent ...\n"
+          "                            (default '" DEFAULT_RSH "')\n"
+          "      --remote-ranktop PATH ranktop on the hosts (default: ranktop on PATH)\n"
+          "      --launcher ssh|srun   srun: one srun --overlap step per host of the Slurm\n"
+          "                            job (the default inside an allocation, without --hosts)\n",
+          f);
+}
+
+static int bad(const char *cmd, const char *msg, const char *what)
+{
+    fprintf(stderr, "ranktop %s: %s%s\n", cmd, msg, what ? what : "");
+    return -1;
+}
+
+static int add_file(struct cli_hosts *h, const char *path, const char *cmd)
+{
+    struct app_err err = {0};
+    char *buf = NULL;
+    size_t len = 0;
+    int rc;
+
+    if (file_read_all(path, 1 << 24, &buf, &len) < 0) {
+        fprintf(stderr, "ranktop %s: --hostfile %s: cannot read it\n", cmd, path);
+        return -1;
+    }
+    rc = hostlist_parse_file(buf, len, &h->list, &err);
+    free(buf);
+    if (rc < 0)
+        return bad(cmd, "--hostfile: ", err.msg);
+    return 1;
+}
+
+int cli_hosts_handle(int c, const char *arg, struct cli_hosts *h, const char *cmd)
+{
+    struct app_err err = {0};
+
+    switch (c) {
+    case OPT_HOSTS:
+        h->given = true;
+        if (hostlist_expand(arg, &h->list, &err) < 0)
+            return bad(cmd, "--hosts: ", err.msg);
+        return 1;
+    case OPT_HOSTFILE:
+        h->given = true;
+        return add_file(h, arg, cmd);
+    case OPT_RSH:
+        h->rsh = arg;
+        return 1;
+    case OPT_REMOTE:
+        h->ranktop = arg;
+        return 1;
+    case OPT_LAUNCHER:
+        if (strcmp(arg, "ssh") && strcmp(arg, "srun"))
+            return bad(cmd, "--launcher takes ssh or srun, not ", arg);
+        h->launcher = arg;
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* This node, under the names a host list may give it. */
+static bool is_local(const char *host)
+{
+    char me[256] = "";
+    size_t n;
+
+    gethostname(me, sizeof(me) - 1);
+    n = strcspn(me, ".");
+    return !strcmp(host, me) || !strcmp(host, "localhost") ||
+           (strlen(host) == n && !strncmp(host, me, n));
+}
+
+/* Splits the remote shell on blanks; srun gets its step options and -w before the host. */
+static void split_rsh(struct cli_hosts *h, const char *cmd_line)
+{
+    size_t n = 0;
+
+    free(h->rsh_buf);
+    free(h->rsh_words);
+    h->rsh_buf = x_strdup(cmd_line);
+    h->rsh_words = x_calloc(strlen(cmd_line) / 2 + 2, sizeof(char *));
+    for (char *w = strtok(h->rsh_buf, " \t"); w; w = strtok(NULL, " \t"))
+        h->rsh_words[n++] = w;
+    h->nrsh = n;
+}
+
+static int from_slurm(struct cli_hosts *h, const char *cmd, const char **job)
+{
+    const char *id = getenv("SLURM_JOB_ID"), *nodes = getenv("SLURM_JOB_NODELIST");
+    struct app_err err = {0};
+
+    *job = NULL;
+    if (!id || !nodes || !id[0] || !nodes[0])
+        return 0;
+    for (const char *c = id; *c; c++)
+        if (*c < '0' || *c > '9')
+            return bad(cmd, "SLURM_JOB_ID is not a job id: ", id);
+    if (hostlist_expand(nodes, &h->list, &err) < 0)
+        return bad(cmd, "SLURM_JOB_NODELIST: ", err.msg);
+    *job = id;
+    if (!h->launcher)
+        h->launcher = "srun";
+    return 0;
+}
+
+int cli_hosts_finish(struct cli_hosts *h, struct engine_remote_opts *o, const char *cmd)
+{
+    const char *job = NULL;
+    char srun[160];
+
+    memset(o, 0, sizeof(*o));
+    if (!h->given && from_slurm(h, cmd, &job) < 0)
+        return -1;
+    if (!h->list.n)
+        return 0; /* this node only */
+    if (h->launcher && !strcmp(h->launcher, "srun")) {
+        if (!job && !(job = getenv("SLURM_JOB_ID")))
+            return bad(cmd, "--launcher srun needs a Slurm allocation (SLURM_JOB_ID)", NULL);
+        /* One step per host that shares the job's resources; the host follows -w. */
+        snprintf(srun, sizeof(srun),
+                 "srun --jobid=%s --overlap -N1 -n1 --ntasks-per-node=1 --wait=0 -K0 -w", job);
+        split_rsh(h, h->rsh ? h->rsh : srun);
+        o->launcher = ENGINE_LAUNCH_SRUN;
+    } else {
+        split_rsh(h, h->rsh ? h->rsh : DEFAULT_RSH);
+    }
+    if (!h->nrsh)
+        return bad(cmd, "--rsh is empty", NULL);
+    for (size_t i = 0; i < h->list.n; i++) {
+        if (is_local(h->list.v[i])) {
+            o->local = true;
+            continue;
+        }
+        if (h->remote.n >= ENGINE_MAX_HOSTS)
+            return bad(cmd, "more hosts than one head watches (511)", NULL);
+        hostlist_expand(h->list.v[i], &h->remote, NULL);
+    }
+    o->hosts = h->remote.v;
+    o->nhosts = h->remote.n;
+    o->rsh = h->rsh_words;
+    o->nrsh = h->nrsh;
+    o->ranktop = h->ranktop;
+    o->slurm_job = job;
+    return 0;
+}
+
+void cli_hosts_fini(struct cli_hosts *h)
+{
+    hostlist_free(&h->list);
+    hostlist_free(&h->remote);
+    free(h->rsh_buf);
+    free(h->rsh_words);
+    memset(h, 0, sizeof(*h));
+}

@@ -1,0 +1,37 @@
+/* The multi-node flags every command that watches ranks accepts (README, "Multi-node"):
+ * --hosts, --hostfile, --rsh, --remote-ranktop, --launcher; inside a Slurm allocation the
+ * job's nodes by default. Main thread only. */
+#ifndef RANKTOP_CLI_HOSTS_H
+#define RANKTOP_CLI_HOSTS_H
+
+#include <getopt.h>
+#include <stdio.h>
+
+#include "ranktop/engine.h"
+#include "ranktop/hostlist.h"
+
+#define CLI_HOSTS_BASE 0x4000
+extern const struct option cli_hosts_options[];
+
+struct cli_hosts {
+    struct hostlist list;   /* every host named, in order */
+    struct hostlist remote; /* those that are not this node */
+    const char *rsh, *ranktop, *launcher;
+    char *rsh_buf;
+    char **rsh_words;
+    size_t nrsh;
+    bool given; /* --hosts or --hostfile */
+};
+
+/* Handles one getopt result (>= CLI_HOSTS_BASE). Returns 1 when handled, 0 when not ours, -1
+ * on a bad value (message printed with the command's name). */
+int cli_hosts_handle(int c, const char *arg, struct cli_hosts *h, const char *cmd);
+
+/* After parsing: the job's nodes from Slurm when no host was named, the remote shell split
+ * into words, this node taken out of the list; fills o. Returns 0, or -1 with a message. */
+int cli_hosts_finish(struct cli_hosts *h, struct engine_remote_opts *o, const char *cmd);
+
+void cli_hosts_fini(struct cli_hosts *h);
+void cli_hosts_usage(FILE *f);
+
+#endif

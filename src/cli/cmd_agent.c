@@ -1,0 +1,251 @@
+/* `ranktop agent`: runs this node's collectors and writes the agent stream
+ * (ranktop/agentproto.h) on stdout for a head on another node, started there through ssh,
+ * srun or pdsh. Main thread: it writes the hello, then every tick what changed, and reads
+ * one-line commands on stdin (rate HZ, threads all|main, ping NS, quit).
+ *
+ * An agent never outlives its head: it exits within a second when stdin reaches EOF, when a
+ * write fails (EPIPE: SIGPIPE is ignored), or when no line came from the head for
+ * --heartbeat seconds (remote shells forward no signals). Output lines stay under 1024 bytes
+ * (srun splits longer ones). */
+#include "cli.h"
+#include "cli_discovery.h"
+#include "ranktop/agentproto.h"
+#include "ranktop/engine.h"
+#include "ranktop/util.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+enum { OPT_ALL = 0x2000, OPT_NO_GIL, OPT_NO_MEM, OPT_HEARTBEAT, OPT_TICK };
+
+struct agent {
+    struct engine *e;
+    struct engine_stream *st;
+    struct engine_out out;
+    size_t sent;          /* bytes of out already written */
+    double heartbeat_s;   /* 0: off */
+    uint64_t last_input;  /* the head's last line */
+    char in[4096];
+    size_t inlen;
+    bool quit;
+};
+
+static void agent_usage(FILE *f)
+{
+    fputs("usage: ranktop agent [options]\n"
+          "\n"
+          "Started on each node by the head (ranktop, record, ls or dump with --hosts): runs\n"
+          "this node's collectors and writes a stream of JSON lines on stdout. Exits when\n"
+          "its stdin closes. Not meant to be run by hand.\n"
+          "\n"
+          "  -r, --rate HZ        stack samples per second (default 10)\n"
+          "      --all-threads    every Python thread (default: main thread only)\n"
+          "      --no-gil         no GIL counters\n"
+          "      --no-mem         no memory counters\n"
+          "      --heartbeat S    exit when the head sent nothing for S s (default 30; 0 off)\n"
+          "      --tick MS        milliseconds between writes (default 100)\n",
+          f);
+    cli_disc_usage(f);
+}
+
+/* Writes what is buffered; false when the head is gone (EPIPE, or any other failure). */
+static bool flush_out(struct agent *a)
+{
+    while (a->sent < a->out.len) {
+        ssize_t n = write(1, a->out.buf + a->sent, a->out.len - a->sent);
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return false;
+        a->sent += (size_t)n;
+    }
+    a->out.len = a->sent = 0;
+    return true;
+}
+
+static void hello(double rate)
+{
+    char host[64] = "", boot[64] = "", hs[96], bs[80], *b = NULL;
+    struct timeval tv;
+    size_t len;
+
+    gethostname(host, sizeof(host) - 1);
+    if (file_read_all("/proc/sys/kernel/random/boot_id", 64, &b, &len) == 0) {
+        snprintf(boot, sizeof(boot), "%.*s", (int)strcspn(b, "\n"), b);
+        free(b);
+    }
+    gettimeofday(&tv, NULL);
+    agentproto_json_str(hs, sizeof(hs), host);
+    agentproto_json_str(bs, sizeof(bs), boot);
+    printf("{\"t\":\"hello\",\"proto\":[%d,%d],\"ver\":\"%s\",\"host\":%s,\"boot\":%s,\"pid\":%d,"
+           "\"mono\":%llu,\"wall\":%lld,\"rate\":%g}\n",
+           AGENTPROTO_MAJOR, AGENTPROTO_MINOR, RANKTOP_VERSION, hs, bs, (int)getpid(),
+           (unsigned long long)clock_mono_ns(),
+           (long long)tv.tv_sec * 1000000 + (long long)tv.tv_usec, rate);
+    fflush(stdout);
+}
+
+/* One command line from the head. Unknown commands are ignored: a newer head may send more. */
+static void command(struct agent *a, char *line)
+{
+    unsigned long long ns;
+    double hz;
+    char buf[96];
+
+    if (sscanf(line, "ping %llu", &ns) == 1) {
+        int n = snprintf(buf, sizeof(buf), "{\"t\":\"pong\",\"h\":%llu,\"a\":%llu}\n", ns,
+                         (unsigned long long)clock_mono_ns());
+
+        if (a->out.len + (size_t)n + 1 > a->out.cap) {
+            a->out.cap = (a->out.len + (size_t)n + 1) * 2;
+            a->out.buf = x_reallocarray(a->out.buf, a->out.cap, 1);
+        }
+        memcpy(a->out.buf + a->out.len, buf, (size_t)n + 1);
+        a->out.len += (size_t)n;
+    } else if (sscanf(line, "rate %lf", &hz) == 1 && hz > 0) {
+        engine_set_rate(a->e, hz);
+    } else if (!strcmp(line, "quit")) {
+        a->quit = true;
+    }
+}
+
+/* Reads what stdin has; false at EOF or on an error (the head is gone). */
+static bool read_input(struct agent *a)
+{
+    ssize_t n = read(0, a->in + a->inlen, sizeof(a->in) - a->inlen);
+    char *nl;
+
+    if (n < 0 && (errno == EINTR || errno == EAGAIN))
+        return true;
+    if (n <= 0)
+        return false;
+    a->inlen += (size_t)n;
+    a->last_input = clock_mono_ns();
+    while ((nl = memchr(a->in, '\n', a->inlen))) {
+        *nl = '\0';
+        command(a, a->in);
+        a->inlen -= (size_t)(nl + 1 - a->in);
+        memmove(a->in, nl + 1, a->inlen);
+    }
+    if (a->inlen == sizeof(a->in)) /* a line this long is no command: drop it */
+        a->inlen = 0;
+    return true;
+}
+
+static int agent_loop(struct agent *a, int tick_ms)
+{
+    uint64_t next = clock_mono_ns();
+
+    a->last_input = next;
+    while (!a->quit) {
+        struct pollfd p = {.fd = 0, .events = POLLIN};
+        uint64_t now = clock_mono_ns();
+        int wait = next > now ? (int)((next - now) / 1000000u) : 0;
+
+        if (poll(&p, 1, wait) > 0 && !read_input(a))
+            return 0; /* stdin closed: the head is gone */
+        if (a->out.len && !flush_out(a)) /* a pong goes at once: its delay is the error */
+            return 0;
+        now = clock_mono_ns();
+        if (a->heartbeat_s > 0 && (double)(now - a->last_input) / 1e9 > a->heartbeat_s) {
+            fprintf(stderr, "ranktop agent: no word from the head for %g s, leaving\n",
+                    a->heartbeat_s);
+            return 0;
+        }
+        if (now < next)
+            continue;
+        next = now + (uint64_t)tick_ms * 1000000u;
+        engine_stream_tick(a->e, a->st, &a->out);
+        if (!flush_out(a))
+            return 0; /* EPIPE: the head is gone */
+    }
+    return 0;
+}
+
+static int agent_option(int c, const char *arg, struct engine_opts *o, struct agent *a,
+                        int *tick_ms)
+{
+    char *end;
+    double v;
+
+    switch (c) {
+    case 'r':
+    case OPT_HEARTBEAT:
+    case OPT_TICK:
+        v = strtod(arg, &end);
+        if (end == arg || *end || !(v >= 0) || v > 1e6 || (c == 'r' && !(v >= 0.1 && v <= 1000)) ||
+            (c == OPT_TICK && !(v >= 10))) {
+            fprintf(stderr, "ranktop agent: bad value '%s'\n", arg);
+            return -1;
+        }
+        if (c == 'r')
+            o->rate_hz = v;
+        else if (c == OPT_HEARTBEAT)
+            a->heartbeat_s = v;
+        else
+            *tick_ms = (int)v;
+        return 0;
+    case OPT_ALL:
+        o->all_threads = true;
+        return 0;
+    case OPT_NO_GIL:
+        o->gil = false;
+        return 0;
+    case OPT_NO_MEM:
+        o->mem = false;
+        return 0;
+    default:
+        return cli_disc_handle(c, arg, &o->disc, "agent") == 1 ? 0 : -1;
+    }
+}
+
+int cmd_agent(int argc, char **argv)
+{
+    static const struct option own[] = {
+        {"rate", required_argument, NULL, 'r'},      {"all-threads", no_argument, NULL, OPT_ALL},
+        {"no-gil", no_argument, NULL, OPT_NO_GIL},   {"no-mem", no_argument, NULL, OPT_NO_MEM},
+        {"heartbeat", required_argument, NULL, OPT_HEARTBEAT},
+        {"tick", required_argument, NULL, OPT_TICK}, {"help", no_argument, NULL, 'h'},
+    };
+    struct option longs[sizeof(own) / sizeof(*own) + 40];
+    struct engine_opts o = {.rate_hz = 10, .gil = true, .mem = true, .gpu = true, .npu = true,
+                            .history_ns = 60ull * 1000000000u};
+    struct agent a = {.heartbeat_s = 30};
+    struct app_err err = {0};
+    int c, tick_ms = 100, rc;
+
+    cli_disc_longopts(own, sizeof(own) / sizeof(*own), longs);
+    while ((c = getopt_long(argc, argv, "r:p:h", longs, NULL)) != -1) {
+        if (c == 'h') {
+            agent_usage(stdout);
+            return 0;
+        }
+        if (c == '?' || agent_option(c, optarg, &o, &a, &tick_ms) < 0) {
+            agent_usage(stderr);
+            return 2;
+        }
+    }
+    signal(SIGPIPE, SIG_IGN);
+    if (engine_start(&o, &a.e, &err) < 0) {
+        printf("{\"t\":\"bye\",\"msg\":\"cannot start: %s\"}\n", err.msg);
+        fprintf(stderr, "ranktop agent: %s\n", err.msg);
+        cli_disc_fini(&o.disc);
+        return 1;
+    }
+    a.st = engine_stream_new();
+    hello(o.rate_hz);
+    rc = agent_loop(&a, tick_ms);
+    engine_stop(a.e);
+    engine_stream_free(a.st);
+    engine_free(a.e);
+    engine_out_fini(&a.out);
+    cli_disc_fini(&o.disc);
+    return rc;
+}

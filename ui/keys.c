@@ -77,7 +77,7 @@ static void act_back(struct ui *u, int ch)
 
 static void act_view(struct ui *u, int ch)
 {
-    u->view = ch == '\t' ? (enum ui_view)(u->view % 5 + 1) : (enum ui_view)(ch - '0');
+    u->view = ch == '\t' ? (enum ui_view)(u->view % UI_VIEWS + 1) : (enum ui_view)(ch - '0');
     u->lsel = u->lscroll = 0;
 }
 
@@ -213,9 +213,10 @@ static const struct ui_key keys[] = {
      NULL,
      NULL,
      0,
-     "1-5 / Tab",
-     "views: Merged, Rank, Top, GIL, Memory",
+     "1-6 / Tab",
+     "views: Merged, Rank, Top, GIL, Memory, Hosts",
      false},
+    {{'6'}, act_view, NULL, NULL, 0, NULL, NULL, false},
     {{'/'}, act_prompt, "/", "Search", 2, "/", "search frames", false},
     {{'\\'}, act_prompt, "\\", "Filter", 3, "\\", "filter ranks (rank, pid, frame)", true},
     {{'s', KEY_F(6)},

@@ -28,6 +28,7 @@ enum layout_view {
     LAYOUT_VIEW_TOP,
     LAYOUT_VIEW_GIL,
     LAYOUT_VIEW_MEMORY,
+    LAYOUT_VIEW_HOSTS,
 };
 
 struct layout_rect {

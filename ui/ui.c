@@ -118,8 +118,11 @@ static void refresh_data(struct ui *u)
     u->have_hist = true;
     free(u->devs);
     free(u->live);
+    free(u->hosts);
     engine_snapshot_live(u->e, &u->devs, &u->ndevs, &u->live, &u->nlive);
     engine_get_stats(u->e, &u->stats);
+    free(u->hosts);
+    engine_hosts(u->e, &u->hosts, &u->nhosts);
     u->ngrowth = engine_mem_growth(u->e, &u->growth_pid, u->growth, UI_MAX_GROWTH);
     view_hang_fini(&u->hang);
     view_hang(&u->hist, clock_mono_ns(), (uint64_t)(u->o->hang_after_s * 1e9), NULL, &u->hang);

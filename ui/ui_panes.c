@@ -117,20 +117,46 @@ void ui_build_rows(struct ui *u)
         u->sel = u->table.n ? (int)u->table.n - 1 : 0;
 }
 
+/* "  hosts 3/4 lag 0.4s node-c down": other nodes at a glance; "" on one node. */
+static void hosts_text(const struct ui *u, char *buf, size_t len)
+{
+    size_t up = 0, at;
+    double lag = 0;
+    const char *down = NULL;
+
+    buf[0] = '\0';
+    if (!u->nhosts)
+        return;
+    for (size_t i = 0; i < u->nhosts; i++) {
+        const struct engine_host *h = &u->hosts[i];
+
+        if (h->state == ENGINE_HOST_UP || h->state == ENGINE_HOST_LAGGING) {
+            up++;
+            lag = h->age_s > lag ? h->age_s : lag;
+        } else if (!down && h->state == ENGINE_HOST_DOWN) {
+            down = h->name;
+        }
+    }
+    at = (size_t)snprintf(buf, len, "  hosts %zu/%zu lag %.1fs", up, u->nhosts, lag);
+    if (down && at < len)
+        snprintf(buf + at, len - at, "  %.40s down (6)", down);
+}
+
 static void draw_header(struct ui *u)
 {
     const struct layout_rect *r = &u->lay.header;
     size_t live = 0;
-    char prompt[160], hist[16];
+    char prompt[160], hist[16], hosts[96];
 
     for (size_t i = 0; i < u->hist.nranks; i++)
         live += !u->hist.ranks[i].exited;
     draw_bytes(hist, sizeof(hist), (int64_t)(u->stats.history_bytes / 1024));
+    hosts_text(u, hosts, sizeof(hosts));
     putf(u, r->y, r->x, r->w, ROLE_TITLE, true,
-         "ranktop  %s  %s  ranks %zu/%zu  %.1f/%.3g Hz  lag %.1f ms  errors %.2f%%  torn lost "
+         "ranktop  %s  %s  ranks %zu/%zu%s  %.1f/%.3g Hz  lag %.1f ms  errors %.2f%%  torn lost "
          "%.2f%%  hist %s%s%s",
-         u->hist.host, u->o->title ? u->o->title : "", live, u->hist.nranks, u->stats.achieved_hz,
-         engine_rate(u->e), u->stats.lag_ms,
+         u->hist.host, u->o->title ? u->o->title : "", live, u->hist.nranks, hosts,
+         u->stats.achieved_hz, engine_rate(u->e), u->stats.lag_ms,
          u->stats.stacks + u->stats.errors
              ? 100.0 * (double)u->stats.errors / (double)(u->stats.stacks + u->stats.errors)
              : 0.0,
@@ -167,7 +193,12 @@ static void device_cell(struct ui *u, int y, int x, int w, const struct smi_devi
 
     if (bw < 3)
         bw = 3;
-    if (d->kind == SMI_KIND_NPU)
+    if (d->host[0]) { /* another node's: the end of its name tells hosts like gpu01, gpu02 apart */
+        size_t hl = strcspn(d->host, ".");
+
+        snprintf(name, sizeof(name), "%.*s/%d", (int)(hl > 4 ? 4 : hl),
+                 d->host + (hl > 4 ? hl - 4 : 0), d->index);
+    } else if (d->kind == SMI_KIND_NPU)
         snprintf(name, sizeof(name), "npu%d.%d", d->index, d->chip < 0 ? 0 : d->chip);
     else
         snprintf(name, sizeof(name), "gpu%d", d->index);
@@ -265,7 +296,7 @@ static void rank_row(struct ui *u, const struct rank_cols *c, int y, int x0, int
     /* An unknown rank shows its pid's place as "-": never a pid where a rank belongs. */
     snprintf(b, sizeof(b), "%s%d", is_tagged(u, r->pid) ? "*" : "", r->rank);
     cell(u, c, y, x0, LCOL_RANK, role, r->rank >= 0 ? b : is_tagged(u, r->pid) ? "*-" : "-");
-    snprintf(b, sizeof(b), "%d", r->pid);
+    snprintf(b, sizeof(b), "%d", history_key_pid(r->pid));
     cell(u, c, y, x0, LCOL_PID, role, b);
     cell(u, c, y, x0, LCOL_HOST, role, hr->host);
     cell(u, c, y, x0, LCOL_DEVICE, role, hr->device[0] ? hr->device : "-");
@@ -485,11 +516,11 @@ static void lines_gil(struct ui *u)
 
         rank_text(rank, sizeof(rank), r->rank);
         if (!r->known)
-            add_line(u, ROLE_DIM, 0, "%-6s %-8d %7s", rank, r->pid, "-");
+            add_line(u, ROLE_DIM, 0, "%-6s %-8d %7s", rank, history_key_pid(r->pid), "-");
         else
             add_line(u, r->warn ? ROLE_BAR_WARN : ROLE_NORMAL, 0,
-                     "%-6s %-8d %7.1f %10.1f %12.2f  %s", rank, r->pid, r->busy_pct,
-                     r->switches_per_s, r->waiters, r->shares);
+                     "%-6s %-8d %7.1f %10.1f %12.2f  %s", rank, history_key_pid(r->pid),
+                     r->busy_pct, r->switches_per_s, r->waiters, r->shares);
     }
     view_gil_fini(&g);
 }
@@ -532,15 +563,49 @@ static void lines_memory(struct ui *u)
     }
 }
 
+static const char *const host_states[] = {
+    [ENGINE_HOST_CONNECTING] = "connecting",
+    [ENGINE_HOST_UP] = "up",
+    [ENGINE_HOST_LAGGING] = "lagging",
+    [ENGINE_HOST_DOWN] = "down",
+};
+
+/* The Hosts view: each other node's agent link, and why it is not up. */
+static void lines_hosts(struct ui *u)
+{
+    if (!u->nhosts) {
+        add_line(u, ROLE_DIM, 0,
+                 "this node only (--hosts, --hostfile or a Slurm allocation "
+                 "name other nodes)");
+        return;
+    }
+    add_line(u, ROLE_HEADER, 0, "%-20s %-10s %-8s %5s %7s %9s %9s  %s", "HOST", "STATE", "AGENT",
+             "RANKS", "AGE", "BYTES/s", "CLOCK ms", "LAST ERROR");
+    for (size_t i = 0; i < u->nhosts; i++) {
+        const struct engine_host *h = &u->hosts[i];
+        char age[16] = "-", off[24] = "-";
+        bool bad = h->state == ENGINE_HOST_DOWN || h->state == ENGINE_HOST_LAGGING;
+
+        if (h->age_s >= 0)
+            snprintf(age, sizeof(age), "%.1fs", h->age_s);
+        if (h->offset_err_ms >= 0)
+            snprintf(off, sizeof(off), "%+.1f~%.1f", h->offset_ms, h->offset_err_ms);
+        add_line(u, bad ? ROLE_BAR_WARN : ROLE_NORMAL, 0,
+                 "%-20.20s %-10s %-8.8s %5d %7s %9.0f %9s  %s",
+                 h->agent_host[0] ? h->agent_host : h->name, host_states[h->state],
+                 h->version[0] ? h->version : "-", h->ranks, age, h->bytes_per_s, off, h->error);
+    }
+}
+
 static void draw_lower(struct ui *u)
 {
     const struct layout_rect *r = &u->lay.lower;
-    static const char *tabs[] = {"", "1 Merged", "2 Rank", "3 Top", "4 GIL", "5 Memory"};
+    static const char *tabs[] = {"", "1 Merged", "2 Rank", "3 Top", "4 GIL", "5 Memory", "6 Hosts"};
     int x = r->x, rows = r->h - 1;
 
     if (r->h <= 0)
         return;
-    for (int v = 1; v <= 5; v++) {
+    for (int v = 1; v <= UI_VIEWS; v++) {
         putf(u, r->y, x, 10, v == (int)u->view ? ROLE_SELECTED : ROLE_HEADER, true, " %s", tabs[v]);
         x += 10;
     }
@@ -555,6 +620,8 @@ static void draw_lower(struct ui *u)
         lines_top(u);
     else if (u->view == VIEW_GIL)
         lines_gil(u);
+    else if (u->view == VIEW_HOSTS)
+        lines_hosts(u);
     else
         lines_memory(u);
     if (u->lsel < u->lscroll)

@@ -17,7 +17,8 @@
 #include "layout.h"
 #include "theme.h"
 
-enum ui_view { VIEW_MERGED = 1, VIEW_RANK, VIEW_TOP, VIEW_GIL, VIEW_MEMORY };
+enum ui_view { VIEW_MERGED = 1, VIEW_RANK, VIEW_TOP, VIEW_GIL, VIEW_MEMORY, VIEW_HOSTS };
+#define UI_VIEWS 6
 enum ui_input { INPUT_NONE, INPUT_SEARCH, INPUT_FILTER, INPUT_FORMAT };
 
 #define UI_MAX_TAGS 256
@@ -58,6 +59,8 @@ struct ui {
     struct engine_growth growth[UI_MAX_GROWTH]; /* mapping growth of growth_pid */
     size_t ngrowth;
     int growth_pid;
+    struct engine_host *hosts; /* other nodes' states (multi-node); none on one node */
+    size_t nhosts;
     struct view_table table; /* the rank table: filtered, sorted */
     struct view_hang hang;
     struct view_baseline base; /* RSS per rank when `m` was pressed */

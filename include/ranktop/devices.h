@@ -65,6 +65,7 @@ struct smi_device {
     int64_t ddr_total_mb;
     double power_w; /* current draw, watts */
     int64_t temp_c; /* degrees Celsius */
+    char host[64];  /* the node it is on, for another node's device (multi-node); "" here */
 };
 
 /* Validity bits of struct smi_proc. */

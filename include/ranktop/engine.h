@@ -39,16 +39,11 @@ struct engine_remote_opts {
 
 /* Rank keys: a rank on this node is keyed by its pid; a rank on another host by its pid and
  * the host's slot (1..ENGINE_MAX_HOSTS), so two hosts' equal pids stay two ranks. Every place
- * that takes a "pid" of a rank takes this key; people are shown engine_key_pid(key). */
-#define ENGINE_KEY_PID_BITS 22
+ * that takes a "pid" of a rank takes this key; people are shown history_key_pid(key). */
 #define ENGINE_MAX_HOSTS 511
 static inline int engine_key(int slot, int pid)
 {
-    return (int)(((unsigned)slot << ENGINE_KEY_PID_BITS) | (unsigned)pid);
-}
-static inline int engine_key_pid(int key)
-{
-    return key & ((1 << ENGINE_KEY_PID_BITS) - 1);
+    return (int)(((unsigned)slot << HISTORY_KEY_PID_BITS) | (unsigned)pid);
 }
 
 struct engine_opts {

@@ -54,8 +54,17 @@ struct hthread {
     size_t nruns, cap;
 };
 
+/* A rank's key: its pid on this node; for a rank on another host (multi-node), the host's
+ * slot above the pid's 22 bits (the engine's engine_key), so that equal pids on two hosts stay
+ * two ranks. Shown to people as history_key_pid(key). */
+#define HISTORY_KEY_PID_BITS 22
+static inline int history_key_pid(int key)
+{
+    return key & ((1 << HISTORY_KEY_PID_BITS) - 1);
+}
+
 struct hrank {
-    int pid;
+    int pid; /* the rank's key (see above): its pid on this node */
     int rank; /* -1 unknown */
     char host[64];
     char device[32]; /* "gpu 3", "npu 2.1", "" */

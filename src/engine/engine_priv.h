@@ -55,7 +55,7 @@ struct engine {
     /* other nodes (engine_remote.c), under lock */
     struct engine_host *hosts; /* one per --hosts entry */
     size_t nhosts;
-    struct smi_device *rdevs; /* their devices, named "host: name" */
+    struct smi_device *rdevs; /* their devices (smi_device.host set) */
     size_t nrdevs;
 };
 

@@ -534,7 +534,8 @@ static void on_device(struct rlink *l, const struct agentproto_device *m)
     d->index = m->index;
     d->chip = m->chip;
     d->valid = SMI_DEV_INDEX | SMI_DEV_NAME | (m->npu ? SMI_DEV_CHIP : 0);
-    snprintf(d->name, sizeof(d->name), "%.40s: %.50s", l->agent_host, m->name);
+    snprintf(d->name, sizeof(d->name), "%s", m->name);
+    snprintf(d->host, sizeof(d->host), "%s", l->agent_host);
 #define DEV_FIELD(bit, field, v)                                                                   \
     if ((v) >= 0) {                                                                                \
         d->valid |= (bit);                                                                         \

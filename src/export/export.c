@@ -246,7 +246,7 @@ static void lane_names(struct xlane *l)
     else
         snprintf(l->label, sizeof(l->label), "unknown");
     if (r->rank >= 0 && r->pid > 0)
-        n += (size_t)snprintf(parts + n, sizeof(parts) - n, "pid %d", r->pid);
+        n += (size_t)snprintf(parts + n, sizeof(parts) - n, "pid %d", history_key_pid(r->pid));
     if (r->host[0] && n < sizeof(parts))
         n += (size_t)snprintf(parts + n, sizeof(parts) - n, "%s%.64s", n ? ", " : "", r->host);
     if (r->device[0] && n < sizeof(parts))

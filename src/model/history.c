@@ -275,7 +275,7 @@ struct hrank *history_rank(struct history *h, int pid, int rank, const char *dev
 int history_rank_label(const struct hrank *r, char *buf, size_t len)
 {
     return r->rank >= 0 ? snprintf(buf, len, "rank %d", r->rank)
-                        : snprintf(buf, len, "pid %d", r->pid);
+                        : snprintf(buf, len, "pid %d", history_key_pid(r->pid));
 }
 
 /* Threads are keyed by (worker, ident): a forked worker's main thread keeps the ident of the

@@ -19,7 +19,7 @@ int view_rank_id(const struct hrank *r)
 
 int view_rank_id_label(int id, char *buf, size_t len)
 {
-    return id >= 0 ? snprintf(buf, len, "rank %d", id) : snprintf(buf, len, "pid %d", -id);
+    return id >= 0 ? snprintf(buf, len, "rank %d", id) : snprintf(buf, len, "pid %d", history_key_pid(-id));
 }
 
 /* True when a is a better main-thread candidate than b. */
@@ -204,7 +204,7 @@ static size_t spans_of(const int *v, size_t n, struct span *sp)
 
 static size_t span_put(const int *v, struct span s, char *buf, size_t len)
 {
-    int w = v[s.a] < 0   ? snprintf(buf, len, "pid %d", -v[s.a])
+    int w = v[s.a] < 0   ? snprintf(buf, len, "pid %d", history_key_pid(-v[s.a]))
             : s.a == s.b ? snprintf(buf, len, "%d", v[s.a])
                          : snprintf(buf, len, "%d-%d", v[s.a], v[s.b]);
 

@@ -112,7 +112,7 @@ static void rank_title(const struct hrank *r, char *buf, size_t len)
 
     history_rank_label(r, who, sizeof(who));
     if (r->rank >= 0) /* else "pid 812" already names it */
-        snprintf(pid, sizeof(pid), "  pid %d", r->pid);
+        snprintf(pid, sizeof(pid), "  pid %d", history_key_pid(r->pid));
     if (r->exited) {
         view_exit_text(r, how + 3, sizeof(how) - 4);
         memcpy(how, "  (", 3);

@@ -61,16 +61,16 @@ double view_baseline_delta(const struct view_baseline *b, int pid, double rss_mi
     return NAN;
 }
 
-/* The filter matches the text "rank R pid P FRAME STATE HOLDER", so "rank 3", a function
- * name, "SIGSEGV" or a thread holding the GIL works. */
-static bool row_matches(const struct view_table_row *r, const char *filter)
+/* The filter matches the text "rank R pid P HOST FRAME STATE HOLDER", so "rank 3", a host, a
+ * function name, "SIGSEGV" or a thread holding the GIL works. */
+static bool row_matches(const struct view_table_row *r, const char *host, const char *filter)
 {
     char buf[512];
 
     if (!filter || !filter[0])
         return true;
-    snprintf(buf, sizeof(buf), "rank %d pid %d %s %s %s", r->rank, r->pid, r->top, r->state,
-             r->gil_holder);
+    snprintf(buf, sizeof(buf), "rank %d pid %d %s %s %s %s", r->rank, history_key_pid(r->pid), host,
+             r->top, r->state, r->gil_holder);
     return strstr(buf, filter) != NULL;
 }
 
@@ -149,7 +149,7 @@ void view_table(const struct history *h, uint64_t now, const struct view_table_i
     out->n = 0;
     for (size_t i = 0; i < vr.n; i++) {
         row_fill(h, in, &vr.rows[i], &out->rows[out->n]);
-        if (row_matches(&out->rows[out->n], in->filter))
+        if (row_matches(&out->rows[out->n], h->ranks[vr.rows[i].idx].host, in->filter))
             out->n++;
     }
     view_ranks_fini(&vr);

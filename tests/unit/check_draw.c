@@ -380,7 +380,7 @@ START_TEST(keys_help_lines)
         "Arrows, j/k, PgUp/PgDn, Home/End   move in the rank table (tree in the Rank view)",
         "Enter / Right      drill into the selected rank; in the Rank view fold a thread",
         "Esc / Backspace    back to the merged view, clear search and filter",
-        "1-5 / Tab          views: Merged, Rank, Top, GIL, Memory",
+        "1-6 / Tab          views: Merged, Rank, Top, GIL, Memory, Hosts",
         "/                  search frames          \\  filter ranks (rank, pid, frame)",
         "s / F6             sort: rank, CPU, RSS, stuck time, GIL",
         "Space              tag a rank             p  pause the display (sampling continues)",

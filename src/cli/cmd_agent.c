@@ -28,9 +28,9 @@ struct agent {
     struct engine *e;
     struct engine_stream *st;
     struct engine_out out;
-    size_t sent;          /* bytes of out already written */
-    double heartbeat_s;   /* 0: off */
-    uint64_t last_input;  /* the head's last line */
+    size_t sent;         /* bytes of out already written */
+    double heartbeat_s;  /* 0: off */
+    uint64_t last_input; /* the head's last line */
     char in[4096];
     size_t inlen;
     bool quit;
@@ -150,7 +150,7 @@ static int agent_loop(struct agent *a, int tick_ms)
         int wait = next > now ? (int)((next - now) / 1000000u) : 0;
 
         if (poll(&p, 1, wait) > 0 && !read_input(a))
-            return 0; /* stdin closed: the head is gone */
+            return 0;                    /* stdin closed: the head is gone */
         if (a->out.len && !flush_out(a)) /* a pong goes at once: its delay is the error */
             return 0;
         now = clock_mono_ns();
@@ -209,13 +209,20 @@ static int agent_option(int c, const char *arg, struct engine_opts *o, struct ag
 int cmd_agent(int argc, char **argv)
 {
     static const struct option own[] = {
-        {"rate", required_argument, NULL, 'r'},      {"all-threads", no_argument, NULL, OPT_ALL},
-        {"no-gil", no_argument, NULL, OPT_NO_GIL},   {"no-mem", no_argument, NULL, OPT_NO_MEM},
+        {"rate", required_argument, NULL, 'r'},
+        {"all-threads", no_argument, NULL, OPT_ALL},
+        {"no-gil", no_argument, NULL, OPT_NO_GIL},
+        {"no-mem", no_argument, NULL, OPT_NO_MEM},
         {"heartbeat", required_argument, NULL, OPT_HEARTBEAT},
-        {"tick", required_argument, NULL, OPT_TICK}, {"help", no_argument, NULL, 'h'},
+        {"tick", required_argument, NULL, OPT_TICK},
+        {"help", no_argument, NULL, 'h'},
     };
     struct option longs[sizeof(own) / sizeof(*own) + 40];
-    struct engine_opts o = {.rate_hz = 10, .gil = true, .mem = true, .gpu = true, .npu = true,
+    struct engine_opts o = {.rate_hz = 10,
+                            .gil = true,
+                            .mem = true,
+                            .gpu = true,
+                            .npu = true,
                             .history_ns = 60ull * 1000000000u};
     struct agent a = {.heartbeat_s = 30};
     struct app_err err = {0};

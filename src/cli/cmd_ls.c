@@ -2,6 +2,8 @@
  * JSON in the documented shape. Main thread only. */
 #include "cli.h"
 #include "cli_discovery.h"
+#include "cli_hosts.h"
+#include "cli_remote.h"
 
 #include "ranktop/discovery.h"
 #include "ranktop/util.h"
@@ -22,6 +24,7 @@ static void ls_usage(FILE *f)
           "  -j, --json                JSON output (see README for the shape)\n",
           f);
     cli_disc_usage(f);
+    cli_hosts_usage(f);
     fputs("  -h, --help                this help\n"
           "\nExit status: 0 when ranks were found, 1 when none were, 2 on bad usage.\n",
           f);
@@ -90,7 +93,7 @@ static json_object *proc_json(const struct proc_rec *r)
     return o;
 }
 
-static void print_json(const struct discovery *d)
+static json_object *ls_json(const struct discovery *d)
 {
     json_object *root = json_object_new_object(), *a;
 
@@ -107,6 +110,13 @@ static void print_json(const struct discovery *d)
     for (size_t i = 0; i < d->nerrors; i++)
         json_object_array_add(a, json_object_new_string(d->errors[i]));
     json_object_object_add(root, "errors", a);
+    return root;
+}
+
+static void print_json(const struct discovery *d)
+{
+    json_object *root = ls_json(d);
+
     puts(json_object_to_json_string_ext(root,
                                         JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
     json_object_put(root);
@@ -190,6 +200,212 @@ static void print_procs(const struct discovery *d)
     }
 }
 
+/* ---- across hosts ---- */
+
+/* Appends every element of node's array `key` to out, each tagged with the host. */
+static void merge_array(json_object *node, const char *key, const char *host, json_object *out)
+{
+    json_object *a;
+
+    if (!json_object_object_get_ex(node, key, &a) || !json_object_is_type(a, json_type_array))
+        return;
+    for (size_t i = 0; i < json_object_array_length(a); i++) {
+        json_object *e = json_object_array_get_idx(a, i);
+
+        if (!json_object_is_type(e, json_type_object))
+            continue;
+        json_object_object_add(e, "host", json_object_new_string(host));
+        json_object_array_add(out, json_object_get(e));
+    }
+}
+
+static void merge_errors(json_object *node, const char *host, json_object *out)
+{
+    json_object *a;
+    char line[600];
+
+    if (!json_object_object_get_ex(node, "errors", &a) || !json_object_is_type(a, json_type_array))
+        return;
+    for (size_t i = 0; i < json_object_array_length(a); i++) {
+        snprintf(line, sizeof(line), "%s: %s", host,
+                 json_object_get_string(json_object_array_get_idx(a, i)));
+        json_object_array_add(out, json_object_new_string(line));
+    }
+}
+
+/* One host's part: its ls JSON merged in, or its failure as an error line and host state. */
+static void merge_host(json_object *root, const char *host, json_object *node, const char *why)
+{
+    json_object *h = json_object_new_object(), *v;
+
+    json_object_object_add(h, "host", json_object_new_string(host));
+    json_object_object_add(h, "ok", json_object_new_boolean(node != NULL));
+    json_object_object_add(h, "error", node ? NULL : json_object_new_string(why));
+    json_object_object_get_ex(root, "hosts", &v);
+    json_object_array_add(v, h);
+    json_object_object_get_ex(root, "errors", &v);
+    if (!node) {
+        char line[600];
+
+        snprintf(line, sizeof(line), "%s: %s", host, why);
+        json_object_array_add(v, json_object_new_string(line));
+        return;
+    }
+    merge_errors(node, host, v);
+    json_object_object_get_ex(root, "devices", &v);
+    merge_array(node, "devices", host, v);
+    json_object_object_get_ex(root, "processes", &v);
+    merge_array(node, "processes", host, v);
+}
+
+/* A remote ls --json output, checked: an object with the three arrays. */
+static json_object *remote_json(const struct cli_remote_result *r, char *why, size_t len)
+{
+    json_object *o, *a;
+
+    if (r->rc < 0 || (r->res.status != 0 && r->res.status != 1)) {
+        snprintf(why, len, "%s", r->why[0] ? r->why : "the remote ranktop failed");
+        if (r->rc == 0 && !r->why[0])
+            snprintf(why, len, "the remote command exited %d", r->res.status);
+        return NULL;
+    }
+    o = json_tokener_parse(r->res.out ? r->res.out : "");
+    if (!o || !json_object_is_type(o, json_type_object) ||
+        !json_object_object_get_ex(o, "processes", &a) ||
+        !json_object_is_type(a, json_type_array)) {
+        json_object_put(o);
+        snprintf(why, len, "the remote ranktop did not answer with ls JSON (a different version?)");
+        return NULL;
+    }
+    return o;
+}
+
+static int cmp_procs(const void *a, const void *b)
+{
+    json_object *x = *(json_object *const *)a, *y = *(json_object *const *)b, *v;
+    int64_t rx = INT64_MAX, ry = INT64_MAX;
+
+    if (json_object_object_get_ex(x, "rank", &v) && json_object_is_type(v, json_type_int))
+        rx = json_object_get_int64(v);
+    if (json_object_object_get_ex(y, "rank", &v) && json_object_is_type(v, json_type_int))
+        ry = json_object_get_int64(v);
+    return (rx > ry) - (rx < ry);
+}
+
+/* A rank number that two live processes claim (two jobs, or a launcher's mistake) is an
+ * error line: the table would otherwise show one of them under the other's name. */
+static void check_claims(json_object *procs, json_object *errs)
+{
+    size_t n = json_object_array_length(procs);
+
+    for (size_t i = 0; i + 1 < n; i++) {
+        json_object *a = json_object_array_get_idx(procs, i),
+                    *b = json_object_array_get_idx(procs, i + 1);
+        json_object *ra, *rb, *ha, *hb, *pa, *pb;
+        char line[300];
+
+        if (!json_object_object_get_ex(a, "rank", &ra) ||
+            !json_object_object_get_ex(b, "rank", &rb) || !json_object_is_type(ra, json_type_int) ||
+            !json_object_is_type(rb, json_type_int) ||
+            json_object_get_int64(ra) != json_object_get_int64(rb))
+            continue;
+        json_object_object_get_ex(a, "host", &ha);
+        json_object_object_get_ex(b, "host", &hb);
+        json_object_object_get_ex(a, "pid", &pa);
+        json_object_object_get_ex(b, "pid", &pb);
+        snprintf(line, sizeof(line), "rank %lld is claimed twice: %s pid %s and %s pid %s",
+                 (long long)json_object_get_int64(ra), json_object_get_string(ha),
+                 json_object_get_string(pa), json_object_get_string(hb),
+                 json_object_get_string(pb));
+        json_object_array_add(errs, json_object_new_string(line));
+    }
+}
+
+static void print_multi_text(json_object *root)
+{
+    json_object *procs, *errs, *v;
+
+    json_object_object_get_ex(root, "processes", &procs);
+    printf("%-16s %-5s %-5s %-8s %-8s %-3s %s\n", "HOST", "RANK", "WORLD", "LAUNCHER", "PID", "PY",
+           "NAME");
+    for (size_t i = 0; i < json_object_array_length(procs); i++) {
+        json_object *p = json_object_array_get_idx(procs, i);
+        const char *f[7] = {"host", "rank", "world_size", "launcher", "pid", "python", "name"};
+        char cell[7][64];
+
+        for (int k = 0; k < 7; k++) {
+            const char *s =
+                json_object_object_get_ex(p, f[k], &v) && v ? json_object_get_string(v) : "-";
+
+            snprintf(cell[k], sizeof(cell[k]), "%s",
+                     k == 5 ? (strcmp(s, "true") ? "no" : "yes") : s);
+        }
+        printf("%-16.16s %-5s %-5s %-8s %-8s %-3s %s\n", cell[0], cell[1], cell[2], cell[3],
+               cell[4], cell[5], cell[6]);
+    }
+    json_object_object_get_ex(root, "errors", &errs);
+    for (size_t i = 0; i < json_object_array_length(errs); i++)
+        fprintf(stderr, "ranktop: %s\n",
+                json_object_get_string(json_object_array_get_idx(errs, i)));
+}
+
+/* ls over every host: this node in-process when it is listed, the others through the remote
+ * shell; one JSON document (or table) for the whole job. Exit 1 when no host found a rank. */
+static int ls_hosts(const struct discovery_opts *o, const struct engine_remote_opts *ro, bool json)
+{
+    json_object *root = json_object_new_object(), *procs;
+    const char *args[] = {"ls", "--json", o->dev.no_nvml ? "--no-device-libs" : NULL, NULL};
+    struct cli_remote_result *res = NULL;
+    size_t nprocs;
+
+    json_object_object_add(root, "hosts", json_object_new_array());
+    json_object_object_add(root, "devices", json_object_new_array());
+    json_object_object_add(root, "processes", json_object_new_array());
+    json_object_object_add(root, "errors", json_object_new_array());
+    if (ro->local) {
+        struct discovery d;
+        struct app_err err = {0};
+
+        discovery_init(&d);
+        if (discovery_run(o, &d, &err) == 0) {
+            json_object *node = ls_json(&d);
+
+            merge_host(root, d.host, node, NULL);
+            json_object_put(node);
+        } else {
+            merge_host(root, "localhost", NULL, err.msg);
+        }
+        discovery_fini(&d);
+    }
+    cli_remote_run(ro, args, o->dev.timeout_ms > 0 ? o->dev.timeout_ms * 2 + 15000 : 25000, &res);
+    for (size_t i = 0; i < ro->nhosts; i++) {
+        char why[600];
+        json_object *node = remote_json(&res[i], why, sizeof(why));
+
+        merge_host(root, res[i].host, node, why);
+        json_object_put(node);
+    }
+    cli_remote_free(res, ro->nhosts);
+    json_object_object_get_ex(root, "processes", &procs);
+    json_object_array_sort(procs, cmp_procs);
+    nprocs = json_object_array_length(procs);
+    {
+        json_object *errs;
+
+        json_object_object_get_ex(root, "errors", &errs);
+        check_claims(procs, errs);
+    }
+    if (json)
+        puts(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN |
+                                                      JSON_C_TO_STRING_NOSLASHESCAPE));
+    else
+        print_multi_text(root);
+    if (!nprocs)
+        fprintf(stderr, "ranktop: no ranks found on any host\n");
+    json_object_put(root);
+    return nprocs ? 0 : 1;
+}
+
 /* Why nothing was found, and what to do, in one line. */
 static void explain_empty(const struct discovery *d, const struct discovery_opts *o)
 {
@@ -209,6 +425,8 @@ int cmd_ls(int argc, char **argv)
 {
     static struct option longs[32];
     struct discovery_opts o = {0};
+    struct cli_hosts hosts = {0};
+    struct engine_remote_opts ro;
     struct discovery d;
     struct app_err err = {0};
     bool json = false;
@@ -224,6 +442,8 @@ int cmd_ls(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "p:jh", longs, NULL)) != -1) {
         int h = cli_disc_handle(c, optarg, &o, "ls");
 
+        if (h == 0)
+            h = cli_hosts_handle(c, optarg, &hosts, "ls");
         if (h < 0 || (h == 0 && c != 'j' && c != 'h')) {
             if (h == 0)
                 ls_usage(stderr);
@@ -238,10 +458,18 @@ int cmd_ls(int argc, char **argv)
             return 0;
         }
     }
-    if (optind < argc) {
-        fprintf(stderr, "ranktop ls: unexpected argument '%s'\n", argv[optind]);
+    if (optind < argc || cli_hosts_finish(&hosts, &ro, "ls") < 0) {
+        if (optind < argc)
+            fprintf(stderr, "ranktop ls: unexpected argument '%s'\n", argv[optind]);
         cli_disc_fini(&o);
+        cli_hosts_fini(&hosts);
         return 2;
+    }
+    if (ro.nhosts) {
+        rc = ls_hosts(&o, &ro, json);
+        cli_disc_fini(&o);
+        cli_hosts_fini(&hosts);
+        return rc;
     }
     discovery_init(&d);
     rc = discovery_run(&o, &d, &err);
@@ -264,5 +492,6 @@ int cmd_ls(int argc, char **argv)
     }
     discovery_fini(&d);
     cli_disc_fini(&o);
+    cli_hosts_fini(&hosts);
     return rc;
 }

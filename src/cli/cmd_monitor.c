@@ -272,7 +272,7 @@ int cmd_demo(int argc, char **argv)
                     !script ? "cannot find demo_job.py (set RANKTOP_DATADIR)"
                             : "cannot create a temporary directory");
         cli_disc_fini(&o.eng.disc);
-    cli_hosts_fini(&o.hosts);
+        cli_hosts_fini(&o.hosts);
         return rc >= 0 ? rc : 1;
     }
     n = demo_start(script, syncdir, pids);

@@ -372,7 +372,7 @@ int cmd_record(int argc, char **argv)
     rc = parse_record(argc, argv, &o);
     if (rc >= 0 || check_writable(o.out) < 0) {
         cli_disc_fini(&o.eng.disc);
-    cli_hosts_fini(&o.hosts);
+        cli_hosts_fini(&o.hosts);
         return rc >= 0 ? rc : 2;
     }
     sigemptyset(&set);
@@ -384,7 +384,7 @@ int cmd_record(int argc, char **argv)
     if (engine_start(&o.eng, &e, &err) < 0) {
         fprintf(stderr, "ranktop record: %s\n", err.msg);
         cli_disc_fini(&o.eng.disc);
-    cli_hosts_fini(&o.hosts);
+        cli_hosts_fini(&o.hosts);
         return 1;
     }
     s.start = clock_mono_ns();

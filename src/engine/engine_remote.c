@@ -357,11 +357,27 @@ static void remember_key(struct rlink *l, int key)
     l->keys[l->nkeys++] = key;
 }
 
+/* A rank number another live process already has: said as this host's error. */
+static void check_claim(const struct engine *e, struct rlink *l, int key, int rank)
+{
+    for (size_t i = 0; rank >= 0 && i < e->hist.nranks; i++) {
+        const struct hrank *o = &e->hist.ranks[i];
+
+        if (o->pid != key && o->rank == rank && !o->exited) {
+            set_error(l, "rank %d is claimed twice: %s pid %d and %s pid %d", rank, o->host,
+                      history_key_pid(o->pid), l->agent_host, history_key_pid(key));
+            return;
+        }
+    }
+}
+
 static void on_rank(struct engine *e, struct rlink *l, const struct agentproto_rank *m)
 {
     int key = engine_key(l->slot, m->pid);
     struct hrank *r = history_rank(&e->hist, key, m->rank, m->device);
 
+    if (r->rank != m->rank || !r->start)
+        check_claim(e, l, key, m->rank);
     remember_key(l, key);
     snprintf(r->host, sizeof(r->host), "%s", l->agent_host);
     r->rank = m->rank;

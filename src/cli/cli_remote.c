@@ -1,0 +1,95 @@
+/* One-shot remote commands: each host's command runs on a thread of its own through
+ * exec_run (deadline, process group killed at the end), so one slow or dead host costs its
+ * deadline, not the sum. The argv is ours: the remote shell's words, a validated host name,
+ * the remote ranktop and fixed arguments; no shell string is built here. */
+#include "cli_remote.h"
+
+#include "ranktop/util.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_PARALLEL 32
+
+struct job {
+    const struct engine_remote_opts *o;
+    const char *const *args;
+    int timeout_ms;
+    struct cli_remote_result *r;
+};
+
+/* The last non-empty line of text, control bytes replaced. */
+static void last_line(const char *text, char *out, size_t len)
+{
+    const char *end = text + strlen(text), *start;
+
+    while (end > text && (end[-1] == '\n' || end[-1] == '\r' || end[-1] == ' '))
+        end--;
+    start = end;
+    while (start > text && start[-1] != '\n')
+        start--;
+    snprintf(out, len, "%.*s", (int)(end - start), start);
+    for (char *c = out; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            *c = '?';
+}
+
+static void *run_one(void *arg)
+{
+    struct job *j = arg;
+    const struct engine_remote_opts *o = j->o;
+    size_t na = 0;
+    const char **argv;
+    struct app_err err = {0};
+
+    while (j->args[na])
+        na++;
+    argv = x_calloc(o->nrsh + na + 3, sizeof(char *));
+    for (size_t i = 0; i < o->nrsh; i++)
+        argv[i] = o->rsh[i];
+    argv[o->nrsh] = j->r->host;
+    argv[o->nrsh + 1] = o->ranktop && o->ranktop[0] ? o->ranktop : "ranktop";
+    for (size_t i = 0; i < na; i++)
+        argv[o->nrsh + 2 + i] = j->args[i];
+    j->r->rc = exec_run(argv, j->timeout_ms, &j->r->res, &err);
+    if (j->r->rc < 0)
+        snprintf(j->r->why, sizeof(j->r->why), "%s", err.msg);
+    else if (j->r->res.status != 0 && j->r->res.err)
+        last_line(j->r->res.err, j->r->why, sizeof(j->r->why));
+    free(argv);
+    return NULL;
+}
+
+void cli_remote_run(const struct engine_remote_opts *o, const char *const *args, int timeout_ms,
+                    struct cli_remote_result **out)
+{
+    struct cli_remote_result *r = x_calloc(o->nhosts ? o->nhosts : 1, sizeof(*r));
+    struct job *j = x_calloc(o->nhosts ? o->nhosts : 1, sizeof(*j));
+    pthread_t th[MAX_PARALLEL];
+
+    for (size_t at = 0; at < o->nhosts; at += MAX_PARALLEL) {
+        size_t n = o->nhosts - at < MAX_PARALLEL ? o->nhosts - at : MAX_PARALLEL;
+        bool started[MAX_PARALLEL] = {false};
+
+        for (size_t i = 0; i < n; i++) {
+            r[at + i].host = o->hosts[at + i];
+            j[at + i] = (struct job){o, args, timeout_ms, &r[at + i]};
+            started[i] = pthread_create(&th[i], NULL, run_one, &j[at + i]) == 0;
+            if (!started[i])
+                run_one(&j[at + i]);
+        }
+        for (size_t i = 0; i < n; i++)
+            if (started[i])
+                pthread_join(th[i], NULL);
+    }
+    free(j);
+    *out = r;
+}
+
+void cli_remote_free(struct cli_remote_result *r, size_t n)
+{
+    for (size_t i = 0; r && i < n; i++)
+        exec_result_fini(&r[i].res);
+    free(r);
+}

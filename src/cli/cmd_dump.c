@@ -2,7 +2,10 @@
  * py-spy dump) or as JSON in the documented shape. Main thread only; each process is attached,
  * sampled and released in turn, so a process that cannot be read costs only its own line. */
 #include "cli.h"
+#include "cli_hosts.h"
+#include "cli_remote.h"
 
+#include "ranktop/discovery.h"
 #include "ranktop/procenv.h"
 #include "ranktop/procscan.h"
 #include "ranktop/pystack.h"
@@ -14,27 +17,35 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define DUMP_ATTEMPTS 5
 
 struct dump_opts {
     int *pids;
     int npids;
-    bool json;
+    bool json, ranks;
     struct pyproc_opts py;
+    struct cli_hosts hosts;
+    struct engine_remote_opts remote;
 };
 
 static void dump_usage(FILE *f)
 {
     fputs("usage: ranktop dump -p PID[,PID...] [options]\n"
+          "       ranktop dump --ranks [--hosts LIST] [options]\n"
           "\n"
           "Prints every thread's Python stack of each process, innermost frame first, without\n"
           "stopping the process.\n"
           "\n"
           "  -p, --pid PID[,PID...]   processes to read (repeatable)\n"
+          "      --ranks              every rank discovery finds (as ranktop ls), on every host\n"
           "  -j, --json               JSON output (see README for the shape)\n"
           "      --max-frames N       frames kept per thread (default 4096)\n"
-          "  -h, --help               this help\n"
+          "  -h, --help               this help\n",
+          f);
+    cli_hosts_usage(f);
+    fputs("With --hosts, every host is dumped with --ranks (pids name processes of one node).\n"
           "\n"
           "Exit status: 0 when every process was read, 1 when some were not, 2 on bad usage.\n",
           f);
@@ -42,16 +53,32 @@ static void dump_usage(FILE *f)
 
 static int parse_dump_args(int argc, char **argv, struct dump_opts *o)
 {
-    static const struct option longs[] = {{"pid", required_argument, NULL, 'p'},
-                                          {"json", no_argument, NULL, 'j'},
-                                          {"max-frames", required_argument, NULL, 'F'},
-                                          {"help", no_argument, NULL, 'h'},
-                                          {NULL, 0, NULL, 0}};
+    static const struct option own[] = {{"pid", required_argument, NULL, 'p'},
+                                        {"json", no_argument, NULL, 'j'},
+                                        {"max-frames", required_argument, NULL, 'F'},
+                                        {"ranks", no_argument, NULL, 'R'},
+                                        {"help", no_argument, NULL, 'h'}};
+    struct option longs[sizeof(own) / sizeof(*own) + 8];
     char err[160];
-    int c;
+    int c, k = 0;
 
+    for (size_t i = 0; i < sizeof(own) / sizeof(*own); i++)
+        longs[k++] = own[i];
+    for (const struct option *x = cli_hosts_options; x->name; x++)
+        longs[k++] = *x;
+    longs[k] = (struct option){NULL, 0, NULL, 0};
     optind = 1;
     while ((c = getopt_long(argc, argv, "p:jh", longs, NULL)) != -1) {
+        int h = cli_hosts_handle(c, optarg, &o->hosts, "dump");
+
+        if (h < 0)
+            return 2;
+        if (h == 1)
+            continue;
+        if (c == 'R') {
+            o->ranks = true;
+            continue;
+        }
         if (c == 'p' && cli_parse_pids(optarg, &o->pids, &o->npids, err, sizeof(err)) < 0) {
             fprintf(stderr, "ranktop dump: %s\n", err);
             return 2;
@@ -74,9 +101,17 @@ static int parse_dump_args(int argc, char **argv, struct dump_opts *o)
             return 2;
         }
     }
-    if (optind < argc || o->npids == 0) {
+    if (cli_hosts_finish(&o->hosts, &o->remote, "dump") < 0)
+        return 2;
+    if (o->remote.nhosts && o->npids) {
+        fprintf(stderr, "ranktop dump: -p names processes of one node; with --hosts use --ranks\n");
+        return 2;
+    }
+    if (o->remote.nhosts)
+        o->ranks = true;
+    if (optind < argc || (o->npids == 0 && !o->ranks)) {
         fprintf(stderr, "ranktop dump: %s\n",
-                optind < argc ? "unexpected argument" : "no process given: use -p PID");
+                optind < argc ? "unexpected argument" : "no process given: use -p PID or --ranks");
         dump_usage(stderr);
         return 2;
     }
@@ -215,28 +250,128 @@ static int dump_one(const struct dump_opts *o, int pid, json_object *arr, bool f
     return rc;
 }
 
+/* --ranks: the Python processes discovery finds on this node, as ranktop ls lists them. */
+static void add_ranks(struct dump_opts *o)
+{
+    struct discovery_opts dopts = {0};
+    struct discovery d;
+    struct app_err err = {0};
+
+    discovery_init(&d);
+    if (discovery_run(&dopts, &d, &err) < 0)
+        fprintf(stderr, "ranktop dump: %s\n", err.msg);
+    for (size_t i = 0; i < d.nprocs; i++)
+        if (d.procs[i].alive && d.procs[i].python) {
+            o->pids = x_reallocarray(o->pids, (size_t)o->npids + 1, sizeof(int));
+            o->pids[o->npids++] = d.procs[i].pid;
+        }
+    discovery_fini(&d);
+}
+
+/* Another host's dump: its JSON processes tagged with the host, or its text under a header;
+ * a host that could not be read is one error entry. Returns 0 when it was read whole. */
+static int remote_one(const struct dump_opts *o, const struct cli_remote_result *r,
+                      json_object *arr)
+{
+    json_object *doc = NULL, *procs;
+    bool ok = r->rc == 0 && (r->res.status == 0 || r->res.status == 1);
+
+    if (ok && o->json) {
+        doc = json_tokener_parse(r->res.out ? r->res.out : "");
+        ok = doc && json_object_object_get_ex(doc, "processes", &procs) &&
+             json_object_is_type(procs, json_type_array);
+    }
+    if (!ok) {
+        const char *why = r->why[0] ? r->why : "the remote ranktop did not answer with a dump";
+
+        if (o->json) {
+            json_object *e = json_object_new_object();
+
+            json_object_object_add(e, "host", json_object_new_string(r->host));
+            json_object_object_add(e, "error", json_object_new_string(why));
+            json_object_object_add(e, "threads", json_object_new_array());
+            json_object_array_add(arr, e);
+        }
+        fprintf(stderr, "ranktop: %s: %s\n", r->host, why);
+        json_object_put(doc);
+        return -1;
+    }
+    if (!o->json) {
+        printf("\n=== host %s ===\n", r->host);
+        for (const char *c = r->res.out; c && *c; c++) /* remote text: no control bytes */
+            putchar(((unsigned char)*c < 0x20 && *c != '\n') || *c == 0x7f ? '?' : *c);
+        return r->res.status == 0 ? 0 : -1;
+    }
+    for (size_t i = 0; i < json_object_array_length(procs); i++) {
+        json_object *p = json_object_array_get_idx(procs, i);
+
+        json_object_object_add(p, "host", json_object_new_string(r->host));
+        json_object_array_add(arr, json_object_get(p));
+    }
+    json_object_put(doc);
+    return r->res.status == 0 ? 0 : -1;
+}
+
+static int dump_remote(const struct dump_opts *o, json_object *arr)
+{
+    char frames[32];
+    const char *args[] = {"dump", "--ranks", o->json ? "--json" : NULL, NULL, NULL, NULL};
+    struct cli_remote_result *res;
+    int failed = 0;
+
+    if (o->py.max_frames) {
+        snprintf(frames, sizeof(frames), "%u", o->py.max_frames);
+        args[o->json ? 3 : 2] = "--max-frames";
+        args[o->json ? 4 : 3] = frames;
+    }
+    cli_remote_run(&o->remote, args, 30000, &res);
+    for (size_t i = 0; i < o->remote.nhosts; i++)
+        failed += remote_one(o, &res[i], arr) < 0;
+    cli_remote_free(res, o->remote.nhosts);
+    return failed;
+}
+
 int cmd_dump(int argc, char **argv)
 {
     struct dump_opts o = {0};
     json_object *root = NULL, *arr = NULL;
     int rc = parse_dump_args(argc, argv, &o), failed = 0;
+    bool local = !o.remote.nhosts || o.remote.local;
+    char me[64] = "";
+
+    gethostname(me, sizeof(me) - 1);
 
     if (rc >= 0) {
         free(o.pids);
+        cli_hosts_fini(&o.hosts);
         return rc;
     }
+    if (o.ranks && local)
+        add_ranks(&o);
     if (o.json) {
         root = json_object_new_object();
         arr = json_object_new_array();
         json_object_object_add(root, "processes", arr);
     }
-    for (int i = 0; i < o.npids; i++)
+    if (local && o.npids == 0 && !o.remote.nhosts) {
+        fprintf(stderr, "ranktop dump: no ranks found on this node (see ranktop ls)\n");
+        failed++;
+    }
+    if (local && o.remote.nhosts && !o.json)
+        printf("=== host %s ===\n", me);
+    for (int i = 0; local && i < o.npids; i++)
         failed += dump_one(&o, o.pids[i], arr, i == 0) < 0;
+    for (size_t i = 0; o.json && o.remote.nhosts && i < json_object_array_length(arr); i++)
+        json_object_object_add(json_object_array_get_idx(arr, i), "host",
+                               json_object_new_string(me));
+    if (o.remote.nhosts)
+        failed += dump_remote(&o, arr);
     if (o.json) {
         puts(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN |
                                                       JSON_C_TO_STRING_NOSLASHESCAPE));
         json_object_put(root);
     }
     free(o.pids);
+    cli_hosts_fini(&o.hosts);
     return failed ? 1 : 0;
 }

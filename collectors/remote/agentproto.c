@@ -395,6 +395,10 @@ static void parse_body(struct rd *r, struct agentproto_msg *m)
     case AGENTPROTO_TICK:
         m->u.tick.seq = (uint64_t)get_int(r, "seq", 0, NS_MAX, false, 0);
         m->u.tick.ts = get_int(r, "ts", 0, NS_MAX, true, 0);
+        m->u.tick.passes = (uint64_t)get_int(r, "n", 0, NS_MAX, false, 0);
+        m->u.tick.stacks = (uint64_t)get_int(r, "st", 0, NS_MAX, false, 0);
+        m->u.tick.errors = (uint64_t)get_int(r, "er", 0, NS_MAX, false, 0);
+        m->u.tick.lost = (uint64_t)get_int(r, "lo", 0, NS_MAX, false, 0);
         break;
     case AGENTPROTO_COUNTER:
         m->u.counter.pid = (int)get_int(r, "p", 0, PID_MAX, true, 0);

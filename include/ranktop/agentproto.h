@@ -144,6 +144,8 @@ struct agentproto_msg {
         struct {
             uint64_t seq;
             int64_t ts;
+            /* the agent's totals so far: sampling passes, thread stacks, errors, stacks lost */
+            uint64_t passes, stacks, errors, lost;
         } tick;
         struct {
             int64_t head_ns, agent_ns;

@@ -326,12 +326,13 @@ void engine_get_stats(struct engine *e, struct engine_stats *st)
 
     memset(st, 0, sizeof(*st));
     pthread_mutex_lock(&e->lock);
-    st->samples = e->samples;
-    st->stacks = e->stacks;
-    st->errors = e->errs;
+    /* Other nodes' agents count their own samples: passes is the busiest sampler's. */
+    st->samples = e->samples > e->rpasses ? e->samples : e->rpasses;
+    st->stacks = e->stacks + e->rstacks;
+    st->errors = e->errs + e->rerrors;
     st->torn = e->torn;
-    st->lost = e->lost;
-    st->achieved_hz = now > e->t_start ? (double)e->samples * 1e9 / (double)(now - e->t_start) : 0;
+    st->lost = e->lost + e->rlost;
+    st->achieved_hz = now > e->t_start ? (double)st->samples * 1e9 / (double)(now - e->t_start) : 0;
     st->lag_ms = e->samples ? (double)e->lag_sum_ns / 1e6 / (double)e->samples : 0;
     st->lag_max_ms = (double)e->lag_max_ns / 1e6;
     st->history_bytes = history_memory(&e->hist);

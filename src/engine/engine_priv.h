@@ -57,6 +57,8 @@ struct engine {
     size_t nhosts;
     struct smi_device *rdevs; /* their devices (smi_device.host set) */
     size_t nrdevs;
+    uint64_t rpasses;                 /* the most sampling passes one agent made */
+    uint64_t rstacks, rerrors, rlost; /* the agents' totals */
 };
 
 /* The live record of pid (created on first use); call with the lock held. */

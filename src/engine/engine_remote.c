@@ -70,6 +70,8 @@ struct rlink {
     uint64_t win_t0, win_bytes;
     double bps;
     unsigned connects;
+    uint64_t passes, nstack, errors, lost; /* the agent's totals (this connection) */
+    uint64_t base[4];                      /* totals of earlier connections */
     struct rframe *frames;
     size_t nframes;
     struct rstack *stacks;
@@ -243,8 +245,19 @@ static void link_down(struct rlink *l, uint64_t now, const char *why)
     l->backoff_ns = l->backoff_ns * 2 > BACKOFF_MAX_NS ? BACKOFF_MAX_NS : l->backoff_ns * 2;
 }
 
+/* Keeps what an agent counted when its connection ends: a new agent counts from 0. */
+static void keep_totals(struct rlink *l)
+{
+    l->base[0] += l->passes;
+    l->base[1] += l->nstack;
+    l->base[2] += l->errors;
+    l->base[3] += l->lost;
+    l->passes = l->nstack = l->errors = l->lost = 0;
+}
+
 static void link_connect(struct remote *rm, struct rlink *l, uint64_t now)
 {
+    keep_totals(l);
     link_reset_ids(l);
     agentproto_lines_fini(&l->lines);
     agentproto_lines_fini(&l->errs);
@@ -471,7 +484,6 @@ static void on_run(struct engine *e, struct rlink *l, const struct agentproto_ru
     t->cur = s;
     t->gone = false;
     history_observe(ht, s, head_time(e, l, m->ts));
-    e->stacks += s != HSTACK_NONE;
 }
 
 static void on_gone(struct engine *e, struct rlink *l, const struct agentproto_run *m)
@@ -628,6 +640,10 @@ static void apply(struct engine *e, struct rlink *l, const struct agentproto_msg
         break;
     case AGENTPROTO_TICK:
         on_tick(e, l, m->u.tick.ts);
+        l->passes = m->u.tick.passes;
+        l->nstack = m->u.tick.stacks;
+        l->errors = m->u.tick.errors;
+        l->lost = m->u.tick.lost;
         break;
     case AGENTPROTO_COUNTER:
         on_counter(e, l, &m->u.counter);
@@ -757,6 +773,17 @@ static void publish(struct remote *rm, uint64_t now)
         h->offset_err_ms = l->rtt_ns == INT64_MAX ? -1 : (double)l->rtt_ns / 2e6;
         h->connects = l->connects;
         nd += l->ndevs;
+    }
+    e->rpasses = 0;
+    e->rstacks = e->rerrors = e->rlost = 0;
+    for (size_t i = 0; i < rm->n; i++) { /* the slowest-sampling host is not hidden by max */
+        const struct rlink *l = &rm->l[i];
+        uint64_t passes = l->base[0] + l->passes;
+
+        e->rpasses = passes > e->rpasses ? passes : e->rpasses;
+        e->rstacks += l->base[1] + l->nstack;
+        e->rerrors += l->base[2] + l->errors;
+        e->rlost += l->base[3] + l->lost;
     }
     free(e->rdevs);
     e->rdevs = x_calloc(nd ? nd : 1, sizeof(*e->rdevs));

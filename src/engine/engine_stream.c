@@ -341,8 +341,10 @@ void engine_stream_tick(struct engine *e, struct engine_stream *s, struct engine
         s->figures_at = now + FIGURES_EVERY_NS;
     }
     send_errors(s, e, o);
-    pthread_mutex_unlock(&e->lock);
     /* Every live thread showed its stack at the newest sample: the head extends its runs. */
-    line(o, "{\"t\":\"k\",\"seq\":%llu,\"ts\":%llu}", (unsigned long long)++s->seq,
-         (unsigned long long)(s->last_ts ? s->last_ts : now));
+    line(o, "{\"t\":\"k\",\"seq\":%llu,\"ts\":%llu,\"n\":%llu,\"st\":%llu,\"er\":%llu,\"lo\":%llu}",
+         (unsigned long long)++s->seq, (unsigned long long)(s->last_ts ? s->last_ts : now),
+         (unsigned long long)e->samples, (unsigned long long)e->stacks, (unsigned long long)e->errs,
+         (unsigned long long)e->lost);
+    pthread_mutex_unlock(&e->lock);
 }

@@ -118,7 +118,6 @@ static void refresh_data(struct ui *u)
     u->have_hist = true;
     free(u->devs);
     free(u->live);
-    free(u->hosts);
     engine_snapshot_live(u->e, &u->devs, &u->ndevs, &u->live, &u->nlive);
     engine_get_stats(u->e, &u->stats);
     free(u->hosts);
@@ -215,6 +214,7 @@ void ui_fini(struct ui *u)
     view_hang_fini(&u->hang);
     free(u->devs);
     free(u->live);
+    free(u->hosts);
     view_table_fini(&u->table);
     view_baseline_fini(&u->base);
     free(u->lines);

@@ -346,6 +346,7 @@ struct view_hang_rank {
     uint32_t stack;  /* HSTACK_NONE when it has none */
     uint64_t fkey;   /* view_stack_fkey(stack) */
     char where[160]; /* innermost frame, view_frame_format; "<no stack>" */
+    char host[64];   /* its host when that is not this node (multi-node), else "" */
 };
 
 struct view_hang {

@@ -132,6 +132,10 @@ static void list_odd(const struct history *h, const struct live *v, size_t n, st
         o->stack = v[i].stack;
         o->fkey = v[i].fkey;
         stack_where(h, v[i].stack, o->where, sizeof(o->where));
+        for (size_t k = 0; k < h->nranks; k++) /* where to go next, when it is another node */
+            if (h->ranks[k].pid == v[i].pid && h->ranks[k].host[0] &&
+                strcmp(h->ranks[k].host, h->host))
+                snprintf(o->host, sizeof(o->host), "%s", h->ranks[k].host);
     }
     qsort(out->odd, out->nodd, sizeof(*out->odd), cmp_odd);
 }
@@ -321,6 +325,8 @@ static void tb_odd(struct tbuf *b, const struct view_hang *out)
             }
         tb_printf(b, "%s", i ? ", " : "; odd: ");
         tb_ranks(b, ranks, n);
+        if (n == 1 && out->odd[i].host[0]) /* "rank 3 on node-b": where to go next */
+            tb_printf(b, " on %s", out->odd[i].host);
         tb_printf(b, " in %s", out->odd[i].where);
     }
     free(ranks);

@@ -1,0 +1,62 @@
+#!/bin/sh
+# record, ls and dump across two simulated nodes (namespaces reached through fake-rsh) whose
+# ranks have the same pids: one trace with a lane per rank named with its host, ls and dump
+# tagging every process with its host, and a host that does not resolve as an error, not a
+# failure of the others. No agent is left on any node afterwards.
+. "$(dirname "$0")/../e2e/lib.sh"
+. "$RANKTOP_SRCDIR/tests/multinode/nodes.sh"
+trap 'node_stop_all; cleanup' EXIT
+
+RSH="$RANKTOP_SRCDIR/tests/multinode/fake-rsh"
+PY="$RANKTOP_SRCDIR/tests/py/waits_in.py"
+node_start node01 || exit $?
+node_start node02 || exit $?
+node_spawn node01 env RANK=0 LOCAL_RANK=0 WORLD_SIZE=2 python3 "$PY" all_reduce < /dev/null
+node_spawn node02 env RANK=1 LOCAL_RANK=0 WORLD_SIZE=2 python3 "$PY" load_batch_slowly < /dev/null
+HOSTS="--hosts node[01-02],ghost --rsh $RSH --remote-ranktop $RANKTOP_BIN"
+
+# ls: both ranks with their hosts (the same pid on both: each node's first Python process).
+wait_for sh -c "$RANKTOP_BIN ls --json $HOSTS --no-device-libs > $WORK/ls.json 2> /dev/null" || true
+json_check "$WORK/ls.json" "sorted((p['host'], p['rank']) for p in d['processes']) == [('node01', 0), ('node02', 1)]"
+json_check "$WORK/ls.json" "[h['host'] for h in d['hosts'] if not h['ok']] == ['ghost'] and any('ghost' in e and 'not known' in e for e in d['errors'])"
+
+# dump: every rank of every host, in its function.
+$RANKTOP_BIN dump --json $HOSTS > "$WORK/dump.json" && fail "dump with an unknown host exited 0"
+json_check "$WORK/dump.json" "{(p.get('host'), p['threads'][0]['frames'][0]['function']) for p in d['processes'] if p.get('threads')} == {('node01', 'all_reduce'), ('node02', 'load_batch_slowly')}"
+json_check "$WORK/dump.json" "any(p.get('host') == 'ghost' and p['error'] for p in d['processes'])"
+
+# record: one trace, a lane per rank named with its host, both functions as slices.
+$RANKTOP_BIN record -o "$WORK/t.json" -d 4 -r 20 $HOSTS > "$WORK/rec.out" 2>&1 ||
+    fail "record --hosts exited $?: $(cat "$WORK/rec.out")"
+python3 "$RANKTOP_SRCDIR/tests/tools/trace_check.py" "$WORK/t.json" --lanes 2 \
+    --lane-name-regex '^rank 0 \(pid [0-9]+, node01' --lane-name-regex '^rank 1 \(pid [0-9]+, node02' \
+    --slice all_reduce --slice load_batch_slowly || fail "trace over two nodes"
+# The slices of both nodes overlap in time: clocks were aligned, not concatenated.
+python3 - "$WORK/t.json" << 'PYEOF' || fail "the two nodes' slices do not overlap in time"
+import json, sys
+d = json.load(open(sys.argv[1]))
+ev = d["traceEvents"] if isinstance(d, dict) else d
+span = {}
+for e in ev:
+    if e.get("ph") in ("B", "E", "X") and e.get("name") in ("all_reduce", "load_batch_slowly"):
+        a, b = span.get(e["name"], (e["ts"], e["ts"]))
+        span[e["name"]] = (min(a, e["ts"]), max(b, e["ts"] + e.get("dur", 0)))
+(a0, a1), (b0, b1) = span["all_reduce"], span["load_batch_slowly"]
+sys.exit(0 if a0 < b1 and b0 < a1 else 1)
+PYEOF
+
+agents_left() {
+    for n in node01 node02; do
+        for p in $(node_user_pids "$n"); do
+            tr '\0' ' ' < "/proc/$p/cmdline" 2> /dev/null | grep -q "ranktop agent" && return 0
+        done
+    done
+    return 1
+}
+i=0
+while agents_left; do
+    i=$((i + 1))
+    [ $i -lt 100 ] || fail "an agent is left after record"
+    sleep 0.1
+done
+echo ok

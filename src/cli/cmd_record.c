@@ -276,6 +276,29 @@ static int save(struct engine *e, const struct rec_opts *o, const char *path, ui
     return rc < 0 ? -1 : 0;
 }
 
+/* One line per other node: how its agent did, and the last thing that went wrong there. */
+static void hosts_summary(struct engine *e)
+{
+    static const char *const states[] = {"connecting", "up", "lagging", "down"};
+    struct engine_host *h;
+    size_t n;
+
+    engine_hosts(e, &h, &n);
+    for (size_t i = 0; i < n; i++) {
+        char clock[64] = "";
+
+        if (h[i].offset_err_ms >= 0)
+            snprintf(clock, sizeof(clock), ", clock %+.3f ms (+-%.3f)", h[i].offset_ms,
+                     h[i].offset_err_ms);
+        fprintf(stderr, "ranktop: host %s: %s, %d ranks, agent %s, %u connects%s%s%s\n",
+                h[i].agent_host[0] ? h[i].agent_host : h[i].name,
+                states[h[i].state < 4 ? h[i].state : 3], h[i].ranks,
+                h[i].version[0] ? h[i].version : "-", h[i].connects, clock,
+                h[i].error[0] ? "; last error: " : "", h[i].error);
+    }
+    free(h);
+}
+
 static void summary(struct engine *e)
 {
     struct engine_stats st;
@@ -292,6 +315,7 @@ static void summary(struct engine *e)
     pct = st.stacks + st.lost ? 100.0 * (double)st.lost / (double)(st.stacks + st.lost) : 0;
     fprintf(stderr, "ranktop: %llu thread stacks lost as torn (%.2f%%), %llu torn reads retried\n",
             (unsigned long long)st.lost, pct, (unsigned long long)st.torn);
+    hosts_summary(e);
 }
 
 struct rec_state {

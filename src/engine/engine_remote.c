@@ -67,6 +67,7 @@ struct rlink {
     char version[32], agent_host[64], error[256];
     int64_t offset_ns, rtt_ns;
     uint64_t last_msg, next_connect, backoff_ns, next_ping;
+    uint64_t up_since; /* its hello; the backoff resets only after a while up */
     uint64_t win_t0, win_bytes;
     double bps;
     unsigned connects;
@@ -596,7 +597,7 @@ static void on_hello(struct engine *e, struct rlink *l, const struct agentproto_
     l->offset_ns = (int64_t)now - m->mono_ns;
     l->state = ENGINE_HOST_UP;
     l->error[0] = '\0';
-    l->backoff_ns = BACKOFF_MIN_NS;
+    l->up_since = now;
 }
 
 /* Cristian's method: the ping with the shortest round trip bounds the offset best. */
@@ -640,6 +641,9 @@ static void apply(struct engine *e, struct rlink *l, const struct agentproto_msg
         break;
     case AGENTPROTO_TICK:
         on_tick(e, l, m->u.tick.ts);
+        /* An agent that dies right after its hello must not be restarted every second. */
+        if (now - l->up_since > BACKOFF_MAX_NS)
+            l->backoff_ns = BACKOFF_MIN_NS;
         l->passes = m->u.tick.passes;
         l->nstack = m->u.tick.stacks;
         l->errors = m->u.tick.errors;

@@ -251,6 +251,7 @@ static void parse_hello(struct rd *r, struct agentproto_hello *h)
     h->minor = (int)json_object_get_int(json_object_array_get_idx(v, 1));
     get_str(r, "ver", h->version, sizeof(h->version), true);
     get_str(r, "host", h->host, sizeof(h->host), true);
+    get_str(r, "node", h->node, sizeof(h->node), false);
     get_str(r, "boot", h->boot_id, sizeof(h->boot_id), false);
     h->pid = (int)get_int(r, "pid", 1, PID_MAX, false, 0);
     h->mono_ns = get_int(r, "mono", 0, NS_MAX, true, 0);

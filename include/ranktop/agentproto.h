@@ -54,6 +54,7 @@ struct agentproto_hello {
     int major, minor;
     char version[32];
     char host[64];
+    char node[64]; /* the scheduler's name for the node (SLURMD_NODENAME), "" outside one */
     char boot_id[40];
     int pid;
     int64_t mono_ns; /* the agent's CLOCK_MONOTONIC when it wrote the line */

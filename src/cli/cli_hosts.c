@@ -31,8 +31,11 @@ void cli_hosts_usage(FILE *f)
           "      --rsh CMD             remote shell, run as CMD HOST RANKTOP agent ...\n"
           "                            (default '" DEFAULT_RSH "')\n"
           "      --remote-ranktop PATH ranktop on the hosts (default: ranktop on PATH)\n"
-          "      --launcher ssh|srun   srun: one srun --overlap step per host of the Slurm\n"
-          "                            job (the default inside an allocation, without --hosts)\n",
+          "      --launcher ssh|srun|pdsh\n"
+          "                            srun: one srun --overlap step starts every agent (the\n"
+          "                            default inside a Slurm allocation, without --hosts);\n"
+          "                            pdsh: one pdsh starts them (--rsh: its options, then\n"
+          "                            after a -- words to put before ranktop, for -R exec)\n",
           f);
 }
 
@@ -80,8 +83,8 @@ int cli_hosts_handle(int c, const char *arg, struct cli_hosts *h, const char *cm
         h->ranktop = arg;
         return 1;
     case OPT_LAUNCHER:
-        if (strcmp(arg, "ssh") && strcmp(arg, "srun"))
-            return bad(cmd, "--launcher takes ssh or srun, not ", arg);
+        if (strcmp(arg, "ssh") && strcmp(arg, "srun") && strcmp(arg, "pdsh"))
+            return bad(cmd, "--launcher takes ssh, srun or pdsh, not ", arg);
         h->launcher = arg;
         return 1;
     default:
@@ -138,6 +141,7 @@ int cli_hosts_finish(struct cli_hosts *h, struct engine_remote_opts *o, const ch
 {
     const char *job = NULL;
     char srun[160];
+    bool pdsh = h->launcher && !strcmp(h->launcher, "pdsh");
 
     memset(o, 0, sizeof(*o));
     if (!h->given && from_slurm(h, cmd, &job) < 0)
@@ -147,11 +151,15 @@ int cli_hosts_finish(struct cli_hosts *h, struct engine_remote_opts *o, const ch
     if (h->launcher && !strcmp(h->launcher, "srun")) {
         if (!job && !(job = getenv("SLURM_JOB_ID")))
             return bad(cmd, "--launcher srun needs a Slurm allocation (SLURM_JOB_ID)", NULL);
-        /* One step per host that shares the job's resources; the host follows -w. */
-        snprintf(srun, sizeof(srun),
-                 "srun --jobid=%s --overlap -N1 -n1 --ntasks-per-node=1 --wait=0 -K0 -w", job);
+        /* One step that shares the job's resources, an agent per node; the engine adds
+         * --label, -N, -n and -w with the hosts. */
+        snprintf(srun, sizeof(srun), "srun --jobid=%s --overlap --ntasks-per-node=1 --wait=0 -K0",
+                 job);
         split_rsh(h, h->rsh ? h->rsh : srun);
         o->launcher = ENGINE_LAUNCH_SRUN;
+    } else if (pdsh) {
+        split_rsh(h, h->rsh ? h->rsh : "pdsh -R ssh -t 10");
+        o->launcher = ENGINE_LAUNCH_PDSH;
     } else {
         split_rsh(h, h->rsh ? h->rsh : DEFAULT_RSH);
     }

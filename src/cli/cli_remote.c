@@ -35,6 +35,50 @@ static void last_line(const char *text, char *out, size_t len)
             *c = '?';
 }
 
+/* The launcher's words for one host: ssh: RSH... HOST; srun: its options, -N1 -n1 -w HOST;
+ * pdsh: its options, -w HOST, then the words after a "--" in --rsh. */
+static void host_argv(const struct engine_remote_opts *o, const char *host, const char **argv)
+{
+    size_t n = 0, dash = o->nrsh;
+
+    for (size_t i = 0; i < o->nrsh; i++)
+        if (o->launcher == ENGINE_LAUNCH_PDSH && !strcmp(o->rsh[i], "--") && dash == o->nrsh)
+            dash = i;
+    for (size_t i = 0; i < dash; i++)
+        argv[n++] = o->rsh[i];
+    if (o->launcher == ENGINE_LAUNCH_SRUN) {
+        argv[n++] = "-N1";
+        argv[n++] = "-n1";
+    }
+    if (o->launcher != ENGINE_LAUNCH_RSH)
+        argv[n++] = "-w";
+    argv[n++] = host;
+    for (size_t i = dash + 1; i < o->nrsh; i++)
+        argv[n++] = o->rsh[i];
+    argv[n] = NULL;
+}
+
+/* pdsh labels every line "HOST: ": the command's own output is what follows. */
+static void unlabel(char *out, const char *host)
+{
+    size_t hl = strlen(host);
+    char *w = out;
+
+    for (char *r = out; *r;) {
+        char *nl = strchr(r, '\n');
+        size_t len = nl ? (size_t)(nl - r) + 1 : strlen(r);
+
+        if (len > hl + 1 && !strncmp(r, host, hl) && r[hl] == ':' && r[hl + 1] == ' ') {
+            r += hl + 2;
+            len -= hl + 2;
+        }
+        memmove(w, r, len);
+        w += len;
+        r += len;
+    }
+    *w = '\0';
+}
+
 static void *run_one(void *arg)
 {
     struct job *j = arg;
@@ -45,14 +89,16 @@ static void *run_one(void *arg)
 
     while (j->args[na])
         na++;
-    argv = x_calloc(o->nrsh + na + 3, sizeof(char *));
-    for (size_t i = 0; i < o->nrsh; i++)
-        argv[i] = o->rsh[i];
-    argv[o->nrsh] = j->r->host;
-    argv[o->nrsh + 1] = o->ranktop && o->ranktop[0] ? o->ranktop : "ranktop";
-    for (size_t i = 0; i < na; i++)
-        argv[o->nrsh + 2 + i] = j->args[i];
+    argv = x_calloc(o->nrsh + na + 8, sizeof(char *));
+    host_argv(o, j->r->host, argv);
+    for (na = 0; argv[na];)
+        na++;
+    argv[na++] = o->ranktop && o->ranktop[0] ? o->ranktop : "ranktop";
+    for (size_t i = 0; j->args[i]; i++)
+        argv[na++] = j->args[i];
     j->r->rc = exec_run(argv, j->timeout_ms, &j->r->res, &err);
+    if (o->launcher == ENGINE_LAUNCH_PDSH && j->r->res.out)
+        unlabel(j->r->res.out, j->r->host);
     if (j->r->rc < 0)
         snprintf(j->r->why, sizeof(j->r->why), "%s", err.msg);
     else if (j->r->res.status != 0 && j->r->res.err)

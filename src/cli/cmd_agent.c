@@ -72,7 +72,8 @@ static bool flush_out(struct agent *a)
 
 static void hello(double rate)
 {
-    char host[64] = "", boot[64] = "", hs[96], bs[80], *b = NULL;
+    char host[64] = "", boot[64] = "", hs[96], bs[80], ns[96], *b = NULL;
+    const char *node = getenv("SLURMD_NODENAME"); /* srun's tasks: the head's name for us */
     struct timeval tv;
     size_t len;
 
@@ -84,9 +85,10 @@ static void hello(double rate)
     gettimeofday(&tv, NULL);
     agentproto_json_str(hs, sizeof(hs), host);
     agentproto_json_str(bs, sizeof(bs), boot);
-    printf("{\"t\":\"hello\",\"proto\":[%d,%d],\"ver\":\"%s\",\"host\":%s,\"boot\":%s,\"pid\":%d,"
-           "\"mono\":%llu,\"wall\":%lld,\"rate\":%g}\n",
-           AGENTPROTO_MAJOR, AGENTPROTO_MINOR, RANKTOP_VERSION, hs, bs, (int)getpid(),
+    agentproto_json_str(ns, sizeof(ns), node ? node : "");
+    printf("{\"t\":\"hello\",\"proto\":[%d,%d],\"ver\":\"%s\",\"host\":%s,\"node\":%s,\"boot\":%s,"
+           "\"pid\":%d,\"mono\":%llu,\"wall\":%lld,\"rate\":%g}\n",
+           AGENTPROTO_MAJOR, AGENTPROTO_MINOR, RANKTOP_VERSION, hs, ns, bs, (int)getpid(),
            (unsigned long long)clock_mono_ns(),
            (long long)tv.tv_sec * 1000000 + (long long)tv.tv_usec, rate);
     fflush(stdout);

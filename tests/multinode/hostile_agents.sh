@@ -6,6 +6,7 @@
 . "$(dirname "$0")/../e2e/lib.sh"
 . "$RANKTOP_SRCDIR/tests/multinode/nodes.sh"
 trap 'node_stop_all; cleanup' EXIT
+trap 'exit 1' INT TERM
 
 for n in node01 evil future crashy; do node_start $n || exit $?; done
 node_spawn node01 env RANK=0 WORLD_SIZE=1 python3 "$RANKTOP_SRCDIR/tests/py/waits_in.py" \

@@ -7,6 +7,7 @@
 . "$(dirname "$0")/../ui/lib.sh"
 . "$RANKTOP_SRCDIR/tests/multinode/nodes.sh"
 trap 'node_stop_all; ui_cleanup' EXIT
+trap 'exit 1' INT TERM
 
 RSH="$RANKTOP_SRCDIR/tests/multinode/fake-rsh"
 PY="$RANKTOP_SRCDIR/tests/py/waits_in.py"

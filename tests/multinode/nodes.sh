@@ -6,7 +6,7 @@
 #
 # Source this file from a POSIX sh test (set -eu safe). It needs $WORK, a private temporary
 # directory made by the test, and sets no trap: call node_stop_all from the test's own cleanup.
-# State lives in $WORK/nodes/NAME.{pid,outer,ns,log}; fake-rsh reads the same directory.
+# State lives in $WORK/nodes/NAME.{pid,outer,ns,init,log}; fake-rsh reads the same directory.
 #
 # Functions (all return 0 on success):
 #   node_start NAME       start a node; returns 77 after printing "skipped: ..." when this
@@ -24,7 +24,7 @@
 #   node_stop_all         node_stop for every node started; idempotent
 # A stopped node keeps its files: fake-rsh then answers like ssh for a host that is down.
 
-: "${WORK:?nodes.sh needs WORK, the test's private temporary directory}"
+: "${WORK:?nodes.sh needs WORK, a private temporary directory made by the test}"
 RANKTOP_FAKE_NODES=$WORK/nodes
 export RANKTOP_FAKE_NODES
 mkdir -p "$RANKTOP_FAKE_NODES"
@@ -93,9 +93,11 @@ node_start() {
         echo "skipped: cannot create namespaces for $_ns_name: $(cat "$_ns_dir/$_ns_name.log")"
         return 77
     fi
-    # unshare -f has exactly one child, the namespace's PID 1.
+    # unshare -f has exactly one child, the namespace's PID 1, and once the ready file exists
+    # PID 1 has exactly one child, its sleep (hostname ran in the foreground and was reaped).
     _ns_p=$(pgrep -P "$_ns_outer")
     echo "$_ns_p" >"$_ns_dir/$_ns_name.pid"
+    echo "$_ns_p $(pgrep -P "$_ns_p")" >"$_ns_dir/$_ns_name.init"
     stat -L -c %i "/proc/$_ns_p/ns/pid" >"$_ns_dir/$_ns_name.ns"
 }
 
@@ -131,15 +133,9 @@ node_pids() {
 }
 
 node_user_pids() {
-    _nu_p=$(cat "$RANKTOP_FAKE_NODES/$1.pid" 2>/dev/null || true)
-    # The init pair is PID 1 and its child named sleep; anything else came from a test.
+    _nu_init=" $(cat "$RANKTOP_FAKE_NODES/$1.init" 2>/dev/null || true) "
     for _nu_q in $(node_pids "$1"); do
-        [ "$_nu_q" = "$_nu_p" ] && continue
-        if [ "$(cat "/proc/$_nu_q/comm" 2>/dev/null || true)" = sleep ] &&
-            [ "$(awk '{print $4}' "/proc/$_nu_q/stat" 2>/dev/null || true)" = "$_nu_p" ]; then
-            continue
-        fi
-        echo "$_nu_q"
+        case $_nu_init in *" $_nu_q "*) ;; *) echo "$_nu_q" ;; esac
     done
 }
 

@@ -6,6 +6,7 @@
 . "$(dirname "$0")/../e2e/lib.sh"
 . "$RANKTOP_SRCDIR/tests/multinode/nodes.sh"
 trap 'node_stop_all; cleanup' EXIT
+trap 'exit 1' INT TERM
 
 RSH="$RANKTOP_SRCDIR/tests/multinode/fake-rsh"
 PY="$RANKTOP_SRCDIR/tests/py/waits_in.py"
@@ -44,6 +45,20 @@ for e in ev:
 (a0, a1), (b0, b1) = span["all_reduce"], span["load_batch_slowly"]
 sys.exit(0 if a0 < b1 and b0 < a1 else 1)
 PYEOF
+
+# The same through one pdsh for every host (its exec module runs fake-rsh per host).
+if command -v pdsh > /dev/null; then
+    $RANKTOP_BIN record -o "$WORK/p.json" -d 4 -r 20 --hosts node01,node02,ghost \
+        --launcher pdsh --rsh "pdsh -R exec -- $RSH %h" --remote-ranktop "$RANKTOP_BIN" \
+        > "$WORK/pdsh.out" 2>&1 || fail "record through pdsh exited $?: $(cat "$WORK/pdsh.out")"
+    python3 "$RANKTOP_SRCDIR/tests/tools/trace_check.py" "$WORK/p.json" --lanes 2 \
+        --lane-name-regex 'node01' --lane-name-regex 'node02' --slice load_batch_slowly ||
+        fail "trace through pdsh"
+    grep -q '^ranktop: host ghost: down, .*exit code 255' "$WORK/pdsh.out" ||
+        fail "pdsh: ghost not down: $(cat "$WORK/pdsh.out")"
+else
+    echo "skipped: the pdsh part (pdsh is not installed)"
+fi
 
 agents_left() {
     for n in node01 node02; do

@@ -2,6 +2,7 @@
 # Self-test of the multi-node test helpers (nodes.sh, fake-rsh, sshd.sh), without ranktop.
 # Needs root. Prints "ok" and exits 0; exits 77 when namespaces or sshd are unavailable here.
 set -eu
+unset FAKE_RSH_SSH_SEMANTICS # the byte-exact checks below need the default mode
 HERE=$(cd "$(dirname "$0")" && pwd)
 RSH=$HERE/fake-rsh
 WORK=$(mktemp -d)
@@ -25,6 +26,8 @@ fail() {
 wait_for() {
     _node_wait 600 "$@"
 }
+busy() { [ -n "$(node_user_pids "$1")" ]; }
+idle() { [ -z "$(node_user_pids "$1")" ]; }
 
 node_start node01
 node_start node02
@@ -32,8 +35,8 @@ node_start node02
 # Hostnames and PID namespaces.
 [ "$("$RSH" node01 hostname)" = node01 ] || fail "hostname on node01"
 out=$("$RSH" -o X -- node02 sh -c 'echo $$ $(hostname)')
-set -- $out
-[ "$2" = node02 ] && [ "$1" -lt 100 ] || fail "node02 pid/hostname: $out"
+case $out in [0-9]*' 'node02) [ "${out%% *}" -lt 100 ] ;; *) false ;; esac ||
+    fail "node02 pid/hostname: '$out'"
 [ "$("$RSH" -T -oBatchMode=yes -p 22 -l root root@node01 hostname)" = node01 ] ||
     fail "ssh option parsing"
 
@@ -71,11 +74,13 @@ exec 3>&-
 wait "$rsh_pid" || fail "fake-rsh exit status $?"
 [ "$(tail -n 1 "$WORK/out1")" = EOF ] || fail "no EOF: $(cat "$WORK/out1")"
 
-# node_spawn keeps stdin, and its PID is waitable with the command's status.
+# node_spawn keeps stdin, and its PID is waitable with the command's status. The redirection
+# of a function call is opened by this shell, and opening a FIFO for reading blocks until it
+# has a writer: the writer is opened first, read-write so that this does not block either.
 mkfifo "$WORK/in2"
+exec 3<>"$WORK/in2"
 node_spawn node02 sh -c 'cat >/dev/null; hostname; exit 3' <"$WORK/in2" >"$WORK/out2"
 spawn_pid=$NODE_SPAWN_PID
-exec 3>"$WORK/in2"
 wait_for sh -c '[ -n "$(pgrep -P "$1")" ]' sh "$spawn_pid" || fail "spawned command did not start"
 [ -n "$(node_user_pids node02)" ] || fail "node_user_pids does not see the spawned process"
 exec 3>&-
@@ -84,13 +89,13 @@ wait "$spawn_pid" || rc=$?
 [ $rc -eq 3 ] && [ "$(cat "$WORK/out2")" = node02 ] || fail "node_spawn: rc=$rc $(cat "$WORK/out2")"
 
 # Orphans are adopted and reaped by the node's init: none lingers as a zombie.
-"$RSH" node01 sh -c 'sleep 0.2 & exit 0'
-wait_for sh -c '[ -z "$(node_user_pids node01)" ]' || fail "left in node01: $(node_user_pids node01)"
+"$RSH" node01 sh -c 'sh -c "sleep 0.2; exit 0" & exit 0'
+wait_for idle node01 || fail "left in node01: $(node_user_pids node01)"
 [ -z "$(node_user_pids node02)" ] || fail "left in node02: $(node_user_pids node02)"
 
 # Stopping: every process goes, including one the test left running, and a stopped node is down.
 "$RSH" node02 sleep 1000 </dev/null >/dev/null 2>&1 &
-wait_for sh -c '[ -n "$(node_user_pids node02)" ]' || fail "sleep did not start in node02"
+wait_for busy node02 || fail "sleep did not start in node02"
 node_stop_all
 for n in node01 node02; do
     [ -z "$(node_pids $n)" ] || fail "processes left in $n"

@@ -8,6 +8,7 @@
 . "$RANKTOP_SRCDIR/tests/multinode/nodes.sh"
 . "$RANKTOP_SRCDIR/tests/multinode/sshd.sh"
 trap 'sshd_stop; node_stop_all; cleanup' EXIT
+trap 'exit 1' INT TERM
 
 sshd_start "AcceptEnv RT_NODE" || exit 77
 node_start node01 || exit $?

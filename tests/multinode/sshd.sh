@@ -16,7 +16,7 @@
 # Needs Debian packages openssh-server (/usr/sbin/sshd and the "sshd" privsep user),
 # openssh-client (ssh, ssh-keygen), procps (pgrep) and coreutils (od).
 
-: "${WORK:?sshd.sh needs WORK, the test's private temporary directory}"
+: "${WORK:?sshd.sh needs WORK, a private temporary directory made by the test}"
 SSHD_DIR=$WORK/ssh
 SSHD_PID=
 
@@ -27,10 +27,10 @@ _sshd_skip() {
     [ ! -s "$SSHD_DIR/sshd.log" ] || sed 's/^/sshd: /' "$SSHD_DIR/sshd.log" >&2
 }
 
-# _sshd_up: true once a login through the test key works; false at once if sshd died.
+# _sshd_up: 0 once a login through the test key works, 1 not yet, 2 when sshd has died.
 _sshd_up() {
     kill -0 "$SSHD_PID" 2>/dev/null || return 2
-    $SSH_RSH -o ConnectTimeout=10 -- 127.0.0.1 true </dev/null 2>/dev/null
+    $SSH_RSH -o ConnectTimeout=10 -- 127.0.0.1 true </dev/null 2>/dev/null || return 1
 }
 
 sshd_start() {

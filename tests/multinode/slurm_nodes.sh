@@ -1,0 +1,78 @@
+#!/bin/sh
+# ls, dump and record inside a real Slurm allocation (a private one-machine cluster, slurm.sh)
+# whose one node, simnode01, is not this host's name: with SLURM_JOB_ID and SLURM_JOB_NODELIST
+# set and no --hosts, ranktop reaches the node through "srun --overlap" steps, although the
+# rank's own step holds every CPU of the node. ls and dump tag the rank with its host, record
+# writes a lane named with it, and no agent nor agent step is left afterwards.
+. "$(dirname "$0")/../e2e/lib.sh"
+. "$RANKTOP_SRCDIR/tests/multinode/slurm.sh"
+trap 'slurm_stop; cleanup' EXIT
+
+slurm_start || exit $?
+NODE=$SLURM_NODE
+PY=$RANKTOP_SRCDIR/tests/py/waits_in.py
+CPUS=$(nproc)
+
+# The rank: one task holding all the node's CPUs, so that only an overlapping step fits beside.
+JOB=$(sbatch --parsable -N1 -n1 -c "$CPUS" -w "$NODE" -o "$WORK/job.out" \
+    --wrap "exec srun -N1 -n1 -c $CPUS env RANK=0 LOCAL_RANK=0 WORLD_SIZE=1 python3 $PY all_reduce") ||
+    fail "sbatch failed"
+JOB=${JOB%%;*}
+
+# rank_pid: the rank's pid once it runs in the job's step (its environment names the job).
+rank_pid() {
+    for p in $(pgrep -f "waits_in.py all_reduce" || true); do
+        tr '\0' '\n' 2>/dev/null <"/proc/$p/environ" | grep -qx "SLURM_JOB_ID=$JOB" &&
+            tr '\0' '\n' 2>/dev/null <"/proc/$p/environ" | grep -qx "SLURM_STEP_ID=0" &&
+            { echo "$p"; return 0; }
+    done
+    return 1
+}
+wait_for rank_pid >/dev/null ||
+    fail "the rank of job $JOB did not start: $(squeue -h -j "$JOB" -o '%T %R' 2>&1) $(cat "$WORK/job.out" 2>/dev/null)"
+RANK_PID=$(rank_pid)
+
+# The head sees the job as a task of it would (only what a job step sets matters here).
+export SLURM_JOB_ID="$JOB" SLURM_JOB_NODELIST="$NODE"
+export SLURM_NODELIST="$NODE" SLURM_JOB_NUM_NODES=1
+
+# ls: one srun step running "ranktop ls --json" on simnode01, the rank tagged with that host.
+n=0
+until $RANKTOP_BIN ls --json --remote-ranktop "$RANKTOP_BIN" --no-device-libs \
+    >"$WORK/ls.json" 2>"$WORK/ls.err" &&
+    json_check "$WORK/ls.json" "any(p.get('host') == '$NODE' and p.get('rank') == 0 and p.get('pid') == $RANK_PID for p in d['processes'])" \
+        2>"$WORK/ls.check"; do
+    n=$((n + 1))
+    [ $n -lt 5 ] || fail "ls inside job $JOB: $(cat "$WORK/ls.err" "$WORK/ls.check")"
+    sleep 1
+done
+
+# dump: the rank's stack, from the node, tagged with the host.
+$RANKTOP_BIN dump --json --remote-ranktop "$RANKTOP_BIN" >"$WORK/dump.json" 2>"$WORK/dump.err" ||
+    fail "dump inside job $JOB exited $?: $(cat "$WORK/dump.err")"
+json_check "$WORK/dump.json" "any(p.get('host') == '$NODE' and p.get('pid') == $RANK_PID and p['threads'][0]['frames'][0]['function'] == 'all_reduce' for p in d['processes'] if p.get('threads'))"
+
+# record: an agent on simnode01 through srun --overlap; a lane named with the host.
+$RANKTOP_BIN record -o "$WORK/t.json" -d 5 --remote-ranktop "$RANKTOP_BIN" >"$WORK/rec.out" 2>&1 ||
+    fail "record inside job $JOB exited $?: $(cat "$WORK/rec.out")"
+python3 "$RANKTOP_SRCDIR/tests/tools/trace_check.py" "$WORK/t.json" \
+    --lane-name-regex "^rank 0 \\(pid $RANK_PID, $NODE" --slice all_reduce ||
+    fail "trace of job $JOB: $(cat "$WORK/rec.out")"
+
+# No agent is left: neither a process (started by this job's steps) nor a step of the job.
+agents_left() {
+    for p in $(pgrep -f "ranktop agent" || true); do
+        tr '\0' '\n' 2>/dev/null <"/proc/$p/environ" | grep -qx "SLURM_JOB_ID=$JOB" && return 0
+    done
+    squeue -h -s -j "$JOB" -o '%i %j' 2>/dev/null | grep -q ' ranktop$' && return 0
+    return 1
+}
+i=0
+while agents_left; do
+    i=$((i + 1))
+    [ $i -lt 100 ] || fail "an agent is left after record: $(squeue -h -s -j "$JOB" -o '%i %j' 2>&1)"
+    sleep 0.1
+done
+# The rank's own step was not disturbed.
+kill -0 "$RANK_PID" 2>/dev/null || fail "the rank died while ranktop watched it"
+echo ok

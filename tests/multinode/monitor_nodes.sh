@@ -20,16 +20,6 @@ for spec in "node01 0 all_reduce" "node01 1 all_reduce" "node02 2 all_reduce" \
     node_spawn "$1" env RANK="$2" LOCAL_RANK="$2" WORLD_SIZE=4 python3 "$PY" "$3" < /dev/null
 done
 
-agents() { # agents NODE: the ranktop agents running in a node
-    for p in $(node_user_pids "$1"); do
-        tr '\0' ' ' < "/proc/$p/cmdline" 2> /dev/null | grep -q "ranktop agent" && echo "$p"
-    done
-    return 0
-}
-no_agent_left() {
-    [ -z "$(agents node01)$(agents node02)" ]
-}
-
 ui_start mn 170 45 -- "$RANKTOP_BIN" --hosts node01,node02,ghost --rsh "$RSH" \
     --remote-ranktop "$RANKTOP_BIN" --hang-after 3 --no-device-libs
 for r in 0 1 2 3; do
@@ -43,12 +33,12 @@ keys 6
 wait_screen '^ghost +down .*Name or service not known' 30 || fail "Hosts view: ghost not down"
 wait_screen '^node01 +up ' 10 || fail "Hosts view: node01 not up"
 has_agent() {
-    [ -n "$(agents "$1")" ]
+    [ -n "$(node_agents "$1")" ]
 }
 until_deadline 10 has_agent node01 || fail "no agent runs on node01"
 keys q
 wait_screen '^EXITED 0' 20 || fail "q did not quit"
-until_deadline 10 no_agent_left || fail "agents left after q: $(agents node01) $(agents node02)"
+node_wait_no_agent 10 node01 node02 || fail "agents left after q"
 
 # A head killed with SIGKILL: its agents see EOF on stdin and leave.
 ui_start mn2 170 45 -- "$RANKTOP_BIN" --hosts node01,node02 --rsh "$RSH" \
@@ -56,5 +46,5 @@ ui_start mn2 170 45 -- "$RANKTOP_BIN" --hosts node01,node02 --rsh "$RSH" \
 wait_screen "^ +3 +[0-9]+ +node02 " 60 || fail "second head: rank 3 not listed"
 until_deadline 10 has_agent node02 || fail "no agent runs on node02"
 kill -KILL "$(app_pid)"
-until_deadline 10 no_agent_left || fail "agents left after SIGKILL of the head"
+node_wait_no_agent 10 node01 node02 || fail "agents left after SIGKILL of the head"
 echo ok

@@ -166,3 +166,29 @@ node_stop_all() {
     done
     return $_nsa_rc
 }
+
+# node_agents NODE...: the outside PIDs of the `ranktop agent` processes running in the nodes.
+node_agents() {
+    for _na_n in "$@"; do
+        for _na_p in $(node_user_pids "$_na_n"); do
+            tr '\0' ' ' <"/proc/$_na_p/cmdline" 2>/dev/null | grep -q "ranktop agent" &&
+                echo "$_na_p"
+        done
+    done
+    return 0
+}
+
+# node_wait_no_agent SECONDS NODE...: true once no ranktop agent runs in any of the nodes
+# (polled every 0.1 s), false with the leftovers on stderr after SECONDS.
+node_wait_no_agent() {
+    _nw_left=$(($1 * 10))
+    shift
+    while [ -n "$(node_agents "$@")" ]; do
+        _nw_left=$((_nw_left - 1))
+        if [ "$_nw_left" -le 0 ]; then
+            echo "agents left: $(node_agents "$@")" >&2
+            return 1
+        fi
+        sleep 0.1
+    done
+}

@@ -60,18 +60,5 @@ else
     echo "skipped: the pdsh part (pdsh is not installed)"
 fi
 
-agents_left() {
-    for n in node01 node02; do
-        for p in $(node_user_pids "$n"); do
-            tr '\0' ' ' < "/proc/$p/cmdline" 2> /dev/null | grep -q "ranktop agent" && return 0
-        done
-    done
-    return 1
-}
-i=0
-while agents_left; do
-    i=$((i + 1))
-    [ $i -lt 100 ] || fail "an agent is left after record"
-    sleep 0.1
-done
+node_wait_no_agent 10 node01 node02 || fail "an agent is left after record"
 echo ok

@@ -50,18 +50,5 @@ python3 "$RANKTOP_SRCDIR/tests/tools/trace_check.py" "$WORK/t.json" --lanes 2 \
     --lane-name-regex '^rank 0 \(pid [0-9]+, node01' --lane-name-regex '^rank 1 \(pid [0-9]+, node02' \
     --slice all_reduce --slice load_batch_slowly || fail "trace over ssh"
 
-agents_left() {
-    for n in node01 node02; do
-        for p in $(node_user_pids "$n"); do
-            tr '\0' ' ' < "/proc/$p/cmdline" 2> /dev/null | grep -q "ranktop agent" && return 0
-        done
-    done
-    return 1
-}
-i=0
-while agents_left; do
-    i=$((i + 1))
-    [ $i -lt 100 ] || fail "an agent is left after record over ssh"
-    sleep 0.1
-done
+node_wait_no_agent 10 node01 node02 || fail "an agent is left after record"
 echo ok

@@ -53,17 +53,18 @@ struct remote {
     struct rproc *p;
     size_t np;
     enum engine_launcher how;
+    double rate_hz; /* the sampling rate the agents were last told */
 };
 
 /* The agent's own arguments: fixed words and numbers, never text from elsewhere. */
-static void agent_args(const struct engine *e, char **v, size_t *n, bool heartbeat)
+static void agent_args(struct engine *e, char **v, size_t *n, bool heartbeat)
 {
     char rate[32];
 
     v[(*n)++] =
         x_strdup(e->o.remote.ranktop && e->o.remote.ranktop[0] ? e->o.remote.ranktop : "ranktop");
     v[(*n)++] = x_strdup("agent");
-    snprintf(rate, sizeof(rate), "%g", e->o.rate_hz);
+    snprintf(rate, sizeof(rate), "%g", engine_rate(e));
     v[(*n)++] = x_strdup("--rate");
     v[(*n)++] = x_strdup(rate);
     if (e->o.all_threads)
@@ -505,12 +506,30 @@ static bool all_refused(const struct remote *rm, const struct rproc *p)
     return true;
 }
 
+/* The monitor's + and - reach every agent: "rate HZ" on each launcher's stdin (srun
+ * broadcasts it to every task; pdsh forwards none, so its agents keep their rate). */
+static void forward_rate(struct remote *rm)
+{
+    double hz = engine_rate(rm->e);
+    char cmd[48];
+    int n;
+
+    if (hz == rm->rate_hz)
+        return;
+    rm->rate_hz = hz;
+    n = snprintf(cmd, sizeof(cmd), "rate %g\n", hz);
+    for (size_t i = 0; i < rm->np; i++)
+        if (rm->p[i].in_fd >= 0 && write(rm->p[i].in_fd, cmd, (size_t)n) < 0 && errno == EPIPE)
+            close_fd(&rm->p[i].in_fd);
+}
+
 /* One pass: (re)start what is due, ping, wait for output up to 100 ms, read it. */
 static void remote_pass(struct remote *rm)
 {
     struct pollfd *pf = x_calloc(rm->np * 2 + 1, sizeof(*pf));
     uint64_t now = clock_mono_ns();
 
+    forward_rate(rm);
     for (size_t i = 0; i < rm->np; i++) {
         struct rproc *p = &rm->p[i];
 
@@ -587,6 +606,7 @@ static void remote_init(struct remote *rm, struct engine *e, uint64_t now)
     rm->e = e;
     rm->n = e->o.remote.nhosts;
     rm->how = e->o.remote.launcher;
+    rm->rate_hz = engine_rate(e); /* what new agents are started with */
     rm->l = x_calloc(rm->n ? rm->n : 1, sizeof(*rm->l));
     rm->np = rm->how == ENGINE_LAUNCH_RSH ? rm->n : 1;
     rm->p = x_calloc(rm->np ? rm->np : 1, sizeof(*rm->p));

@@ -34,7 +34,7 @@ done
 wait_screen 'load_batch_slowly \(.*demo_job\.py:[0-9]+\) +\[2\] x1' 90 ||
     fail "the merged view never showed rank 2 alone in load_batch_slowly"
 
-# Views 2-5 (keys) and back to 1 (Tab wraps around).
+# Views 2-6 (keys) and back to 1 (Tab wraps around).
 keys 2
 wait_screen '^rank [0-3] +pid [0-9]+ ' 10 || fail "view 2 (Rank) has no rank title"
 wait_screen 'Thread .*\(tid [0-9]+\)' 10 || fail "view 2 (Rank) lists no thread"
@@ -45,8 +45,10 @@ wait_screen '^RANK +PID +BUSY% +SWITCH/s ' 10 || fail "view 4 (GIL) has no heade
 keys 5
 wait_screen '^RANK +PID +RSS .* RSS history' 10 || fail "view 5 (Memory) has no header"
 keys Tab
-wait_screen '^<module> .*\[0-3\] x4' 10 || fail "Tab from view 5 did not return to the merged view"
-wait_screen_gone 'RSS history' 10 || fail "the Memory view stayed after Tab"
+wait_screen '^this node only \(--hosts' 10 || fail "Tab from view 5 did not go to view 6 (Hosts)"
+keys Tab
+wait_screen '^<module> .*\[0-3\] x4' 10 || fail "Tab from view 6 did not return to the merged view"
+wait_screen_gone 'this node only' 10 || fail "the Hosts view stayed after Tab"
 
 # Enter drills into the selected rank (j moves to the second row: rank 1), Esc comes back.
 keys j

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-enum { OPT_HOSTS = CLI_HOSTS_BASE, OPT_HOSTFILE, OPT_RSH, OPT_REMOTE, OPT_LAUNCHER };
+enum { OPT_HOSTS = CLI_HOSTS_BASE, OPT_HOSTFILE, OPT_RSH, OPT_REMOTE, OPT_LAUNCHER, OPT_THIS };
 
 const struct option cli_hosts_options[] = {
     {"hosts", required_argument, NULL, OPT_HOSTS},
@@ -17,6 +17,7 @@ const struct option cli_hosts_options[] = {
     {"rsh", required_argument, NULL, OPT_RSH},
     {"remote-ranktop", required_argument, NULL, OPT_REMOTE},
     {"launcher", required_argument, NULL, OPT_LAUNCHER},
+    {"this-node", no_argument, NULL, OPT_THIS},
     {NULL, 0, NULL, 0},
 };
 
@@ -35,7 +36,9 @@ void cli_hosts_usage(FILE *f)
           "                            srun: one srun --overlap step starts every agent (the\n"
           "                            default inside a Slurm allocation, without --hosts);\n"
           "                            pdsh: one pdsh starts them (--rsh: its options, then\n"
-          "                            after a -- words to put before ranktop, for -R exec)\n",
+          "                            after a -- words to put before ranktop, for -R exec)\n"
+          "      --this-node           this node only, even inside a Slurm allocation (what\n"
+          "                            the head asks of each node)\n",
           f);
 }
 
@@ -82,6 +85,9 @@ int cli_hosts_handle(int c, const char *arg, struct cli_hosts *h, const char *cm
     case OPT_REMOTE:
         h->ranktop = arg;
         return 1;
+    case OPT_THIS:
+        h->this_node = true;
+        return 1;
     case OPT_LAUNCHER:
         if (strcmp(arg, "ssh") && strcmp(arg, "srun") && strcmp(arg, "pdsh"))
             return bad(cmd, "--launcher takes ssh, srun or pdsh, not ", arg);
@@ -95,12 +101,13 @@ int cli_hosts_handle(int c, const char *arg, struct cli_hosts *h, const char *cm
 /* This node, under the names a host list may give it. */
 static bool is_local(const char *host)
 {
+    const char *node = getenv("SLURMD_NODENAME"); /* inside a Slurm task: Slurm's name for us */
     char me[256] = "";
     size_t n;
 
     gethostname(me, sizeof(me) - 1);
     n = strcspn(me, ".");
-    return !strcmp(host, me) || !strcmp(host, "localhost") ||
+    return !strcmp(host, me) || !strcmp(host, "localhost") || (node && !strcmp(host, node)) ||
            (strlen(host) == n && !strncmp(host, me, n));
 }
 
@@ -144,6 +151,8 @@ int cli_hosts_finish(struct cli_hosts *h, struct engine_remote_opts *o, const ch
     bool pdsh = h->launcher && !strcmp(h->launcher, "pdsh");
 
     memset(o, 0, sizeof(*o));
+    if (h->this_node)
+        return 0;
     if (!h->given && from_slurm(h, cmd, &job) < 0)
         return -1;
     if (!h->list.n)

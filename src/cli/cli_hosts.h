@@ -20,7 +20,8 @@ struct cli_hosts {
     char *rsh_buf;
     char **rsh_words;
     size_t nrsh;
-    bool given; /* --hosts or --hostfile */
+    bool given;     /* --hosts or --hostfile */
+    bool this_node; /* --this-node: no other host, whatever the environment says */
 };
 
 /* Handles one getopt result (>= CLI_HOSTS_BASE). Returns 1 when handled, 0 when not ours, -1

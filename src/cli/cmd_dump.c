@@ -315,14 +315,15 @@ static int remote_one(const struct dump_opts *o, const struct cli_remote_result 
 static int dump_remote(const struct dump_opts *o, json_object *arr)
 {
     char frames[32];
-    const char *args[] = {"dump", "--ranks", o->json ? "--json" : NULL, NULL, NULL, NULL};
+    const char *args[] = {"dump", "--ranks", "--this-node", o->json ? "--json" : NULL,
+                          NULL,   NULL,      NULL};
     struct cli_remote_result *res;
     int failed = 0;
 
     if (o->py.max_frames) {
         snprintf(frames, sizeof(frames), "%u", o->py.max_frames);
-        args[o->json ? 3 : 2] = "--max-frames";
-        args[o->json ? 4 : 3] = frames;
+        args[o->json ? 4 : 3] = "--max-frames";
+        args[o->json ? 5 : 4] = frames;
     }
     cli_remote_run(&o->remote, args, 30000, &res);
     for (size_t i = 0; i < o->remote.nhosts; i++)

@@ -354,7 +354,8 @@ static void print_multi_text(json_object *root)
 static int ls_hosts(const struct discovery_opts *o, const struct engine_remote_opts *ro, bool json)
 {
     json_object *root = json_object_new_object(), *procs;
-    const char *args[] = {"ls", "--json", o->dev.no_nvml ? "--no-device-libs" : NULL, NULL};
+    const char *args[] = {"ls", "--json", "--this-node", o->dev.no_nvml ? "--no-device-libs" : NULL,
+                          NULL};
     struct cli_remote_result *res = NULL;
     size_t nprocs;
 

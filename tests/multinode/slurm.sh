@@ -157,9 +157,9 @@ EOF
         : >"$SLURM_DIR/slurmctld.log"
         : >"$SLURM_DIR/slurmd.log"
         # -D keeps them our children; their stderr goes to a file, never the test's pipe.
-        slurmctld -D -c -f "$SLURM_CONF" </dev/null >>"$SLURM_DIR/slurmctld.out" 2>&1 &
+        slurmctld -D -c -f "$SLURM_CONF" </dev/null >"$SLURM_DIR/slurmctld.out" 2>&1 &
         SLURM_CTLD_PID=$!
-        slurmd -D -N "$SLURM_NODE" -f "$SLURM_CONF" </dev/null >>"$SLURM_DIR/slurmd.out" 2>&1 &
+        slurmd -D -N "$SLURM_NODE" -f "$SLURM_CONF" </dev/null >"$SLURM_DIR/slurmd.out" 2>&1 &
         SLURM_D_PID=$!
         # Up to 60 s for the node to register (a busy 2-core machine is slow to start them).
         _slurm_wait 60 _slurm_idle || true

@@ -32,34 +32,48 @@ wait_for rank_pid >/dev/null ||
     fail "the rank of job $JOB did not start: $(squeue -h -j "$JOB" -o '%T %R' 2>&1) $(cat "$WORK/job.out" 2>/dev/null)"
 RANK_PID=$(rank_pid)
 
-# The head sees the job as a task of it would (only what a job step sets matters here).
+# The head runs with the job's environment, as in a shell of the allocation (SLURM_CONF is
+# exported by slurm_start).
 export SLURM_JOB_ID="$JOB" SLURM_JOB_NODELIST="$NODE"
-export SLURM_NODELIST="$NODE" SLURM_JOB_NUM_NODES=1
+
+# Each check below says what failed and the test goes on, so that one run shows every problem.
+FAILED=
+bad() {
+    echo "FAIL: $*" >&2
+    FAILED=1
+}
 
 # ls: one srun step running "ranktop ls --json" on simnode01, the rank tagged with that host.
+# (timeout: a remote ls that itself turned head again would otherwise nest srun steps.)
 n=0
-until $RANKTOP_BIN ls --json --remote-ranktop "$RANKTOP_BIN" --no-device-libs \
+until timeout 60 $RANKTOP_BIN ls --json --remote-ranktop "$RANKTOP_BIN" --no-device-libs \
     >"$WORK/ls.json" 2>"$WORK/ls.err" &&
     json_check "$WORK/ls.json" "any(p.get('host') == '$NODE' and p.get('rank') == 0 and p.get('pid') == $RANK_PID for p in d['processes'])" \
         2>"$WORK/ls.check"; do
     n=$((n + 1))
-    [ $n -lt 5 ] || fail "ls inside job $JOB: $(cat "$WORK/ls.err" "$WORK/ls.check")"
+    if [ $n -ge 3 ]; then
+        bad "ls inside job $JOB: $(cat "$WORK/ls.err" "$WORK/ls.json" "$WORK/ls.check" 2>/dev/null)"
+        break
+    fi
     sleep 1
 done
 
 # dump: the rank's stack, from the node, tagged with the host.
-$RANKTOP_BIN dump --json --remote-ranktop "$RANKTOP_BIN" >"$WORK/dump.json" 2>"$WORK/dump.err" ||
-    fail "dump inside job $JOB exited $?: $(cat "$WORK/dump.err")"
-json_check "$WORK/dump.json" "any(p.get('host') == '$NODE' and p.get('pid') == $RANK_PID and p['threads'][0]['frames'][0]['function'] == 'all_reduce' for p in d['processes'] if p.get('threads'))"
+timeout 60 $RANKTOP_BIN dump --json --remote-ranktop "$RANKTOP_BIN" >"$WORK/dump.json" 2>"$WORK/dump.err" ||
+    bad "dump inside job $JOB exited $?: $(cat "$WORK/dump.err" "$WORK/dump.json")"
+json_check "$WORK/dump.json" "any(p.get('host') == '$NODE' and p.get('pid') == $RANK_PID and p['threads'][0]['frames'][0]['function'] == 'all_reduce' for p in d['processes'] if p.get('threads'))" ||
+    bad "dump inside job $JOB: no rank on $NODE waiting in all_reduce"
 
 # record: an agent on simnode01 through srun --overlap; a lane named with the host.
-$RANKTOP_BIN record -o "$WORK/t.json" -d 5 --remote-ranktop "$RANKTOP_BIN" >"$WORK/rec.out" 2>&1 ||
-    fail "record inside job $JOB exited $?: $(cat "$WORK/rec.out")"
-python3 "$RANKTOP_SRCDIR/tests/tools/trace_check.py" "$WORK/t.json" \
-    --lane-name-regex "^rank 0 \\(pid $RANK_PID, $NODE" --slice all_reduce ||
-    fail "trace of job $JOB: $(cat "$WORK/rec.out")"
+if timeout 60 $RANKTOP_BIN record -o "$WORK/t.json" -d 5 --remote-ranktop "$RANKTOP_BIN" >"$WORK/rec.out" 2>&1; then
+    python3 "$RANKTOP_SRCDIR/tests/tools/trace_check.py" "$WORK/t.json" \
+        --lane-name-regex "^rank 0 \\(pid $RANK_PID, $NODE" --slice all_reduce ||
+        bad "trace of job $JOB: $(cat "$WORK/rec.out")"
+else
+    bad "record inside job $JOB exited $?: $(cat "$WORK/rec.out")"
+fi
 
-# No agent is left: neither a process (started by this job's steps) nor a step of the job.
+# No agent is left: neither an agent process started by this job's steps nor a ranktop step.
 agents_left() {
     for p in $(pgrep -f "ranktop agent" || true); do
         tr '\0' '\n' 2>/dev/null <"/proc/$p/environ" | grep -qx "SLURM_JOB_ID=$JOB" && return 0
@@ -70,9 +84,13 @@ agents_left() {
 i=0
 while agents_left; do
     i=$((i + 1))
-    [ $i -lt 100 ] || fail "an agent is left after record: $(squeue -h -s -j "$JOB" -o '%i %j' 2>&1)"
+    if [ $i -ge 100 ]; then
+        bad "an agent is left after record: $(squeue -h -s -j "$JOB" -o '%i %j' 2>&1)"
+        break
+    fi
     sleep 0.1
 done
 # The rank's own step was not disturbed.
-kill -0 "$RANK_PID" 2>/dev/null || fail "the rank died while ranktop watched it"
+kill -0 "$RANK_PID" 2>/dev/null || bad "the rank died while ranktop watched it"
+[ -z "$FAILED" ] || exit 1
 echo ok

@@ -371,7 +371,10 @@ static void on_hello(struct engine *e, struct rlink *l, const struct agentproto_
     }
     l->hello = true;
     snprintf(l->version, sizeof(l->version), "%.31s", m->version);
-    snprintf(l->agent_host, sizeof(l->agent_host), "%s", m->host[0] ? m->host : l->name);
+    /* Ranks are shown on the scheduler's name for the node when there is one (what squeue
+     * and srun -w take), else on the node's own host name. */
+    snprintf(l->agent_host, sizeof(l->agent_host), "%s",
+             m->node[0] ? m->node : m->host[0] ? m->host : l->name);
     /* First guess: the line took no time to come; pings refine it. */
     l->offset_ns = (int64_t)now - m->mono_ns;
     l->state = ENGINE_HOST_UP;

@@ -87,7 +87,10 @@ slurm_start() {
     [ "$(id -u)" = 0 ] || { _slurm_skip "a private slurmd needs root"; return 77; }
     case $SLURM_DIR in *[[:space:]]*) _slurm_skip "WORK has spaces: $WORK"; return 77 ;; esac
     PATH=$PATH:/usr/sbin
-    _s_host=$(hostname -s) && _s_fqdn=$(hostname) || { _slurm_skip "no host name"; return 77; }
+    if ! _s_host=$(hostname -s) || ! _s_fqdn=$(hostname); then
+        _slurm_skip "no host name"
+        return 77
+    fi
     _s_cpus=$(nproc)
     rm -rf "$SLURM_DIR"
     mkdir -p "$SLURM_DIR/state" "$SLURM_DIR/spool" "$SLURM_DIR/munge" "$SLURM_DIR/sock"
@@ -175,7 +178,7 @@ EOF
             "$SLURM_DIR/slurmctld.out" "$SLURM_DIR/slurmd.out" 2>/dev/null && _s_inuse=1
         _slurm_kill "$SLURM_CTLD_PID"
         _slurm_kill "$SLURM_D_PID"
-        SLURM_CTLD_PID= SLURM_D_PID=
+        SLURM_CTLD_PID='' SLURM_D_PID=''
         [ $_s_inuse = 1 ] && continue
         cat "$SLURM_DIR/slurmctld.out" "$SLURM_DIR/slurmd.out" >&2 2>/dev/null || true
         slurm_stop
@@ -212,5 +215,5 @@ slurm_stop() {
     _slurm_kill "$SLURM_D_PID"
     _slurm_kill "$SLURM_CTLD_PID"
     _slurm_kill "$SLURM_MUNGED_PID"
-    SLURM_D_PID= SLURM_CTLD_PID= SLURM_MUNGED_PID=
+    SLURM_D_PID='' SLURM_CTLD_PID='' SLURM_MUNGED_PID=''
 }

@@ -1,12 +1,12 @@
 #!/bin/sh
-# ls, dump and record inside a real Slurm allocation (a private one-machine cluster, slurm.sh)
+# ls, dump, record and the monitor inside a real Slurm allocation (a private one-machine cluster, slurm.sh)
 # whose one node, simnode01, is not this host's name: with SLURM_JOB_ID and SLURM_JOB_NODELIST
 # set and no --hosts, ranktop reaches the node through "srun --overlap" steps, although the
 # rank's own step holds every CPU of the node. ls and dump tag the rank with its host, record
 # writes a lane named with it, and no agent nor agent step is left afterwards.
-. "$(dirname "$0")/../e2e/lib.sh"
+. "$(dirname "$0")/../ui/lib.sh"
 . "$RANKTOP_SRCDIR/tests/multinode/slurm.sh"
-trap 'slurm_stop; cleanup' EXIT
+trap 'slurm_stop; ui_cleanup' EXIT
 
 slurm_start || exit $?
 NODE=$SLURM_NODE
@@ -72,6 +72,12 @@ if timeout 60 $RANKTOP_BIN record -o "$WORK/t.json" -d 5 --remote-ranktop "$RANK
 else
     bad "record inside job $JOB exited $?: $(cat "$WORK/rec.out")"
 fi
+
+# The monitor, as typed in a shell of the allocation: the rank listed on simnode01.
+ui_start sl 160 40 -- "$RANKTOP_BIN" --remote-ranktop "$RANKTOP_BIN" --no-device-libs
+wait_screen "^ +0 +$RANK_PID +$NODE " 60 || bad "the monitor inside job $JOB: rank 0 not on $NODE"
+keys q
+wait_screen '^EXITED 0' 20 || bad "the monitor inside job $JOB did not quit"
 
 # No agent is left: neither an agent process started by this job's steps nor a ranktop step.
 agents_left() {

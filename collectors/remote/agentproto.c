@@ -29,6 +29,8 @@ void agentproto_lines_fini(struct agentproto_lines *l)
 
 void agentproto_lines_feed(struct agentproto_lines *l, const char *data, size_t n)
 {
+    if (n == 0) /* nothing to add (and buf may still be NULL) */
+        return;
     /* Compact first: the unread tail moves to the front, the returned line is consumed. */
     l->off += l->pending;
     l->pending = 0;

@@ -20,6 +20,7 @@ struct pyrawframe {
     uint64_t code; /* remote PyCodeObject */
     long q;        /* byte offset of the current instruction; -1 = not started */
     int is_gen;    /* owned by a generator (never "incomplete") */
+    int entry;     /* outermost frame of a C-level evaluation call (pyframe.entry) */
 };
 
 #define PYHINT_MAX 32 /* off-chunk frames fetched in a walk's first call: shims, generators */

@@ -91,11 +91,16 @@ static int resolve_frames(struct pyproc *p, int n, size_t *first)
         struct pycode *e = p->raw_res[i];
         long q = p->raw[i].q;
 
-        /* CPython hides frames that have not reached their first traceable instruction. */
-        if (p->L.co.firsttraceable >= 0 && !p->raw[i].is_gen && q < 2L * e->firsttraceable)
+        /* CPython hides frames that have not reached their first traceable instruction; a
+         * hidden entry frame hands its boundary to the frame inside it. */
+        if (p->L.co.firsttraceable >= 0 && !p->raw[i].is_gen && q < 2L * e->firsttraceable) {
+            if (p->raw[i].entry && out > 0)
+                p->frames[at + (size_t)out - 1].entry = true;
             continue;
+        }
         p->frames[at + (size_t)out] = (struct pyframe){
-            e->function, e->file, q < 0 ? e->firstlineno : pycode_line(e, p->L.minor, q)};
+            e->function, e->file, q < 0 ? e->firstlineno : pycode_line(e, p->L.minor, q),
+            p->raw[i].entry != 0};
         out++;
     }
     *first = at;

@@ -115,6 +115,7 @@ static int walk_old(struct pyproc *p, uint64_t frame, struct pywalk_out *o)
         p->raw[n].code = bytes_load_u64(f + L->fr.code);
         p->raw[n].q = lasti < 0 ? -1 : L->fr.lasti_units ? 2L * lasti : lasti;
         p->raw[n].is_gen = 1;
+        p->raw[n].entry = 1; /* before 3.11 every frame has an evaluation call of its own */
         if (!p->raw[n].code)
             return APP_E_STALE;
         n++;
@@ -425,6 +426,8 @@ static int walk_new(struct pyproc *p, uint64_t tsaddr, const uint8_t *guess, str
         if (owner < L->fr.owner_skip && code)
             outer = frame, outer_gen = owner == L->fr.owner_gen;
         frame = prev;
+        if (owner >= L->fr.owner_skip && n > 0) /* 3.12+: an entry shim under the frame before */
+            p->raw[n - 1].entry = 1;
         if (owner >= L->fr.owner_skip || !code)
             continue;
         if ((uint32_t)n == p->opts.max_frames) {
@@ -435,6 +438,7 @@ static int walk_new(struct pyproc *p, uint64_t tsaddr, const uint8_t *guess, str
         p->raw[n].code = code;
         p->raw[n].q = instr ? (long)(instr - (code + (uint64_t)L->co.code_adaptive)) : -1;
         p->raw[n].is_gen = owner == L->fr.owner_gen;
+        p->raw[n].entry = L->fr.entry >= 0 && f[L->fr.entry] != 0; /* 3.11's is_entry */
         n++;
     }
     if (rc < 0)

@@ -21,6 +21,10 @@ struct pyframe {
     const char *function; /* co_qualname (3.11+) or co_name (3.8-3.10), UTF-8 */
     const char *file;     /* co_filename, UTF-8 */
     int line;             /* 1-based line, 0 when the table has no line for the offset */
+    /* The outermost Python frame of one C-level evaluation call: the native merge replaces
+     * each evaluation-loop frame by the Python frames up to and including the next entry frame
+     * (3.8-3.10: every frame; 3.11: is_entry; 3.12+: the frame above an entry shim). */
+    bool entry;
 };
 
 enum pythread_state { PYTHREAD_UNKNOWN = 0, PYTHREAD_RUNNING, PYTHREAD_IDLE };

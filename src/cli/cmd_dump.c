@@ -6,6 +6,7 @@
 #include "cli_remote.h"
 
 #include "ranktop/discovery.h"
+#include "ranktop/native.h"
 #include "ranktop/procenv.h"
 #include "ranktop/procscan.h"
 #include "ranktop/pystack.h"
@@ -24,7 +25,7 @@
 struct dump_opts {
     int *pids;
     int npids;
-    bool json, ranks;
+    bool json, ranks, native;
     struct pyproc_opts py;
     struct cli_hosts hosts;
     struct engine_remote_opts remote;
@@ -40,6 +41,8 @@ static void dump_usage(FILE *f)
           "\n"
           "  -p, --pid PID[,PID...]   processes to read (repeatable)\n"
           "      --ranks              every rank discovery finds (as ranktop ls), on every host\n"
+          "      --native             native (C/C++) frames too, merged with the Python ones:\n"
+          "                           each thread is stopped briefly with ptrace\n"
           "  -j, --json               JSON output (see README for the shape)\n"
           "      --max-frames N       frames kept per thread (default 4096)\n"
           "  -h, --help               this help\n",
@@ -53,11 +56,10 @@ static void dump_usage(FILE *f)
 
 static int parse_dump_args(int argc, char **argv, struct dump_opts *o)
 {
-    static const struct option own[] = {{"pid", required_argument, NULL, 'p'},
-                                        {"json", no_argument, NULL, 'j'},
-                                        {"max-frames", required_argument, NULL, 'F'},
-                                        {"ranks", no_argument, NULL, 'R'},
-                                        {"help", no_argument, NULL, 'h'}};
+    static const struct option own[] = {
+        {"pid", required_argument, NULL, 'p'},        {"json", no_argument, NULL, 'j'},
+        {"max-frames", required_argument, NULL, 'F'}, {"ranks", no_argument, NULL, 'R'},
+        {"native", no_argument, NULL, 'N'},           {"help", no_argument, NULL, 'h'}};
     struct option longs[sizeof(own) / sizeof(*own) + 8];
     char err[160];
     int c, k = 0;
@@ -75,8 +77,8 @@ static int parse_dump_args(int argc, char **argv, struct dump_opts *o)
             return 2;
         if (h == 1)
             continue;
-        if (c == 'R') {
-            o->ranks = true;
+        if (c == 'R' || c == 'N') {
+            *(c == 'R' ? &o->ranks : &o->native) = true;
             continue;
         }
         if (c == 'p' && cli_parse_pids(optarg, &o->pids, &o->npids, err, sizeof(err)) < 0) {
@@ -141,7 +143,50 @@ static const char *state_name(enum pythread_state s)
     return s == PYTHREAD_RUNNING ? "running" : s == PYTHREAD_IDLE ? "idle" : "unknown";
 }
 
-static json_object *thread_json(const struct pythread *t)
+/* --native: each thread's native stack merged with its Python stack, or why not. */
+struct thread_native {
+    struct native_stack st;
+    struct merged_frame *m;
+    size_t n;
+    bool ok;
+};
+
+struct dump_native {
+    bool on;
+    struct thread_native *t; /* one per thread of the sample */
+    char err[512];           /* why native frames are missing (process or some thread) */
+    struct native_ctx *ctx;  /* owns the frames' names */
+};
+
+static json_object *pyframe_json(const struct pyframe *f, bool kind)
+{
+    json_object *fo = json_object_new_object();
+
+    if (kind)
+        json_object_object_add(fo, "kind", json_object_new_string("python"));
+    json_object_object_add(fo, "function", json_object_new_string(f->function));
+    json_object_object_add(fo, "file", json_object_new_string(f->file));
+    json_object_object_add(fo, "line", f->line > 0 ? json_object_new_int(f->line) : NULL);
+    return fo;
+}
+
+static json_object *natframe_json(const struct native_frame *f)
+{
+    json_object *fo = json_object_new_object();
+    char addr[24];
+
+    snprintf(addr, sizeof(addr), "0x%llx", (unsigned long long)f->ip);
+    json_object_object_add(fo, "kind", json_object_new_string("native"));
+    json_object_object_add(fo, "function",
+                           f->function ? json_object_new_string(f->function) : NULL);
+    json_object_object_add(fo, "file", json_object_new_string(f->object));
+    json_object_object_add(fo, "line", NULL);
+    json_object_object_add(fo, "address", json_object_new_string(addr));
+    return fo;
+}
+
+static json_object *thread_json(const struct pythread *t, const struct dump_native *nv,
+                                const struct thread_native *tn)
 {
     json_object *o = json_object_new_object(), *frames = json_object_new_array();
 
@@ -149,14 +194,13 @@ static json_object *thread_json(const struct pythread *t)
     json_object_object_add(o, "name", t->name ? json_object_new_string(t->name) : NULL);
     json_object_object_add(o, "gil", json_object_new_boolean(t->gil));
     json_object_object_add(o, "state", json_object_new_string(state_name(t->state)));
-    for (uint32_t i = 0; i < t->nframes; i++) {
-        const struct pyframe *f = &t->frames[i];
-        json_object *fo = json_object_new_object();
-
-        json_object_object_add(fo, "function", json_object_new_string(f->function));
-        json_object_object_add(fo, "file", json_object_new_string(f->file));
-        json_object_object_add(fo, "line", f->line > 0 ? json_object_new_int(f->line) : NULL);
-        json_object_array_add(frames, fo);
+    if (tn && tn->ok) {
+        for (size_t i = 0; i < tn->n; i++)
+            json_object_array_add(frames, tn->m[i].native ? natframe_json(tn->m[i].nat)
+                                                          : pyframe_json(tn->m[i].py, true));
+    } else {
+        for (uint32_t i = 0; i < t->nframes; i++)
+            json_object_array_add(frames, pyframe_json(&t->frames[i], nv->on));
     }
     json_object_object_add(o, "frames", frames);
     /* Added keys: why a thread has no frames. "error" is set when its stack could not be read
@@ -168,7 +212,7 @@ static json_object *thread_json(const struct pythread *t)
 }
 
 static json_object *process_json(int pid, int rank, const char *python, const char *error,
-                                 const struct pysample *s)
+                                 const struct pysample *s, const struct dump_native *nv)
 {
     json_object *o = json_object_new_object(), *threads = json_object_new_array();
 
@@ -176,34 +220,59 @@ static json_object *process_json(int pid, int rank, const char *python, const ch
     json_object_object_add(o, "rank", rank >= 0 ? json_object_new_int(rank) : NULL);
     json_object_object_add(o, "python", python ? json_object_new_string(python) : NULL);
     json_object_object_add(o, "error", error ? json_object_new_string(error) : NULL);
+    if (nv->on) /* only with --native: the output is otherwise exactly as before */
+        json_object_object_add(o, "native_error",
+                               nv->err[0] ? json_object_new_string(nv->err) : NULL);
     for (uint32_t i = 0; s && i < s->nthreads; i++)
-        json_object_array_add(threads, thread_json(&s->threads[i]));
+        json_object_array_add(threads, thread_json(&s->threads[i], nv, nv->t ? &nv->t[i] : NULL));
     json_object_object_add(o, "threads", threads);
     return o;
 }
 
-static void thread_text(const struct pythread *t)
+static void pyframe_text(const struct pyframe *f)
+{
+    if (f->line > 0)
+        printf("    %s (%s:%d)\n", f->function, f->file, f->line);
+    else
+        printf("    %s (%s)\n", f->function, f->file);
+}
+
+static void natframe_text(const struct native_frame *f)
+{
+    const char *base = strrchr(f->object, '/');
+
+    base = base ? base + 1 : f->object;
+    if (f->function)
+        printf("    %s (%s) [native]\n", f->function, base[0] ? base : "?");
+    else
+        printf("    0x%llx (%s+0x%llx) [native]\n", (unsigned long long)f->ip, base[0] ? base : "?",
+               (unsigned long long)f->offset);
+}
+
+static void thread_text(const struct pythread *t, const struct thread_native *tn)
 {
     printf("\nThread %d \"%s\" (%s%s)\n", t->tid, t->name ? t->name : "?", state_name(t->state),
            t->gil ? ", holds GIL" : "");
     if (t->status < 0)
         printf("    (stack unreadable: %s)\n", app_status_str(t->status));
-    else if (t->no_python)
+    else if (t->no_python && !(tn && tn->ok))
         printf("    (no Python frame)\n");
-    for (uint32_t i = 0; i < t->nframes; i++) {
-        const struct pyframe *f = &t->frames[i];
-
-        if (f->line > 0)
-            printf("    %s (%s:%d)\n", f->function, f->file, f->line);
-        else
-            printf("    %s (%s)\n", f->function, f->file);
+    if (tn && tn->ok) {
+        for (size_t i = 0; i < tn->n; i++)
+            if (tn->m[i].native)
+                natframe_text(tn->m[i].nat);
+            else
+                pyframe_text(tn->m[i].py);
+    } else {
+        for (uint32_t i = 0; i < t->nframes; i++)
+            pyframe_text(&t->frames[i]);
     }
     if (t->truncated)
         printf("    ... (truncated at %u frames)\n", t->nframes);
 }
 
 static void process_text(int pid, int rank, const char *python, const char *error,
-                         const struct pysample *s)
+                         const struct pysample *s, const struct dump_native *nv)
 {
     char cmd[512] = "";
 
@@ -216,8 +285,53 @@ static void process_text(int pid, int rank, const char *python, const char *erro
         printf("Python %s\n", python);
     if (error)
         printf("error: %s\n", error);
+    if (nv->err[0])
+        printf("native: %s\n", nv->err);
     for (uint32_t i = 0; s && i < s->nthreads; i++)
-        thread_text(&s->threads[i]);
+        thread_text(&s->threads[i], nv->t ? &nv->t[i] : NULL);
+}
+
+/* Unwinds every thread of the sample; a thread or process that cannot be traced keeps its
+ * Python frames and says why once. */
+static void gather_native(int pid, const struct pysample *s, struct dump_native *nv)
+{
+    struct native_ctx *c = NULL;
+    struct app_err err = {0};
+
+    if (!nv->on || !s)
+        return;
+    if (native_open(pid, &c, &err) < 0) {
+        snprintf(nv->err, sizeof(nv->err), "%s", err.msg);
+        return;
+    }
+    nv->t = x_calloc(s->nthreads ? s->nthreads : 1, sizeof(*nv->t));
+    for (uint32_t i = 0; i < s->nthreads; i++) {
+        struct thread_native *tn = &nv->t[i];
+
+        if (s->threads[i].tid <= 0)
+            continue;
+        if (native_unwind(c, s->threads[i].tid, &tn->st, &err) < 0) {
+            if (!nv->err[0])
+                snprintf(nv->err, sizeof(nv->err), "%s", err.msg);
+            if (err.code == APP_E_PERM)
+                break; /* the same for every thread */
+            continue;
+        }
+        native_merge(&tn->st, &s->threads[i], &tn->m, &tn->n);
+        tn->ok = true;
+    }
+    /* The stacks point into the context's names: keep it until the output is written. */
+    nv->ctx = c;
+}
+
+static void native_done(struct dump_native *nv, uint32_t nthreads)
+{
+    for (uint32_t i = 0; nv->t && i < nthreads; i++) {
+        native_stack_fini(&nv->t[i].st);
+        free(nv->t[i].m);
+    }
+    free(nv->t);
+    native_close(nv->ctx);
 }
 
 /* Reads one process and emits it; returns 0 when it was read. */
@@ -226,6 +340,7 @@ static int dump_one(const struct dump_opts *o, int pid, json_object *arr, bool f
     struct app_err err = {0};
     struct pyproc *p = NULL;
     const struct pysample *s = NULL;
+    struct dump_native nv = {.on = o->native};
     struct rank_ident id;
     int rank, rc;
 
@@ -236,16 +351,20 @@ static int dump_one(const struct dump_opts *o, int pid, json_object *arr, bool f
         rc = take_sample(p, &s, &err);
     if (rc < 0)
         s = NULL;
+    gather_native(pid, s, &nv);
     if (o->json) {
-        json_object_array_add(
-            arr, process_json(pid, rank, p ? pyproc_version(p) : NULL, rc < 0 ? err.msg : NULL, s));
+        json_object_array_add(arr, process_json(pid, rank, p ? pyproc_version(p) : NULL,
+                                                rc < 0 ? err.msg : NULL, s, &nv));
     } else {
         if (!first)
             fputs("\n", stdout);
-        process_text(pid, rank, p ? pyproc_version(p) : NULL, rc < 0 ? err.msg : NULL, s);
+        process_text(pid, rank, p ? pyproc_version(p) : NULL, rc < 0 ? err.msg : NULL, s, &nv);
     }
     if (rc < 0 && o->json)
         fprintf(stderr, "ranktop: %s\n", err.msg);
+    if (nv.err[0])
+        fprintf(stderr, "ranktop: %s\n", nv.err);
+    native_done(&nv, s ? s->nthreads : 0);
     pyproc_free(p);
     return rc;
 }

@@ -292,6 +292,9 @@ static struct hthread *thread_of(struct hrank *r, int worker, uint64_t ident, in
                 snprintf(t->name, sizeof(t->name), "%s", name);
             if (tid)
                 t->tid = tid;
+            /* A first look may have caught the thread list while a thread was being added:
+             * the interpreter's main thread is the one it says is main, whenever it says so. */
+            t->main |= main;
             t->gone = false;
             return t;
         }

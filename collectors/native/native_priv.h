@@ -1,0 +1,27 @@
+/* Private to collectors/native: the context a native_open returns, and the symbolizer the
+ * unwinder hands its frames to once the thread runs again. */
+#ifndef RANKTOP_NATIVE_PRIV_H
+#define RANKTOP_NATIVE_PRIV_H
+
+#include "ranktop/native.h"
+
+#include <libunwind.h>
+
+struct native_syms;
+
+struct native_ctx {
+    int pid;
+    unw_addr_space_t as;
+    unw_accessors_t acc;
+    uint8_t *stack; /* the stack copy of the thread being unwound */
+    struct native_syms *syms;
+};
+
+/* Symbols of pid's mapped objects, loaded the first time an address falls in each one. */
+int native_syms_open(int pid, struct native_syms **out, struct app_err *err);
+void native_syms_close(struct native_syms *s);
+
+/* Fills function, object, offset, eval and interp of every frame. */
+void native_symbolize(struct native_syms *s, struct native_stack *st);
+
+#endif

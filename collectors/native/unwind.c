@@ -1,0 +1,257 @@
+/* Native stacks of one process's threads: each thread is stopped on its own with
+ * PTRACE_SEIZE + PTRACE_INTERRUPT, its registers read once with PTRACE_GETREGSET and its stack
+ * copied with one process_vm_readv from the stack pointer, unwound by libunwind's remote API
+ * (unwind tables from the mapped objects, through /proc/PID/root), and detached at once;
+ * names are looked up only after the thread runs again (symbols.c).
+ *
+ * Invariants: a thread is never left stopped by us: every path after a successful seize
+ * detaches, and if this process dies the kernel detaches it. libunwind's own accessors read
+ * one word per PTRACE_PEEKDATA and all registers per register; ours serve both from the
+ * copies taken while the thread is stopped, falling back to process_vm_readv for memory
+ * outside the copy. The address space caches unwind info across threads (UNW_CACHE_GLOBAL).
+ * One native_ctx belongs to one thread of ours. */
+#include "native_priv.h"
+
+#include "ranktop/util.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <libunwind-ptrace.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/uio.h>
+#include <sys/user.h>
+#include <stddef.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#define STACK_COPY (64 * 1024) /* bytes of stack copied from the stack pointer */
+#define MAX_FRAMES 512
+
+/* What the accessors serve while one thread is stopped; the arg libunwind passes them must
+ * stay the _UPT handle (the kept accessors read it), so ours find this through the ctx. */
+struct snap {
+    int pid;
+    struct user_regs_struct regs;
+    uint64_t sp;
+    uint8_t *stack;
+    size_t nstack;
+};
+
+static _Thread_local struct snap *cur_snap;
+
+static int mem_read(int pid, uint64_t addr, void *buf, size_t len)
+{
+    struct iovec local = {buf, len}, remote = {(void *)(uintptr_t)addr, len};
+
+    return process_vm_readv(pid, &local, 1, &remote, 1, 0) == (ssize_t)len ? 0 : -1;
+}
+
+static int acc_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *val, int write, void *arg)
+{
+    struct snap *s = cur_snap;
+
+    (void)as;
+    (void)arg;
+    if (write || !s)
+        return -UNW_EINVAL; /* read-only towards the target, always */
+    if (addr >= s->sp && addr + sizeof(*val) <= s->sp + s->nstack) {
+        memcpy(val, s->stack + (addr - s->sp), sizeof(*val));
+        return 0;
+    }
+    return mem_read(s->pid, addr, val, sizeof(*val)) == 0 ? 0 : -UNW_EINVAL;
+}
+
+/* libunwind's x86-64 register numbers (RAX, RDX, RCX, RBX, RSI, RDI, RBP, RSP, R8-R15, RIP)
+ * as places in the kernel's register set. */
+static const size_t reg_at[] = {
+    offsetof(struct user_regs_struct, rax), offsetof(struct user_regs_struct, rdx),
+    offsetof(struct user_regs_struct, rcx), offsetof(struct user_regs_struct, rbx),
+    offsetof(struct user_regs_struct, rsi), offsetof(struct user_regs_struct, rdi),
+    offsetof(struct user_regs_struct, rbp), offsetof(struct user_regs_struct, rsp),
+    offsetof(struct user_regs_struct, r8),  offsetof(struct user_regs_struct, r9),
+    offsetof(struct user_regs_struct, r10), offsetof(struct user_regs_struct, r11),
+    offsetof(struct user_regs_struct, r12), offsetof(struct user_regs_struct, r13),
+    offsetof(struct user_regs_struct, r14), offsetof(struct user_regs_struct, r15),
+    offsetof(struct user_regs_struct, rip),
+};
+
+static int acc_reg(unw_addr_space_t as, unw_regnum_t reg, unw_word_t *val, int write, void *arg)
+{
+    struct snap *s = cur_snap;
+
+    (void)as;
+    (void)arg;
+    if (write || !s || reg < 0 || (size_t)reg >= sizeof(reg_at) / sizeof(reg_at[0]))
+        return -UNW_EBADREG;
+    memcpy(val, (const char *)&s->regs + reg_at[reg], sizeof(*val));
+    return 0;
+}
+
+/* Why tid cannot be traced, in words a user can act on. */
+static int seize_error(int pid, int tid, int e, struct app_err *err)
+{
+    char path[64], *buf = NULL;
+    size_t len;
+    int tracer = 0;
+
+    if (e == ESRCH)
+        return app_err_set(err, APP_E_GONE, "thread %d exited", tid);
+    snprintf(path, sizeof(path), "/proc/%d/task/%d/status", pid, tid);
+    if (file_read_all(path, 1 << 16, &buf, &len) == 0) {
+        const char *t = strstr(buf, "TracerPid:");
+
+        tracer = t ? atoi(t + 10) : 0;
+        free(buf);
+    }
+    if (tracer)
+        return app_err_set(err, APP_E_PERM,
+                           "native frames of %d: already traced by process %d (a debugger?); "
+                           "Python frames only",
+                           pid, tracer);
+    return app_err_set(err, APP_E_PERM,
+                       "native frames of %d: cannot trace it (%s): another user, or Yama's "
+                       "kernel.yama.ptrace_scope (needs CAP_SYS_PTRACE); Python frames only",
+                       pid, strerror(e));
+}
+
+/* Seizes tid and waits (at most about a second) until it is stopped by our interrupt. A
+ * signal that arrives meanwhile is passed on, never swallowed. Returns 0 with tid stopped,
+ * or a negative status with tid released. */
+static int stop_thread(int pid, int tid, struct app_err *err)
+{
+    int st;
+
+    if (ptrace(PTRACE_SEIZE, tid, 0, 0) < 0)
+        return seize_error(pid, tid, errno, err);
+    if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) < 0) {
+        int e = errno;
+
+        ptrace(PTRACE_DETACH, tid, 0, 0);
+        return seize_error(pid, tid, e, err);
+    }
+    for (int i = 0; i < 1000; i++) {
+        pid_t r = waitpid(tid, &st, __WALL | WNOHANG);
+
+        if (r < 0)
+            return app_err_set(err, APP_E_GONE, "thread %d exited", tid);
+        if (r == 0) {
+            struct timespec ts = {0, 1000000};
+
+            nanosleep(&ts, NULL);
+            continue;
+        }
+        if (WIFEXITED(st) || WIFSIGNALED(st))
+            return app_err_set(err, APP_E_GONE, "thread %d exited", tid);
+        if (WIFSTOPPED(st) && (st >> 16) == PTRACE_EVENT_STOP)
+            return 0;       /* our interrupt, or a group-stop (detaching keeps that one) */
+        if (WIFSTOPPED(st)) /* a signal on its way: deliver it and wait for our stop */
+            ptrace(PTRACE_CONT, tid, 0, WSTOPSIG(st));
+    }
+    /* Not stopped within a second (a long uninterruptible sleep): the kernel stops it when it
+     * can and releases it when we exit; say so rather than wait. */
+    return app_err_set(err, APP_E_TIMEOUT, "thread %d did not stop within 1 s", tid);
+}
+
+/* Copies the registers and the top of the stack while tid is stopped. */
+static int snapshot(struct native_ctx *c, int tid, struct snap *s, struct app_err *err)
+{
+    struct iovec io = {&s->regs, sizeof(s->regs)};
+    size_t n = STACK_COPY;
+
+    if (ptrace(PTRACE_GETREGSET, tid, (void *)NT_PRSTATUS, &io) < 0)
+        return app_err_set(err, APP_E_IO, "registers of thread %d: %s", tid, strerror(errno));
+    s->pid = c->pid;
+    s->sp = s->regs.rsp;
+    s->stack = c->stack;
+    /* The copy may run past the stack's top mapping: shorten it until it reads. */
+    while (n >= 4096 && mem_read(c->pid, s->sp, s->stack, n) < 0)
+        n /= 2;
+    s->nstack = n >= 4096 ? n : 0;
+    return 0;
+}
+
+/* Walks the frames with the snapshot; the thread is stopped meanwhile. */
+static void walk(struct native_ctx *c, int tid, struct native_stack *out)
+{
+    void *upt = _UPT_create(tid);
+    unw_cursor_t cur;
+
+    if (!upt)
+        app_fatal("out of memory");
+    out->frames = x_calloc(MAX_FRAMES, sizeof(*out->frames));
+    if (unw_init_remote(&cur, c->as, upt) == 0) {
+        do {
+            unw_word_t ip = 0;
+
+            if (unw_get_reg(&cur, UNW_REG_IP, &ip) < 0 || !ip)
+                break;
+            out->frames[out->n++].ip = ip;
+        } while (out->n < MAX_FRAMES && unw_step(&cur) > 0);
+    }
+    _UPT_destroy(upt);
+}
+
+int native_unwind(struct native_ctx *c, int tid, struct native_stack *out, struct app_err *err)
+{
+    struct snap s;
+    int rc;
+
+    memset(out, 0, sizeof(*out));
+    rc = stop_thread(c->pid, tid, err);
+    if (rc < 0)
+        return rc;
+    rc = snapshot(c, tid, &s, err);
+    if (rc == 0) {
+        cur_snap = &s;
+        walk(c, tid, out);
+        cur_snap = NULL;
+    }
+    ptrace(PTRACE_DETACH, tid, 0, 0); /* runs again; names come after */
+    if (rc < 0)
+        return rc;
+    native_symbolize(c->syms, out);
+    return 0;
+}
+
+void native_stack_fini(struct native_stack *s)
+{
+    free(s->frames);
+    memset(s, 0, sizeof(*s));
+}
+
+int native_open(int pid, struct native_ctx **out, struct app_err *err)
+{
+    struct native_ctx *c = x_calloc(1, sizeof(*c));
+    int rc;
+
+    c->pid = pid;
+    c->acc = _UPT_accessors; /* unwind tables from the objects, as libunwind finds them */
+    c->acc.access_mem = acc_mem;
+    c->acc.access_reg = acc_reg;
+    c->as = unw_create_addr_space(&c->acc, 0);
+    if (!c->as)
+        app_fatal("out of memory");
+    unw_set_caching_policy(c->as, UNW_CACHE_GLOBAL);
+    c->stack = x_malloc(STACK_COPY);
+    rc = native_syms_open(pid, &c->syms, err);
+    if (rc < 0) {
+        native_close(c);
+        return rc;
+    }
+    *out = c;
+    return 0;
+}
+
+void native_close(struct native_ctx *c)
+{
+    if (!c)
+        return;
+    if (c->as)
+        unw_destroy_addr_space(c->as);
+    native_syms_close(c->syms);
+    free(c->stack);
+    free(c);
+}

@@ -1,0 +1,66 @@
+/* Native (C/C++) stacks of a process's threads, read from outside, and their merge with the
+ * thread's Python stack (issue 11).
+ *
+ * A thread is stopped only while its own registers and stack are read: PTRACE_SEIZE, then
+ * PTRACE_INTERRUPT (never PTRACE_ATTACH and its SIGSTOP), registers through
+ * PTRACE_GETREGSET, stack memory through process_vm_readv, unwind tables from the mapped
+ * objects by libunwind's remote API; then detached at once. If ranktop dies at any moment the
+ * kernel detaches and resumes the thread. Symbols are resolved after the thread runs again. */
+#ifndef RANKTOP_NATIVE_H
+#define RANKTOP_NATIVE_H
+
+#if defined(RANKTOP_LAYER_BUILD) && !defined(RANKTOP_SEES_NATIVE)
+#error "ranktop/native.h belongs to collectors/native/, a layer this one may not use"
+#endif
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ranktop/pystack.h"
+#include "ranktop/status.h"
+
+struct native_frame {
+    uint64_t ip;          /* the return address (the innermost frame: the stopped pc) */
+    const char *function; /* demangled symbol, NULL when no symbol covers ip (owned by ctx) */
+    const char *object;   /* path of the mapped object, "" when ip is in no file mapping */
+    uint64_t offset;      /* ip's offset in that object's file mapping (load bias removed) */
+    bool eval;            /* a CPython evaluation-loop frame (runs Python frames) */
+    bool interp;          /* in the interpreter (python binary or libpython) */
+};
+
+struct native_stack {
+    struct native_frame *frames; /* innermost first */
+    size_t n;
+};
+
+struct native_ctx;
+
+/* Prepares to read pid's native stacks (maps, objects, an unwinder address space). Returns 0
+ * or a negative status with err filled. */
+int native_open(int pid, struct native_ctx **out, struct app_err *err);
+void native_close(struct native_ctx *c);
+
+/* Stops thread tid, unwinds its native stack, resumes it, then names the frames. Returns 0,
+ * or APP_E_PERM (cannot trace: Yama ptrace_scope, another user, already traced by a
+ * debugger; err says which), APP_E_GONE (the thread exited), APP_E_IO. */
+int native_unwind(struct native_ctx *c, int tid, struct native_stack *out, struct app_err *err);
+void native_stack_fini(struct native_stack *s);
+
+/* One frame of a merged stack: a Python frame, or a native frame kept around them. */
+struct merged_frame {
+    bool native;
+    const struct pyframe *py;       /* when !native (borrowed from the Python sample) */
+    const struct native_frame *nat; /* when native (borrowed from the native stack) */
+};
+
+/* Merges a thread's native and Python stacks, innermost first: every evaluation-loop frame is
+ * replaced in place by the Python frames it runs (up to and including the next entry frame),
+ * other interpreter frames are dropped except the blocking ones (time, sleep, locks, GIL),
+ * and native frames outside the interpreter stay. When the two do not line up (an unwind cut
+ * short, a frame popped in between), the Python frames left over follow the native ones. The
+ * result (*out, *n) is freed by the caller. */
+void native_merge(const struct native_stack *nat, const struct pythread *py,
+                  struct merged_frame **out, size_t *n);
+
+#endif

@@ -196,6 +196,7 @@ static void walk(struct native_ctx *c, int tid, struct native_stack *out)
 
 int native_unwind(struct native_ctx *c, int tid, struct native_stack *out, struct app_err *err)
 {
+    uint64_t t0 = clock_mono_ns();
     struct snap s;
     int rc;
 
@@ -210,6 +211,7 @@ int native_unwind(struct native_ctx *c, int tid, struct native_stack *out, struc
         cur_snap = NULL;
     }
     ptrace(PTRACE_DETACH, tid, 0, 0); /* runs again; names come after */
+    out->stopped_ns = clock_mono_ns() - t0;
     if (rc < 0)
         return rc;
     native_symbolize(c->syms, out);

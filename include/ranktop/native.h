@@ -32,6 +32,7 @@ struct native_frame {
 struct native_stack {
     struct native_frame *frames; /* innermost first */
     size_t n;
+    uint64_t stopped_ns; /* how long the thread was stopped (interrupt to detach) */
 };
 
 struct native_ctx;

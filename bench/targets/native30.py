@@ -6,29 +6,16 @@ Usage: native30.py idle|work [ITERS]. Prints "ready" at depth."""
 import sys
 import time
 
+from workload import serve
+
 MODE = sys.argv[1] if len(sys.argv) > 1 else "idle"
 ITERS = int(sys.argv[2]) if len(sys.argv) > 2 else 15_000_000
-
-
-def work():
-    acc, seen = 0, {}
-    for i in range(ITERS):
-        acc = (acc * 31 + i) % 1_000_003
-        seen[acc & 1023] = i
-    return acc + len(seen)
-
-
-def serve():
-    for _ in sys.stdin:
-        t0, c0 = time.perf_counter(), time.thread_time()
-        work()
-        print(f"{time.perf_counter() - t0:.6f} {time.thread_time() - c0:.6f}", flush=True)
 
 
 def leaf():
     print("ready", flush=True)
     if MODE == "work":
-        serve()
+        serve(ITERS)
     else:
         while True:
             time.sleep(1)

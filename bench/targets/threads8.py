@@ -10,7 +10,8 @@ Prints "ready" once every thread is at depth.
 """
 import sys
 import threading
-import time
+
+from workload import serve
 
 NHELPERS = 7
 MODE = sys.argv[1] if len(sys.argv) > 1 else "idle"
@@ -20,27 +21,11 @@ ev = threading.Event()
 at_depth = threading.Barrier(NHELPERS + 1)
 
 
-def work():
-    """Interpreter work: integer arithmetic and a dict store per turn."""
-    acc, seen = 0, {}
-    for i in range(ITERS):
-        acc = (acc * 31 + i) % 1_000_003
-        seen[acc & 1023] = i
-    return acc + len(seen)
-
-
 def spin():
     while True:
         x = 0
         for i in range(10_000):
             x += i * i
-
-
-def serve():
-    for _ in sys.stdin:
-        t0, c0 = time.perf_counter(), time.thread_time()
-        work()
-        print(f"{time.perf_counter() - t0:.6f} {time.thread_time() - c0:.6f}", flush=True)
 
 
 def level(n, leaf):
@@ -58,7 +43,7 @@ def helper():
 def main_leaf():
     at_depth.wait()
     print("ready", flush=True)
-    {"idle": ev.wait, "busy": spin, "work": serve}[MODE]()
+    {"idle": ev.wait, "busy": spin, "work": lambda: serve(ITERS)}[MODE]()
 
 
 for _ in range(NHELPERS):

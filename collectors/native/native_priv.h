@@ -15,6 +15,8 @@ struct native_ctx {
     unw_accessors_t acc;
     uint8_t *stack; /* the stack copy of the thread being unwound */
     struct native_syms *syms;
+    int *pending; /* seized threads that did not stop in time: released when they do */
+    size_t npending;
 };
 
 /* Symbols of pid's mapped objects, loaded the first time an address falls in each one. */

@@ -150,8 +150,8 @@ static int stop_thread(int pid, int tid, struct app_err *err)
         if (WIFSTOPPED(st)) /* a signal on its way: deliver it and wait for our stop */
             ptrace(PTRACE_CONT, tid, 0, WSTOPSIG(st));
     }
-    /* Not stopped within a second (a long uninterruptible sleep): the kernel stops it when it
-     * can and releases it when we exit; say so rather than wait. */
+    /* Not stopped within a second (a long uninterruptible sleep): it stays seized until it
+     * stops; release_pending detaches it then, and the kernel does if we exit first. */
     return app_err_set(err, APP_E_TIMEOUT, "thread %d did not stop within 1 s", tid);
 }
 
@@ -194,6 +194,38 @@ static void walk(struct native_ctx *c, int tid, struct native_stack *out)
     _UPT_destroy(upt);
 }
 
+/* Detaches the seized threads that have stopped (or exited) since they timed out; with wait,
+ * gives each up to 100 ms. A thread never stays stopped because of us. */
+static void release_pending(struct native_ctx *c, bool wait)
+{
+    size_t k = 0;
+
+    for (size_t i = 0; i < c->npending; i++) {
+        int tid = c->pending[i], st;
+        bool done = false;
+
+        for (int t = 0; t < (wait ? 100 : 1) && !done; t++) {
+            pid_t r = waitpid(tid, &st, __WALL | WNOHANG);
+
+            if (r < 0 || (r > 0 && (WIFEXITED(st) || WIFSIGNALED(st)))) {
+                done = true; /* gone */
+            } else if (r > 0 && WIFSTOPPED(st) && (st >> 16) == PTRACE_EVENT_STOP) {
+                ptrace(PTRACE_DETACH, tid, 0, 0);
+                done = true;
+            } else if (r > 0 && WIFSTOPPED(st)) {
+                ptrace(PTRACE_CONT, tid, 0, WSTOPSIG(st));
+            } else if (wait) {
+                struct timespec ts = {0, 1000000};
+
+                nanosleep(&ts, NULL);
+            }
+        }
+        if (!done)
+            c->pending[k++] = tid;
+    }
+    c->npending = k;
+}
+
 int native_unwind(struct native_ctx *c, int tid, struct native_stack *out, struct app_err *err)
 {
     uint64_t t0 = clock_mono_ns();
@@ -201,7 +233,12 @@ int native_unwind(struct native_ctx *c, int tid, struct native_stack *out, struc
     int rc;
 
     memset(out, 0, sizeof(*out));
+    release_pending(c, false);
     rc = stop_thread(c->pid, tid, err);
+    if (rc == APP_E_TIMEOUT) {
+        c->pending = x_reallocarray(c->pending, c->npending + 1, sizeof(int));
+        c->pending[c->npending++] = tid;
+    }
     if (rc < 0)
         return rc;
     rc = snapshot(c, tid, &s, err);
@@ -251,6 +288,8 @@ void native_close(struct native_ctx *c)
 {
     if (!c)
         return;
+    release_pending(c, true);
+    free(c->pending);
     if (c->as)
         unw_destroy_addr_space(c->as);
     native_syms_close(c->syms);

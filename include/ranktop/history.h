@@ -64,7 +64,7 @@ static inline int history_key_pid(int key)
 }
 
 struct hrank {
-    int pid; /* the rank's key (see above): its pid on this node */
+    int pid;  /* the rank's key (see above): its pid on this node */
     int rank; /* -1 unknown */
     char host[64];
     char device[32]; /* "gpu 3", "npu 2.1", "" */

@@ -374,7 +374,9 @@ static void on_hello(struct engine *e, struct rlink *l, const struct agentproto_
     /* Ranks are shown on the scheduler's name for the node when there is one (what squeue
      * and srun -w take), else on the node's own host name. */
     snprintf(l->agent_host, sizeof(l->agent_host), "%s",
-             m->node[0] ? m->node : m->host[0] ? m->host : l->name);
+             m->node[0]   ? m->node
+             : m->host[0] ? m->host
+                          : l->name);
     /* First guess: the line took no time to come; pings refine it. */
     l->offset_ns = (int64_t)now - m->mono_ns;
     l->state = ENGINE_HOST_UP;

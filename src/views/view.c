@@ -19,7 +19,8 @@ int view_rank_id(const struct hrank *r)
 
 int view_rank_id_label(int id, char *buf, size_t len)
 {
-    return id >= 0 ? snprintf(buf, len, "rank %d", id) : snprintf(buf, len, "pid %d", history_key_pid(-id));
+    return id >= 0 ? snprintf(buf, len, "rank %d", id)
+                   : snprintf(buf, len, "pid %d", history_key_pid(-id));
 }
 
 /* True when a is a better main-thread candidate than b. */

@@ -226,10 +226,7 @@ static void get_str(struct rd *r, const char *key, char *out, size_t len, bool n
         return;
     }
     snprintf(out, len, "%s", json_object_get_string(v));
-    /* Remote text reaches a terminal: no control byte survives. */
-    for (char *c = out; *c; c++)
-        if ((unsigned char)*c < 0x20 || *c == 0x7f)
-            *c = '?';
+    str_scrub(out); /* remote text reaches a terminal */
 }
 
 #define ID_MAX (AGENTPROTO_ID_MAX - 1)

@@ -41,6 +41,10 @@ void strv_addf(char ***v, size_t *n, const char *fmt, ...) __attribute__((format
 void strv_addv(char ***v, size_t *n, const char *fmt, va_list ap)
     __attribute__((format(printf, 3, 0)));
 
+/* Replaces every control byte of s (below 0x20, and 0x7f) by '?', in place: text that comes
+ * from another process or node must not move a terminal's cursor. Returns s. */
+char *str_scrub(char *s);
+
 /* Appends UTF-8 for code point cp to dst (at most 4 bytes); returns bytes written. Invalid or
  * surrogate code points become U+FFFD. */
 size_t utf8_put(char *dst, uint32_t cp);

@@ -145,6 +145,14 @@ int file_read_all(const char *path, size_t max, char **out, size_t *len)
     return 0;
 }
 
+char *str_scrub(char *s)
+{
+    for (char *c = s; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            *c = '?';
+    return s;
+}
+
 size_t utf8_put(char *dst, uint32_t cp)
 {
     if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))

@@ -30,9 +30,7 @@ static void last_line(const char *text, char *out, size_t len)
     while (start > text && start[-1] != '\n')
         start--;
     snprintf(out, len, "%.*s", (int)(end - start), start);
-    for (char *c = out; *c; c++)
-        if ((unsigned char)*c < 0x20 || *c == 0x7f)
-            *c = '?';
+    str_scrub(out);
 }
 
 /* The launcher's words for one host: ssh: RSH... HOST; srun: its options, -N1 -n1 -w HOST;

@@ -402,9 +402,7 @@ static void proc_read_err(struct remote *rm, struct rproc *p)
         if (len == 0)
             continue;
         snprintf(last, sizeof(last), "%.*s", (int)len, line);
-        for (char *c = last; *c; c++)
-            if ((unsigned char)*c < 0x20 || *c == 0x7f)
-                *c = '?';
+        str_scrub(last);
         for (size_t i = 0; p->n > 1 && i < p->n; i++)
             if (strstr(last, rm->l[p->first + i].name)) {
                 rlink_set_error(&rm->l[p->first + i], "%s", last);

@@ -117,13 +117,36 @@ static int seize_error(int pid, int tid, int e, struct app_err *err)
                        pid, strerror(e));
 }
 
-/* Seizes tid and waits (at most about a second) until it is stopped by our interrupt. A
- * signal that arrives meanwhile is passed on, never swallowed. Returns 0 with tid stopped,
- * or a negative status with tid released. */
+enum stop_state { STOP_OURS, STOP_GONE, STOP_NOT_YET };
+
+/* Waits for a seized thread's interrupt stop: at most `tries` looks, 1 ms apart. A signal that
+ * arrives meanwhile is passed on, never swallowed. */
+static enum stop_state await_stop(int tid, int tries)
+{
+    for (int i = 0; i < tries; i++) {
+        int st;
+        pid_t r = waitpid(tid, &st, __WALL | WNOHANG);
+
+        if (r < 0 || (r > 0 && (WIFEXITED(st) || WIFSIGNALED(st))))
+            return STOP_GONE;
+        if (r > 0 && WIFSTOPPED(st) && (st >> 16) == PTRACE_EVENT_STOP)
+            return STOP_OURS;
+        if (r > 0 && WIFSTOPPED(st)) /* a signal on its way: deliver it, wait for our stop */
+            ptrace(PTRACE_CONT, tid, 0, WSTOPSIG(st));
+        else if (i + 1 < tries) {
+            struct timespec ts = {0, 1000000};
+
+            nanosleep(&ts, NULL);
+        }
+    }
+    return STOP_NOT_YET;
+}
+
+/* Seizes tid and waits (at most about a second) until it is stopped by our interrupt.
+ * Returns 0 with tid stopped, or a negative status: released, or (APP_E_TIMEOUT) still
+ * seized until it stops, for the caller to keep as pending. */
 static int stop_thread(int pid, int tid, struct app_err *err)
 {
-    int st;
-
     if (ptrace(PTRACE_SEIZE, tid, 0, 0) < 0)
         return seize_error(pid, tid, errno, err);
     if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) < 0) {
@@ -132,23 +155,13 @@ static int stop_thread(int pid, int tid, struct app_err *err)
         ptrace(PTRACE_DETACH, tid, 0, 0);
         return seize_error(pid, tid, e, err);
     }
-    for (int i = 0; i < 1000; i++) {
-        pid_t r = waitpid(tid, &st, __WALL | WNOHANG);
-
-        if (r < 0)
-            return app_err_set(err, APP_E_GONE, "thread %d exited", tid);
-        if (r == 0) {
-            struct timespec ts = {0, 1000000};
-
-            nanosleep(&ts, NULL);
-            continue;
-        }
-        if (WIFEXITED(st) || WIFSIGNALED(st))
-            return app_err_set(err, APP_E_GONE, "thread %d exited", tid);
-        if (WIFSTOPPED(st) && (st >> 16) == PTRACE_EVENT_STOP)
-            return 0;       /* our interrupt, or a group-stop (detaching keeps that one) */
-        if (WIFSTOPPED(st)) /* a signal on its way: deliver it and wait for our stop */
-            ptrace(PTRACE_CONT, tid, 0, WSTOPSIG(st));
+    switch (await_stop(tid, 1000)) {
+    case STOP_OURS:
+        return 0; /* our interrupt, or a group-stop (detaching keeps that one) */
+    case STOP_GONE:
+        return app_err_set(err, APP_E_GONE, "thread %d exited", tid);
+    case STOP_NOT_YET:
+        break;
     }
     /* Not stopped within a second (a long uninterruptible sleep): it stays seized until it
      * stops; release_pending detaches it then, and the kernel does if we exit first. */
@@ -201,26 +214,12 @@ static void release_pending(struct native_ctx *c, bool wait)
     size_t k = 0;
 
     for (size_t i = 0; i < c->npending; i++) {
-        int tid = c->pending[i], st;
-        bool done = false;
+        int tid = c->pending[i];
+        enum stop_state st = await_stop(tid, wait ? 100 : 1);
 
-        for (int t = 0; t < (wait ? 100 : 1) && !done; t++) {
-            pid_t r = waitpid(tid, &st, __WALL | WNOHANG);
-
-            if (r < 0 || (r > 0 && (WIFEXITED(st) || WIFSIGNALED(st)))) {
-                done = true; /* gone */
-            } else if (r > 0 && WIFSTOPPED(st) && (st >> 16) == PTRACE_EVENT_STOP) {
-                ptrace(PTRACE_DETACH, tid, 0, 0);
-                done = true;
-            } else if (r > 0 && WIFSTOPPED(st)) {
-                ptrace(PTRACE_CONT, tid, 0, WSTOPSIG(st));
-            } else if (wait) {
-                struct timespec ts = {0, 1000000};
-
-                nanosleep(&ts, NULL);
-            }
-        }
-        if (!done)
+        if (st == STOP_OURS)
+            ptrace(PTRACE_DETACH, tid, 0, 0);
+        else if (st == STOP_NOT_YET)
             c->pending[k++] = tid;
     }
     c->npending = k;

@@ -29,13 +29,6 @@ struct frame_stats {
     size_t n;
 };
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-
-    return (x > y) - (x < y);
-}
-
 /* One frame's models, as the monitor builds them; returns the hang text's odd part. */
 static double frame(struct engine *e, char *hang_text, size_t len)
 {
@@ -155,7 +148,7 @@ int main(int argc, char **argv)
     frames(e, measure, &fs, 0, NULL);
     t1 = clock_mono_ns();
     engine_get_stats(e, &b);
-    qsort(fs.all, fs.n, sizeof(double), cmp_double);
+    qsort(fs.all, fs.n, sizeof(double), bench_cmp_double);
     printf("%d hosts x %s ranks x 8 threads at 10 Hz: %zu/%zu hosts up, %.0f KB/s in\n", nhosts,
            per, up, n, bps / 1024);
     printf("head CPU %.1f %% of a core (engine and frames), frame %.2f ms mean, %.2f ms p95, "

@@ -28,13 +28,6 @@ static int cmp_u64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-
-    return (x > y) - (x < y);
-}
-
 static void part1(const char *python, int n)
 {
     const char *argv[] = {python, "-S", BENCH_TARGET, "idle", NULL};
@@ -146,8 +139,8 @@ static void part2(const char *python, int runs)
             (first_sampled ? a : b)[first_sampled ? na++ : nb++] = y;
     }
     bench_targets_kill(&t, 1);
-    qsort(a, (size_t)na, sizeof(double), cmp_double);
-    qsort(b, (size_t)nb, sizeof(double), cmp_double);
+    qsort(a, (size_t)na, sizeof(double), bench_cmp_double);
+    qsort(b, (size_t)nb, sizeof(double), bench_cmp_double);
     if (na && nb)
         printf("workload %d runs each: %.3f s untouched, %.3f s with native unwinds at 10 Hz "
                "(medians): %+.2f %%\n",

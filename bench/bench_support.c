@@ -155,3 +155,10 @@ void bench_print_load(const char *when)
     printf("%s: load average %.2f %.2f %.2f on %ld CPUs\n", when, l[0], l[1], l[2],
            sysconf(_SC_NPROCESSORS_ONLN));
 }
+
+int bench_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return (x > y) - (x < y);
+}

@@ -33,6 +33,8 @@ void bench_targets_kill(struct bench_target *t, int n);
 const char *bench_python(int minor);
 /* Sleeps s seconds, resuming after signals. */
 void bench_sleep_s(double s);
+/* qsort comparator for doubles, ascending (medians and percentiles). */
+int bench_cmp_double(const void *a, const void *b);
 /* "WHEN: load average a b c on N CPUs". */
 void bench_print_load(const char *when);
 

@@ -371,13 +371,6 @@ static struct engine *idle_engine(void)
     return e;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-
-    return x < y ? -1 : x > y;
-}
-
 struct stat3 {
     double mean, p95, max;
 };
@@ -392,7 +385,7 @@ static struct stat3 stats_of(double *v, int n)
 
     for (int i = 0; i < n; i++)
         s.mean += v[i] / n;
-    qsort(v, (size_t)n, sizeof(*v), cmp_double);
+    qsort(v, (size_t)n, sizeof(*v), bench_cmp_double);
     s.p95 = v[(int)ceil(0.95 * n) - 1];
     s.max = v[n - 1];
     return s;

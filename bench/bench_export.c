@@ -33,18 +33,18 @@ struct loop {
 };
 
 static const struct hframe prefix[] = {
-    {"<module>", "train.py", 212},
-    {"main", "train.py", 198},
-    {"run_training", "train.py", 150},
-    {"fit", "lightning/trainer/trainer.py", 544},
-    {"_run", "lightning/trainer/trainer.py", 981},
-    {"_run_stage", "lightning/trainer/trainer.py", 1025},
-    {"run", "lightning/loops/fit_loop.py", 205},
-    {"advance", "lightning/loops/fit_loop.py", 363},
-    {"run", "lightning/loops/training_epoch_loop.py", 140},
-    {"advance", "lightning/loops/training_epoch_loop.py", 250},
-    {"run", "lightning/loops/optimization/automatic.py", 190},
-    {"_optimizer_step", "lightning/loops/optimization/automatic.py", 268},
+    {"<module>", "train.py", 212, false},
+    {"main", "train.py", 198, false},
+    {"run_training", "train.py", 150, false},
+    {"fit", "lightning/trainer/trainer.py", 544, false},
+    {"_run", "lightning/trainer/trainer.py", 981, false},
+    {"_run_stage", "lightning/trainer/trainer.py", 1025, false},
+    {"run", "lightning/loops/fit_loop.py", 205, false},
+    {"advance", "lightning/loops/fit_loop.py", 363, false},
+    {"run", "lightning/loops/training_epoch_loop.py", 140, false},
+    {"advance", "lightning/loops/training_epoch_loop.py", 250, false},
+    {"run", "lightning/loops/optimization/automatic.py", 190, false},
+    {"_optimizer_step", "lightning/loops/optimization/automatic.py", 268, false},
 };
 #define NPREFIX (sizeof(prefix) / sizeof(prefix[0]))
 
@@ -64,7 +64,8 @@ static size_t chain(struct hframe *f, size_t d, const char *what, int v, size_t 
 {
     for (size_t i = 0; i < n && d < MAX_DEPTH; i++, d++) {
         snprintf(names[d], 48, "%s_%zu_%d", what, i, v);
-        f[d] = (struct hframe){names[d], "torch/nn/modules/module.py", 1500 + (int)i * 3 + v};
+        f[d] =
+            (struct hframe){names[d], "torch/nn/modules/module.py", 1500 + (int)i * 3 + v, false};
     }
     return d;
 }
@@ -85,7 +86,7 @@ static void build_loop(struct history *h, struct loop *l)
             for (int v = 0; v < 3; v++) {
                 d = chain(f, NPREFIX, "forward", 0, 4, names);
                 snprintf(names[d], 48, "block%d.forward", layer);
-                f[d] = (struct hframe){names[d], "model/transformer.py", 300 + layer};
+                f[d] = (struct hframe){names[d], "model/transformer.py", 300 + layer, false};
                 d++;
                 d = chain(f, d, part ? "mlp" : "attention", v, 4 + (size_t)(layer % 8) + v * 4,
                           names);

@@ -49,7 +49,7 @@ static void part1(const char *python, int n)
         struct native_stack st;
         uint64_t c0 = clock_thread_cpu_ns();
 
-        if (native_unwind(c, t.pid, &st, &err) == 0) {
+        if (native_unwind(c, t.pid, NULL, &st, &err) == 0) {
             cpu += clock_thread_cpu_ns() - c0;
             stop[ok++] = st.stopped_ns;
             frames = st.n;
@@ -87,7 +87,7 @@ static void *sample_10hz(void *arg)
     while (!__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE)) {
         struct native_stack st;
 
-        if (native_unwind(c, s->pid, &st, &err) == 0)
+        if (native_unwind(c, s->pid, NULL, &st, &err) == 0)
             s->samples++;
         native_stack_fini(&st);
         bench_sleep_s(0.1);

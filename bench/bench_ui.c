@@ -71,7 +71,7 @@ struct fstack { /* frames outermost first */
 static void push(struct fstack *s, const char *fn, const char *file, int line)
 {
     if (s->n < 64)
-        s->f[s->n++] = (struct hframe){fn, file, line};
+        s->f[s->n++] = (struct hframe){fn, file, line, false};
 }
 
 static uint32_t intern(struct history *h, const struct fstack *s)
@@ -87,27 +87,27 @@ static uint32_t intern(struct history *h, const struct fstack *s)
 static void main_prefix(struct fstack *s)
 {
     static const struct hframe pre[] = {
-        {"<module>", "/opt/job/train.py", 412},
-        {"main", "/opt/job/train.py", 398},
+        {"<module>", "/opt/job/train.py", 412, false},
+        {"main", "/opt/job/train.py", 398, false},
         {"wrapper", "/usr/lib/python3/torch/distributed/elastic/multiprocessing/errors/__init__.py",
-         346},
-        {"run", "/opt/job/trainer.py", 160},
-        {"fit", "/opt/job/trainer.py", 201},
-        {"_run_stage", "/opt/job/trainer.py", 240},
-        {"run", "/opt/job/loops/fit_loop.py", 118},
-        {"advance", "/opt/job/loops/fit_loop.py", 140},
-        {"run", "/opt/job/loops/epoch_loop.py", 150},
-        {"advance", "/opt/job/loops/epoch_loop.py", 185},
-        {"_run_batch", "/opt/job/loops/epoch_loop.py", 211},
-        {"run", "/opt/job/loops/optimization.py", 95},
-        {"_optimizer_step", "/opt/job/loops/optimization.py", 133},
-        {"step", "/opt/job/strategy.py", 77},
-        {"optimizer_step", "/opt/job/precision.py", 64},
-        {"step", "/usr/lib/python3/torch/optim/optimizer.py", 385},
-        {"wrapper", "/usr/lib/python3/torch/optim/optimizer.py", 74},
-        {"_use_grad", "/usr/lib/python3/torch/optim/optimizer.py", 76},
-        {"closure", "/opt/job/loops/optimization.py", 160},
-        {"training_step", "/opt/job/model.py", 212},
+         346, false},
+        {"run", "/opt/job/trainer.py", 160, false},
+        {"fit", "/opt/job/trainer.py", 201, false},
+        {"_run_stage", "/opt/job/trainer.py", 240, false},
+        {"run", "/opt/job/loops/fit_loop.py", 118, false},
+        {"advance", "/opt/job/loops/fit_loop.py", 140, false},
+        {"run", "/opt/job/loops/epoch_loop.py", 150, false},
+        {"advance", "/opt/job/loops/epoch_loop.py", 185, false},
+        {"_run_batch", "/opt/job/loops/epoch_loop.py", 211, false},
+        {"run", "/opt/job/loops/optimization.py", 95, false},
+        {"_optimizer_step", "/opt/job/loops/optimization.py", 133, false},
+        {"step", "/opt/job/strategy.py", 77, false},
+        {"optimizer_step", "/opt/job/precision.py", 64, false},
+        {"step", "/usr/lib/python3/torch/optim/optimizer.py", 385, false},
+        {"wrapper", "/usr/lib/python3/torch/optim/optimizer.py", 74, false},
+        {"_use_grad", "/usr/lib/python3/torch/optim/optimizer.py", 76, false},
+        {"closure", "/opt/job/loops/optimization.py", 160, false},
+        {"training_step", "/opt/job/model.py", 212, false},
     };
 
     s->n = 0;

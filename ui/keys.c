@@ -119,6 +119,31 @@ static void act_pause(struct ui *u, int ch)
     ui_set_status(u, u->paused ? "display paused (sampling continues)" : "display resumed");
 }
 
+/* Native frames for the selected rank: the engine samples it at ENGINE_NATIVE_HZ while on,
+ * every thread stopped briefly per sample; the UI only asks. */
+static void act_native(struct ui *u, int ch)
+{
+    struct app_err err = {0};
+    int pid = u->drill_pid ? u->drill_pid : u->table.n ? u->table.rows[u->sel].pid : 0;
+    bool on;
+
+    (void)ch;
+    if (!pid) {
+        ui_set_status(u, "no rank selected");
+        return;
+    }
+    on = !engine_native_on(u->e, pid);
+    if (engine_set_native(u->e, pid, on, &err) < 0) {
+        ui_set_status(u, "%s", err.msg);
+        return;
+    }
+    if (on)
+        ui_set_status(u, "native frames for pid %d, %d samples/s (n: off)", history_key_pid(pid),
+                      ENGINE_NATIVE_HZ);
+    else
+        ui_set_status(u, "native frames off for pid %d", history_key_pid(pid));
+}
+
 /* The memory baseline: every shown rank's RSS now, and a new mapping baseline of the
  * selected rank in the engine's memory thread (it reads smaps; the UI only asks). */
 static void act_baseline(struct ui *u, int ch)
@@ -238,6 +263,14 @@ static const struct ui_key keys[] = {
      "memory baseline (and mapping growth of the selected rank)",
      false},
     {{'t'}, act_threads, "t", "Threads", 8, "t", "main thread / all threads", false},
+    {{'n'},
+     act_native,
+     NULL,
+     NULL,
+     0,
+     "n",
+     "native (C/C++) frames of the selected rank on/off (2 samples/s)",
+     false},
     {{'+', '=', '-'},
      act_rate,
      "+-",

@@ -446,6 +446,21 @@ static void lines_merged(struct ui *u)
     view_merge_fini(&t);
 }
 
+/* Under the Rank view's title: whether its samples carry native frames, or why they cannot. */
+static void rank_native_note(struct ui *u, int pid)
+{
+    char why[512];
+
+    if (!engine_native_on(u->e, pid))
+        return;
+    if (engine_native_error(u->e, pid, why, sizeof(why)))
+        add_line(u, ROLE_STATUS, 0, "native frames: %s", why);
+    else
+        add_line(u, ROLE_DIM, 0,
+                 "native frames on: %d samples/s, native frames marked [native] (n: off)",
+                 ENGINE_NATIVE_HZ);
+}
+
 static void lines_rank(struct ui *u)
 {
     int pid = u->drill_pid ? u->drill_pid : u->table.n ? u->table.rows[u->sel].pid : 0;
@@ -457,6 +472,7 @@ static void lines_rank(struct ui *u)
         return;
     }
     add_line(u, ROLE_TITLE, 0, "%s", v.title);
+    rank_native_note(u, pid);
     for (size_t i = 0; i < v.n; i++) {
         const struct view_rank_thread *t = &v.threads[i];
         /* A forked worker's main thread keeps its parent's ident: the tid tells them apart. */
@@ -475,8 +491,12 @@ static void lines_rank(struct ui *u)
             const struct hframe *f = &u->hist.frames[history_stack_frames(&u->hist, t->stack)[k]];
             bool hit = u->search[0] && strstr(f->function, u->search);
 
-            add_line(u, hit ? ROLE_STATUS : ROLE_NORMAL, id, "    %s (%s:%d)", f->function, f->file,
-                     f->line);
+            if (f->native)
+                add_line(u, hit ? ROLE_STATUS : ROLE_NORMAL, id, "    %s (%s) [native]",
+                         f->function, f->file);
+            else
+                add_line(u, hit ? ROLE_STATUS : ROLE_NORMAL, id, "    %s (%s:%d)", f->function,
+                         f->file, f->line);
         }
     }
     view_rank_fini(&v);

@@ -1,8 +1,10 @@
 /* Native stacks of one process's threads: each thread is stopped on its own with
- * PTRACE_SEIZE + PTRACE_INTERRUPT, its registers read once with PTRACE_GETREGSET and its stack
- * copied with one process_vm_readv from the stack pointer, unwound by libunwind's remote API
- * (unwind tables from the mapped objects, through /proc/PID/root), and detached at once;
- * names are looked up only after the thread runs again (symbols.c).
+ * PTRACE_SEIZE + PTRACE_INTERRUPT, its registers read once with PTRACE_GETREGSET and the top
+ * of its stack copied with one process_vm_readv from the stack pointer, and detached at once;
+ * the copy is then unwound by libunwind's remote API (unwind tables from the mapped objects,
+ * through /proc/PID/root) and named (symbols.c) while the thread runs again. Frames below the
+ * copied part belong to callers that stay suspended while their callees run, so reading them
+ * live afterwards sees what the thread had at the stop unless it returned past them.
  *
  * Invariants: a thread is never left stopped by us: every path after a successful seize
  * detaches, and if this process dies the kernel detaches it. libunwind's own accessors read
@@ -186,7 +188,7 @@ static int snapshot(struct native_ctx *c, int tid, struct snap *s, struct app_er
     return 0;
 }
 
-/* Walks the frames with the snapshot; the thread is stopped meanwhile. */
+/* Walks the frames of the snapshot (the thread runs again meanwhile). */
 static void walk(struct native_ctx *c, int tid, struct native_stack *out)
 {
     void *upt = _UPT_create(tid);
@@ -225,7 +227,8 @@ static void release_pending(struct native_ctx *c, bool wait)
     c->npending = k;
 }
 
-int native_unwind(struct native_ctx *c, int tid, struct native_stack *out, struct app_err *err)
+int native_unwind(struct native_ctx *c, int tid, const struct native_hook *hook,
+                  struct native_stack *out, struct app_err *err)
 {
     uint64_t t0 = clock_mono_ns();
     struct snap s;
@@ -241,15 +244,15 @@ int native_unwind(struct native_ctx *c, int tid, struct native_stack *out, struc
     if (rc < 0)
         return rc;
     rc = snapshot(c, tid, &s, err);
-    if (rc == 0) {
-        cur_snap = &s;
-        walk(c, tid, out);
-        cur_snap = NULL;
-    }
-    ptrace(PTRACE_DETACH, tid, 0, 0); /* runs again; names come after */
+    if (rc == 0 && hook && hook->while_stopped)
+        hook->while_stopped(hook->arg, tid);
+    ptrace(PTRACE_DETACH, tid, 0, 0); /* runs again: the unwind works on the copy */
     out->stopped_ns = clock_mono_ns() - t0;
     if (rc < 0)
         return rc;
+    cur_snap = &s;
+    walk(c, tid, out);
+    cur_snap = NULL;
     native_symbolize(c->syms, out);
     return 0;
 }

@@ -71,6 +71,8 @@ struct pyproc {
     struct rmem *mem;
     struct py_layout L;
     struct pyproc_opts opts;
+    bool only; /* pyproc_sample_thread: sample only the thread `only_ident` */
+    uint64_t only_ident;
     uint32_t version_hex;
     char version[24];
     uint64_t runtime;     /* remote &_PyRuntime */

@@ -251,7 +251,8 @@ static int sample_interp(struct pyproc *p, uint64_t interp, uint64_t *next, stru
         struct pythread *t;
 
         /* The main thread is the interpreter's first, i.e. the list's last entry. */
-        if (p->opts.main_only && (main_ts ? l->addr[i] != main_ts : i + 1 != l->n))
+        if (p->only ? bytes_load_u64(l->copy[i] + p->L.ts.thread_id) != p->only_ident
+                    : p->opts.main_only && (main_ts ? l->addr[i] != main_ts : i + 1 != l->n))
             continue;
         t = new_thread(p);
         describe_thread(p, t, interp, l->copy[i], l->addr[i], &g);
@@ -270,7 +271,7 @@ static int sample_once(struct pyproc *p, struct tslist *l)
 
     for (int i = 0; rc == 0 && interp && i < PYPROC_MAX_INTERPS; i++) {
         rc = sample_interp(p, interp, &next, l, g);
-        if (p->opts.main_only)
+        if (p->opts.main_only && !p->only)
             break;
         interp = next;
     }
@@ -308,4 +309,16 @@ int pyproc_sample(struct pyproc *p, const struct pysample **out, struct app_err 
         return app_err_set(err, rc, "process %d: %s", p->pid,
                            rc == APP_E_GONE ? "process exited" : app_status_str(rc));
     return 0;
+}
+
+int pyproc_sample_thread(struct pyproc *p, uint64_t ident, const struct pysample **out,
+                         struct app_err *err)
+{
+    int rc;
+
+    p->only = true;
+    p->only_ident = ident;
+    rc = pyproc_sample(p, out, err);
+    p->only = false;
+    return rc;
 }

@@ -372,6 +372,7 @@ static void parse_body(struct rd *r, struct agentproto_msg *m)
         get_str(r, "fn", m->u.frame.function, sizeof(m->u.frame.function), true);
         get_str(r, "file", m->u.frame.file, sizeof(m->u.frame.file), false);
         m->u.frame.line = (int)get_int(r, "ln", 0, 1 << 30, false, 0);
+        m->u.frame.native = get_bool(r, "nat");
         break;
     case AGENTPROTO_STACK:
         parse_stack(r, &m->u.stack);

@@ -67,6 +67,7 @@ struct agentproto_frame {
     char function[AGENTPROTO_TEXT];
     char file[AGENTPROTO_TEXT];
     int line;
+    bool native; /* "nat": true: a native frame (agent --native), file is the object */
 };
 
 /* A stack with n frames, outermost first; frames[0..nchunk) are this line's part of them,

@@ -57,6 +57,9 @@ struct engine_opts {
     uint64_t history_ns; /* window kept; 0 = everything */
     size_t mem_cap;      /* bytes of history; 0 = no cap */
     int discovery_ms;    /* period of the /proc + tool scan (default 2000) */
+    /* Native (C/C++) frames merged into every sample of every rank (record and agent
+     * --native): each thread is stopped briefly at every sample (collectors/native). */
+    bool native;
 };
 
 struct engine_stats {
@@ -95,6 +98,16 @@ void engine_get_stats(struct engine *e, struct engine_stats *st);
 /* Changes the stack sampling rate (Hz, clamped to 0.1..1000). */
 void engine_set_rate(struct engine *e, double hz);
 double engine_rate(struct engine *e);
+
+/* Native frames for one rank (the monitor's `n`): its samples, taken at a low rate while on,
+ * merge each thread's native stack with its Python stack. A rank on another host is
+ * forwarded to its agent. Returns 0, or a negative status with err filled. */
+#define ENGINE_NATIVE_HZ 2 /* toggled ranks' rate: each sample stops every thread briefly */
+int engine_set_native(struct engine *e, int key, bool on, struct app_err *err);
+bool engine_native_on(struct engine *e, int key);
+
+/* The last reason native frames could not be had, for key (0: any rank); false when none. */
+bool engine_native_error(struct engine *e, int key, char *buf, size_t len);
 
 /* The last discovery error lines, joined by "; " (empty when none). */
 void engine_last_errors(struct engine *e, char *buf, size_t len);

@@ -23,6 +23,9 @@ struct hframe {
     const char *function; /* interned */
     const char *file;     /* interned */
     int line;             /* 0 unknown */
+    /* A native (C/C++) frame of a --native sample: function is its symbol, or "OBJECT+0xOFF"
+     * without one; file is the mapped object's path; line is 0. */
+    bool native;
 };
 
 struct hstack {

@@ -3,9 +3,10 @@
  *
  * A thread is stopped only while its own registers and stack are read: PTRACE_SEIZE, then
  * PTRACE_INTERRUPT (never PTRACE_ATTACH and its SIGSTOP), registers through
- * PTRACE_GETREGSET, stack memory through process_vm_readv, unwind tables from the mapped
- * objects by libunwind's remote API; then detached at once. If ranktop dies at any moment the
- * kernel detaches and resumes the thread. Symbols are resolved after the thread runs again. */
+ * PTRACE_GETREGSET, the top of its stack copied with one process_vm_readv; then detached at
+ * once. The copy is unwound by libunwind's remote API (unwind tables from the mapped objects)
+ * and named while the thread runs again. If ranktop dies at any moment the kernel detaches and
+ * resumes the thread. */
 #ifndef RANKTOP_NATIVE_H
 #define RANKTOP_NATIVE_H
 
@@ -42,10 +43,21 @@ struct native_ctx;
 int native_open(int pid, struct native_ctx **out, struct app_err *err);
 void native_close(struct native_ctx *c);
 
-/* Stops thread tid, unwinds its native stack, resumes it, then names the frames. Returns 0,
+/* Called while the thread is stopped, after its registers and stack were copied: the place to
+ * read the same thread's Python stack so that both stacks are of one instant. Keep it short:
+ * its time counts as stopped time. */
+struct native_hook {
+    void (*while_stopped)(void *arg, int tid);
+    void *arg;
+};
+
+/* Stops thread tid, copies its registers and the top of its stack, runs hook (may be NULL),
+ * resumes it; then unwinds the copy and names the frames while the thread runs. Returns 0,
  * or APP_E_PERM (cannot trace: Yama ptrace_scope, another user, already traced by a
- * debugger; err says which), APP_E_GONE (the thread exited), APP_E_IO. */
-int native_unwind(struct native_ctx *c, int tid, struct native_stack *out, struct app_err *err);
+ * debugger; err says which), APP_E_GONE (the thread exited), APP_E_TIMEOUT (it did not stop
+ * within a second), APP_E_IO. The hook runs only when 0 is returned. */
+int native_unwind(struct native_ctx *c, int tid, const struct native_hook *hook,
+                  struct native_stack *out, struct app_err *err);
 void native_stack_fini(struct native_stack *s);
 
 /* One frame of a merged stack: a Python frame, or a native frame kept around them. */

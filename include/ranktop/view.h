@@ -86,8 +86,8 @@ size_t view_rankset_format_ex(const int *ranks, size_t n, char *buf, size_t len,
                               const char *ellipsis);
 
 /* Writes "function (file:line)" with the file's base name ("all_reduce
- * (distributed_c10d.py:1541)"); ":line" is left out when the line is unknown. Returns the
- * length snprintf would have written. */
+ * (distributed_c10d.py:1541)"); ":line" is left out when the line is unknown; a native frame
+ * is "symbol (object) [native]". Returns the length snprintf would have written. */
 int view_frame_format(const struct hframe *f, char *buf, size_t len);
 
 /* ---- Rank table rows (view.c) ---- */

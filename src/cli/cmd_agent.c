@@ -22,7 +22,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-enum { OPT_ALL = 0x2000, OPT_NO_GIL, OPT_NO_MEM, OPT_HEARTBEAT, OPT_TICK };
+enum { OPT_ALL = 0x2000, OPT_NO_GIL, OPT_NO_MEM, OPT_HEARTBEAT, OPT_TICK, OPT_NATIVE };
 
 struct agent {
     struct engine *e;
@@ -47,6 +47,8 @@ static void agent_usage(FILE *f)
           "  -r, --rate HZ        stack samples per second (default 10)\n"
           "      --all-threads    every Python thread (default: main thread only)\n"
           "      --no-gil         no GIL counters\n"
+          "      --native         native (C/C++) frames merged into every sample (stops each\n"
+          "                       thread briefly per sample; keep the rate low)\n"
           "      --no-mem         no memory counters\n"
           "      --heartbeat S    exit when the head sent nothing for S s (default 30; 0 off)\n"
           "      --tick MS        milliseconds between writes (default 100)\n",
@@ -94,6 +96,23 @@ static void hello(double rate)
     fflush(stdout);
 }
 
+/* "native PID on|off [NODE]": the monitor's native toggle for one of our ranks; srun sends
+ * every task the line, naming the node it is meant for (its SLURMD_NODENAME or host name). */
+static void native_command(struct agent *a, const char *args)
+{
+    char what[8] = "", node[80] = "", host[64] = "";
+    const char *mine = getenv("SLURMD_NODENAME");
+    int pid = 0;
+
+    if (sscanf(args, "%d %7s %79s", &pid, what, node) < 2 || pid <= 0)
+        return;
+    gethostname(host, sizeof(host) - 1);
+    if (node[0] && strcmp(node, host) && !(mine && !strcmp(node, mine)))
+        return;
+    if (!strcmp(what, "on") || !strcmp(what, "off"))
+        engine_set_native(a->e, pid, !strcmp(what, "on"), NULL);
+}
+
 /* One command line from the head. Unknown commands are ignored: a newer head may send more. */
 static void command(struct agent *a, char *line)
 {
@@ -113,6 +132,8 @@ static void command(struct agent *a, char *line)
         a->out.len += (size_t)n;
     } else if (sscanf(line, "rate %lf", &hz) == 1 && hz > 0) {
         engine_set_rate(a->e, hz);
+    } else if (!strncmp(line, "native ", 7)) {
+        native_command(a, line + 7);
     } else if (!strcmp(line, "quit")) {
         a->quit = true;
     }
@@ -203,6 +224,9 @@ static int agent_option(int c, const char *arg, struct engine_opts *o, struct ag
     case OPT_NO_MEM:
         o->mem = false;
         return 0;
+    case OPT_NATIVE:
+        o->native = true;
+        return 0;
     default:
         return cli_disc_handle(c, arg, &o->disc, "agent") == 1 ? 0 : -1;
     }
@@ -215,6 +239,7 @@ int cmd_agent(int argc, char **argv)
         {"all-threads", no_argument, NULL, OPT_ALL},
         {"no-gil", no_argument, NULL, OPT_NO_GIL},
         {"no-mem", no_argument, NULL, OPT_NO_MEM},
+        {"native", no_argument, NULL, OPT_NATIVE},
         {"heartbeat", required_argument, NULL, OPT_HEARTBEAT},
         {"tick", required_argument, NULL, OPT_TICK},
         {"help", no_argument, NULL, 'h'},

@@ -146,6 +146,7 @@ static const char *state_name(enum pythread_state s)
 /* --native: each thread's native stack merged with its Python stack, or why not. */
 struct thread_native {
     struct native_stack st;
+    struct pythread py; /* the Python stack read while the thread was stopped (owned copy) */
     struct merged_frame *m;
     size_t n;
     bool ok;
@@ -291,11 +292,48 @@ static void process_text(int pid, int rank, const char *python, const char *erro
         thread_text(&s->threads[i], nv->t ? &nv->t[i] : NULL);
 }
 
-/* Unwinds every thread of the sample; a thread or process that cannot be traced keeps its
- * Python frames and says why once. */
-static void gather_native(int pid, const struct pysample *s, struct dump_native *nv)
+/* The hook's read: the stopped thread's Python stack, from a second reader so that the
+ * sample being dumped stays valid; copied, since the next read reuses the reader's buffers. */
+struct stopped_read {
+    struct pyproc *p;
+    uint64_t ident;
+    struct pythread *out;
+    bool ok;
+};
+
+static void copy_pythread(const struct pythread *t, struct pythread *out)
+{
+    struct pyframe *f = x_calloc(t->nframes ? t->nframes : 1, sizeof(*f));
+
+    *out = *t;
+    out->name = NULL;
+    for (uint32_t i = 0; i < t->nframes; i++)
+        f[i] = (struct pyframe){x_strdup(t->frames[i].function), x_strdup(t->frames[i].file),
+                                t->frames[i].line, t->frames[i].entry};
+    out->frames = f;
+}
+
+static void read_stopped(void *arg, int tid)
+{
+    struct stopped_read *r = arg;
+    const struct pysample *s;
+
+    (void)tid;
+    if (pyproc_sample_thread(r->p, r->ident, &s, NULL) == 0 && s->nthreads == 1 &&
+        s->threads[0].status == 0) {
+        copy_pythread(&s->threads[0], r->out);
+        r->ok = true;
+    }
+}
+
+/* Unwinds every thread of the sample, reading its Python stack again while it is stopped so
+ * that the merge is of one instant (the sample's own stack when that read fails); a thread or
+ * process that cannot be traced keeps its Python frames and says why once. */
+static void gather_native(int pid, const struct dump_opts *o, const struct pysample *s,
+                          struct dump_native *nv)
 {
     struct native_ctx *c = NULL;
+    struct pyproc *p2 = NULL;
     struct app_err err = {0};
 
     if (!nv->on || !s)
@@ -304,22 +342,27 @@ static void gather_native(int pid, const struct pysample *s, struct dump_native 
         snprintf(nv->err, sizeof(nv->err), "%s", err.msg);
         return;
     }
+    if (pyproc_open(pid, &o->py, &p2, NULL) < 0)
+        p2 = NULL;
     nv->t = x_calloc(s->nthreads ? s->nthreads : 1, sizeof(*nv->t));
     for (uint32_t i = 0; i < s->nthreads; i++) {
         struct thread_native *tn = &nv->t[i];
+        struct stopped_read rd = {p2, s->threads[i].ident, &tn->py, false};
+        struct native_hook hook = {read_stopped, &rd};
 
         if (s->threads[i].tid <= 0)
             continue;
-        if (native_unwind(c, s->threads[i].tid, &tn->st, &err) < 0) {
+        if (native_unwind(c, s->threads[i].tid, p2 ? &hook : NULL, &tn->st, &err) < 0) {
             if (!nv->err[0])
                 snprintf(nv->err, sizeof(nv->err), "%s", err.msg);
             if (err.code == APP_E_PERM)
                 break; /* the same for every thread */
             continue;
         }
-        native_merge(&tn->st, &s->threads[i], &tn->m, &tn->n);
+        native_merge(&tn->st, rd.ok ? &tn->py : &s->threads[i], &tn->m, &tn->n);
         tn->ok = true;
     }
+    pyproc_free(p2);
     /* The stacks point into the context's names: keep it until the output is written. */
     nv->ctx = c;
 }
@@ -327,6 +370,13 @@ static void gather_native(int pid, const struct pysample *s, struct dump_native 
 static void native_done(struct dump_native *nv, uint32_t nthreads)
 {
     for (uint32_t i = 0; nv->t && i < nthreads; i++) {
+        struct pythread *py = &nv->t[i].py;
+
+        for (uint32_t k = 0; py->frames && k < py->nframes; k++) {
+            free((char *)py->frames[k].function);
+            free((char *)py->frames[k].file);
+        }
+        free((struct pyframe *)py->frames);
         native_stack_fini(&nv->t[i].st);
         free(nv->t[i].m);
     }
@@ -351,7 +401,7 @@ static int dump_one(const struct dump_opts *o, int pid, json_object *arr, bool f
         rc = take_sample(p, &s, &err);
     if (rc < 0)
         s = NULL;
-    gather_native(pid, s, &nv);
+    gather_native(pid, o, s, &nv);
     if (o->json) {
         json_object_array_add(arr, process_json(pid, rank, p ? pyproc_version(p) : NULL,
                                                 rc < 0 ? err.msg : NULL, s, &nv));

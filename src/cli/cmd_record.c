@@ -40,6 +40,7 @@ enum {
     OPT_AUTOSAVE,
     OPT_SNAPSHOT,
     OPT_GIL,
+    OPT_NATIVE,
     OPT_FORMAT,
     OPT_TRIGGER,
     OPT_HISTORY,
@@ -63,6 +64,9 @@ static void rec_usage(FILE *f)
           "      --npu-usage               NPU AICore and HBM counters\n"
           "      --cpu-mem-usage           host memory counters (RSS, PSS, USS, swap)\n"
           "      --gil                     GIL counters (busy %, switches/s, waiters)\n"
+          "      --native                  native (C/C++) frames merged into every sample,\n"
+          "                                marked native; each thread is stopped for about\n"
+          "                                0.2 ms per sample, so keep the rate low (10 Hz)\n"
           "      --autosave-interval S     rewrite FILE every S seconds (default 30; 0 = off)\n"
           "      --autosave-snapshot-interval S\n"
           "                                also keep a time-tagged copy every S seconds\n"
@@ -146,7 +150,8 @@ static int rec_option(int c, const char *arg, struct rec_opts *o)
         o->eng.gpu |= c == OPT_GPU;
         o->eng.mem |= c == OPT_MEM;
         o->eng.gil |= c == OPT_GIL;
-        return c >= OPT_ALL && c <= OPT_GIL ? 0 : 1;
+        o->eng.native |= c == OPT_NATIVE;
+        return c >= OPT_ALL && c <= OPT_NATIVE ? 0 : 1;
     }
 }
 
@@ -162,6 +167,7 @@ static int parse_record(int argc, char **argv, struct rec_opts *o)
         {"gpu-usage", no_argument, NULL, OPT_GPU},
         {"cpu-mem-usage", no_argument, NULL, OPT_MEM},
         {"gil", no_argument, NULL, OPT_GIL},
+        {"native", no_argument, NULL, OPT_NATIVE},
         {"autosave-interval", required_argument, NULL, OPT_AUTOSAVE},
         {"autosave-snapshot-interval", required_argument, NULL, OPT_SNAPSHOT},
         {"format", required_argument, NULL, OPT_FORMAT},
@@ -316,6 +322,12 @@ static void summary(struct engine *e)
     fprintf(stderr, "ranktop: %llu thread stacks lost as torn (%.2f%%), %llu torn reads retried\n",
             (unsigned long long)st.lost, pct, (unsigned long long)st.torn);
     hosts_summary(e);
+    {
+        char why[512];
+
+        if (engine_native_error(e, 0, why, sizeof(why)))
+            fprintf(stderr, "ranktop record: %s\n", why);
+    }
 }
 
 struct rec_state {

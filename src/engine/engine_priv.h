@@ -16,6 +16,9 @@ struct target {
     char device[32];
 };
 
+#define ENGINE_MAX_NATIVE 16  /* ranks with native frames toggled on at once */
+#define ENGINE_NATIVE_NAME 96 /* "OBJECT+0xOFFSET" of a native frame without a symbol */
+
 struct engine {
     struct engine_opts o;
     pthread_mutex_t lock;
@@ -59,6 +62,16 @@ struct engine {
     size_t nrdevs;
     uint64_t rpasses;                 /* the most sampling passes one agent made */
     uint64_t rstacks, rerrors, rlost; /* the agents' totals */
+    /* native frames (engine_native.c), under lock: ranks the monitor toggled, the last error */
+    int native_keys[ENGINE_MAX_NATIVE];
+    size_t nnative;
+    char native_err[512];
+    int native_err_key;
+    struct {
+        int key;
+        bool on;
+    } rnative[ENGINE_MAX_NATIVE]; /* toggles for other hosts' ranks, for the remote thread */
+    size_t nrnative;
 };
 
 /* The live record of pid (created on first use); call with the lock held. */
@@ -68,6 +81,44 @@ struct engine_rank_live *engine_live_locked(struct engine *e, int pid);
 bool engine_wait(struct engine *e, uint64_t abs_ns);
 
 void *engine_sampler_main(void *arg);
+
+/* One thread of a rank sample as the history records it, kept apart from the reader's
+ * borrowed sample (a native sample reads each thread again). */
+struct engine_tview {
+    uint64_t ident;
+    int tid;
+    char name[64]; /* "" unknown */
+    int status;    /* 0, or why the stack was dropped */
+};
+
+/* A slot's native sampling state; owned by the sampler thread. */
+struct native_ctx;
+struct pyproc;
+struct engine_native {
+    struct native_ctx *ctx; /* open while native frames are wanted */
+    uint64_t retry_at;      /* after a refusal (cannot trace) */
+    uint64_t next_at;       /* next sample of a toggled rank (ENGINE_NATIVE_HZ) */
+    struct hframe *scratch;
+    char *names;
+};
+
+/* Turns key's native toggle on or off (the error said for it is cleared); lock held. */
+void engine_native_toggle_locked(struct engine *e, int key, bool on);
+
+/* Whether key's samples carry native frames (engine_opts.native, or toggled); lock held. */
+bool engine_native_wanted_locked(const struct engine *e, int key);
+
+/* Replaces ids[i] (the Python-only stacks already interned) by merged stacks, thread by thread,
+ * reading each thread's Python stack again while it is stopped; threads that cannot be
+ * unwound keep theirs. Takes the lock only to intern. */
+void engine_native_sample(struct engine *e, struct engine_native *n, int key, int pid,
+                          struct pyproc *py, const struct engine_tview *tv, uint32_t *ids,
+                          size_t nthreads, uint64_t now);
+void engine_native_close(struct engine_native *n);
+void engine_native_fini(struct engine_native *n);
+
+/* engine_set_native for a rank on another host: forwarded to its agent (engine_remote.c). */
+int engine_remote_native(struct engine *e, int key, bool on, struct app_err *err);
 void *engine_mem_main(void *arg);
 void *engine_gil_main(void *arg);
 void *engine_exit_main(void *arg);

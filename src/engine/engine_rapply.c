@@ -95,6 +95,7 @@ static void on_frame(struct rlink *l, const struct agentproto_frame *f)
     r->fn = x_strdup(f->function);
     r->file = x_strdup(f->file);
     r->line = f->line;
+    r->native = f->native;
 }
 
 /* Interns a complete stack; its frames were defined before (else the stack is dropped). */
@@ -111,7 +112,8 @@ static void stack_done(struct engine *e, struct rlink *l, struct rstack *s, uint
             return;
         }
         /* The wire has them outermost first; the history interns innermost first. */
-        fr[s->n - 1 - i] = (struct hframe){l->frames[f].fn, l->frames[f].file, l->frames[f].line};
+        fr[s->n - 1 - i] = (struct hframe){l->frames[f].fn, l->frames[f].file, l->frames[f].line,
+                                           l->frames[f].native};
     }
     s->head = history_intern_stack(&e->hist, fr, s->n);
     free(fr);

@@ -73,6 +73,8 @@ static void agent_args(struct engine *e, char **v, size_t *n, bool heartbeat)
         v[(*n)++] = x_strdup("--no-gil");
     if (!e->o.mem)
         v[(*n)++] = x_strdup("--no-mem");
+    if (e->o.native)
+        v[(*n)++] = x_strdup("--native");
     if (!heartbeat) /* pdsh forwards no stdin: the head's pings never arrive */
         v[(*n)++] = x_strdup("--heartbeat=0");
 }
@@ -521,6 +523,66 @@ static void forward_rate(struct remote *rm)
             close_fd(&rm->p[i].in_fd);
 }
 
+int engine_remote_native(struct engine *e, int key, bool on, struct app_err *err)
+{
+    size_t slot = (size_t)key >> HISTORY_KEY_PID_BITS;
+    int rc = 0;
+
+    pthread_mutex_lock(&e->lock);
+    if (slot < 1 || slot > e->o.remote.nhosts)
+        rc = app_err_set(err, APP_E_NOTFOUND, "no host for rank key %d", key);
+    else if (e->o.remote.launcher == ENGINE_LAUNCH_PDSH)
+        rc = app_err_set(err, APP_E_USAGE,
+                         "pdsh passes no input to the agents: native frames of other hosts' "
+                         "ranks need --native at the start");
+    else if (e->nrnative == ENGINE_MAX_NATIVE)
+        rc = app_err_set(err, APP_E_LIMIT, "too many native toggles at once; try again");
+    if (rc == 0) {
+        e->rnative[e->nrnative].key = key;
+        e->rnative[e->nrnative++].on = on;
+        engine_native_toggle_locked(e, key, on); /* for engine_native_on */
+    }
+    pthread_mutex_unlock(&e->lock);
+    return rc;
+}
+
+/* The monitor's native toggles for other hosts' ranks: "native PID on|off" on the stdin of
+ * the rank's host (srun broadcasts to every task, so its line names the node; an agent acts
+ * only on its own). */
+static void forward_native(struct remote *rm)
+{
+    struct engine *e = rm->e;
+    int keys[ENGINE_MAX_NATIVE];
+    bool on[ENGINE_MAX_NATIVE];
+    size_t n;
+
+    pthread_mutex_lock(&e->lock);
+    n = e->nrnative;
+    for (size_t i = 0; i < n; i++) {
+        keys[i] = e->rnative[i].key;
+        on[i] = e->rnative[i].on;
+    }
+    e->nrnative = 0;
+    pthread_mutex_unlock(&e->lock);
+    for (size_t i = 0; i < n; i++) {
+        size_t slot = (size_t)keys[i] >> HISTORY_KEY_PID_BITS;
+        const struct rlink *l;
+        struct rproc *p;
+        char cmd[160];
+        int len;
+
+        if (slot < 1 || slot > rm->n)
+            continue;
+        l = &rm->l[slot - 1];
+        p = &rm->p[l->proc];
+        len = snprintf(cmd, sizeof(cmd), "native %d %s%s%s\n", history_key_pid(keys[i]),
+                       on[i] ? "on" : "off", rm->how == ENGINE_LAUNCH_SRUN ? " " : "",
+                       rm->how == ENGINE_LAUNCH_SRUN ? l->name : "");
+        if (p->in_fd >= 0 && write(p->in_fd, cmd, (size_t)len) < 0 && errno == EPIPE)
+            close_fd(&p->in_fd);
+    }
+}
+
 /* One pass: (re)start what is due, ping, wait for output up to 100 ms, read it. */
 static void remote_pass(struct remote *rm)
 {
@@ -528,6 +590,7 @@ static void remote_pass(struct remote *rm)
     uint64_t now = clock_mono_ns();
 
     forward_rate(rm);
+    forward_native(rm);
     for (size_t i = 0; i < rm->np; i++) {
         struct rproc *p = &rm->p[i];
 

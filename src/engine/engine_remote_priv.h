@@ -17,6 +17,7 @@
 struct rframe {
     char *fn, *file;
     int line;
+    bool native;
 };
 
 struct rstack {

@@ -26,6 +26,8 @@ struct slot {
     bool dead;          /* exited (GONE) */
     bool started;       /* a rank-start instant was recorded */
     uint64_t lost;      /* thread stacks of this rank lost so far */
+    bool nat_want;      /* native frames wanted for its rank (synced each pass) */
+    struct engine_native nat;
 };
 
 struct sampler {
@@ -35,6 +37,9 @@ struct sampler {
     uint64_t gen;
     struct hframe *scratch;
     size_t scratch_cap;
+    struct engine_tview *tv; /* the sample's threads, kept apart from the reader's */
+    uint32_t *ids;           /* their stacks */
+    size_t tv_cap;
 };
 
 /* Adds slots for targets not seen before (the target list comes from discovery). */
@@ -64,6 +69,9 @@ static void sync_targets(struct sampler *sp)
             sp->s[sp->n++].t = e->targets[i];
         }
     }
+    for (size_t k = 0; k < sp->n; k++) /* a worker follows the rank it serves */
+        sp->s[k].nat_want =
+            engine_native_wanted_locked(e, sp->s[k].t.owner ? sp->s[k].t.owner : sp->s[k].t.pid);
     pthread_mutex_unlock(&e->lock);
 }
 
@@ -97,45 +105,82 @@ static uint32_t intern_thread(struct sampler *sp, const struct pythread *pt)
     }
     for (uint32_t k = 0; k < pt->nframes; k++)
         sp->scratch[k] =
-            (struct hframe){pt->frames[k].function, pt->frames[k].file, pt->frames[k].line};
+            (struct hframe){pt->frames[k].function, pt->frames[k].file, pt->frames[k].line, false};
     return history_intern_stack(&sp->e->hist, sp->scratch, pt->nframes);
 }
 
-static void record_sample(struct sampler *sp, struct slot *sl, const struct pysample *s)
+/* The sample's threads as the history records them, their Python stacks interned; with the
+ * lock held. */
+static void view_sample_locked(struct sampler *sp, const struct pysample *s)
+{
+    if (s->nthreads > sp->tv_cap) {
+        sp->tv_cap = s->nthreads;
+        sp->tv = x_reallocarray(sp->tv, sp->tv_cap, sizeof(*sp->tv));
+        sp->ids = x_reallocarray(sp->ids, sp->tv_cap, sizeof(*sp->ids));
+    }
+    for (uint32_t i = 0; i < s->nthreads; i++) {
+        const struct pythread *pt = &s->threads[i];
+
+        sp->tv[i] = (struct engine_tview){pt->ident, pt->tid, "", pt->status};
+        snprintf(sp->tv[i].name, sizeof(sp->tv[i].name), "%s", pt->name ? pt->name : "");
+        sp->ids[i] = pt->status == 0 ? intern_thread(sp, pt) : HSTACK_NONE;
+    }
+}
+
+/* What one sample of n threads (in sp->tv, sp->ids) showed at time t; with the lock held. */
+static void observe_locked(struct sampler *sp, struct slot *sl, uint32_t n, uint64_t t,
+                           const char *python)
 {
     struct engine *e = sp->e;
     int worker = sl->t.owner ? sl->t.pid : 0;
-    struct hrank *r;
+    struct hrank *r = slot_rank_locked(e, sl);
 
-    pthread_mutex_lock(&e->lock);
-    r = slot_rank_locked(e, sl);
     if (!worker) {
         if (!r->start)
-            r->start = s->t_mono_ns;
-        snprintf(r->python, sizeof(r->python), "%s", pyproc_version(sl->py));
+            r->start = t;
+        snprintf(r->python, sizeof(r->python), "%s", python);
     }
     for (size_t i = 0; i < r->nthreads; i++)
         r->threads[i].seen = false;
-    for (uint32_t i = 0; i < s->nthreads; i++) {
-        const struct pythread *pt = &s->threads[i];
-        uint32_t stack = HSTACK_NONE;
-        struct hthread *t;
+    for (uint32_t i = 0; i < n; i++) {
+        const struct engine_tview *v = &sp->tv[i];
+        const char *name = v->name[0] ? v->name : NULL;
+        struct hthread *th;
 
-        if (pt->status == 0) {
-            stack = intern_thread(sp, pt);
+        if (sp->ids[i] != HSTACK_NONE)
             e->stacks++;
-        } else {
+        else
             e->errs++;
-        }
-        t = worker ? history_worker_thread(r, worker, pt->ident, pt->tid, pt->name)
-                   : history_thread(r, pt->ident, pt->tid, pt->name, i + 1 == s->nthreads);
-        t->seen = true;
-        history_observe(t, stack, s->t_mono_ns);
+        th = worker ? history_worker_thread(r, worker, v->ident, v->tid, name)
+                    : history_thread(r, v->ident, v->tid, name, i + 1 == n);
+        th->seen = true;
+        history_observe(th, sp->ids[i], t);
     }
     for (size_t i = 0; i < r->nthreads; i++)
         if (r->threads[i].worker == worker && !r->threads[i].seen && !r->threads[i].gone)
-            history_thread_gone(&r->threads[i], s->t_mono_ns);
-    count_loss_locked(e, sl, s->torn, s->dropped, s->t_mono_ns);
+            history_thread_gone(&r->threads[i], t);
+}
+
+/* Records a sample; with native frames wanted, each thread is read again natively first. */
+static void record_sample(struct sampler *sp, struct slot *sl, const struct pysample *s,
+                          uint64_t now)
+{
+    struct engine *e = sp->e;
+    uint32_t n = s->nthreads;
+    uint64_t t = s->t_mono_ns;
+    unsigned torn = s->torn, dropped = s->dropped;
+
+    pthread_mutex_lock(&e->lock);
+    view_sample_locked(sp, s);
+    if (sl->nat_want) { /* s is reused by the reads below: keep nothing of it */
+        pthread_mutex_unlock(&e->lock);
+        sl->nat.next_at = now + 1000000000ull / ENGINE_NATIVE_HZ;
+        engine_native_sample(e, &sl->nat, sl->t.owner ? sl->t.owner : sl->t.pid, sl->t.pid, sl->py,
+                             sp->tv, sp->ids, n, now);
+        pthread_mutex_lock(&e->lock);
+    }
+    observe_locked(sp, sl, n, t, pyproc_version(sl->py));
+    count_loss_locked(e, sl, torn, dropped, t);
     pthread_mutex_unlock(&e->lock);
 }
 
@@ -157,6 +202,7 @@ static void slot_exit(struct engine *e, struct slot *sl, uint64_t now)
     pthread_mutex_unlock(&e->lock);
     pyproc_free(sl->py);
     sl->py = NULL;
+    engine_native_fini(&sl->nat);
     sl->dead = true;
 }
 
@@ -177,6 +223,11 @@ static void sample_slot(struct sampler *sp, struct slot *sl, uint64_t now)
     int rc;
 
     if (sl->dead)
+        return;
+    if (!sl->nat_want && sl->nat.ctx) /* toggled off: no thread stays seized */
+        engine_native_close(&sl->nat);
+    /* A rank the monitor toggled is sampled at the native rate only, every sample merged. */
+    if (sl->nat_want && !e->o.native && now < sl->nat.next_at)
         return;
     if (!sl->py) {
         if (now < sl->next_attach)
@@ -223,7 +274,7 @@ static void sample_slot(struct sampler *sp, struct slot *sl, uint64_t now)
             count_error(e);
         return;
     }
-    record_sample(sp, sl, s);
+    record_sample(sp, sl, s, now);
 }
 
 /* One pass over every target; returns how many were sampled. */
@@ -275,9 +326,13 @@ void *engine_sampler_main(void *arg)
         if (next + period < clock_mono_ns())
             next = clock_mono_ns();
     }
-    for (size_t i = 0; i < sp.n; i++)
+    for (size_t i = 0; i < sp.n; i++) {
         pyproc_free(sp.s[i].py);
+        engine_native_fini(&sp.s[i].nat);
+    }
     free(sp.s);
     free(sp.scratch);
+    free(sp.tv);
+    free(sp.ids);
     return NULL;
 }

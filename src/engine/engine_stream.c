@@ -121,7 +121,8 @@ static void send_frame(struct engine_stream *s, const struct history *h, uint32_
         return;
     agentproto_json_str(fn, sizeof(fn), f->function ? f->function : "?");
     agentproto_json_str(file, sizeof(file), f->file ? f->file : "");
-    line(o, "{\"t\":\"f\",\"id\":%u,\"fn\":%s,\"file\":%s,\"ln\":%d}", id, fn, file, f->line);
+    line(o, "{\"t\":\"f\",\"id\":%u,\"fn\":%s,\"file\":%s,\"ln\":%d%s}", id, fn, file, f->line,
+         f->native ? ",\"nat\":true" : "");
 }
 
 /* Defines a stack (its frames first), in chunks of AGENTPROTO_CHUNK frame ids. */

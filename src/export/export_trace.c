@@ -59,7 +59,9 @@ static void cw_frame_tails(struct cw *w)
         w->off[2 * i] = w->tail.len;
         xb_puts(&w->tail, ",\"name\":");
         xb_jstr(&w->tail, xframe_fn(f));
-        xb_puts(&w->tail, ",\"cat\":\"sampled\",\"args\":{\"file\":");
+        /* A native frame (--native) is told apart by its category: viewers filter on it. */
+        xb_puts(&w->tail, f->native ? ",\"cat\":\"native\",\"args\":{\"file\":"
+                                    : ",\"cat\":\"sampled\",\"args\":{\"file\":");
         xb_jstr(&w->tail, xframe_file(f));
         if (f->line > 0) {
             xb_puts(&w->tail, ",\"line\":");

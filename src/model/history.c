@@ -126,7 +126,8 @@ static bool frame_eq(void *c, uint32_t id)
     struct frame_ctx *x = c;
     const struct hframe *f = &x->h->frames[id];
 
-    return f->function == x->f.function && f->file == x->f.file && f->line == x->f.line;
+    return f->function == x->f.function && f->file == x->f.file && f->line == x->f.line &&
+           f->native == x->f.native;
 }
 
 static uint32_t frame_make(void *c)
@@ -151,10 +152,10 @@ static uint32_t intern_frame(struct history *h, const struct hframe *f)
     struct intern *in = h->intern;
     uint32_t fn = intern_str(in, f->function), file = intern_str(in, f->file);
     /* Index in->str only after both calls: str_make may move the array. */
-    struct frame_ctx c = {h, {in->str[fn], in->str[file], f->line}, fn, file};
+    struct frame_ctx c = {h, {in->str[fn], in->str[file], f->line, f->native}, fn, file};
     uint64_t k =
         hash_mix(hash_mix((uint64_t)(uintptr_t)c.f.function, (uint64_t)(uintptr_t)c.f.file),
-                 (uint64_t)f->line);
+                 (uint64_t)f->line * 2 + f->native);
 
     return idset_get(&in->frames, k, frame_eq, frame_make, &c);
 }

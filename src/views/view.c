@@ -149,6 +149,9 @@ int view_frame_format(const struct hframe *f, char *buf, size_t len)
     const char *base = strrchr(file, '/');
 
     base = base ? base + 1 : file;
+    if (f->native) /* marked wherever frames are shown: Rank view, merged tree, Top */
+        return base[0] ? snprintf(buf, len, "%s (%s) [native]", fn, base)
+                       : snprintf(buf, len, "%s [native]", fn);
     if (!base[0])
         return snprintf(buf, len, "%s", fn);
     if (f->line > 0)

@@ -386,6 +386,7 @@ START_TEST(keys_help_lines)
         "Space              tag a rank             p  pause the display (sampling continues)",
         "m                  memory baseline (and mapping growth of the selected rank)",
         "t                  main thread / all threads",
+        "n                  native (C/C++) frames of the selected rank on/off (2 samples/s)",
         "+ / -              double / halve the sampling rate",
         "e                  export the history window as a Chrome trace to --export-dir",
         "E                  export, asking for the format (chrome, speedscope, collapsed)",

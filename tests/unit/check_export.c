@@ -177,7 +177,7 @@ static void tb_counter(struct history *h, const char *name, const char *key, int
 
 static struct hframe fr(const char *fn, const char *file, int line)
 {
-    struct hframe f = {fn, file, line};
+    struct hframe f = {fn, file, line, false};
 
     return f;
 }

@@ -10,9 +10,10 @@
 
 static void fill(struct history *h)
 {
-    const struct hframe a[] = {
-        {"leaf", "/x/a.py", 3}, {"mid", "/x/a.py", 10}, {"main", "/x/m.py", 1}};
-    const struct hframe b[] = {{"other", "/x/b.py", 7}, {"main", "/x/m.py", 1}};
+    const struct hframe a[] = {{"leaf", "/x/a.py", 3, false},
+                               {"mid", "/x/a.py", 10, false},
+                               {"main", "/x/m.py", 1, false}};
+    const struct hframe b[] = {{"other", "/x/b.py", 7, false}, {"main", "/x/m.py", 1, false}};
     struct hrank *r = history_rank(h, 100, 0, "gpu 0");
     struct hthread *t = history_thread(r, 1, 100, "MainThread", true);
 
@@ -24,9 +25,9 @@ static void fill(struct history *h)
 START_TEST(test_intern_dedups)
 {
     struct history h;
-    const struct hframe a[] = {{"f", "/x/a.py", 1}};
-    const struct hframe a2[] = {{"f", "/x/a.py", 1}};
-    const struct hframe b[] = {{"f", "/x/a.py", 2}};
+    const struct hframe a[] = {{"f", "/x/a.py", 1, false}};
+    const struct hframe a2[] = {{"f", "/x/a.py", 1, false}};
+    const struct hframe b[] = {{"f", "/x/a.py", 2, false}};
 
     history_init(&h, 0, 0, "host");
     ck_assert_uint_eq(history_intern_stack(&h, a, 1), history_intern_stack(&h, a2, 1));
@@ -34,6 +35,28 @@ START_TEST(test_intern_dedups)
     ck_assert_uint_eq(h.nframes, 2);
     /* Equal strings are interned once: both frames share the pointers. */
     ck_assert_ptr_eq(h.frames[0].function, h.frames[1].function);
+    history_fini(&h);
+}
+END_TEST
+
+/* A native frame is never the Python frame of the same name, file and line, and a clone keeps
+ * the mark (exports and views show it). */
+START_TEST(test_native_frames_distinct)
+{
+    struct history h, c;
+    const struct hframe py[] = {{"pause", "/lib/libc.so.6", 0, false}};
+    const struct hframe nat[] = {{"pause", "/lib/libc.so.6", 0, true}};
+    uint32_t a, b;
+
+    history_init(&h, 0, 0, "host");
+    a = history_intern_stack(&h, py, 1);
+    b = history_intern_stack(&h, nat, 1);
+    ck_assert_uint_ne(a, b);
+    ck_assert_uint_eq(history_intern_stack(&h, nat, 1), b);
+    history_clone(&h, &c);
+    ck_assert(!c.frames[history_stack_frames(&c, a)[0]].native);
+    ck_assert(c.frames[history_stack_frames(&c, b)[0]].native);
+    history_fini(&c);
     history_fini(&h);
 }
 END_TEST
@@ -75,6 +98,7 @@ static Suite *history_suite(void)
     TCase *tc = tcase_create("core");
 
     tcase_add_test(tc, test_intern_dedups);
+    tcase_add_test(tc, test_native_frames_distinct);
     tcase_add_test(tc, test_clone_outlives_original);
     suite_add_tcase(s, tc);
     return s;

@@ -36,21 +36,21 @@ struct fx {
 /* Frames are given innermost first, as the sampler returns them. */
 static void stacks_init(struct fx *f)
 {
-    const struct hframe maj[] = {{"all_reduce", C10D, 1541},
-                                 {"train_step", "/job/train.py", 30},
-                                 {"main", "/job/train.py", 40},
-                                 {"<module>", "/job/train.py", 50}};
-    const struct hframe odd[] = {{"load_batch_slowly", "/job/train.py", 12},
-                                 {"train_step", "/job/train.py", 25},
-                                 {"main", "/job/train.py", 40},
-                                 {"<module>", "/job/train.py", 50}};
-    const struct hframe early[] = {{"forward", "/job/model.py", 7},
-                                   {"train_step", "/job/train.py", 28},
-                                   {"main", "/job/train.py", 40},
-                                   {"<module>", "/job/train.py", 50}};
-    const struct hframe work[] = {{"get", "/usr/lib/python3.11/queue.py", 180},
-                                  {"_worker_loop", "/torch/pin_memory.py", 50},
-                                  {"_bootstrap", "/usr/lib/python3.11/threading.py", 1002}};
+    const struct hframe maj[] = {{"all_reduce", C10D, 1541, false},
+                                 {"train_step", "/job/train.py", 30, false},
+                                 {"main", "/job/train.py", 40, false},
+                                 {"<module>", "/job/train.py", 50, false}};
+    const struct hframe odd[] = {{"load_batch_slowly", "/job/train.py", 12, false},
+                                 {"train_step", "/job/train.py", 25, false},
+                                 {"main", "/job/train.py", 40, false},
+                                 {"<module>", "/job/train.py", 50, false}};
+    const struct hframe early[] = {{"forward", "/job/model.py", 7, false},
+                                   {"train_step", "/job/train.py", 28, false},
+                                   {"main", "/job/train.py", 40, false},
+                                   {"<module>", "/job/train.py", 50, false}};
+    const struct hframe work[] = {{"get", "/usr/lib/python3.11/queue.py", 180, false},
+                                  {"_worker_loop", "/torch/pin_memory.py", 50, false},
+                                  {"_bootstrap", "/usr/lib/python3.11/threading.py", 1002, false}};
 
     f->maj = history_intern_stack(&f->h, maj, 4);
     f->odd = history_intern_stack(&f->h, odd, 4);
@@ -524,7 +524,7 @@ START_TEST(hang_npu_device_names)
 {
     struct history h;
     struct view_hang v;
-    const struct hframe fr[] = {{"wait", "/w.py", 3}};
+    const struct hframe fr[] = {{"wait", "/w.py", 3, false}};
     uint32_t s;
 
     history_init(&h, T0, 0, "n");
@@ -603,7 +603,7 @@ START_TEST(hang_long_banner)
     /* Six ranks agree; ten others each wait somewhere with a long name: the banner is cut. */
     history_init(&h, T0, 0, "n");
     for (int i = 0; i < NRANKS; i++) {
-        struct hframe fr = {fn, "/x.py", i < 6 ? 1 : i};
+        struct hframe fr = {fn, "/x.py", i < 6 ? 1 : i, false};
 
         snprintf(fn, sizeof(fn), "a_rather_long_function_name_for_a_waiting_rank_%02d",
                  i < 6 ? 0 : i);
@@ -674,10 +674,12 @@ struct topfx {
  * sample counts until U(10)). A worker shows W = loop>poll for U(0..9): 1000 ms. */
 static void top_build(struct topfx *f)
 {
-    const struct hframe a[] = {{"g", "/m.py", 3}, {"f", "/m.py", 10}, {"main", "/m.py", 20}};
-    const struct hframe b[] = {{"f", "/m.py", 11}, {"main", "/m.py", 20}};
-    const struct hframe c[] = {{"f", "/m.py", 12}, {"f", "/m.py", 11}, {"main", "/m.py", 20}};
-    const struct hframe w[] = {{"poll", "/w.py", 1}, {"loop", "/w.py", 9}};
+    const struct hframe a[] = {
+        {"g", "/m.py", 3, false}, {"f", "/m.py", 10, false}, {"main", "/m.py", 20, false}};
+    const struct hframe b[] = {{"f", "/m.py", 11, false}, {"main", "/m.py", 20, false}};
+    const struct hframe c[] = {
+        {"f", "/m.py", 12, false}, {"f", "/m.py", 11, false}, {"main", "/m.py", 20, false}};
+    const struct hframe w[] = {{"poll", "/w.py", 1, false}, {"loop", "/w.py", 9, false}};
 
     history_init(&f->h, T0, 0, "n");
     f->a = history_intern_stack(&f->h, a, 3);
@@ -807,7 +809,7 @@ END_TEST
 START_TEST(frame_format)
 {
     char buf[64];
-    struct hframe f = {"all_reduce", "/a/b/distributed_c10d.py", 1541};
+    struct hframe f = {"all_reduce", "/a/b/distributed_c10d.py", 1541, false};
 
     view_frame_format(&f, buf, sizeof(buf));
     ck_assert_str_eq(buf, "all_reduce (distributed_c10d.py:1541)");
@@ -1090,8 +1092,8 @@ START_TEST(verdict_by_function)
     history_init(&h, T0, 0, "n");
     for (int k = 0; k <= 60; k++)
         for (int i = 0; i < 4; i++) {
-            struct hframe fr[] = {{"spin", "/job/spin.py", 10 + (k + i) % 7},
-                                  {"<module>", "/job/spin.py", 30}};
+            struct hframe fr[] = {{"spin", "/job/spin.py", 10 + (k + i) % 7, false},
+                                  {"<module>", "/job/spin.py", 30, false}};
             uint32_t st = history_intern_stack(&h, fr, 2);
 
             history_observe(
@@ -1230,7 +1232,7 @@ START_TEST(rank_view_workers)
     struct view_tree t;
     struct view_top top;
     struct hrank *r;
-    const struct hframe fetch[] = {{"fetch", "/torch/worker.py", 9}};
+    const struct hframe fetch[] = {{"fetch", "/torch/worker.py", 9, false}};
     uint32_t s;
 
     fx_build(&f, 12);

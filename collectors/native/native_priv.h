@@ -23,6 +23,11 @@ struct native_ctx {
 int native_syms_open(int pid, struct native_syms **out, struct app_err *err);
 void native_syms_close(struct native_syms *s);
 
+/* Decompresses an xz stream (.gnu_debugdata) with liblzma, loaded on first use; false when
+ * this system has no liblzma or the data is not a valid stream of at most 256 MiB. *out is
+ * the caller's to free. */
+bool native_xz_decode(const uint8_t *in, size_t n, uint8_t **out, size_t *outlen);
+
 /* Fills function, object, offset, eval and interp of every frame. */
 void native_symbolize(struct native_syms *s, struct native_stack *st);
 

@@ -26,7 +26,8 @@
 
 struct sym {
     uint64_t value, size;
-    const char *name; /* demangled, owned */
+    const char *name; /* demangled, without a version suffix ("@GLIBC_2.2.5"), owned */
+    int pref;         /* among aliases at one address the lowest wins: global, weak, local */
 };
 
 struct segment {
@@ -107,11 +108,45 @@ static char *demangle(struct native_syms *s, const char *name)
     return x_strdup(name);
 }
 
+/* By address; aliases at one address with the preferred name last, where sym_at's search
+ * lands. */
 static int cmp_sym(const void *a, const void *b)
 {
     const struct sym *x = a, *y = b;
 
-    return (x->value > y->value) - (x->value < y->value);
+    if (x->value != y->value)
+        return (x->value > y->value) - (x->value < y->value);
+    if (x->pref != y->pref)
+        return y->pref - x->pref;
+    return strcmp(y->name, x->name);
+}
+
+/* Sorts an object's symbols and drops repeats (a symbol in .symtab, .dynsym and a debug file
+ * is one symbol). */
+static void sort_syms(struct object *o)
+{
+    size_t k = 0;
+
+    qsort(o->syms, o->nsyms, sizeof(*o->syms), cmp_sym);
+    for (size_t i = 0; i < o->nsyms; i++) {
+        if (k && o->syms[k - 1].value == o->syms[i].value &&
+            !strcmp(o->syms[k - 1].name, o->syms[i].name)) {
+            free((char *)o->syms[i].name);
+            continue;
+        }
+        o->syms[k++] = o->syms[i];
+    }
+    o->nsyms = k;
+}
+
+/* A symbol's name without its version ("__libc_start_main@GLIBC_2.2.5" in debug files). */
+static char *sym_name(struct native_syms *s, const char *raw)
+{
+    char *d = demangle(s, raw), *at = strchr(d, '@');
+
+    if (at && at != d && !strchr(at, ' ') && !strchr(at, '('))
+        *at = '\0';
+    return d;
 }
 
 /* Adds the function symbols of one symbol table section (sh, whose strings are in str). */
@@ -137,23 +172,185 @@ static void add_syms(struct native_syms *s, struct object *o, const uint8_t *f, 
             !memchr(f + str->sh_offset + y.st_name, '\0', str->sh_size - y.st_name))
             continue;
         o->syms[o->nsyms++] = (struct sym){
-            y.st_value, y.st_size, demangle(s, (const char *)f + str->sh_offset + y.st_name)};
+            y.st_value, y.st_size, sym_name(s, (const char *)f + str->sh_offset + y.st_name),
+            ELF64_ST_BIND(y.st_info) == STB_GLOBAL ? 0
+            : ELF64_ST_BIND(y.st_info) == STB_WEAK ? 1
+                                                   : 2};
     }
 }
 
-/* Segments and symbols of one ELF image (len bytes at f); .symtab wins over .dynsym. */
-static void parse_elf(struct native_syms *s, struct object *o, const uint8_t *f, size_t len)
+/* The section header i of an image whose header eh was validated. */
+static const Elf64_Shdr *shdr(const uint8_t *f, const Elf64_Ehdr *eh, size_t i)
 {
-    Elf64_Ehdr eh;
-    const Elf64_Shdr *sym = NULL;
+    return (const Elf64_Shdr *)(const void *)(f + eh->e_shoff + i * sizeof(Elf64_Shdr));
+}
 
-    if (len < sizeof(eh))
+/* A section's bytes when they lie inside the image; NULL otherwise. */
+static const uint8_t *sect_bytes(const uint8_t *f, size_t len, const Elf64_Shdr *sh)
+{
+    if (sh->sh_type == SHT_NOBITS || sh->sh_offset > len || sh->sh_size > len - sh->sh_offset)
+        return NULL;
+    return f + sh->sh_offset;
+}
+
+/* The section named name, or NULL (names from the section-name table, bounds checked). */
+static const Elf64_Shdr *sect_named(const uint8_t *f, size_t len, const Elf64_Ehdr *eh,
+                                    const char *name)
+{
+    const Elf64_Shdr *names;
+    const uint8_t *str;
+    size_t nl = strlen(name) + 1;
+
+    if (eh->e_shstrndx == SHN_UNDEF || eh->e_shstrndx >= eh->e_shnum)
+        return NULL;
+    names = shdr(f, eh, eh->e_shstrndx);
+    str = sect_bytes(f, len, names);
+    for (size_t i = 0; str && i < eh->e_shnum; i++) {
+        const Elf64_Shdr *sh = shdr(f, eh, i);
+
+        if (sh->sh_name < names->sh_size && names->sh_size - sh->sh_name >= nl &&
+            !memcmp(str + sh->sh_name, name, nl))
+            return sh;
+    }
+    return NULL;
+}
+
+/* A validated ELF64 header of the image, or false. */
+static bool elf_header(const uint8_t *f, size_t len, Elf64_Ehdr *eh)
+{
+    if (len < sizeof(*eh))
+        return false;
+    memcpy(eh, f, sizeof(*eh));
+    return !memcmp(eh->e_ident, ELFMAG, SELFMAG) && eh->e_ident[EI_CLASS] == ELFCLASS64 &&
+           eh->e_phentsize == sizeof(Elf64_Phdr) && eh->e_shentsize == sizeof(Elf64_Shdr) &&
+           eh->e_phoff <= len && (size_t)eh->e_phnum * sizeof(Elf64_Phdr) <= len - eh->e_phoff &&
+           eh->e_shoff <= len && (size_t)eh->e_shnum * sizeof(Elf64_Shdr) <= len - eh->e_shoff;
+}
+
+/* Every function symbol of an image (.symtab and .dynsym: a stripped object keeps only the
+ * latter, a MiniDebugInfo one has the rest in .gnu_debugdata). */
+static void image_syms(struct native_syms *s, struct object *o, const uint8_t *f, size_t len,
+                       const Elf64_Ehdr *eh)
+{
+    for (size_t i = 0; i < eh->e_shnum; i++) {
+        const Elf64_Shdr *sh = shdr(f, eh, i);
+
+        if ((sh->sh_type == SHT_SYMTAB || sh->sh_type == SHT_DYNSYM) && sh->sh_link < eh->e_shnum)
+            add_syms(s, o, f, len, sh, shdr(f, eh, sh->sh_link));
+    }
+}
+
+/* .gnu_debugdata (MiniDebugInfo): an xz-compressed ELF whose .symtab names the static
+ * functions a stripped object lost. Decoded with liblzma when this system has it. */
+static void debugdata_syms(struct native_syms *s, struct object *o, const uint8_t *f, size_t len,
+                           const Elf64_Ehdr *eh)
+{
+    const Elf64_Shdr *sh = sect_named(f, len, eh, ".gnu_debugdata");
+    const uint8_t *in = sh ? sect_bytes(f, len, sh) : NULL;
+    uint8_t *out;
+    size_t n;
+    Elf64_Ehdr deh;
+
+    if (!in || !sh->sh_size || !native_xz_decode(in, sh->sh_size, &out, &n))
         return;
-    memcpy(&eh, f, sizeof(eh));
-    if (memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
-        eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_shentsize != sizeof(Elf64_Shdr) ||
-        eh.e_phoff > len || (size_t)eh.e_phnum * sizeof(Elf64_Phdr) > len - eh.e_phoff ||
-        eh.e_shoff > len || (size_t)eh.e_shnum * sizeof(Elf64_Shdr) > len - eh.e_shoff)
+    if (elf_header(out, n, &deh))
+        image_syms(s, o, out, n, &deh);
+    free(out);
+}
+
+/* The build id of the image as hex ("" when it has none). */
+static void build_id(const uint8_t *f, size_t len, const Elf64_Ehdr *eh, char *hex, size_t hl)
+{
+    const Elf64_Shdr *sh = sect_named(f, len, eh, ".note.gnu.build-id");
+    const uint8_t *p = sh ? sect_bytes(f, len, sh) : NULL;
+    Elf64_Nhdr nh;
+
+    hex[0] = '\0';
+    if (!p || sh->sh_size < sizeof(nh))
+        return;
+    memcpy(&nh, p, sizeof(nh));
+    if (nh.n_type != NT_GNU_BUILD_ID || nh.n_namesz != 4 || nh.n_descsz < 2 || nh.n_descsz > 64 ||
+        sizeof(nh) + 4 + (size_t)nh.n_descsz > sh->sh_size)
+        return;
+    for (size_t i = 0; i < nh.n_descsz && 2 * i + 3 <= hl; i++)
+        snprintf(hex + 2 * i, 3, "%02x", p[sizeof(nh) + 4 + i]);
+}
+
+/* Calls fn on the image of path mapped read-only (size checked); false when it cannot be. */
+static bool with_image(const char *path, void (*fn)(void *, const uint8_t *, size_t), void *arg)
+{
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    bool ok = false;
+
+    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+        void *f = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+
+        if (f != MAP_FAILED) {
+            fn(arg, f, (size_t)st.st_size);
+            munmap(f, (size_t)st.st_size);
+            ok = true;
+        }
+    }
+    if (fd >= 0)
+        close(fd);
+    return ok;
+}
+
+struct debug_load {
+    struct native_syms *s;
+    struct object *o;
+};
+
+static void debug_image(void *arg, const uint8_t *f, size_t len)
+{
+    struct debug_load *d = arg;
+    Elf64_Ehdr eh;
+
+    if (elf_header(f, len, &eh))
+        image_syms(d->s, d->o, f, len, &eh);
+}
+
+/* The separate debug file of a build id, as gdb finds it: DEBUGDIR/.build-id/xx/rest.debug,
+ * in the target's root first (a container's own debug packages), then in ours; the first
+ * found is used. DEBUGDIR is /usr/lib/debug, or each of $RANKTOP_DEBUG_DIR's
+ * colon-separated directories. */
+static void debugfile_syms(struct native_syms *s, struct object *o, const char *id)
+{
+    const char *dirs = getenv("RANKTOP_DEBUG_DIR");
+    struct debug_load d = {s, o};
+    char rel[4200], path[4300];
+
+    if (!id[0])
+        return;
+    dirs = dirs && dirs[0] ? dirs : "/usr/lib/debug";
+    for (const char *p = dirs; *p; p += *p == ':') {
+        size_t n = strcspn(p, ":");
+
+        snprintf(rel, sizeof(rel), "%.*s/.build-id/%.2s/%s.debug", (int)n, p, id, id + 2);
+        p += n;
+        if (rel[0] != '/')
+            continue; /* a relative directory: the target's root would not apply */
+        snprintf(path, sizeof(path), "/proc/%d/root%s", s->pid, rel);
+        if (with_image(path, debug_image, &d) || with_image(rel, debug_image, &d))
+            return;
+    }
+}
+
+struct elf_load {
+    struct native_syms *s;
+    struct object *o;
+    char id[136];
+};
+
+/* Segments and symbols of one mapped object's image; its debug data too. */
+static void parse_elf(void *arg, const uint8_t *f, size_t len)
+{
+    struct elf_load *l = arg;
+    struct object *o = l->o;
+    Elf64_Ehdr eh;
+
+    if (!elf_header(f, len, &eh))
         return;
     for (size_t i = 0; i < eh.e_phnum && o->nseg < 16; i++) {
         Elf64_Phdr ph;
@@ -162,16 +359,9 @@ static void parse_elf(struct native_syms *s, struct object *o, const uint8_t *f,
         if (ph.p_type == PT_LOAD)
             o->seg[o->nseg++] = (struct segment){ph.p_offset, ph.p_vaddr, ph.p_filesz};
     }
-    for (size_t i = 0; i < eh.e_shnum; i++) {
-        const Elf64_Shdr *sh = (const Elf64_Shdr *)(const void *)(f + eh.e_shoff + i * sizeof(*sh));
-
-        if (sh->sh_type == SHT_SYMTAB || (sh->sh_type == SHT_DYNSYM && !sym))
-            sym = sh;
-    }
-    if (sym && sym->sh_link < eh.e_shnum)
-        add_syms(s, o, f, len, sym,
-                 (const Elf64_Shdr *)(const void *)(f + eh.e_shoff + sym->sh_link * sizeof(*sym)));
-    qsort(o->syms, o->nsyms, sizeof(*o->syms), cmp_sym);
+    image_syms(l->s, o, f, len, &eh);
+    debugdata_syms(l->s, o, f, len, &eh);
+    build_id(f, len, &eh, l->id, sizeof(l->id));
 }
 
 static bool is_interp(const char *path)
@@ -187,8 +377,7 @@ static struct object *object_of(struct native_syms *s, const char *path)
 {
     char full[4200];
     struct object *o;
-    struct stat st;
-    int fd;
+    struct elf_load l;
 
     for (size_t i = 0; i < s->nobj; i++)
         if (!strcmp(s->obj[i].path, path))
@@ -197,18 +386,11 @@ static struct object *object_of(struct native_syms *s, const char *path)
     o = memset(&s->obj[s->nobj++], 0, sizeof(*o));
     o->path = x_strdup(path);
     o->interp = is_interp(path);
+    l = (struct elf_load){s, o, ""};
     snprintf(full, sizeof(full), "/proc/%d/root%s", s->pid, path);
-    fd = open(full, O_RDONLY | O_CLOEXEC);
-    if (fd >= 0 && fstat(fd, &st) == 0 && st.st_size > 0) {
-        void *f = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-
-        if (f != MAP_FAILED) {
-            parse_elf(s, o, f, (size_t)st.st_size);
-            munmap(f, (size_t)st.st_size);
-        }
-    }
-    if (fd >= 0)
-        close(fd);
+    if (with_image(full, parse_elf, &l))
+        debugfile_syms(s, o, l.id); /* after the image is unmapped: one file at a time */
+    sort_syms(o);
     return o;
 }
 

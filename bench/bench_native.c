@@ -12,6 +12,7 @@
  *
  * Usage: bench_native [--quick] [PYTHON]. Not a test: it asserts nothing. */
 #include "ranktop/native.h"
+#include "ranktop/pystack.h"
 #include "ranktop/util.h"
 
 #include "bench_support.h"
@@ -28,7 +29,22 @@ static int cmp_u64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static void part1(const char *python, int n)
+/* The engine's hook: the stopped thread's Python stack, read while it is stopped. */
+struct py_read {
+    struct pyproc *py;
+    uint64_t ident;
+};
+
+static void read_py(void *arg, int tid)
+{
+    struct py_read *r = arg;
+    const struct pysample *s;
+
+    (void)tid;
+    pyproc_sample_thread(r->py, r->ident, &s, NULL);
+}
+
+static void part1(const char *python, int n, bool with_py)
 {
     const char *argv[] = {python, "-S", BENCH_TARGET, "idle", NULL};
     struct bench_target t = {0};
@@ -37,19 +53,28 @@ static void part1(const char *python, int n)
     uint64_t *stop = x_calloc((size_t)n, sizeof(uint64_t)), cpu = 0;
     size_t frames = 0;
     int ok = 0;
+    struct pyproc *py = NULL;
+    struct py_read rd = {NULL, 0};
+    struct native_hook hook = {read_py, &rd};
+    const struct pysample *s0;
 
     if (bench_target_spawn(&t, argv) < 0 || !bench_target_ready(&t) ||
-        native_open(t.pid, &c, &err) < 0) {
+        native_open(t.pid, &c, &err) < 0 || (with_py && pyproc_open(t.pid, NULL, &py, &err) < 0)) {
         printf("part 1: could not start or open the target: %s\n", err.msg);
+        pyproc_free(py);
         bench_targets_kill(&t, 1);
         free(stop);
         return;
+    }
+    if (py && pyproc_sample(py, &s0, &err) == 0 && s0->nthreads) { /* the main thread's ident */
+        rd.py = py;
+        rd.ident = s0->threads[s0->nthreads - 1].ident;
     }
     for (int i = 0; i < n; i++) {
         struct native_stack st;
         uint64_t c0 = clock_thread_cpu_ns();
 
-        if (native_unwind(c, t.pid, NULL, &st, &err) == 0) {
+        if (native_unwind(c, t.pid, with_py ? &hook : NULL, &st, &err) == 0) {
             cpu += clock_thread_cpu_ns() - c0;
             stop[ok++] = st.stopped_ns;
             frames = st.n;
@@ -58,12 +83,14 @@ static void part1(const char *python, int n)
         bench_sleep_s(0.01);
     }
     native_close(c);
+    pyproc_free(py);
     bench_targets_kill(&t, 1);
     qsort(stop, (size_t)ok, sizeof(*stop), cmp_u64);
     if (ok)
-        printf("%d unwinds of a %zu-frame native stack: thread stopped %.0f us median, %.0f us "
+        printf("%d unwinds of a %zu-frame native stack%s: thread stopped %.0f us median, %.0f us "
                "p99, %.0f us max; CPU %.0f us per native sample (unwind and names)\n",
-               ok, frames, (double)stop[ok / 2] / 1e3, (double)stop[ok * 99 / 100] / 1e3,
+               ok, frames, with_py ? ", its Python stack read while stopped" : "",
+               (double)stop[ok / 2] / 1e3, (double)stop[ok * 99 / 100] / 1e3,
                (double)stop[ok - 1] / 1e3, (double)cpu / ok / 1e3);
     else
         printf("part 1: no unwind succeeded: %s\n", err.msg);
@@ -157,7 +184,8 @@ int main(int argc, char **argv)
     bench_handlers_install();
     bench_print_load("start");
     printf("native frames, %s\n", python);
-    part1(python, quick ? 200 : 1000);
+    part1(python, quick ? 200 : 1000, false);
+    part1(python, quick ? 200 : 1000, true);
     part2(python, quick ? 2 : 6);
     bench_print_load("end");
     return 0;

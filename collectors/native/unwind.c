@@ -27,10 +27,12 @@
 #include <sys/user.h>
 #include <stddef.h>
 #include <sys/wait.h>
+#include <sched.h>
 #include <time.h>
 
 #define STACK_COPY (64 * 1024) /* bytes of stack copied from the stack pointer */
 #define MAX_FRAMES 512
+#define YIELD_NS 300000ull /* look without sleeping this long for a stop */
 
 /* What the accessors serve while one thread is stopped; the arg libunwind passes them must
  * stay the _UPT handle (the kept accessors read it), so ours find this through the ctx. */
@@ -121,11 +123,17 @@ static int seize_error(int pid, int tid, int e, struct app_err *err)
 
 enum stop_state { STOP_OURS, STOP_GONE, STOP_NOT_YET };
 
-/* Waits for a seized thread's interrupt stop: at most `tries` looks, 1 ms apart. A signal that
- * arrives meanwhile is passed on, never swallowed. */
-static enum stop_state await_stop(int tid, int tries)
+/* Waits for a seized thread's interrupt stop, for at most budget_ns: yielding the CPU between
+ * looks for the first YIELD_NS (a running thread stops within microseconds, and a sleep
+ * would overshoot by the timer slack), then sleeping 10 us, twice as long each time up to
+ * 1 ms. A signal that arrives meanwhile is
+ * passed on, never swallowed. */
+static enum stop_state await_stop(int tid, uint64_t budget_ns)
 {
-    for (int i = 0; i < tries; i++) {
+    uint64_t start = clock_mono_ns(), end = start + budget_ns, now;
+    long nap = 10000;
+
+    for (;;) {
         int st;
         pid_t r = waitpid(tid, &st, __WALL | WNOHANG);
 
@@ -133,15 +141,24 @@ static enum stop_state await_stop(int tid, int tries)
             return STOP_GONE;
         if (r > 0 && WIFSTOPPED(st) && (st >> 16) == PTRACE_EVENT_STOP)
             return STOP_OURS;
-        if (r > 0 && WIFSTOPPED(st)) /* a signal on its way: deliver it, wait for our stop */
+        if (r > 0 && WIFSTOPPED(st)) { /* a signal on its way: deliver it, wait for our stop */
             ptrace(PTRACE_CONT, tid, 0, WSTOPSIG(st));
-        else if (i + 1 < tries) {
-            struct timespec ts = {0, 1000000};
+            continue;
+        }
+        now = clock_mono_ns();
+        if (now >= end)
+            return STOP_NOT_YET;
+        if (now - start < YIELD_NS) { /* the usual case: stopped within microseconds */
+            sched_yield();
+            continue;
+        }
+        {
+            struct timespec ts = {0, nap};
 
             nanosleep(&ts, NULL);
+            nap = nap < 1000000 ? nap * 2 : 1000000;
         }
     }
-    return STOP_NOT_YET;
 }
 
 /* Seizes tid and waits (at most about a second) until it is stopped by our interrupt.
@@ -157,7 +174,7 @@ static int stop_thread(int pid, int tid, struct app_err *err)
         ptrace(PTRACE_DETACH, tid, 0, 0);
         return seize_error(pid, tid, e, err);
     }
-    switch (await_stop(tid, 1000)) {
+    switch (await_stop(tid, 1000000000ull)) {
     case STOP_OURS:
         return 0; /* our interrupt, or a group-stop (detaching keeps that one) */
     case STOP_GONE:
@@ -181,10 +198,13 @@ static int snapshot(struct native_ctx *c, int tid, struct snap *s, struct app_er
     s->pid = c->pid;
     s->sp = s->regs.rsp;
     s->stack = c->stack;
-    /* The copy may run past the stack's top mapping: shorten it until it reads. */
-    while (n >= 4096 && mem_read(c->pid, s->sp, s->stack, n) < 0)
-        n /= 2;
-    s->nstack = n >= 4096 ? n : 0;
+    /* One read: it stops short at the end of the stack's mapping, and what it got is kept. */
+    {
+        struct iovec local = {s->stack, n}, remote = {(void *)(uintptr_t)s->sp, n};
+        ssize_t got = process_vm_readv(c->pid, &local, 1, &remote, 1, 0);
+
+        s->nstack = got > 0 ? (size_t)got : 0;
+    }
     return 0;
 }
 
@@ -217,7 +237,7 @@ static void release_pending(struct native_ctx *c, bool wait)
 
     for (size_t i = 0; i < c->npending; i++) {
         int tid = c->pending[i];
-        enum stop_state st = await_stop(tid, wait ? 100 : 1);
+        enum stop_state st = await_stop(tid, wait ? 100000000ull : 0);
 
         if (st == STOP_OURS)
             ptrace(PTRACE_DETACH, tid, 0, 0);

@@ -344,6 +344,8 @@ static void gather_native(int pid, const struct dump_opts *o, const struct pysam
     }
     if (pyproc_open(pid, &o->py, &p2, NULL) < 0)
         p2 = NULL;
+    else /* warm its caches (code objects, names) now, not while a thread is stopped */
+        pyproc_sample(p2, &(const struct pysample *){NULL}, NULL);
     nv->t = x_calloc(s->nthreads ? s->nthreads : 1, sizeof(*nv->t));
     for (uint32_t i = 0; i < s->nthreads; i++) {
         struct thread_native *tn = &nv->t[i];

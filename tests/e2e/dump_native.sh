@@ -5,8 +5,8 @@
 # address; without --native the JSON has no kind at all. The target runs on afterwards (never
 # left in tracing stop), including when ranktop is killed with SIGKILL in the middle of an
 # unwind, again and again; a target already traced by another tracer gets one clear line and
-# keeps its Python frames. (Threads that come and go and processes that exit while read are
-# not covered yet: see issue 11's note.)
+# keeps its Python frames. (Threads that come and go and processes that exit while read:
+# native_churn.sh.)
 . "$(dirname "$0")/lib.sh"
 
 PY="$RANKTOP_SRCDIR/tests/py/pause_native.py"

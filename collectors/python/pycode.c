@@ -135,6 +135,7 @@ static int slot_fill(struct pycode_cache *c, struct pycode *e, struct rmem *m,
     e->firstlineno = bytes_load_i32(hdr + L->co.firstlineno);
     e->firsttraceable = L->co.firsttraceable >= 0 ? bytes_load_i32(hdr + L->co.firsttraceable) : 0;
     e->last_q = -2;
+    e->serial = ++c->next_serial;
     return 0;
 fail:
     slot_release(c, e);

@@ -23,12 +23,14 @@ struct pycode {
     int firsttraceable; /* 3.11+: code units before the first traceable instruction */
     long last_q;        /* memo of the last lookup */
     int last_line;
+    uint64_t serial; /* unique per filling: equal serials mean the same strings */
 };
 
 struct pycode_cache {
     struct pycode *slots;
     size_t cap, used;
     uint64_t hits, misses;
+    uint64_t next_serial;
     void **grave; /* strings of replaced slots, freed by pycode_cache_collect */
     size_t ngrave, capgrave;
 };

@@ -111,7 +111,11 @@ void pyproc_free(struct pyproc *p)
     pytask_fini(p);
     for (int i = 0; i < PYPROC_MAX_CHUNKS; i++)
         free(p->chunk[i]);
+    for (size_t i = 0; i < p->nhints; i++)
+        free(p->hints[i].chain);
     free(p->hints);
+    free(p->chain_new);
+    free(p->chain_buf);
     free(p->ts.copy);
     free(p->ts.addr);
     free(p->raw);

@@ -33,6 +33,8 @@ struct pyhint {
     uint64_t addr[PYHINT_MAX];
     int n;
     uint64_t chunk, chunk_size; /* the newest chunk and its allocated size; 0 unknown */
+    uint64_t *chain; /* 3.8-3.10: the last whole walk's frame addresses, innermost first */
+    uint32_t nchain;
 };
 
 /* How one walk ended besides its frame count. */
@@ -97,6 +99,8 @@ struct pyproc {
     struct pycode **raw_res;
     uint8_t *chunk[PYPROC_MAX_CHUNKS];
     size_t chunk_cap[PYPROC_MAX_CHUNKS];
+    uint64_t *chain_new; /* 3.8-3.10: this walk's frame addresses */
+    uint8_t *chain_buf;  /* 3.8-3.10: frames fetched ahead in one call */
 
     /* Thread identity. */
     long pthread_tid_off; /* offset of the TID inside glibc's struct pthread; -1 unknown */

@@ -9,6 +9,7 @@
 #include "pyproc_priv.h"
 
 #include "ranktop/bytes.h"
+#include "ranktop/hash.h"
 #include "ranktop/util.h"
 
 #include <stdlib.h>
@@ -75,10 +76,11 @@ static size_t reserve_frames(struct pyproc *p, size_t n)
 }
 
 /* Turns the raw walk into frames; returns the frame count or a negative status. */
-static int resolve_frames(struct pyproc *p, int n, size_t *first)
+static int resolve_frames(struct pyproc *p, int n, size_t *first, uint64_t *key)
 {
     int rc, out = 0;
     size_t at;
+    uint64_t k = 0x5A17;
 
     for (int i = 0; i < n; i++)
         p->raw_codes[i] = p->raw[i].code;
@@ -101,9 +103,12 @@ static int resolve_frames(struct pyproc *p, int n, size_t *first)
         p->frames[at + (size_t)out] = (struct pyframe){
             e->function, e->file, q < 0 ? e->firstlineno : pycode_line(e, p->L.minor, q),
             p->raw[i].entry != 0};
+        k = hash_mix(hash_mix(k, e->serial),
+                     (uint64_t)(uint32_t)p->frames[at + (size_t)out].line * 2 + p->raw[i].entry);
         out++;
     }
     *first = at;
+    *key = hash_mix(k, (uint64_t)out);
     return out;
 }
 
@@ -119,10 +124,11 @@ static void sample_thread(struct pyproc *p, struct pythread *t, uint64_t tsaddr,
     for (int attempt = 0; attempt < WALK_TRIES; attempt++) {
         struct pywalk_out wo;
         size_t first = 0;
+        uint64_t key = 0;
         int n = pywalk_thread(p, tsaddr, attempt ? p->tsfresh : ts, &wo);
 
         if (n >= 0)
-            n = resolve_frames(p, n, &first);
+            n = resolve_frames(p, n, &first, &key);
         /* A whole walk may show no frame: none exists, or all are yet to start running. A
          * thread that runs Python fast can, rarely (about once in 30000 walks on 3.13), show
          * an empty but consistent-looking state while it enters a call; an empty answer is
@@ -133,6 +139,7 @@ static void sample_thread(struct pyproc *p, struct pythread *t, uint64_t tsaddr,
             t->nframes = (uint32_t)n;
             t->frames = (const struct pyframe *)(uintptr_t)first; /* fixed up at the end */
             t->truncated = wo.truncated;
+            t->chain_key = key;
             t->no_python = n == 0;
             t->status = 0;
             p->frames_len = first + (size_t)n;

@@ -2,12 +2,13 @@
  *
  * Every walk starts from a fresh copy of the thread state, never from the copy the thread
  * list was built from: a retry that walked the same bytes again would fail the same way.
- * 3.8-3.10 frames are heap objects read one by one. 3.11+ frames live in the thread's
- * data-stack chunks: the thread state, the top-frame pointer (3.11/3.12: in a _PyCFrame on
- * the target's C stack) and the newest chunk are copied in one system call at addresses
- * the previous copy predicts, then checked against the fresh thread state; frames found
- * elsewhere (generators, 3.12+ entry shims) come in that call too when the last walk met
- * them at the same address, else are read singly.
+ * 3.8-3.10 frames are heap objects: the top one is read singly, the ones below it where the
+ * thread's last walk found them, in one call, used only as far as f_back leads to them. 3.11+
+ * frames live in the thread's data-stack chunks: the thread state, the top-frame pointer
+ * (3.11/3.12: in a _PyCFrame on the target's C stack) and the newest chunk are copied in one system
+ * call at addresses the previous copy predicts, then checked against the fresh thread state; frames
+ * found elsewhere (generators, 3.12+ entry shims) come in that call too when the last walk met them
+ * at the same address, else are read singly.
  *
  * A walk is a sample only when it ends where a thread's stack really ends: a NULL `previous`
  * on an entry frame of the expected owner (3.11 is_entry and owned by the thread, 3.12+ an
@@ -85,19 +86,71 @@ static bool chain_loops(struct loopcheck *lc, uint64_t frame)
     return false;
 }
 
-/* Follows f_back from `frame`, one read per frame object (copying the last walk's frames in
- * one call was tried: a long batch of scattered reads takes longer than the stack takes to
- * change, and lost more walks). */
-static int walk_old(struct pyproc *p, uint64_t frame, struct pywalk_out *o)
+/* 3.8-3.10 frames fetched ahead: the last walk's chain from position `from`, copied in one
+ * call. A frame below the running one does not change while its callee runs, so a deep stack
+ * is mostly where the last walk found it; the copies are used only where the walk's own f_back
+ * leads to the same address, in the same order as single reads would take them (innermost
+ * first), so what a walk accepts is what one read per frame would have accepted. */
+#define AHEAD_MAX 512
+#define AHEAD_FETCHES 4 /* calls per walk: 2048 frames, or a few misses */
+struct ahead {
+    const struct pyhint *h;
+    uint32_t next, n; /* chain[next, next + n) are in p->chain_buf, chain[next] at slot `at` */
+    uint32_t at;
+    int fetches;
+};
+
+static const uint8_t *ahead_frame(struct pyproc *p, struct ahead *a, uint64_t frame)
+{
+    const struct py_layout *L = &p->L;
+    struct rmem_iov iov[AHEAD_MAX];
+    uint32_t j = 0, want;
+    int done = 0;
+
+    if (a->n && a->h->chain[a->next] == frame) { /* the next copy in line */
+        a->next++, a->n--;
+        return p->chain_buf + (size_t)a->at++ * L->fr.size;
+    }
+    /* A miss: copies taken before the frames read since must not be used after them. */
+    a->n = 0;
+    if (!a->h->nchain || a->fetches == AHEAD_FETCHES)
+        return NULL;
+    while (j < a->h->nchain && a->h->chain[j] != frame) /* where the last walk had it */
+        j++;
+    if (j == a->h->nchain)
+        return NULL;
+    a->fetches++;
+    if (!p->chain_buf)
+        p->chain_buf = x_malloc((size_t)AHEAD_MAX * FRAME_MAX);
+    want = a->h->nchain - j < AHEAD_MAX ? a->h->nchain - j : AHEAD_MAX;
+    for (uint32_t i = 0; i < want; i++)
+        iov[i] = (struct rmem_iov){a->h->chain[j + i], p->chain_buf + (size_t)i * L->fr.size,
+                                   L->fr.size};
+    rmem_readv(p->mem, iov, (int)want, &done);
+    if (done < 1)
+        return NULL;
+    a->next = j + 1;
+    a->n = (uint32_t)done - 1;
+    a->at = 1;
+    return p->chain_buf;
+}
+
+/* Follows f_back from `frame`: the top frame read singly, then the frames the last walk of
+ * this thread found below it, fetched in one call (ahead_frame), the rest one read each. */
+static int walk_old(struct pyproc *p, struct pyhint *h, uint64_t frame, struct pywalk_out *o)
 {
     const struct py_layout *L = &p->L;
     uint32_t limit = p->opts.max_frames + 64, steps = 0;
     struct loopcheck lc = {0};
-    uint8_t f[FRAME_MAX];
+    struct ahead ah = {h, 0, 0, 0, 0};
+    uint8_t single[FRAME_MAX];
     int n = 0, rc;
 
+    if (!p->chain_new)
+        p->chain_new = x_calloc(limit, sizeof(*p->chain_new));
     for (; frame && steps < limit; steps++) {
         uint64_t at = frame;
+        const uint8_t *f = NULL;
         int lasti;
 
         if (frame & 7)
@@ -106,9 +159,14 @@ static int walk_old(struct pyproc *p, uint64_t frame, struct pywalk_out *o)
             o->truncated = true;
             return n;
         }
-        rc = rmem_read(p->mem, frame, f, L->fr.size);
-        if (rc < 0)
-            return rc == APP_E_GONE ? rc : APP_E_STALE;
+        if (n > 0)
+            f = ahead_frame(p, &ah, frame);
+        if (!f) {
+            rc = rmem_read(p->mem, frame, single, L->fr.size);
+            if (rc < 0)
+                return rc == APP_E_GONE ? rc : APP_E_STALE;
+            f = single;
+        }
         if (!old_frame_alive(L, f))
             return APP_E_STALE;
         lasti = bytes_load_i32(f + L->fr.instr);
@@ -118,12 +176,20 @@ static int walk_old(struct pyproc *p, uint64_t frame, struct pywalk_out *o)
         p->raw[n].entry = 1; /* before 3.11 every frame has an evaluation call of its own */
         if (!p->raw[n].code)
             return APP_E_STALE;
-        n++;
+        p->chain_new[n++] = at;
         frame = bytes_load_u64(f + L->fr.prev);
         if (frame == at || chain_loops(&lc, frame))
             return APP_E_STALE;
     }
-    return frame ? APP_E_STALE : n;
+    if (frame)
+        return APP_E_STALE;
+    if (h->nchain < (uint32_t)n || !h->chain) { /* the whole chain, for the next walk */
+        free(h->chain);
+        h->chain = x_calloc((size_t)n ? (size_t)n : 1, sizeof(*h->chain));
+    }
+    memcpy(h->chain, p->chain_new, (size_t)n * sizeof(*h->chain));
+    h->nchain = (uint32_t)n;
+    return n;
 }
 
 /* Loads the chunk at addr into slot cs->n. `want` is the byte count to read when known. */
@@ -192,8 +258,11 @@ static struct pyhint *hint_for(struct pyproc *p, uint64_t ts)
     for (size_t i = 0; i < p->nhints; i++)
         if (p->hints[i].ts == ts)
             return &p->hints[i];
-    if (p->nhints == p->opts.max_threads)
+    if (p->nhints == p->opts.max_threads) {
+        for (size_t i = 0; i < p->nhints; i++)
+            free(p->hints[i].chain);
         p->nhints = 0;
+    }
     if (p->nhints == p->caphints) {
         p->caphints = p->caphints ? p->caphints * 2 : 16;
         p->hints = x_reallocarray(p->hints, p->caphints, sizeof(*p->hints));
@@ -471,7 +540,7 @@ static int walk_old_thread(struct pyproc *p, uint64_t tsaddr, const uint8_t *gue
         return APP_E_STALE; /* the thread state was freed, maybe reused */
     memcpy(p->tsfresh, ts, L->ts.size);
     o->no_python = !bytes_load_u64(ts + L->ts.frame);
-    return walk_old(p, bytes_load_u64(ts + L->ts.frame), o);
+    return walk_old(p, hint_for(p, tsaddr), bytes_load_u64(ts + L->ts.frame), o);
 }
 
 int pywalk_thread(struct pyproc *p, uint64_t tsaddr, const uint8_t *guess, struct pywalk_out *o)

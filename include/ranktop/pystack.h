@@ -41,6 +41,10 @@ struct pythread {
      * running only C code): nframes is 0 on purpose. A stack that could not be read whole is
      * never empty with status 0; it has status < 0 instead. */
     bool no_python;
+    /* A digest of the frames (each code object's cache identity, line and entry flag): equal
+     * keys in two samples of one reader mean equal frames, so a consumer may reuse what it
+     * made of the last ones (the sampler: its interned stack) without comparing strings. */
+    uint64_t chain_key;
     uint32_t nframes;
     const struct pyframe *frames; /* innermost first */
 };

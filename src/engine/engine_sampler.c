@@ -28,7 +28,17 @@ struct slot {
     uint64_t lost;      /* thread stacks of this rank lost so far */
     bool nat_want;      /* native frames wanted for its rank (synced each pass) */
     struct engine_native nat;
+    /* Per thread, the last stack interned and the reader's key of its frames: a thread whose
+     * frames are unchanged reuses the stack without interning it again. */
+    struct last_stack {
+        uint64_t ident, key;
+        uint32_t stack;
+        bool seen; /* in the current sample: the others are dropped after it */
+    } * last;
+    size_t nlast;
 };
+
+#define LAST_MAX 256 /* threads per process whose last stack is kept */
 
 struct sampler {
     struct engine *e;
@@ -109,10 +119,39 @@ static uint32_t intern_thread(struct sampler *sp, const struct pythread *pt)
     return history_intern_stack(&sp->e->hist, sp->scratch, pt->nframes);
 }
 
+/* The stack of pt: the last one of its thread when the reader's key says its frames did not
+ * change, else interned; with the lock held. */
+static uint32_t thread_stack_locked(struct sampler *sp, struct slot *sl, const struct pythread *pt)
+{
+    struct last_stack *l = NULL;
+
+    for (size_t i = 0; i < sl->nlast && !l; i++)
+        if (sl->last[i].ident == pt->ident)
+            l = &sl->last[i];
+    if (l)
+        l->seen = true;
+    if (l && l->key == pt->chain_key)
+        return l->stack;
+    if (!l && sl->nlast < LAST_MAX) {
+        if (!sl->last)
+            sl->last = x_calloc(LAST_MAX, sizeof(*sl->last));
+        l = &sl->last[sl->nlast++];
+        l->ident = pt->ident;
+        l->seen = true;
+    }
+    if (!l)
+        return intern_thread(sp, pt);
+    l->key = pt->chain_key;
+    l->stack = intern_thread(sp, pt);
+    return l->stack;
+}
+
 /* The sample's threads as the history records them, their Python stacks interned; with the
  * lock held. */
-static void view_sample_locked(struct sampler *sp, const struct pysample *s)
+static void view_sample_locked(struct sampler *sp, struct slot *sl, const struct pysample *s)
 {
+    size_t kept = 0;
+
     if (s->nthreads > sp->tv_cap) {
         sp->tv_cap = s->nthreads;
         sp->tv = x_reallocarray(sp->tv, sp->tv_cap, sizeof(*sp->tv));
@@ -123,8 +162,14 @@ static void view_sample_locked(struct sampler *sp, const struct pysample *s)
 
         sp->tv[i] = (struct engine_tview){pt->ident, pt->tid, "", pt->status};
         snprintf(sp->tv[i].name, sizeof(sp->tv[i].name), "%s", pt->name ? pt->name : "");
-        sp->ids[i] = pt->status == 0 ? intern_thread(sp, pt) : HSTACK_NONE;
+        sp->ids[i] = pt->status == 0 ? thread_stack_locked(sp, sl, pt) : HSTACK_NONE;
     }
+    for (size_t i = 0; i < sl->nlast; i++) /* threads gone since: forget them */
+        if (sl->last[i].seen) {
+            sl->last[i].seen = false;
+            sl->last[kept++] = sl->last[i];
+        }
+    sl->nlast = kept;
 }
 
 /* What one sample of n threads (in sp->tv, sp->ids) showed at time t; with the lock held. */
@@ -171,7 +216,7 @@ static void record_sample(struct sampler *sp, struct slot *sl, const struct pysa
     unsigned torn = s->torn, dropped = s->dropped;
 
     pthread_mutex_lock(&e->lock);
-    view_sample_locked(sp, s);
+    view_sample_locked(sp, sl, s);
     if (sl->nat_want) { /* s is reused by the reads below: keep nothing of it */
         pthread_mutex_unlock(&e->lock);
         sl->nat.next_at = now + 1000000000ull / ENGINE_NATIVE_HZ;
@@ -203,6 +248,9 @@ static void slot_exit(struct engine *e, struct slot *sl, uint64_t now)
     pyproc_free(sl->py);
     sl->py = NULL;
     engine_native_fini(&sl->nat);
+    free(sl->last);
+    sl->last = NULL;
+    sl->nlast = 0;
     sl->dead = true;
 }
 
@@ -329,6 +377,7 @@ void *engine_sampler_main(void *arg)
     for (size_t i = 0; i < sp.n; i++) {
         pyproc_free(sp.s[i].py);
         engine_native_fini(&sp.s[i].nat);
+        free(sp.s[i].last);
     }
     free(sp.s);
     free(sp.scratch);

@@ -26,6 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "ranktop/hash.h"
 #include "ranktop/pystack.h"
 #include "ranktop/status.h"
 #include "ranktop/util.h"
@@ -594,7 +595,55 @@ struct churn {
     uint64_t reads, torn, dropped;
     size_t ntids, cap;
     int *tids; /* every nonzero TID seen, with repeats */
+    /* chain_key against the frames themselves, thread by thread between consecutive samples */
+    struct churn_key {
+        uint64_t ident, key, text;
+    } prev[64];
+    size_t nprev;
+    int key_same, key_bad, key_spurious;
 };
+
+/* A digest of the frames' text (function, file, line), to hold chain_key against. */
+static uint64_t frames_text(const struct pythread *t)
+{
+    uint64_t h = t->nframes;
+
+    for (uint32_t i = 0; i < t->nframes; i++)
+        h = hash_mix(
+            hash_mix(hash_mix(h, hash_str(t->frames[i].function)), hash_str(t->frames[i].file)),
+            (uint64_t)t->frames[i].line);
+    return h;
+}
+
+/* Equal keys must mean equal frames (the sampler then reuses its interned stack); code
+ * objects are freed and their addresses reused here. */
+static void churn_keys(struct churn *ch, const char *label, const struct pysample *s)
+{
+    size_t n = 0;
+    struct churn_key cur[64];
+
+    for (uint32_t i = 0; i < s->nthreads && n < 64; i++) {
+        const struct pythread *t = &s->threads[i];
+
+        if (t->status != 0)
+            continue;
+        cur[n] = (struct churn_key){t->ident, t->chain_key, frames_text(t)};
+        for (size_t k = 0; k < ch->nprev; k++) {
+            if (ch->prev[k].ident != t->ident)
+                continue;
+            /* The other way round (frames equal, key changed: a code object read into the
+             * cache again) only costs an interning. */
+            if (ch->prev[k].key == cur[n].key && ch->prev[k].text != cur[n].text && !ch->key_bad++)
+                ts_fail("%s: thread %llx: chain_key unchanged while its frames changed", label,
+                        (unsigned long long)t->ident);
+            ch->key_spurious += ch->prev[k].key != cur[n].key && ch->prev[k].text == cur[n].text;
+            ch->key_same += ch->prev[k].key == cur[n].key;
+        }
+        n++;
+    }
+    memcpy(ch->prev, cur, n * sizeof(cur[0]));
+    ch->nprev = n;
+}
 
 static void churn_add(struct churn *ch, const struct pysample *s)
 {
@@ -675,6 +724,7 @@ static void churn_sample(void *ctx, const char *label, const struct pysample *s)
     ch->ok++;
     sample_sanity(label, s);
     churn_add(ch, s);
+    churn_keys(ch, label, s);
 }
 
 static void churn_loop(const char *label, struct pyproc *p, struct churn *ch)
@@ -690,12 +740,15 @@ static void churn_judge(const char *label, const struct pyproc_stats *st, struct
 
     ts_info("%s: %d calls, %d ok, %d torn samples; stacks %d, torn walks %llu, dropped %llu; "
             "%zu distinct TIDs; stats: samples %llu reads %llu bytes %llu torn %llu dropped %llu "
-            "code hits %llu misses %llu",
+            "code hits %llu misses %llu; %d unchanged chain keys, %d changed over equal frames",
             label, ch->calls, ch->ok, ch->stale, ch->stacks, (unsigned long long)ch->torn,
             (unsigned long long)ch->dropped, tids, (unsigned long long)st->samples,
             (unsigned long long)st->reads, (unsigned long long)st->bytes,
             (unsigned long long)st->torn, (unsigned long long)st->dropped,
-            (unsigned long long)st->code_hits, (unsigned long long)st->code_misses);
+            (unsigned long long)st->code_hits, (unsigned long long)st->code_misses, ch->key_same,
+            ch->key_spurious);
+    if (ch->key_same == 0)
+        ts_fail("%s: no thread kept its chain key between samples", label);
     if (st->samples < (uint64_t)ch->ok || st->samples > (uint64_t)ch->calls)
         ts_fail("%s: stats.samples %llu outside [%d ok, %d calls]", label,
                 (unsigned long long)st->samples, ch->ok, ch->calls);
@@ -1180,6 +1233,116 @@ END_TEST
 
 /* ---- suite -------------------------------------------------------------------------------- */
 
+/* ---- e. frames recycled at the same addresses (issue 12's chain reuse) ---------------- */
+
+#define REUSE_STEPS 48
+#define REUSE_SAMPLES 4
+
+/* The main thread's frames against the target's own truth for step k ([function, line],
+ * innermost first); returns false after noting the first difference. */
+static bool reuse_compare(const char *label, int k, json_object *want, const struct pythread *t)
+{
+    size_t n = json_object_array_length(want);
+
+    if (t->nframes != n) {
+        char got[1024] = "";
+
+        for (uint32_t i = 0; i < t->nframes && strlen(got) < sizeof(got) - 80; i++)
+            snprintf(got + strlen(got), sizeof(got) - strlen(got), " %s:%d",
+                     str_or_null(t->frames[i].function), t->frames[i].line);
+        ts_fail("%s: step %d: %u frames (%s), the target says %zu: %s", label, k, t->nframes, got,
+                n, json_object_to_json_string(want));
+        return false;
+    }
+    for (size_t i = 0; i < n; i++) {
+        json_object *f = json_object_array_get_idx(want, i);
+        const char *fn = json_object_get_string(json_object_array_get_idx(f, 0));
+        int line = json_object_get_int(json_object_array_get_idx(f, 1));
+
+        if (!str_eq(fn, t->frames[i].function) || line != t->frames[i].line) {
+            ts_fail("%s: step %d frame %zu: %s:%d, the target is in %s:%d", label, k, i,
+                    str_or_null(t->frames[i].function), t->frames[i].line, fn, line);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* One step: wait for its truth, sample it a few times with the same reader, let it go on. */
+static bool reuse_step(const char *label, struct ts_child *c, struct pyproc *p, int k)
+{
+    char path[PATH_MAX];
+    uint64_t deadline = clock_mono_ns() + 30ull * 1000000000ull;
+    json_object *want = NULL;
+    bool ok = true;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "%s/truth.%d", c->dir, k);
+    while (!(want = json_object_from_file(path)) && clock_mono_ns() < deadline)
+        usleep(2000);
+    if (!want) {
+        ts_fail("%s: step %d: no truth file", label, k);
+        return false;
+    }
+    for (int i = 0, got = 0; ok && got < REUSE_SAMPLES && i < 50 * REUSE_SAMPLES; i++) {
+        const struct pysample *s;
+        const struct pythread *t;
+
+        if (pyproc_sample(p, &s, NULL) != 0 || !s->nthreads)
+            continue;
+        t = &s->threads[s->nthreads - 1]; /* the only thread: main */
+        if (t->status != 0)
+            continue;
+        got++;
+        ok = reuse_compare(label, k, want, t);
+    }
+    json_object_put(want);
+    snprintf(path, sizeof(path), "%s/go.%d", c->dir, k);
+    f = fopen(path, "w");
+    if (f)
+        fclose(f);
+    return ok && f;
+}
+
+static void reuse_one(const char *python)
+{
+    const char *args[] = {"48", NULL};
+    struct ts_child *c = ts_target_start(python, "frame_reuse.py", args);
+    struct pyproc *p = NULL;
+    struct app_err err = {0};
+    int rc = APP_E_STALE;
+
+    if (!ts_child_wait_ready(c, python))
+        goto out;
+    for (int i = 0; i < 5 && rc == APP_E_STALE; i++)
+        rc = pyproc_open(c->pid, NULL, &p, &err);
+    if (rc != 0) {
+        ts_fail("%s: pyproc_open: %s: %s", python, app_status_str(rc), err.msg);
+        goto out;
+    }
+    for (int k = 0; k < REUSE_STEPS && reuse_step(python, c, p, k); k++)
+        ;
+out:
+    if (p)
+        pyproc_free(p);
+    ts_child_kill(c);
+}
+
+START_TEST(test_frame_reuse)
+{
+    struct ts_pylist l;
+
+    ts_pythons_discover(&l, 8, true);
+    for (int i = 0; i < l.n; i++) {
+        ts_watchdog_arm(l.v[i].path, WATCHDOG_S);
+        reuse_one(l.v[i].path);
+        ts_watchdog_disarm();
+    }
+    ts_pylist_free(&l);
+    ts_assert_clean();
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("pystack");
@@ -1187,6 +1350,7 @@ int main(void)
     ts_add_case(s, "known_state", test_known_state, 900);
     ts_add_case(s, "exit_while_sampling", test_exit_while_sampling, 900);
     ts_add_case(s, "thread_churn", test_thread_churn, 900);
+    ts_add_case(s, "frame_reuse", test_frame_reuse, 900);
     ts_add_case(s, "exact_under_motion", test_exact_under_motion, 1500);
     ts_add_case(s, "no_such_process", test_open_no_such_process, 900);
     ts_add_case(s, "not_python", test_open_not_python, 900);

@@ -1,0 +1,163 @@
+/* bench_austin: CPU per thread stack of ranktop and of austin on the same target, in one run
+ * (issue 12's comparison: a 5-thread target, its main thread 300 frames deep, every thread
+ * sampled at 1 kHz).
+ *
+ * For each interpreter (default: pyenv's 3.9 and 3.12) it starts bench/targets/five300.py,
+ * then runs, one after the other for SECONDS each (default 10), Debian's austin
+ * (`austin -i 1000 -x SECONDS -o FILE -p PID`; its thread stacks are the sample lines it
+ * writes) and `ranktop record --all-threads -r 1000 -d SECONDS -p PID` (its thread stacks and
+ * the CPU of its sampling threads from its summary line). austin's CPU is its rusage as a
+ * child, which includes start-up; both rates are what each achieved. Prints both figures and
+ * the ratio. Not a test: it asserts nothing.
+ *
+ * Usage: bench_austin [--seconds S] [PYTHON...] */
+#include "bench_support.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* Runs argv to its end with stdout and stderr into out; the child's CPU seconds. */
+static double run_child(const char *const argv[], const char *out)
+{
+    struct rusage ru;
+    int st;
+    pid_t pid = fork();
+
+    if (pid == 0) {
+        FILE *f = freopen(out, "w", stdout);
+
+        if (!f || dup2(1, 2) < 0)
+            _exit(127);
+        execvp(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    if (pid < 0 || wait4(pid, &st, 0, &ru) < 0)
+        return -1;
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
+           ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) / 1e6;
+}
+
+/* austin's sample lines: "P<pid>;T<...>;frames... <metric>" (comments start with '#'). */
+static long austin_stacks(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    char line[65536];
+    long n = 0;
+
+    while (f && fgets(line, sizeof(line), f))
+        n += line[0] == 'P';
+    if (f)
+        fclose(f);
+    return n;
+}
+
+/* ranktop record's summary: "... N thread stacks, ... X s CPU". */
+static bool ranktop_summary(const char *path, long *stacks, double *cpu)
+{
+    FILE *f = fopen(path, "r");
+    char line[1024];
+    bool ok = false;
+
+    while (f && fgets(line, sizeof(line), f)) {
+        unsigned long long samples, st;
+        const char *c = strstr(line, " Hz achieved, ");
+
+        if (sscanf(line, "ranktop: %llu samples, %llu thread stacks", &samples, &st) == 2 && c &&
+            sscanf(c, " Hz achieved, %lf s CPU", cpu) == 1) {
+            *stacks = (long)st;
+            ok = true;
+        }
+    }
+    if (f)
+        fclose(f);
+    return ok;
+}
+
+static void one(const char *python, double secs)
+{
+    const char *argv[] = {python, "-S", BENCH_TARGET, NULL};
+    struct bench_target t = {0};
+    char pid[16], dur[32], tmp[] = "/tmp/bench_austin.XXXXXX", a_out[96], r_out[96], r_err[96];
+    double a_cpu, r_cpu = 0;
+    long a_n, r_n = 0;
+
+    if (!mkdtemp(tmp) || bench_target_spawn(&t, argv) < 0 || !bench_target_ready(&t)) {
+        printf("%s: could not start the target\n", python);
+        bench_targets_kill(&t, 1);
+        return;
+    }
+    snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+    snprintf(dur, sizeof(dur), "%g", secs);
+    snprintf(a_out, sizeof(a_out), "%s/austin.txt", tmp);
+    snprintf(r_out, sizeof(r_out), "%s/ranktop.txt", tmp);
+    snprintf(r_err, sizeof(r_err), "%s/ranktop.err", tmp);
+    {
+        const char *av[] = {"austin", "-i", "1000", "-x", dur, "-o", a_out, "-p", pid, NULL};
+        char log[128];
+
+        snprintf(log, sizeof(log), "%s/austin.log", tmp);
+        a_cpu = run_child(av, log);
+        a_n = austin_stacks(a_out);
+    }
+    {
+        const char *rv[] = {BENCH_RANKTOP, "record",   "--all-threads", "-r", "1000", "-d",
+                            dur,           "--format", "collapsed",     "-o", r_out,  "-p",
+                            pid,           NULL};
+
+        run_child(rv, r_err);
+        if (!ranktop_summary(r_err, &r_n, &r_cpu))
+            r_n = 0;
+    }
+    bench_targets_kill(&t, 1);
+    if (a_cpu <= 0 || a_n <= 0 || r_n <= 0) {
+        printf("%s: no figures (austin %ld stacks, %.2f s; ranktop %ld stacks); see %s\n", python,
+               a_n, a_cpu, r_n, tmp);
+        return;
+    }
+    printf("%s, %g s at 1 kHz, 5 threads (one 300 deep):\n"
+           "  austin 1.0:  %8ld thread stacks, %.2f s CPU, %7.1f us per thread stack\n"
+           "  ranktop:     %8ld thread stacks, %.2f s CPU, %7.1f us per thread stack\n"
+           "  ranktop is %.1fx cheaper per thread stack\n",
+           python, secs, a_n, a_cpu, a_cpu * 1e6 / (double)a_n, r_n, r_cpu,
+           r_cpu * 1e6 / (double)r_n, (a_cpu / (double)a_n) / (r_cpu / (double)r_n));
+    {
+        char cmd[160];
+
+        snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
+        if (system(cmd) != 0)
+            fprintf(stderr, "could not remove %s\n", tmp);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    double secs = 10;
+    int first = 1;
+
+    bench_handlers_install();
+    if (argc > 2 && !strcmp(argv[1], "--seconds")) {
+        secs = atof(argv[2]);
+        first = 3;
+    }
+    if (system("command -v austin > /dev/null 2>&1") != 0) {
+        printf("austin is not installed (apt-get install austin): nothing to compare\n");
+        return 0;
+    }
+    bench_print_load("start");
+    if (first < argc) {
+        for (int i = first; i < argc; i++)
+            one(argv[i], secs);
+    } else {
+        char p9[512];
+
+        snprintf(p9, sizeof(p9), "%s", bench_python(9));
+        one(p9, secs);
+        one(bench_python(12), secs);
+    }
+    bench_print_load("end");
+    return 0;
+}

@@ -28,6 +28,13 @@ void native_syms_close(struct native_syms *s);
  * the caller's to free. */
 bool native_xz_decode(const uint8_t *in, size_t n, uint8_t **out, size_t *outlen);
 
+/* Where the object that ip falls in keeps its .eh_frame_hdr in the target (*hdr) and its text
+ * range, from its program headers read through /proc/PID/root: the unwinder's
+ * find_proc_info reads the table itself from the target's memory. false when ip is in no
+ * file mapping, or the object has no PT_GNU_EH_FRAME (then libunwind looks by itself). */
+bool native_syms_ehframe(struct native_syms *s, uint64_t ip, uint64_t *hdr, uint64_t *start,
+                         uint64_t *end);
+
 /* Fills function, object, offset, eval and interp of every frame. */
 void native_symbolize(struct native_syms *s, struct native_stack *st);
 

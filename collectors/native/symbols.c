@@ -38,6 +38,9 @@ struct object {
     char *path;
     bool interp; /* the python executable or libpython */
     struct segment seg[16];
+    uint64_t eh_vaddr;   /* PT_GNU_EH_FRAME: where .eh_frame_hdr is mapped; 0 none */
+    uint64_t text_vaddr; /* the executable PT_LOAD */
+    uint64_t text_memsz;
     size_t nseg;
     struct sym *syms;
     size_t nsyms;
@@ -358,6 +361,12 @@ static void parse_elf(void *arg, const uint8_t *f, size_t len)
         memcpy(&ph, f + eh.e_phoff + i * sizeof(ph), sizeof(ph));
         if (ph.p_type == PT_LOAD)
             o->seg[o->nseg++] = (struct segment){ph.p_offset, ph.p_vaddr, ph.p_filesz};
+        if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X) && !o->text_memsz) {
+            o->text_vaddr = ph.p_vaddr;
+            o->text_memsz = ph.p_memsz;
+        }
+        if (ph.p_type == PT_GNU_EH_FRAME)
+            o->eh_vaddr = ph.p_vaddr;
     }
     image_syms(l->s, o, f, len, &eh);
     debugdata_syms(l->s, o, f, len, &eh);
@@ -452,6 +461,39 @@ static void name_frame(struct native_syms *s, struct native_frame *fr, bool inne
             }
             break;
         }
+}
+
+/* The load bias of o as mapped by m: the address of file offset x, in the segment that holds
+ * m's offset, is bias + vaddr(x). false when no segment holds it. */
+static bool load_bias(const struct object *o, const struct procmap *m, uint64_t *bias)
+{
+    for (size_t i = 0; i < o->nseg; i++) {
+        uint64_t from = o->seg[i].offset & ~(uint64_t)4095;
+
+        if (m->offset >= from && m->offset < o->seg[i].offset + o->seg[i].filesz) {
+            *bias = m->start - (m->offset - o->seg[i].offset + o->seg[i].vaddr);
+            return true;
+        }
+    }
+    return false;
+}
+
+bool native_syms_ehframe(struct native_syms *s, uint64_t ip, uint64_t *hdr, uint64_t *start,
+                         uint64_t *end)
+{
+    const struct procmap *m = map_of(&s->maps, ip);
+    const struct object *o;
+    uint64_t bias;
+
+    if (!m || m->path[0] != '/')
+        return false;
+    o = object_of(s, m->path);
+    if (!o->eh_vaddr || !o->text_memsz || !load_bias(o, m, &bias))
+        return false;
+    *hdr = bias + o->eh_vaddr;
+    *start = bias + o->text_vaddr;
+    *end = *start + o->text_memsz;
+    return ip >= *start && ip < *end;
 }
 
 void native_symbolize(struct native_syms *s, struct native_stack *st)

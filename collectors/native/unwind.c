@@ -37,6 +37,7 @@
 /* What the accessors serve while one thread is stopped; the arg libunwind passes them must
  * stay the _UPT handle (the kept accessors read it), so ours find this through the ctx. */
 struct snap {
+    struct native_ctx *ctx;
     int pid;
     struct user_regs_struct regs;
     uint64_t sp;
@@ -92,6 +93,49 @@ static int acc_reg(unw_addr_space_t as, unw_regnum_t reg, unw_word_t *val, int w
         return -UNW_EBADREG;
     memcpy(val, (const char *)&s->regs + reg_at[reg], sizeof(*val));
     return 0;
+}
+
+/* libunwind's own search of a remote .eh_frame_hdr table (exported by libunwind-x86_64 for
+ * libunwind-ptrace, not declared in its public headers). */
+extern int _Ux86_64_dwarf_search_unwind_table(unw_addr_space_t as, unw_word_t ip,
+                                              unw_dyn_info_t *di, unw_proc_info_t *pi,
+                                              int need_unwind_info, void *arg);
+
+#define DW_EH_PE_udata4 0x03
+#define DW_EH_PE_sdata4 0x0b
+#define DW_EH_PE_datarel 0x30
+
+/* Unwind info for ip: the object's .eh_frame_hdr search table, found from its program headers
+ * (read through /proc/PID/root, so a container's objects are the container's) and read from
+ * the target's memory by libunwind's table search. libunwind's own lookup, which opens the
+ * path from /proc/PID/maps in our mount namespace and maps the whole object again for every
+ * object change, is left for objects without PT_GNU_EH_FRAME (.debug_frame only). */
+static int acc_find(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t *pi, int need, void *arg)
+{
+    struct snap *s = cur_snap;
+    uint64_t hdr, start, end;
+    uint8_t h[12];
+    uint32_t count;
+    unw_dyn_info_t di;
+
+    if (!s || !native_syms_ehframe(s->ctx->syms, ip, &hdr, &start, &end) ||
+        mem_read(s->pid, hdr, h, sizeof(h)) < 0)
+        return _UPT_find_proc_info(as, ip, pi, need, arg);
+    /* version 1; eh_frame_ptr 4 bytes; a 4-byte count; the table as (datarel sdata4) pairs */
+    if (h[0] != 1 || ((h[1] & 0x0f) != DW_EH_PE_udata4 && (h[1] & 0x0f) != DW_EH_PE_sdata4) ||
+        h[2] != DW_EH_PE_udata4 || h[3] != (DW_EH_PE_datarel | DW_EH_PE_sdata4))
+        return _UPT_find_proc_info(as, ip, pi, need, arg);
+    memcpy(&count, h + 8, 4);
+    if (!count || count > (1u << 24))
+        return -UNW_ENOINFO;
+    memset(&di, 0, sizeof(di));
+    di.start_ip = start;
+    di.end_ip = end;
+    di.format = UNW_INFO_FORMAT_REMOTE_TABLE;
+    di.u.rti.segbase = hdr;
+    di.u.rti.table_data = hdr + sizeof(h);
+    di.u.rti.table_len = (unw_word_t)count * 8 / sizeof(unw_word_t);
+    return _Ux86_64_dwarf_search_unwind_table(as, ip, &di, pi, need, arg);
 }
 
 /* Why tid cannot be traced, in words a user can act on. */
@@ -195,6 +239,7 @@ static int snapshot(struct native_ctx *c, int tid, struct snap *s, struct app_er
 
     if (ptrace(PTRACE_GETREGSET, tid, (void *)NT_PRSTATUS, &io) < 0)
         return app_err_set(err, APP_E_IO, "registers of thread %d: %s", tid, strerror(errno));
+    s->ctx = c;
     s->pid = c->pid;
     s->sp = s->regs.rsp;
     s->stack = c->stack;
@@ -292,6 +337,7 @@ int native_open(int pid, struct native_ctx **out, struct app_err *err)
     c->acc = _UPT_accessors; /* unwind tables from the objects, as libunwind finds them */
     c->acc.access_mem = acc_mem;
     c->acc.access_reg = acc_reg;
+    c->acc.find_proc_info = acc_find;
     c->as = unw_create_addr_space(&c->acc, 0);
     if (!c->as)
         app_fatal("out of memory");

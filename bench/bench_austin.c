@@ -4,9 +4,9 @@
  *
  * For each interpreter (default: pyenv's 3.9 and 3.12) it starts bench/targets/five300.py,
  * then runs, one after the other for SECONDS each (default 10), Debian's austin
- * (`austin -i 1000 -x SECONDS -o FILE -p PID`; its thread stacks are the sample lines it
- * writes) and `ranktop record --all-threads -r 1000 -d SECONDS -p PID` (its thread stacks and
- * the CPU of its sampling threads from its summary line). austin's CPU is its rusage as a
+ * (`austin -i 1000 -o FILE -p PID`, stopped with SIGINT; its thread stacks are the sample
+ * lines it writes) and `ranktop record --all-threads -r 1000 -d SECONDS -p PID` (its thread stacks
+ * and the CPU of its sampling threads from its summary line). austin's CPU is its rusage as a
  * child, which includes start-up; both rates are what each achieved. Prints both figures and
  * the ratio. Not a test: it asserts nothing.
  *
@@ -16,17 +16,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* Runs argv to its end with stdout and stderr into out; the child's CPU seconds. */
-static double run_child(const char *const argv[], const char *out)
+/* Runs argv with stdout and stderr into out, to its end or (stop_s > 0) until SIGINT after
+ * stop_s seconds; the child's CPU seconds. */
+static double run_child(const char *const argv[], const char *out, double stop_s)
 {
     struct rusage ru;
     int st;
-    pid_t pid = fork();
+    pid_t pid;
 
+    fflush(stdout);
+    pid = fork();
     if (pid == 0) {
         FILE *f = freopen(out, "w", stdout);
 
@@ -35,13 +39,21 @@ static double run_child(const char *const argv[], const char *out)
         execvp(argv[0], (char *const *)argv);
         _exit(127);
     }
-    if (pid < 0 || wait4(pid, &st, 0, &ru) < 0)
+    if (pid < 0)
+        return -1;
+    bench_track(pid);
+    if (stop_s > 0) {
+        bench_sleep_s(stop_s);
+        kill(pid, SIGINT);
+    }
+    if (wait4(pid, &st, 0, &ru) < 0)
         return -1;
     return (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
            ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) / 1e6;
 }
 
-/* austin's sample lines: "P<pid>;T<...>;frames... <metric>" (comments start with '#'). */
+/* austin's sample lines, one per thread stack: "Thread ...;frames... <metric>" (1.0; later
+ * versions start them with "P<pid>;T..."); comments start with '#'. */
 static long austin_stacks(const char *path)
 {
     FILE *f = fopen(path, "r");
@@ -49,7 +61,7 @@ static long austin_stacks(const char *path)
     long n = 0;
 
     while (f && fgets(line, sizeof(line), f))
-        n += line[0] == 'P';
+        n += line[0] == 'P' || !strncmp(line, "Thread ", 7);
     if (f)
         fclose(f);
     return n;
@@ -96,11 +108,11 @@ static void one(const char *python, double secs)
     snprintf(r_out, sizeof(r_out), "%s/ranktop.txt", tmp);
     snprintf(r_err, sizeof(r_err), "%s/ranktop.err", tmp);
     {
-        const char *av[] = {"austin", "-i", "1000", "-x", dur, "-o", a_out, "-p", pid, NULL};
+        const char *av[] = {"austin", "-i", "1000", "-o", a_out, "-p", pid, NULL};
         char log[128];
 
         snprintf(log, sizeof(log), "%s/austin.log", tmp);
-        a_cpu = run_child(av, log);
+        a_cpu = run_child(av, log, secs);
         a_n = austin_stacks(a_out);
     }
     {
@@ -108,7 +120,7 @@ static void one(const char *python, double secs)
                             dur,           "--format", "collapsed",     "-o", r_out,  "-p",
                             pid,           NULL};
 
-        run_child(rv, r_err);
+        run_child(rv, r_err, 0);
         if (!ranktop_summary(r_err, &r_n, &r_cpu))
             r_n = 0;
     }

@@ -92,6 +92,7 @@ static int resolve_frames(struct pyproc *p, int n, size_t *first, uint64_t *key)
     for (int i = 0; i < n; i++) {
         struct pycode *e = p->raw_res[i];
         long q = p->raw[i].q;
+        int line;
 
         /* CPython hides frames that have not reached their first traceable instruction; a
          * hidden entry frame hands its boundary to the frame inside it. */
@@ -100,11 +101,11 @@ static int resolve_frames(struct pyproc *p, int n, size_t *first, uint64_t *key)
                 p->frames[at + (size_t)out - 1].entry = true;
             continue;
         }
-        p->frames[at + (size_t)out] = (struct pyframe){
-            e->function, e->file, q < 0 ? e->firstlineno : pycode_line(e, p->L.minor, q),
-            p->raw[i].entry != 0};
-        k = hash_mix(hash_mix(k, e->serial),
-                     (uint64_t)(uint32_t)p->frames[at + (size_t)out].line * 2 + p->raw[i].entry);
+        line = q < 0 ? e->firstlineno : pycode_line(e, p->L.minor, q);
+        p->frames[at + (size_t)out] =
+            (struct pyframe){e->function, e->file, line, p->raw[i].entry != 0,
+                             hash_mix(e->serial, (uint64_t)(uint32_t)line)};
+        k = hash_mix(hash_mix(k, p->frames[at + (size_t)out].key), p->raw[i].entry);
         out++;
     }
     *first = at;

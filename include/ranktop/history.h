@@ -124,6 +124,11 @@ void history_fini(struct history *h);
 /* Interns a stack given innermost-first frames (as the reader returns them). */
 uint32_t history_intern_stack(struct history *h, const struct hframe *inner_first, uint32_t n);
 
+/* The parts of it, for a caller that keeps frame ids of unchanged frames from one sample to
+ * the next: a frame's id, and a stack from frame ids (outermost first). */
+uint32_t history_intern_frame(struct history *h, const struct hframe *f);
+uint32_t history_intern_stack_ids(struct history *h, const uint32_t *outer_first, uint32_t n);
+
 /* The rank record for pid (created on first use with the given identity). */
 struct hrank *history_rank(struct history *h, int pid, int rank, const char *device);
 

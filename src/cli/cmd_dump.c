@@ -309,7 +309,7 @@ static void copy_pythread(const struct pythread *t, struct pythread *out)
     out->name = NULL;
     for (uint32_t i = 0; i < t->nframes; i++)
         f[i] = (struct pyframe){x_strdup(t->frames[i].function), x_strdup(t->frames[i].file),
-                                t->frames[i].line, t->frames[i].entry};
+                                t->frames[i].line, t->frames[i].entry, t->frames[i].key};
     out->frames = f;
 }
 

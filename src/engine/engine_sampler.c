@@ -33,7 +33,10 @@ struct slot {
     struct last_stack {
         uint64_t ident, key;
         uint32_t stack;
-        bool seen; /* in the current sample: the others are dropped after it */
+        bool seen;       /* in the current sample: the others are dropped after it */
+        uint64_t *fkeys; /* its frames' reader keys and history frame ids, outermost first */
+        uint32_t *fids;
+        uint32_t nf, capf;
     } * last;
     size_t nlast;
 };
@@ -119,8 +122,33 @@ static uint32_t intern_thread(struct sampler *sp, const struct pythread *pt)
     return history_intern_stack(&sp->e->hist, sp->scratch, pt->nframes);
 }
 
+/* Interns pt's stack into l: the outer frames the reader's keys say are unchanged keep their
+ * frame ids, only the others are interned (a deep stack whose leaf moves costs a few frames,
+ * not all of them); with the lock held. */
+static uint32_t intern_changed(struct sampler *sp, struct last_stack *l, const struct pythread *pt)
+{
+    uint32_t n = pt->nframes, same = 0;
+
+    if (n > l->capf) {
+        l->capf = n;
+        l->fkeys = x_reallocarray(l->fkeys, n, sizeof(*l->fkeys));
+        l->fids = x_reallocarray(l->fids, n, sizeof(*l->fids));
+    }
+    while (same < n && same < l->nf && l->fkeys[same] == pt->frames[n - 1 - same].key)
+        same++;
+    for (uint32_t i = same; i < n; i++) {
+        const struct pyframe *f = &pt->frames[n - 1 - i];
+
+        l->fkeys[i] = f->key;
+        l->fids[i] = history_intern_frame(&sp->e->hist,
+                                          &(struct hframe){f->function, f->file, f->line, false});
+    }
+    l->nf = n;
+    return history_intern_stack_ids(&sp->e->hist, l->fids, n);
+}
+
 /* The stack of pt: the last one of its thread when the reader's key says its frames did not
- * change, else interned; with the lock held. */
+ * change, else interned from what changed; with the lock held. */
 static uint32_t thread_stack_locked(struct sampler *sp, struct slot *sl, const struct pythread *pt)
 {
     struct last_stack *l = NULL;
@@ -142,8 +170,19 @@ static uint32_t thread_stack_locked(struct sampler *sp, struct slot *sl, const s
     if (!l)
         return intern_thread(sp, pt);
     l->key = pt->chain_key;
-    l->stack = intern_thread(sp, pt);
+    l->stack = intern_changed(sp, l, pt);
     return l->stack;
+}
+
+static void last_free(struct slot *sl)
+{
+    for (size_t i = 0; i < sl->nlast; i++) {
+        free(sl->last[i].fkeys);
+        free(sl->last[i].fids);
+    }
+    free(sl->last);
+    sl->last = NULL;
+    sl->nlast = 0;
 }
 
 /* The sample's threads as the history records them, their Python stacks interned; with the
@@ -164,11 +203,15 @@ static void view_sample_locked(struct sampler *sp, struct slot *sl, const struct
         snprintf(sp->tv[i].name, sizeof(sp->tv[i].name), "%s", pt->name ? pt->name : "");
         sp->ids[i] = pt->status == 0 ? thread_stack_locked(sp, sl, pt) : HSTACK_NONE;
     }
-    for (size_t i = 0; i < sl->nlast; i++) /* threads gone since: forget them */
+    for (size_t i = 0; i < sl->nlast; i++) { /* threads gone since: forget them */
         if (sl->last[i].seen) {
             sl->last[i].seen = false;
             sl->last[kept++] = sl->last[i];
+        } else {
+            free(sl->last[i].fkeys);
+            free(sl->last[i].fids);
         }
+    }
     sl->nlast = kept;
 }
 
@@ -248,9 +291,7 @@ static void slot_exit(struct engine *e, struct slot *sl, uint64_t now)
     pyproc_free(sl->py);
     sl->py = NULL;
     engine_native_fini(&sl->nat);
-    free(sl->last);
-    sl->last = NULL;
-    sl->nlast = 0;
+    last_free(sl);
     sl->dead = true;
 }
 
@@ -377,7 +418,7 @@ void *engine_sampler_main(void *arg)
     for (size_t i = 0; i < sp.n; i++) {
         pyproc_free(sp.s[i].py);
         engine_native_fini(&sp.s[i].nat);
-        free(sp.s[i].last);
+        last_free(&sp.s[i]);
     }
     free(sp.s);
     free(sp.scratch);

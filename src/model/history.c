@@ -192,17 +192,28 @@ static uint32_t stack_make(void *c)
     return (uint32_t)h->nstacks++;
 }
 
+uint32_t history_intern_frame(struct history *h, const struct hframe *f)
+{
+    return intern_frame(h, f);
+}
+
+uint32_t history_intern_stack_ids(struct history *h, const uint32_t *outer_first, uint32_t n)
+{
+    struct stack_ctx c = {h, outer_first, n, 0x51ed27};
+
+    for (uint32_t i = 0; i < n; i++)
+        c.hash = hash_mix(c.hash, outer_first[i]);
+    return idset_get(&((struct intern *)h->intern)->stacks, c.hash, stack_eq, stack_make, &c);
+}
+
 uint32_t history_intern_stack(struct history *h, const struct hframe *inner_first, uint32_t n)
 {
     uint32_t *ids = x_malloc((n ? n : 1) * sizeof(uint32_t));
-    struct stack_ctx c = {h, ids, n, 0x51ed27};
     uint32_t id;
 
-    for (uint32_t i = 0; i < n; i++) {
+    for (uint32_t i = 0; i < n; i++)
         ids[i] = intern_frame(h, &inner_first[n - 1 - i]);
-        c.hash = hash_mix(c.hash, ids[i]);
-    }
-    id = idset_get(&((struct intern *)h->intern)->stacks, c.hash, stack_eq, stack_make, &c);
+    id = history_intern_stack_ids(h, ids, n);
     free(ids);
     return id;
 }

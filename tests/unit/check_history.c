@@ -61,6 +61,28 @@ START_TEST(test_native_frames_distinct)
 }
 END_TEST
 
+/* A stack interned from frame ids (the sampler keeps the ids of unchanged outer frames) is
+ * the stack interned from its frames. */
+START_TEST(test_intern_by_ids)
+{
+    struct history h;
+    const struct hframe inner_first[] = {{"leaf", "/x/a.py", 3, false},
+                                         {"mid", "/x/a.py", 10, false},
+                                         {"main", "/x/m.py", 1, false}};
+    uint32_t ids[3], a, b;
+
+    history_init(&h, 0, 0, "host");
+    a = history_intern_stack(&h, inner_first, 3);
+    for (int i = 0; i < 3; i++)
+        ids[i] = history_intern_frame(&h, &inner_first[2 - i]);
+    b = history_intern_stack_ids(&h, ids, 3);
+    ck_assert_uint_eq(a, b);
+    ck_assert_uint_eq(h.nstacks, 1);
+    ck_assert_uint_ne(history_intern_stack_ids(&h, ids, 2), a);
+    history_fini(&h);
+}
+END_TEST
+
 START_TEST(test_clone_outlives_original)
 {
     struct history h, c, cc;
@@ -99,6 +121,7 @@ static Suite *history_suite(void)
 
     tcase_add_test(tc, test_intern_dedups);
     tcase_add_test(tc, test_native_frames_distinct);
+    tcase_add_test(tc, test_intern_by_ids);
     tcase_add_test(tc, test_clone_outlives_original);
     suite_add_tcase(s, tc);
     return s;

@@ -10,24 +10,13 @@
 . "$(dirname "$0")/lib.sh"
 
 PY="$RANKTOP_SRCDIR/tests/py/pause_native.py"
-PYTHONS="$(ls -d "$(pyenv root 2> /dev/null || echo "$HOME/.pyenv")"/versions/3.*/bin/python3 2> /dev/null |
-    grep -E '/3\.(8|9|10|11|12|13)\.' || true) /usr/bin/python3.11"
-
-untraced() { # untraced PID: running or sleeping, no tracer
-    st=$(awk '/^State:/ { print $2 }' "/proc/$1/status")
-    tr=$(awk '/^TracerPid:/ { print $2 }' "/proc/$1/status")
-    [ "$st" != t ] && [ "$st" != T ] && [ "$tr" = 0 ]
-}
+PYTHONS=$ALL_PYTHONS
 
 n=0
 for py in $PYTHONS; do
     [ -x "$py" ] || continue
     n=$((n + 1))
-    rm -f "$WORK/ready"
-    "$py" "$PY" "$WORK/ready" &
-    T=$!
-    PIDS="$PIDS $T"
-    wait_for test -s "$WORK/ready" || fail "$py: the target did not start"
+    start_ready "$py" "$PY"
     wait_for sh -c "$RANKTOP_BIN dump --native --json -p $T > $WORK/n.json 2> $WORK/n.err &&
         grep -q '\"function\": *\"pause\"' $WORK/n.json" || fail "$py: no pause frame: $(cat "$WORK/n.err")"
     json_check "$WORK/n.json" "(
@@ -43,11 +32,7 @@ and d['processes'][0]['native_error'] is None)" || fail "$py: merged stack"
     kill "$T"
     # Through C twice (qsort calls back into Python): each evaluation call takes its own
     # Python frames, so qsort sits between the callback and outer.
-    rm -f "$WORK/ready"
-    "$py" "$PY" "$WORK/ready" qsort &
-    T=$!
-    PIDS="$PIDS $T"
-    wait_for test -s "$WORK/ready" || fail "$py: the qsort target did not start"
+    start_ready "$py" "$PY" qsort
     wait_for sh -c "$RANKTOP_BIN dump --native --json -p $T > $WORK/q.json 2> /dev/null &&
         grep -q '\"function\": *\"pause\"' $WORK/q.json" || fail "$py: qsort: no pause frame"
     # (glibc's qsort is qsort_r inside; either name counts once.)
@@ -58,11 +43,7 @@ done
 [ "$n" -ge 2 ] || fail "fewer than two interpreters found: $PYTHONS"
 
 # SIGKILL in the middle of unwinds: the target is never left stopped.
-rm -f "$WORK/ready"
-python3 "$PY" "$WORK/ready" &
-T=$!
-PIDS="$PIDS $T"
-wait_for test -s "$WORK/ready" || fail "the target did not start"
+start_ready python3 "$PY"
 i=0
 while [ $i -lt 60 ]; do
     i=$((i + 1))

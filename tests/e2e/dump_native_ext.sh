@@ -8,8 +8,7 @@
 
 SRC="$RANKTOP_SRCDIR/tests/native/blockext.c"
 PY="$RANKTOP_SRCDIR/tests/py/native_ext.py"
-PYTHONS="$(ls -d "$(pyenv root 2> /dev/null || echo "$HOME/.pyenv")"/versions/3.*/bin/python3 2> /dev/null |
-    grep -E '/3\.(8|9|10|11|12|13)\.' || true) /usr/bin/python3.11"
+PYTHONS=$ALL_PYTHONS
 CC=${CC:-cc}
 
 # order_ok FILE THREAD NAMES...: the thread's frames hold NAMES in this order (a name matches a

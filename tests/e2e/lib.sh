@@ -59,3 +59,27 @@ if not ok:
     print(json.dumps(d, indent=1)[:4000], file=sys.stderr)
     sys.exit(1)' "$1" "$2"
 }
+
+# ALL_PYTHONS: every interpreter the native-frame tests run on: pyenv's 3.8-3.13 and Debian's
+# static, stripped python3.11.
+ALL_PYTHONS="$(ls -d "$(pyenv root 2> /dev/null || echo "$HOME/.pyenv")"/versions/3.*/bin/python3 2> /dev/null |
+    grep -E '/3\.(8|9|10|11|12|13)\.' || true) /usr/bin/python3.11"
+
+# untraced PID: the process runs or sleeps (not in tracing stop) and has no tracer.
+untraced() {
+    st=$(awk '/^State:/ { print $2 }' "/proc/$1/status")
+    tr=$(awk '/^TracerPid:/ { print $2 }' "/proc/$1/status")
+    [ "$st" != t ] && [ "$st" != T ] && [ "$tr" = 0 ]
+}
+
+# start_ready PYTHON SCRIPT [ARG...]: runs SCRIPT with $WORK/ready as its first argument and
+# waits until it has written that file; T is its pid.
+start_ready() {
+    sr_py=$1 sr_script=$2
+    shift 2
+    rm -f "$WORK/ready"
+    "$sr_py" "$sr_script" "$WORK/ready" "$@" &
+    T=$!
+    PIDS="$PIDS $T"
+    wait_for test -s "$WORK/ready" || fail "$sr_py $(basename "$sr_script") $*: did not start"
+}

@@ -8,24 +8,13 @@
 . "$(dirname "$0")/lib.sh"
 
 PY="$RANKTOP_SRCDIR/tests/py/pause_native.py"
-PYTHONS="$(ls -d "$(pyenv root 2> /dev/null || echo "$HOME/.pyenv")"/versions/3.*/bin/python3 2> /dev/null |
-    grep -E '/3\.(8|9|10|11|12|13)\.' || true) /usr/bin/python3.11"
-
-untraced() {
-    st=$(awk '/^State:/ { print $2 }' "/proc/$1/status")
-    tr=$(awk '/^TracerPid:/ { print $2 }' "/proc/$1/status")
-    [ "$st" != t ] && [ "$st" != T ] && [ "$tr" = 0 ]
-}
+PYTHONS=$ALL_PYTHONS
 
 n=0
 for py in $PYTHONS; do
     [ -x "$py" ] || continue
     n=$((n + 1))
-    rm -f "$WORK/ready"
-    "$py" "$PY" "$WORK/ready" &
-    T=$!
-    PIDS="$PIDS $T"
-    wait_for test -s "$WORK/ready" || fail "$py: the target did not start"
+    start_ready "$py" "$PY"
     sleep 0.3 # in pause() by now: ready is written just before the call
     $RANKTOP_BIN record --native -p "$T" -d 1.5 -o "$WORK/t.json" 2> "$WORK/t.err" ||
         fail "$py: record --native: $(cat "$WORK/t.err")"
@@ -50,11 +39,7 @@ done
 [ "$n" -ge 2 ] || fail "fewer than two interpreters found: $PYTHONS"
 
 # agent --native: the frame definitions mark native frames.
-rm -f "$WORK/ready"
-python3 "$PY" "$WORK/ready" &
-T=$!
-PIDS="$PIDS $T"
-wait_for test -s "$WORK/ready" || fail "the agent's target did not start"
+start_ready python3 "$PY"
 mkfifo "$WORK/in"
 exec 3<> "$WORK/in"
 $RANKTOP_BIN agent --native --no-device-libs --nvidia-smi /nonexistent --npu-smi /nonexistent \

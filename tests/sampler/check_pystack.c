@@ -220,6 +220,22 @@ static bool truth_load(struct truth *t, const char *dir, const char *label)
     return true;
 }
 
+/* Runs one(python) for every interpreter (pyenv's 3.8+ and Debian's), each under the
+ * watchdog, then asserts that nothing failed. */
+static void each_python(void (*one)(const char *python))
+{
+    struct ts_pylist l;
+
+    ts_pythons_discover(&l, 8, true);
+    for (int i = 0; i < l.n; i++) {
+        ts_watchdog_arm(l.v[i].path, WATCHDOG_S);
+        one(l.v[i].path);
+        ts_watchdog_disarm();
+    }
+    ts_pylist_free(&l);
+    ts_assert_clean();
+}
+
 /* ---- sample checks ---------------------------------------------------------------------- */
 
 static const struct pythread *sample_thread(const struct pysample *s, uint64_t ident)
@@ -575,18 +591,31 @@ out:
 
 START_TEST(test_exit_while_sampling)
 {
-    struct ts_pylist l;
-
-    ts_pythons_discover(&l, 8, true);
-    for (int i = 0; i < l.n; i++) {
-        ts_watchdog_arm(l.v[i].path, WATCHDOG_S);
-        exit_one(l.v[i].path);
-        ts_watchdog_disarm();
-    }
-    ts_pylist_free(&l);
-    ts_assert_clean();
+    each_python(exit_one);
 }
 END_TEST
+
+/* Starts script under python and opens a reader on it (a few tries: a thread list caught
+ * mid-change is torn). *p is NULL, with the failure noted, when either fails; the child is
+ * the caller's to kill. */
+static struct ts_child *target_open(const char *python, const char *script,
+                                    const char *const *args, struct pyproc **p)
+{
+    struct ts_child *c = ts_target_start(python, script, args);
+    struct app_err err = {0};
+    int rc = APP_E_STALE;
+
+    *p = NULL;
+    if (!ts_child_wait_ready(c, python))
+        return c;
+    for (int i = 0; i < 5 && rc == APP_E_STALE; i++)
+        rc = pyproc_open(c->pid, NULL, p, &err);
+    if (rc != 0) {
+        ts_fail("%s: pyproc_open: %s: %s", python, app_status_str(rc), err.msg);
+        *p = NULL;
+    }
+    return c;
+}
 
 /* ---- c. thread churn -------------------------------------------------------------------- */
 
@@ -772,21 +801,13 @@ static void churn_judge(const char *label, const struct pyproc_stats *st, struct
 
 static void churn_one(const char *python)
 {
-    struct ts_child *c = ts_target_start(python, "churn.py", NULL);
     struct churn ch = {0};
     struct pyproc_stats st = {0};
-    struct pyproc *p = NULL;
-    struct app_err err = {0};
-    int rc = APP_E_STALE;
+    struct pyproc *p;
+    struct ts_child *c = target_open(python, "churn.py", NULL, &p);
 
-    if (!ts_child_wait_ready(c, python))
+    if (!p)
         goto out;
-    for (int i = 0; i < 5 && rc == APP_E_STALE; i++)
-        rc = pyproc_open(c->pid, NULL, &p, &err);
-    if (rc != 0) {
-        ts_fail("%s: pyproc_open: %s: %s", python, app_status_str(rc), err.msg);
-        goto out;
-    }
     churn_loop(python, p, &ch);
     pyproc_get_stats(p, &st);
     churn_judge(python, &st, &ch);
@@ -799,16 +820,7 @@ out:
 
 START_TEST(test_thread_churn)
 {
-    struct ts_pylist l;
-
-    ts_pythons_discover(&l, 8, true);
-    for (int i = 0; i < l.n; i++) {
-        ts_watchdog_arm(l.v[i].path, WATCHDOG_S);
-        churn_one(l.v[i].path);
-        ts_watchdog_disarm();
-    }
-    ts_pylist_free(&l);
-    ts_assert_clean();
+    each_python(churn_one);
 }
 END_TEST
 
@@ -1307,19 +1319,11 @@ static bool reuse_step(const char *label, struct ts_child *c, struct pyproc *p, 
 static void reuse_one(const char *python)
 {
     const char *args[] = {"48", NULL};
-    struct ts_child *c = ts_target_start(python, "frame_reuse.py", args);
-    struct pyproc *p = NULL;
-    struct app_err err = {0};
-    int rc = APP_E_STALE;
+    struct pyproc *p;
+    struct ts_child *c = target_open(python, "frame_reuse.py", args, &p);
 
-    if (!ts_child_wait_ready(c, python))
+    if (!p)
         goto out;
-    for (int i = 0; i < 5 && rc == APP_E_STALE; i++)
-        rc = pyproc_open(c->pid, NULL, &p, &err);
-    if (rc != 0) {
-        ts_fail("%s: pyproc_open: %s: %s", python, app_status_str(rc), err.msg);
-        goto out;
-    }
     for (int k = 0; k < REUSE_STEPS && reuse_step(python, c, p, k); k++)
         ;
 out:
@@ -1330,16 +1334,7 @@ out:
 
 START_TEST(test_frame_reuse)
 {
-    struct ts_pylist l;
-
-    ts_pythons_discover(&l, 8, true);
-    for (int i = 0; i < l.n; i++) {
-        ts_watchdog_arm(l.v[i].path, WATCHDOG_S);
-        reuse_one(l.v[i].path);
-        ts_watchdog_disarm();
-    }
-    ts_pylist_free(&l);
-    ts_assert_clean();
+    each_python(reuse_one);
 }
 END_TEST
 

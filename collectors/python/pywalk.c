@@ -92,11 +92,13 @@ static bool chain_loops(struct loopcheck *lc, uint64_t frame)
  * leads to the same address, in the same order as single reads would take them (innermost
  * first), so what a walk accepts is what one read per frame would have accepted. */
 #define AHEAD_MAX 512
-#define AHEAD_FETCHES 4 /* calls per walk: 2048 frames, or a few misses */
+#define AHEAD_FIRST 32  /* the first call fetches this many, each next one twice as many: */
+#define AHEAD_FETCHES 6 /* a chain that changed under us wastes little (32+64+...+512+512) */
 struct ahead {
     const struct pyhint *h;
     uint32_t next, n; /* chain[next, next + n) are in p->chain_buf, chain[next] at slot `at` */
     uint32_t at;
+    uint32_t window; /* frames the next call fetches */
     int fetches;
 };
 
@@ -122,7 +124,8 @@ static const uint8_t *ahead_frame(struct pyproc *p, struct ahead *a, uint64_t fr
     a->fetches++;
     if (!p->chain_buf)
         p->chain_buf = x_malloc((size_t)AHEAD_MAX * FRAME_MAX);
-    want = a->h->nchain - j < AHEAD_MAX ? a->h->nchain - j : AHEAD_MAX;
+    a->window = a->window ? (a->window * 2 < AHEAD_MAX ? a->window * 2 : AHEAD_MAX) : AHEAD_FIRST;
+    want = a->h->nchain - j < a->window ? a->h->nchain - j : a->window;
     for (uint32_t i = 0; i < want; i++)
         iov[i] = (struct rmem_iov){a->h->chain[j + i], p->chain_buf + (size_t)i * L->fr.size,
                                    L->fr.size};
@@ -142,7 +145,7 @@ static int walk_old(struct pyproc *p, struct pyhint *h, uint64_t frame, struct p
     const struct py_layout *L = &p->L;
     uint32_t limit = p->opts.max_frames + 64, steps = 0;
     struct loopcheck lc = {0};
-    struct ahead ah = {h, 0, 0, 0, 0};
+    struct ahead ah = {h, 0, 0, 0, 0, 0};
     uint8_t single[FRAME_MAX];
     int n = 0, rc;
 
@@ -161,6 +164,13 @@ static int walk_old(struct pyproc *p, struct pyhint *h, uint64_t frame, struct p
         }
         if (n > 0)
             f = ahead_frame(p, &ah, frame);
+        /* A copy fetched ahead that is not a live frame may be older than the frame now: read
+         * it again, as a walk without copies would, and take no more copies this walk. */
+        if (f && (!old_frame_alive(L, f) || !bytes_load_u64(f + L->fr.code))) {
+            f = NULL;
+            ah.n = 0;
+            ah.fetches = AHEAD_FETCHES;
+        }
         if (!f) {
             rc = rmem_read(p->mem, frame, single, L->fr.size);
             if (rc < 0)

@@ -163,7 +163,8 @@ static uint32_t thread_stack_locked(struct sampler *sp, struct slot *sl, const s
     if (!l && sl->nlast < LAST_MAX) {
         if (!sl->last)
             sl->last = x_calloc(LAST_MAX, sizeof(*sl->last));
-        l = &sl->last[sl->nlast++];
+        /* The slot may hold a copy of an entry moved down when threads left: not ours. */
+        l = memset(&sl->last[sl->nlast++], 0, sizeof(*l));
         l->ident = pt->ident;
         l->seen = true;
     }

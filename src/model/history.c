@@ -173,7 +173,7 @@ static bool stack_eq(void *c, uint32_t id)
     const struct hstack *s = &x->h->stacks[id];
 
     return s->nframes == x->n &&
-           !memcmp(x->h->stack_frames + s->first, x->ids, x->n * sizeof(uint32_t));
+           (!x->n || !memcmp(x->h->stack_frames + s->first, x->ids, x->n * sizeof(uint32_t)));
 }
 
 static uint32_t stack_make(void *c)
@@ -185,7 +185,8 @@ static uint32_t stack_make(void *c)
         h->stack_frames_cap = h->stack_frames_cap ? h->stack_frames_cap * 2 : 4096;
         h->stack_frames = x_reallocarray(h->stack_frames, h->stack_frames_cap, sizeof(uint32_t));
     }
-    memcpy(h->stack_frames + h->nstack_frames, x->ids, x->n * sizeof(uint32_t));
+    if (x->n) /* an empty stack (a thread with no Python frame) may come with no array */
+        memcpy(h->stack_frames + h->nstack_frames, x->ids, x->n * sizeof(uint32_t));
     GROW(h->stacks, h->nstacks, h->stacks_cap);
     h->stacks[h->nstacks] = (struct hstack){x->n, (uint32_t)h->nstack_frames, x->hash};
     h->nstack_frames += x->n;

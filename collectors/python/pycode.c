@@ -172,31 +172,69 @@ static struct pycode *resolve_one(struct pycode_cache *c, struct rmem *m, const 
     return e;
 }
 
+void pycode_cache_next_epoch(struct pycode_cache *c)
+{
+    c->epoch++;
+}
+
+/* The entry for addr when its header was already matched in this epoch, else NULL. */
+static struct pycode *checked_now(struct pycode_cache *c, uint64_t addr)
+{
+    struct pycode *e = &c->slots[slot_index(c, addr)];
+
+    return e->addr == addr && e->checked == c->epoch && c->epoch ? e : NULL;
+}
+
+/* Resolves up to PYCODE_BATCH code addresses: every distinct address not yet matched in this
+ * epoch has its header read, all in one call (a 300-deep recursion reads its one code object
+ * once, not 300 times). */
 static int resolve_batch(struct pycode_cache *c, struct rmem *m, const struct py_layout *L,
                          uint64_t pycode_type, const uint64_t *code, size_t n, struct pycode **out)
 {
     static _Thread_local uint8_t hdr[PYCODE_BATCH][PYCODE_HDR_MAX];
     struct rmem_iov iov[PYCODE_BATCH];
-    int ndone = 0, rc, bad = 0, gone = 0;
+    int at[PYCODE_BATCH]; /* each address's read, -1 when matched earlier in the epoch */
+    int nr = 0, ndone = 0, rc = 0, bad = 0, gone = 0;
 
-    for (size_t i = 0; i < n; i++)
-        iov[i] = (struct rmem_iov){code[i], hdr[i], L->co.read};
-    rc = rmem_readv(m, iov, (int)n, &ndone);
+    for (size_t i = 0; i < n; i++) {
+        at[i] = -1;
+        if (checked_now(c, code[i]))
+            continue;
+        for (size_t k = 0; k < i && at[i] < 0; k++)
+            if (code[k] == code[i] && at[k] >= 0)
+                at[i] = at[k];
+        if (at[i] < 0) {
+            at[i] = nr;
+            iov[nr++] = (struct rmem_iov){code[i], hdr[at[i]], L->co.read};
+        }
+    }
+    if (nr)
+        rc = rmem_readv(m, iov, nr, &ndone);
     if (rc == APP_E_GONE || rc == APP_E_PERM)
         return rc;
     for (size_t i = 0; i < n; i++) {
+        int r = at[i];
+
+        if (r < 0 || checked_now(c, code[i])) { /* matched before, or by an earlier frame */
+            out[i] = checked_now(c, code[i]);
+            c->hits++;
+            bad += out[i] == NULL;
+            continue;
+        }
         /* After a failed entry the rest of the batch was not transferred: read singly. */
-        if ((int)i > ndone || ((int)i == ndone && rc < 0)) {
-            if ((int)i > ndone && rmem_read(m, code[i], hdr[i], L->co.read) == 0)
+        if (r > ndone || (r == ndone && rc < 0)) {
+            if (r > ndone && rmem_read(m, code[i], hdr[r], L->co.read) == 0)
                 goto have;
             out[i] = NULL;
             bad++;
             continue;
         }
     have:
-        out[i] = resolve_one(c, m, L, pycode_type, code[i], hdr[i], &gone);
+        out[i] = resolve_one(c, m, L, pycode_type, code[i], hdr[r], &gone);
         if (gone)
             return APP_E_GONE;
+        if (out[i])
+            out[i]->checked = c->epoch;
         bad += out[i] == NULL;
     }
     return bad;

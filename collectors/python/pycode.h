@@ -23,7 +23,8 @@ struct pycode {
     int firsttraceable; /* 3.11+: code units before the first traceable instruction */
     long last_q;        /* memo of the last lookup */
     int last_line;
-    uint64_t serial; /* unique per filling: equal serials mean the same strings */
+    uint64_t serial;  /* unique per filling: equal serials mean the same strings */
+    uint64_t checked; /* the cache epoch in which its header was last read and matched */
 };
 
 struct pycode_cache {
@@ -31,6 +32,9 @@ struct pycode_cache {
     size_t cap, used;
     uint64_t hits, misses;
     uint64_t next_serial;
+    /* One sample: a code object's header is read once per epoch, however many frames (deep
+     * recursion) or threads run it; pycode_cache_next_epoch starts the next one. */
+    uint64_t epoch;
     void **grave; /* strings of replaced slots, freed by pycode_cache_collect */
     size_t ngrave, capgrave;
 };
@@ -44,6 +48,9 @@ void pycode_cache_collect(struct pycode_cache *c);
 
 /* Drops every entry (callers do this between samples when the cache is full). */
 void pycode_cache_clear(struct pycode_cache *c);
+
+/* Starts a new sample: headers validated before are read again when next met. */
+void pycode_cache_next_epoch(struct pycode_cache *c);
 
 /* Resolves n code addresses (duplicates allowed): one batched read of their headers, then a
  * cache hit or a fresh resolution per address. out[i] is the entry (borrowed until the next

@@ -289,6 +289,7 @@ static int sample_once(struct pyproc *p, struct tslist *l)
 static void reset_sample(struct pyproc *p)
 {
     pycode_cache_collect(&p->codes);
+    pycode_cache_next_epoch(&p->codes);
     memset(&p->sample, 0, sizeof(p->sample));
     p->frames_len = 0;
 }

@@ -598,8 +598,8 @@ END_TEST
 /* Starts script under python and opens a reader on it (a few tries: a thread list caught
  * mid-change is torn). *p is NULL, with the failure noted, when either fails; the child is
  * the caller's to kill. */
-static struct ts_child *target_open(const char *python, const char *script,
-                                    const char *const *args, struct pyproc **p)
+static struct ts_child *target_open(const char *python, const char *script, const char *const *args,
+                                    struct pyproc **p)
 {
     struct ts_child *c = ts_target_start(python, script, args);
     struct app_err err = {0};

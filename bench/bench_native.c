@@ -38,10 +38,9 @@ struct py_read {
 static void read_py(void *arg, int tid)
 {
     struct py_read *r = arg;
-    const struct pysample *s;
 
     (void)tid;
-    pyproc_sample_thread(r->py, r->ident, &s, NULL);
+    pyproc_sample_thread(r->py, r->ident);
 }
 
 static void part1(const char *python, int n, bool with_py)

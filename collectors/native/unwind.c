@@ -47,11 +47,19 @@ struct snap {
 
 static _Thread_local struct snap *cur_snap;
 
-static int mem_read(int pid, uint64_t addr, void *buf, size_t len)
+/* Reads up to len bytes at addr; a read stops short where the mapping ends. Returns the
+ * bytes read, 0 on failure. */
+static size_t mem_read_some(int pid, uint64_t addr, void *buf, size_t len)
 {
     struct iovec local = {buf, len}, remote = {(void *)(uintptr_t)addr, len};
+    ssize_t got = process_vm_readv(pid, &local, 1, &remote, 1, 0);
 
-    return process_vm_readv(pid, &local, 1, &remote, 1, 0) == (ssize_t)len ? 0 : -1;
+    return got > 0 ? (size_t)got : 0;
+}
+
+static int mem_read(int pid, uint64_t addr, void *buf, size_t len)
+{
+    return mem_read_some(pid, addr, buf, len) == len ? 0 : -1;
 }
 
 static int acc_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *val, int write, void *arg)
@@ -170,8 +178,7 @@ enum stop_state { STOP_OURS, STOP_GONE, STOP_NOT_YET };
 /* Waits for a seized thread's interrupt stop, for at most budget_ns: yielding the CPU between
  * looks for the first YIELD_NS (a running thread stops within microseconds, and a sleep
  * would overshoot by the timer slack), then sleeping 10 us, twice as long each time up to
- * 1 ms. A signal that arrives meanwhile is
- * passed on, never swallowed. */
+ * 1 ms. A signal that arrives meanwhile is passed on, never swallowed. */
 static enum stop_state await_stop(int tid, uint64_t budget_ns)
 {
     uint64_t start = clock_mono_ns(), end = start + budget_ns, now;
@@ -235,7 +242,6 @@ static int stop_thread(int pid, int tid, struct app_err *err)
 static int snapshot(struct native_ctx *c, int tid, struct snap *s, struct app_err *err)
 {
     struct iovec io = {&s->regs, sizeof(s->regs)};
-    size_t n = STACK_COPY;
 
     if (ptrace(PTRACE_GETREGSET, tid, (void *)NT_PRSTATUS, &io) < 0)
         return app_err_set(err, APP_E_IO, "registers of thread %d: %s", tid, strerror(errno));
@@ -244,12 +250,7 @@ static int snapshot(struct native_ctx *c, int tid, struct snap *s, struct app_er
     s->sp = s->regs.rsp;
     s->stack = c->stack;
     /* One read: it stops short at the end of the stack's mapping, and what it got is kept. */
-    {
-        struct iovec local = {s->stack, n}, remote = {(void *)(uintptr_t)s->sp, n};
-        ssize_t got = process_vm_readv(c->pid, &local, 1, &remote, 1, 0);
-
-        s->nstack = got > 0 ? (size_t)got : 0;
-    }
+    s->nstack = mem_read_some(c->pid, s->sp, s->stack, STACK_COPY);
     return 0;
 }
 

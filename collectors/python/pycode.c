@@ -194,19 +194,25 @@ static int resolve_batch(struct pycode_cache *c, struct rmem *m, const struct py
     static _Thread_local uint8_t hdr[PYCODE_BATCH][PYCODE_HDR_MAX];
     struct rmem_iov iov[PYCODE_BATCH];
     int at[PYCODE_BATCH]; /* each address's read, -1 when matched earlier in the epoch */
+    /* Addresses already queued in this batch, direct-mapped: a collision only reads twice. */
+    uint64_t qaddr[64] = {0};
+    int qat[64];
     int nr = 0, ndone = 0, rc = 0, bad = 0, gone = 0;
 
     for (size_t i = 0; i < n; i++) {
+        size_t q = (size_t)(((code[i] >> 4) * 0x9E3779B97F4A7C15ull) >> 58);
+
         at[i] = -1;
         if (checked_now(c, code[i]))
             continue;
-        for (size_t k = 0; k < i && at[i] < 0; k++)
-            if (code[k] == code[i] && at[k] >= 0)
-                at[i] = at[k];
-        if (at[i] < 0) {
-            at[i] = nr;
-            iov[nr++] = (struct rmem_iov){code[i], hdr[at[i]], L->co.read};
+        if (code[i] && qaddr[q] == code[i]) {
+            at[i] = qat[q];
+            continue;
         }
+        at[i] = nr;
+        qaddr[q] = code[i];
+        qat[q] = nr;
+        iov[nr++] = (struct rmem_iov){code[i], hdr[at[i]], L->co.read};
     }
     if (nr)
         rc = rmem_readv(m, iov, nr, &ndone);

@@ -320,14 +320,14 @@ int pyproc_sample(struct pyproc *p, const struct pysample **out, struct app_err 
     return 0;
 }
 
-int pyproc_sample_thread(struct pyproc *p, uint64_t ident, const struct pysample **out,
-                         struct app_err *err)
+const struct pythread *pyproc_sample_thread(struct pyproc *p, uint64_t ident)
 {
+    const struct pysample *s;
     int rc;
 
     p->only = true;
     p->only_ident = ident;
-    rc = pyproc_sample(p, out, err);
+    rc = pyproc_sample(p, &s, NULL);
     p->only = false;
-    return rc;
+    return rc == 0 && s->nthreads == 1 && s->threads[0].status == 0 ? &s->threads[0] : NULL;
 }

@@ -86,11 +86,12 @@ static bool chain_loops(struct loopcheck *lc, uint64_t frame)
     return false;
 }
 
-/* 3.8-3.10 frames fetched ahead: the last walk's chain from position `from`, copied in one
- * call. A frame below the running one does not change while its callee runs, so a deep stack
- * is mostly where the last walk found it; the copies are used only where the walk's own f_back
- * leads to the same address, in the same order as single reads would take them (innermost
- * first), so what a walk accepts is what one read per frame would have accepted. */
+/* 3.8-3.10 frames fetched ahead: the last walk's chain from where the walk meets it, copied a
+ * window at a time, each window in one call. A frame below the running one does not change while
+ * its callee runs, so a deep stack is mostly where the last walk found it; the copies are used only
+ * where the walk's own f_back leads to the same address, in the same order as single reads would
+ * take them (innermost first), so what a walk accepts is what one read per frame would have
+ * accepted. */
 #define AHEAD_MAX 512
 #define AHEAD_FIRST 32  /* the first call fetches this many, each next one twice as many: */
 #define AHEAD_FETCHES 6 /* a chain that changed under us wastes little (32+64+...+512+512) */
@@ -139,7 +140,8 @@ static const uint8_t *ahead_frame(struct pyproc *p, struct ahead *a, uint64_t fr
 }
 
 /* Follows f_back from `frame`: the top frame read singly, then the frames the last walk of
- * this thread found below it, fetched in one call (ahead_frame), the rest one read each. */
+ * this thread found below it, fetched ahead a window per call (ahead_frame), the rest one
+ * read each. */
 static int walk_old(struct pyproc *p, struct pyhint *h, uint64_t frame, struct pywalk_out *o)
 {
     const struct py_layout *L = &p->L;

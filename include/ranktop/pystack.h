@@ -89,11 +89,11 @@ int pyproc_open(int pid, const struct pyproc_opts *opts, struct pyproc **out, st
  * while the interpreter is not running, or another negative status. */
 int pyproc_sample(struct pyproc *p, const struct pysample **out, struct app_err *err);
 
-/* As pyproc_sample, for the one thread whose ident is given (of any interpreter, main_only
+/* One sample of the one thread whose ident is given (of any interpreter, main_only
  * notwithstanding): the native sampler reads a thread's Python stack while that thread is
- * stopped, so the two stacks it merges are of one instant. nthreads is 0 when no such thread. */
-int pyproc_sample_thread(struct pyproc *p, uint64_t ident, const struct pysample **out,
-                         struct app_err *err);
+ * stopped, so the two stacks it merges are of one instant. Returns that thread when its stack
+ * was read whole, else NULL; borrowed as pyproc_sample's output is. */
+const struct pythread *pyproc_sample_thread(struct pyproc *p, uint64_t ident);
 void pyproc_free(struct pyproc *p);
 
 /* "3.11.7"; borrowed, valid for the life of p. */

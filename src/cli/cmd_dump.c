@@ -316,12 +316,11 @@ static void copy_pythread(const struct pythread *t, struct pythread *out)
 static void read_stopped(void *arg, int tid)
 {
     struct stopped_read *r = arg;
-    const struct pysample *s;
+    const struct pythread *t = pyproc_sample_thread(r->p, r->ident);
 
     (void)tid;
-    if (pyproc_sample_thread(r->p, r->ident, &s, NULL) == 0 && s->nthreads == 1 &&
-        s->threads[0].status == 0) {
-        copy_pythread(&s->threads[0], r->out);
+    if (t) {
+        copy_pythread(t, r->out);
         r->ok = true;
     }
 }

@@ -52,11 +52,10 @@ int engine_set_native(struct engine *e, int key, bool on, struct app_err *err)
 
 bool engine_native_on(struct engine *e, int key)
 {
-    bool on = e->o.native;
+    bool on;
 
     pthread_mutex_lock(&e->lock);
-    for (size_t i = 0; i < e->nnative && !on; i++)
-        on = e->native_keys[i] == key;
+    on = engine_native_wanted_locked(e, key);
     pthread_mutex_unlock(&e->lock);
     return on;
 }
@@ -106,12 +105,9 @@ struct stopped_read {
 static void read_stopped(void *arg, int tid)
 {
     struct stopped_read *r = arg;
-    const struct pysample *s;
 
     (void)tid;
-    if (pyproc_sample_thread(r->py, r->ident, &s, NULL) == 0 && s->nthreads == 1 &&
-        s->threads[0].status == 0)
-        r->out = &s->threads[0];
+    r->out = pyproc_sample_thread(r->py, r->ident);
 }
 
 /* The merged frames as history frames, innermost first; a native frame without a symbol is
@@ -119,8 +115,6 @@ static void read_stopped(void *arg, int tid)
 static uint32_t intern_merged(struct engine *e, struct engine_native *n,
                               const struct merged_frame *m, size_t cnt)
 {
-    uint32_t id;
-
     n->scratch = x_reallocarray(n->scratch, cnt ? cnt : 1, sizeof(*n->scratch));
     n->names = x_reallocarray(n->names, cnt ? cnt : 1, ENGINE_NATIVE_NAME);
     for (size_t i = 0; i < cnt; i++) {
@@ -139,8 +133,7 @@ static uint32_t intern_merged(struct engine *e, struct engine_native *n,
         }
         n->scratch[i] = (struct hframe){f->function ? f->function : name, f->object, 0, true};
     }
-    id = history_intern_stack(&e->hist, n->scratch, (uint32_t)cnt);
-    return id;
+    return history_intern_stack(&e->hist, n->scratch, (uint32_t)cnt);
 }
 
 /* One thread: stopped, copied, its Python stack read, resumed, unwound, merged and interned.

@@ -422,15 +422,22 @@ static void proc_read_err(struct remote *rm, struct rproc *p)
         close_fd(&p->err_fd);
 }
 
+/* One command line to the launcher's stdin (its agents'); the stdin is closed once the
+ * other end is gone. A pipe that cannot take a short line now means a stuck link: the line is
+ * lost, and pings try again. */
+static void proc_send(struct rproc *p, const char *cmd, int n)
+{
+    if (p->in_fd >= 0 && n > 0 && write(p->in_fd, cmd, (size_t)n) < 0 && errno == EPIPE)
+        close_fd(&p->in_fd);
+}
+
 static void proc_ping(struct rproc *p, uint64_t now)
 {
     char cmd[48];
     int n = snprintf(cmd, sizeof(cmd), "ping %llu\n", (unsigned long long)now);
 
     p->next_ping = now + PING_EVERY_NS;
-    /* A pipe that cannot take 30 bytes now means a stuck link: the next ping tries again. */
-    if (p->in_fd >= 0 && write(p->in_fd, cmd, (size_t)n) < 0 && errno == EPIPE)
-        close_fd(&p->in_fd);
+    proc_send(p, cmd, n);
 }
 
 static void publish_totals(struct remote *rm)
@@ -519,8 +526,7 @@ static void forward_rate(struct remote *rm)
     rm->rate_hz = hz;
     n = snprintf(cmd, sizeof(cmd), "rate %g\n", hz);
     for (size_t i = 0; i < rm->np; i++)
-        if (rm->p[i].in_fd >= 0 && write(rm->p[i].in_fd, cmd, (size_t)n) < 0 && errno == EPIPE)
-            close_fd(&rm->p[i].in_fd);
+        proc_send(&rm->p[i], cmd, n);
 }
 
 int engine_remote_native(struct engine *e, int key, bool on, struct app_err *err)
@@ -578,8 +584,7 @@ static void forward_native(struct remote *rm)
         len = snprintf(cmd, sizeof(cmd), "native %d %s%s%s\n", history_key_pid(keys[i]),
                        on[i] ? "on" : "off", rm->how == ENGINE_LAUNCH_SRUN ? " " : "",
                        rm->how == ENGINE_LAUNCH_SRUN ? l->name : "");
-        if (p->in_fd >= 0 && write(p->in_fd, cmd, (size_t)len) < 0 && errno == EPIPE)
-            close_fd(&p->in_fd);
+        proc_send(p, cmd, len);
     }
 }
 

@@ -175,8 +175,12 @@ static uint32_t thread_stack_locked(struct sampler *sp, struct slot *sl, const s
     return l->stack;
 }
 
-static void last_free(struct slot *sl)
+/* Releases what a slot holds: its reader, its native context, its last stacks. */
+static void slot_fini(struct slot *sl)
 {
+    pyproc_free(sl->py);
+    sl->py = NULL;
+    engine_native_fini(&sl->nat);
     for (size_t i = 0; i < sl->nlast; i++) {
         free(sl->last[i].fkeys);
         free(sl->last[i].fids);
@@ -289,10 +293,7 @@ static void slot_exit(struct engine *e, struct slot *sl, uint64_t now)
         }
     }
     pthread_mutex_unlock(&e->lock);
-    pyproc_free(sl->py);
-    sl->py = NULL;
-    engine_native_fini(&sl->nat);
-    last_free(sl);
+    slot_fini(sl);
     sl->dead = true;
 }
 
@@ -416,11 +417,8 @@ void *engine_sampler_main(void *arg)
         if (next + period < clock_mono_ns())
             next = clock_mono_ns();
     }
-    for (size_t i = 0; i < sp.n; i++) {
-        pyproc_free(sp.s[i].py);
-        engine_native_fini(&sp.s[i].nat);
-        last_free(&sp.s[i]);
-    }
+    for (size_t i = 0; i < sp.n; i++)
+        slot_fini(&sp.s[i]);
     free(sp.s);
     free(sp.scratch);
     free(sp.tv);

@@ -16,8 +16,6 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#define RMEM_IOV_MAX 1024
-
 struct rmem_region {
     uint64_t addr;
     size_t len;

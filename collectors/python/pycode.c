@@ -266,6 +266,24 @@ int pycode_resolve(struct pycode_cache *c, struct rmem *m, const struct py_layou
     return bad;
 }
 
+int pycode_resolve_alive(struct pycode_cache *c, const uint64_t *code, size_t n,
+                         struct pycode **out)
+{
+    int bad = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        struct pycode *e = &c->slots[slot_index(c, code[i])];
+
+        out[i] = code[i] && e->addr == code[i] ? e : NULL;
+        if (out[i]) {
+            e->checked = c->epoch; /* alive, so what the slot says is still true */
+            c->hits++;
+        }
+        bad += out[i] == NULL;
+    }
+    return bad;
+}
+
 int pycode_line(struct pycode *e, int minor, long q)
 {
     if (q == e->last_q)

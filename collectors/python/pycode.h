@@ -60,6 +60,12 @@ void pycode_cache_next_epoch(struct pycode_cache *c);
 int pycode_resolve(struct pycode_cache *c, struct rmem *m, const struct py_layout *L,
                    uint64_t pycode_type, const uint64_t *code, size_t n, struct pycode **out);
 
+/* pycode_resolve for code objects known to be alive since they were last resolved (frames of
+ * a thread that has not run since): cache lookups only, no read. out[i] is NULL where the
+ * cache no longer holds code[i]; returns the number of those. */
+int pycode_resolve_alive(struct pycode_cache *c, const uint64_t *code, size_t n,
+                         struct pycode **out);
+
 /* Line for byte offset q into the code's bytecode (memoised). */
 int pycode_line(struct pycode *e, int minor, long q);
 

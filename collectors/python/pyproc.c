@@ -111,13 +111,16 @@ void pyproc_free(struct pyproc *p)
     pytask_fini(p);
     for (int i = 0; i < PYPROC_MAX_CHUNKS; i++)
         free(p->chunk[i]);
-    for (size_t i = 0; i < p->nhints; i++)
+    for (size_t i = 0; i < p->nhints; i++) {
         free(p->hints[i].chain);
+        pyreuse_free(&p->hints[i].prev);
+    }
     free(p->hints);
     free(p->chain_new);
     free(p->chain_buf);
     free(p->ts.copy);
     free(p->ts.addr);
+    free(p->ts.iov);
     free(p->raw);
     free(p->raw_codes);
     free(p->raw_res);
@@ -145,6 +148,7 @@ void pyproc_get_stats(const struct pyproc *p, struct pyproc_stats *st)
     st->bytes = rmem_bytes(p->mem);
     st->torn = p->stat_torn;
     st->dropped = p->stat_dropped;
+    st->reused = p->stat_reused;
     st->code_hits = p->codes.hits;
     st->code_misses = p->codes.misses;
 }

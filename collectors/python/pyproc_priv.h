@@ -28,6 +28,23 @@ struct pyrawframe {
 /* What the last walk of one thread learnt, so that the next one can fetch everything it
  * needs in its first system call: frames found outside the data-stack chunks, and the size
  * of the newest chunk (how far a read of it may run). */
+/* The GIL as one sample read it before walking any thread. CPython bumps switch_number every
+ * time a thread other than last_holder takes the GIL, so two reads with equal switches and
+ * holder prove that no other thread ran Python in between (pyreuse.c). */
+struct pygilview {
+    bool known, locked;
+    uint64_t holder, switches;
+};
+
+/* A thread's last whole walk (its raw frames) with the GIL view read before it: reused while
+ * the GIL shows that the thread has not run since (pyreuse.c). */
+struct pyprev {
+    struct pyrawframe *raw;
+    uint32_t n, cap;
+    bool ok, truncated, no_python;
+    uint64_t ident, interp, switches, holder;
+};
+
 struct pyhint {
     uint64_t ts; /* the thread's PyThreadState address */
     uint64_t addr[PYHINT_MAX];
@@ -35,6 +52,7 @@ struct pyhint {
     uint64_t chunk, chunk_size; /* the newest chunk and its allocated size; 0 unknown */
     uint64_t *chain; /* 3.8-3.10: the last whole walk's frame addresses, innermost first */
     uint32_t nchain;
+    struct pyprev prev;
 };
 
 /* How one walk ended besides its frame count. */
@@ -58,7 +76,9 @@ struct pyname_cache {
 struct tslist {
     uint8_t (*copy)[PYPROC_TSTATE_MAX];
     uint64_t *addr;
+    struct rmem_iov *iov;
     size_t n, cap;
+    uint64_t interp; /* the interpreter whose whole list this is; 0: none (partial, torn) */
 };
 
 /* A thread ident threading._active did not name: looked for again after retry_ns, with a
@@ -80,6 +100,8 @@ struct pyproc {
     uint64_t runtime;     /* remote &_PyRuntime */
     uint64_t pycode_type; /* remote &PyCode_Type, 0 if unknown */
     uint64_t code_gen;    /* 3.14+: interp->_code_object_generation at the last sample */
+    uint64_t pred_interp; /* the first interpreter and its GIL (3.12+) at the last sample: */
+    uint64_t pred_gilp;   /* the next one copies them with the runtime's fields */
     struct pycode_cache codes;
 
     /* Output of the last sample (borrowed by callers). */
@@ -115,7 +137,7 @@ struct pyproc {
     struct pyname_miss *neg; /* idents not in threading._active when last looked for */
     size_t nneg;
 
-    uint64_t stat_samples, stat_torn, stat_dropped;
+    uint64_t stat_samples, stat_torn, stat_dropped, stat_reused;
 };
 
 /* Opens a reader over an already-located runtime (used by pyproc_open and by image tests):
@@ -131,6 +153,22 @@ int pyproc_open_mem(struct rmem *mem, int pid, uint64_t runtime, uint64_t pycode
  * copy the last attempt left in p->tsfresh. Returns the number of frames, or a negative
  * status: APP_E_STALE when the chain is torn or does not end where a thread's stack ends. */
 int pywalk_thread(struct pyproc *p, uint64_t tsaddr, const uint8_t *guess, struct pywalk_out *o);
+
+/* The walk hint of the thread whose state is at ts; created on first use when `create`,
+ * else NULL when there is none. */
+struct pyhint *pywalk_hint(struct pyproc *p, uint64_t ts, bool create);
+
+/* Keeps the n raw frames a whole walk of thread `ident` (state at tsaddr) left in p->raw,
+ * stamped with g, the GIL view read before that walk. */
+void pyreuse_note(struct pyproc *p, uint64_t tsaddr, uint64_t interp, uint64_t ident,
+                  const struct pygilview *g, int n, const struct pywalk_out *wo);
+/* Forgets what pyreuse_note kept for the thread (its last walk failed). */
+void pyreuse_forget(struct pyproc *p, uint64_t tsaddr);
+/* When g, read now, proves that the thread has not run Python since its kept walk, copies
+ * that walk's raw frames into p->raw and returns their count; else -1 (walk it). */
+int pyreuse_try(struct pyproc *p, uint64_t tsaddr, uint64_t interp, uint64_t ident,
+                const struct pygilview *g, struct pywalk_out *wo);
+void pyreuse_free(struct pyprev *v);
 
 /* Kernel TID (monitor namespace) for a thread, 0 when unknown. */
 int pytask_tid(struct pyproc *p, uint64_t ident, const uint8_t *tstate);

@@ -19,33 +19,66 @@
 #define WALK_TRIES 6
 #define WALK_BUDGET_NS (250 * 1000) /* per thread, for its retries */
 
-struct gilview {
-    bool known, locked;
-    uint64_t holder;
-};
-
-static void gil_parse(const struct py_layout *L, const uint8_t *gil, struct gilview *g)
+static void gil_parse(const struct py_layout *L, const uint8_t *gil, struct pygilview *g)
 {
     g->known = true;
     g->locked = bytes_load_i32(gil + L->gil.locked) == 1;
     g->holder = bytes_load_u64(gil + L->gil.last_holder);
+    g->switches = bytes_load_u64(gil + L->gil.switch_number);
 }
 
-/* Reads the runtime header fields (and the runtime-wide GIL up to 3.11) in one call. */
-static int read_runtime(struct pyproc *p, uint64_t *interp, struct gilview *g)
+/* One interpreter's header fields and a copy of its GIL (3.12+), as one sample read them. */
+struct ifields {
+    uint64_t addr, next, head, gilp, main_ts, gen;
+    uint64_t gil_at; /* where `gil` was copied from; 0: not copied */
+    uint8_t gil[GIL_READ];
+};
+
+static int ifields_iov(const struct py_layout *L, uint64_t interp, struct ifields *f,
+                       struct rmem_iov *iov)
+{
+    int n = 0;
+
+    *f = (struct ifields){.addr = interp};
+    iov[n++] = (struct rmem_iov){interp + L->is.next, &f->next, 8};
+    iov[n++] = (struct rmem_iov){interp + L->is.threads_head, &f->head, 8};
+    if (L->is.gil_ptr >= 0)
+        iov[n++] = (struct rmem_iov){interp + (uint64_t)L->is.gil_ptr, &f->gilp, 8};
+    if (L->is.threads_main >= 0)
+        iov[n++] = (struct rmem_iov){interp + (uint64_t)L->is.threads_main, &f->main_ts, 8};
+    if (L->is.code_gen >= 0)
+        iov[n++] = (struct rmem_iov){interp + (uint64_t)L->is.code_gen, &f->gen, 8};
+    return n;
+}
+
+/* Reads the runtime header fields (and the runtime-wide GIL up to 3.11) in one call, which
+ * also copies the first interpreter's fields and GIL where the last sample found them (*pre;
+ * pre->addr is 0 when they were not copied). */
+static int read_runtime(struct pyproc *p, uint64_t *interp, struct pygilview *g,
+                        struct ifields *pre)
 {
     const struct py_layout *L = &p->L;
     uint64_t head = 0, fin = 0;
     uint8_t gil[GIL_READ];
-    struct rmem_iov iov[3] = {
+    struct rmem_iov iov[8] = {
         {p->runtime + L->rt.interp_head, &head, 8},
         {p->runtime + L->rt.finalizing, &fin, 8},
         {p->runtime + (uint64_t)(L->rt.gil >= 0 ? L->rt.gil : 0), gil, sizeof(gil)},
     };
-    int rc = rmem_readv(p->mem, iov, L->rt.gil >= 0 ? 3 : 2, NULL);
+    int nrt = L->rt.gil >= 0 ? 3 : 2, n = nrt, nif = 0, done = 0, rc;
 
-    if (rc < 0)
+    *pre = (struct ifields){0};
+    if (p->pred_interp)
+        n += nif = ifields_iov(L, p->pred_interp, pre, iov + n);
+    if (nif && p->pred_gilp)
+        iov[n++] = (struct rmem_iov){p->pred_gilp, pre->gil, sizeof(pre->gil)};
+    rc = rmem_readv(p->mem, iov, n, &done);
+    if (rc < 0 && done < nrt)
         return rc;
+    if (done < nrt + nif)
+        pre->addr = 0;
+    else if (done == n && n > nrt + nif)
+        pre->gil_at = p->pred_gilp;
     if (fin)
         return APP_E_EXITING;
     if (!head)
@@ -76,7 +109,7 @@ static size_t reserve_frames(struct pyproc *p, size_t n)
 }
 
 /* Turns the raw walk into frames; returns the frame count or a negative status. */
-static int resolve_frames(struct pyproc *p, int n, size_t *first, uint64_t *key)
+static int resolve_frames(struct pyproc *p, int n, bool alive, size_t *first, uint64_t *key)
 {
     int rc, out = 0;
     size_t at;
@@ -84,8 +117,9 @@ static int resolve_frames(struct pyproc *p, int n, size_t *first, uint64_t *key)
 
     for (int i = 0; i < n; i++)
         p->raw_codes[i] = p->raw[i].code;
-    rc = pycode_resolve(&p->codes, p->mem, &p->L, p->pycode_type, p->raw_codes, (size_t)n,
-                        p->raw_res);
+    rc = alive ? pycode_resolve_alive(&p->codes, p->raw_codes, (size_t)n, p->raw_res)
+               : pycode_resolve(&p->codes, p->mem, &p->L, p->pycode_type, p->raw_codes, (size_t)n,
+                                p->raw_res);
     if (rc != 0)
         return rc < 0 ? rc : APP_E_STALE;
     at = reserve_frames(p, (size_t)n);
@@ -113,23 +147,55 @@ static int resolve_frames(struct pyproc *p, int n, size_t *first, uint64_t *key)
     return out;
 }
 
+static void thread_done(struct pyproc *p, struct pythread *t, int n, size_t first, uint64_t key,
+                        const struct pywalk_out *wo)
+{
+    t->nframes = (uint32_t)n;
+    t->frames = (const struct pyframe *)(uintptr_t)first; /* fixed up at the end */
+    t->truncated = wo->truncated;
+    t->chain_key = key;
+    t->no_python = n == 0;
+    t->status = 0;
+    p->frames_len = first + (size_t)n;
+}
+
+/* The thread's last whole walk, when the GIL proves it has not run since (pyreuse.c). */
+static bool reuse_thread(struct pyproc *p, struct pythread *t, uint64_t tsaddr, uint64_t interp,
+                         const struct pygilview *g)
+{
+    struct pywalk_out wo;
+    size_t first = 0;
+    uint64_t key = 0;
+    int n = p->only ? -1 : pyreuse_try(p, tsaddr, interp, t->ident, g, &wo);
+
+    if (n < 0 || (n = resolve_frames(p, n, true, &first, &key)) < 0)
+        return false;
+    thread_done(p, t, n, first, key, &wo);
+    p->sample.reused++;
+    p->stat_reused++;
+    return true;
+}
+
 /* Walks and resolves one thread. A torn walk is retried from a fresh read of the thread
  * state, at most WALK_TRIES times and while WALK_BUDGET_NS lasts (a 1 kHz pass over several
  * ranks must still fit its period); then the stack is dropped and counted, never returned
  * partial or empty. */
-static void sample_thread(struct pyproc *p, struct pythread *t, uint64_t tsaddr, const uint8_t *ts)
+static void sample_thread(struct pyproc *p, struct pythread *t, uint64_t tsaddr, const uint8_t *ts,
+                          uint64_t interp, const struct pygilview *g)
 {
     uint64_t t0 = clock_mono_ns();
     int empties = 0;
 
+    if (reuse_thread(p, t, tsaddr, interp, g))
+        return;
     for (int attempt = 0; attempt < WALK_TRIES; attempt++) {
         struct pywalk_out wo;
         size_t first = 0;
         uint64_t key = 0;
-        int n = pywalk_thread(p, tsaddr, attempt ? p->tsfresh : ts, &wo);
+        int nraw = pywalk_thread(p, tsaddr, attempt ? p->tsfresh : ts, &wo), n = nraw;
 
         if (n >= 0)
-            n = resolve_frames(p, n, &first, &key);
+            n = resolve_frames(p, n, false, &first, &key);
         /* A whole walk may show no frame: none exists, or all are yet to start running. A
          * thread that runs Python fast can, rarely (about once in 30000 walks on 3.13), show
          * an empty but consistent-looking state while it enters a call; an empty answer is
@@ -137,18 +203,15 @@ static void sample_thread(struct pyproc *p, struct pythread *t, uint64_t tsaddr,
         if (n == 0 && ++empties < 2 && attempt + 1 < WALK_TRIES)
             continue;
         if (n >= 0) {
-            t->nframes = (uint32_t)n;
-            t->frames = (const struct pyframe *)(uintptr_t)first; /* fixed up at the end */
-            t->truncated = wo.truncated;
-            t->chain_key = key;
-            t->no_python = n == 0;
-            t->status = 0;
-            p->frames_len = first + (size_t)n;
+            thread_done(p, t, n, first, key, &wo);
+            pyreuse_note(p, tsaddr, interp, t->ident, g, nraw, &wo);
             return;
         }
         t->status = n;
-        if (n != APP_E_STALE)
+        if (n != APP_E_STALE) {
+            pyreuse_forget(p, tsaddr);
             return;
+        }
         p->sample.torn++;
         p->stat_torn++;
         if (clock_mono_ns() - t0 > WALK_BUDGET_NS)
@@ -156,10 +219,11 @@ static void sample_thread(struct pyproc *p, struct pythread *t, uint64_t tsaddr,
     }
     p->sample.dropped++;
     p->stat_dropped++;
+    pyreuse_forget(p, tsaddr);
 }
 
 static void describe_thread(struct pyproc *p, struct pythread *t, uint64_t interp,
-                            const uint8_t *ts, uint64_t tsaddr, const struct gilview *g)
+                            const uint8_t *ts, uint64_t tsaddr, const struct pygilview *g)
 {
     t->ident = bytes_load_u64(ts + p->L.ts.thread_id);
     t->gil = g->known && g->locked && g->holder == tsaddr;
@@ -175,13 +239,40 @@ static void describe_thread(struct pyproc *p, struct pythread *t, uint64_t inter
         t->name = pytask_name(p, interp, t->ident);
 }
 
+/* Reads, in one call, the thread states at the addresses the last sample of this interpreter
+ * found; true when they still form the whole list from head (each `next` names the following
+ * copy, the last one ends it), as a walk of the list would have read them. */
+static bool read_tstates_again(struct pyproc *p, uint64_t interp, uint64_t head, struct tslist *l)
+{
+    const struct py_layout *L = &p->L;
+    struct rmem_iov *iov = l->iov;
+
+    if (l->interp != interp || !l->n || l->n > RMEM_IOV_MAX || l->addr[0] != head)
+        return false;
+    for (size_t i = 0; i < l->n; i++)
+        iov[i] = (struct rmem_iov){l->addr[i], l->copy[i], L->ts.size};
+    if (rmem_readv(p->mem, iov, (int)l->n, NULL) < 0)
+        return false;
+    for (size_t i = 0; i < l->n; i++) {
+        uint64_t next = bytes_load_u64(l->copy[i] + L->ts.next);
+
+        if (bytes_load_u64(l->copy[i] + L->ts.interp) != interp ||
+            next != (i + 1 < l->n ? l->addr[i + 1] : 0))
+            return false;
+    }
+    return true;
+}
+
 /* Copies every thread state of one interpreter, following `next` with a bound. */
 static int read_tstates(struct pyproc *p, uint64_t interp, uint64_t head, struct tslist *l)
 {
     const struct py_layout *L = &p->L;
     uint64_t ts = head;
 
+    if (read_tstates_again(p, interp, head, l))
+        return 0;
     l->n = 0;
+    l->interp = 0;
     while (ts && l->n < p->opts.max_threads) {
         int rc;
 
@@ -189,6 +280,7 @@ static int read_tstates(struct pyproc *p, uint64_t interp, uint64_t head, struct
             l->cap = l->cap ? l->cap * 2 : 16;
             l->copy = x_reallocarray(l->copy, l->cap, sizeof(*l->copy));
             l->addr = x_reallocarray(l->addr, l->cap, sizeof(*l->addr));
+            l->iov = x_reallocarray(l->iov, l->cap, sizeof(*l->iov));
         }
         if (ts & 7)
             return APP_E_STALE;
@@ -203,54 +295,60 @@ static int read_tstates(struct pyproc *p, uint64_t interp, uint64_t head, struct
             if (l->addr[i] == ts)
                 return APP_E_STALE;
     }
+    if (!ts)
+        l->interp = interp; /* a whole list: the next sample may read it again in one call */
     return 0;
 }
 
-/* Reads interpreter fields and its GIL (3.12+: behind interp->ceval.gil). On 3.14+ a change
+/* Reads interpreter fields and its GIL (3.12+: behind interp->ceval.gil), or takes them from
+ * `pre` when that copy is of this interpreter (and of the GIL it names). On 3.14+ a change
  * of the interpreter's code-object generation (bumped whenever a code object is freed)
  * flushes the code cache, as CPython's own remote reader does. */
-static int read_interp(struct pyproc *p, uint64_t interp, uint64_t *next, uint64_t *head,
-                       uint64_t *main_ts, struct gilview *g)
+static int read_interp(struct pyproc *p, uint64_t interp, const struct ifields *pre,
+                       struct ifields *f, struct pygilview *g)
 {
     const struct py_layout *L = &p->L;
-    uint64_t gilp = 0, gen = 0;
-    uint8_t gil[GIL_READ];
     struct rmem_iov iov[5];
-    int n = 0, rc;
+    int rc;
 
-    *main_ts = 0;
-    iov[n++] = (struct rmem_iov){interp + L->is.next, next, 8};
-    iov[n++] = (struct rmem_iov){interp + L->is.threads_head, head, 8};
-    if (L->is.gil_ptr >= 0)
-        iov[n++] = (struct rmem_iov){interp + (uint64_t)L->is.gil_ptr, &gilp, 8};
-    if (L->is.threads_main >= 0)
-        iov[n++] = (struct rmem_iov){interp + (uint64_t)L->is.threads_main, main_ts, 8};
-    if (L->is.code_gen >= 0)
-        iov[n++] = (struct rmem_iov){interp + (uint64_t)L->is.code_gen, &gen, 8};
-    rc = rmem_readv(p->mem, iov, n, NULL);
-    if (rc < 0)
-        return rc;
-    if (L->is.code_gen >= 0 && gen != p->code_gen) {
-        pycode_cache_clear(&p->codes);
-        p->code_gen = gen;
+    if (pre && pre->addr == interp) {
+        *f = *pre;
+    } else {
+        rc = rmem_readv(p->mem, iov, ifields_iov(L, interp, f, iov), NULL);
+        if (rc < 0)
+            return rc;
     }
-    if (L->is.gil_ptr < 0 || !gilp)
+    if (L->is.code_gen >= 0 && f->gen != p->code_gen) {
+        pycode_cache_clear(&p->codes);
+        p->code_gen = f->gen;
+    }
+    if (L->is.gil_ptr < 0 || !f->gilp)
         return 0;
-    rc = rmem_read(p->mem, gilp, gil, sizeof(gil));
-    if (rc == 0)
-        gil_parse(L, gil, g);
-    return rc == APP_E_GONE ? rc : 0;
+    if (f->gil_at != f->gilp) {
+        rc = rmem_read(p->mem, f->gilp, f->gil, sizeof(f->gil));
+        if (rc < 0)
+            return rc == APP_E_GONE ? rc : 0;
+    }
+    gil_parse(L, f->gil, g);
+    return 0;
 }
 
-static int sample_interp(struct pyproc *p, uint64_t interp, uint64_t *next, struct tslist *l,
-                         struct gilview g)
+static int sample_interp(struct pyproc *p, uint64_t interp, const struct ifields *pre,
+                         uint64_t *next, struct tslist *l, struct pygilview g)
 {
-    uint64_t head = 0, main_ts = 0;
-    int rc = read_interp(p, interp, next, &head, &main_ts, &g);
+    struct ifields f;
+    uint64_t main_ts;
+    int rc = read_interp(p, interp, pre, &f, &g);
 
     if (rc < 0)
         return rc;
-    rc = read_tstates(p, interp, head, l);
+    *next = f.next;
+    main_ts = f.main_ts;
+    if (pre) { /* the first interpreter: where the next sample copies it from */
+        p->pred_interp = interp;
+        p->pred_gilp = f.gilp;
+    }
+    rc = read_tstates(p, interp, f.head, l);
     if (rc < 0)
         return rc;
     if (g.known && g.locked)
@@ -264,7 +362,7 @@ static int sample_interp(struct pyproc *p, uint64_t interp, uint64_t *next, stru
             continue;
         t = new_thread(p);
         describe_thread(p, t, interp, l->copy[i], l->addr[i], &g);
-        sample_thread(p, t, l->addr[i], l->copy[i]);
+        sample_thread(p, t, l->addr[i], l->copy[i], interp, &g);
         if (t->status == APP_E_GONE)
             return APP_E_GONE;
     }
@@ -273,12 +371,13 @@ static int sample_interp(struct pyproc *p, uint64_t interp, uint64_t *next, stru
 
 static int sample_once(struct pyproc *p, struct tslist *l)
 {
-    struct gilview g = {0};
+    struct pygilview g = {0};
+    struct ifields pre;
     uint64_t interp = 0, next;
-    int rc = read_runtime(p, &interp, &g);
+    int rc = read_runtime(p, &interp, &g, &pre);
 
     for (int i = 0; rc == 0 && interp && i < PYPROC_MAX_INTERPS; i++) {
-        rc = sample_interp(p, interp, &next, l, g);
+        rc = sample_interp(p, interp, i == 0 ? &pre : NULL, &next, l, g);
         if (p->opts.main_only && !p->only)
             break;
         interp = next;

@@ -31,7 +31,7 @@
 #define CHUNK_GUESS (16 * 1024)
 #define CHUNK_MAX (16u << 20)
 #define FRAME_MAX 128
-#define CHUNK_SLACK 4096 /* bytes read past the predicted top: the stack may grow meanwhile */
+#define CHUNK_SLACK 512 /* bytes read past the predicted top: the stack may grow meanwhile */
 #define PY_OWNER_FRAME_OBJECT 2
 
 struct chunkset {
@@ -262,17 +262,21 @@ static const uint8_t *frame_at(struct pyproc *p, struct chunkset *cs, uint64_t a
     return *rc < 0 ? NULL : single;
 }
 
-/* The hint slot of the thread whose tstate is at ts (created on first use). Frames outside
+/* The hint slot of the thread whose tstate is at ts. Frames outside
  * the data stack -- 3.12/3.13 entry frames on the C stack, long-lived generators -- tend to
  * stay at the same address, so the next walk fetches them in its first system call. */
-static struct pyhint *hint_for(struct pyproc *p, uint64_t ts)
+struct pyhint *pywalk_hint(struct pyproc *p, uint64_t ts, bool create)
 {
     for (size_t i = 0; i < p->nhints; i++)
         if (p->hints[i].ts == ts)
             return &p->hints[i];
+    if (!create)
+        return NULL;
     if (p->nhints == p->opts.max_threads) {
-        for (size_t i = 0; i < p->nhints; i++)
+        for (size_t i = 0; i < p->nhints; i++) {
             free(p->hints[i].chain);
+            pyreuse_free(&p->hints[i].prev);
+        }
         p->nhints = 0;
     }
     if (p->nhints == p->caphints) {
@@ -487,7 +491,7 @@ static int walk_new(struct pyproc *p, uint64_t tsaddr, const uint8_t *guess, str
     cs.older = 0;
     cs.nseen = 0;
     memset(cs.hread, 0, sizeof(cs.hread));
-    cs.hint = hint_for(p, tsaddr);
+    cs.hint = pywalk_hint(p, tsaddr, true);
     rc = walk_start(p, tsaddr, guess, &cs, &frame, &o->no_python);
 
     for (; rc == 0 && frame && steps < limit; steps++) {
@@ -552,7 +556,7 @@ static int walk_old_thread(struct pyproc *p, uint64_t tsaddr, const uint8_t *gue
         return APP_E_STALE; /* the thread state was freed, maybe reused */
     memcpy(p->tsfresh, ts, L->ts.size);
     o->no_python = !bytes_load_u64(ts + L->ts.frame);
-    return walk_old(p, hint_for(p, tsaddr), bytes_load_u64(ts + L->ts.frame), o);
+    return walk_old(p, pywalk_hint(p, tsaddr, true), bytes_load_u64(ts + L->ts.frame), o);
 }
 
 int pywalk_thread(struct pyproc *p, uint64_t tsaddr, const uint8_t *guess, struct pywalk_out *o)

@@ -60,6 +60,9 @@ struct engine_opts {
     /* Native (C/C++) frames merged into every sample of every rank (record and agent
      * --native): each thread is stopped briefly at every sample (collectors/native). */
     bool native;
+    /* Threads that read the ranks' stacks, 1 to 4; 0: as many as keep the rate, from 1 up to
+     * 4 and no more than the CPUs online. */
+    int sampler_threads;
 };
 
 struct engine_stats {
@@ -76,8 +79,9 @@ struct engine_stats {
     double lag_max_ms;
     uint64_t cpu_ns; /* CPU time of the engine's threads */
     size_t history_bytes;
-    int ranks;      /* ranks currently sampled */
-    int ranks_seen; /* ranks ever sampled */
+    int ranks;           /* ranks currently sampled */
+    int ranks_seen;      /* ranks ever sampled */
+    int sampler_threads; /* threads the last sampling pass was split over */
 };
 
 struct engine;

@@ -60,6 +60,7 @@ struct pysample {
     unsigned reads;                 /* process_vm_readv calls this sample took */
     unsigned torn;                  /* torn thread walks seen (each retried while time allows) */
     unsigned dropped;               /* thread stacks dropped after every retry failed */
+    unsigned reused; /* thread stacks not read: the GIL shows their thread has not run since */
 };
 
 struct pyproc_opts {
@@ -76,6 +77,7 @@ struct pyproc_stats {
     uint64_t bytes;
     uint64_t torn;    /* thread walks that had to be retried */
     uint64_t dropped; /* thread stacks dropped */
+    uint64_t reused;  /* thread stacks reused unread (pysample.reused) */
     uint64_t code_hits, code_misses;
 };
 

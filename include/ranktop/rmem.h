@@ -40,8 +40,10 @@ void rmem_free(struct rmem *m);
 /* Reads exactly len bytes at addr into buf. Returns 0 or a negative app_status. */
 int rmem_read(struct rmem *m, uint64_t addr, void *buf, size_t len);
 
-/* Reads several ranges in one system call (at most 1024 entries). Returns 0 when every range
- * was read whole; otherwise a negative status, with *ndone (if not NULL) set to the number of
+#define RMEM_IOV_MAX 1024
+
+/* Reads several ranges in one system call (at most RMEM_IOV_MAX entries). Returns 0 when every
+ * range was read whole; otherwise a negative status, with *ndone (if not NULL) set to the number of
  * leading ranges that were read completely. */
 int rmem_readv(struct rmem *m, const struct rmem_iov *iov, int n, int *ndone);
 

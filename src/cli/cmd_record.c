@@ -45,6 +45,7 @@ enum {
     OPT_TRIGGER,
     OPT_HISTORY,
     OPT_MEMCAP,
+    OPT_SAMPLERS,
 };
 
 static void rec_usage(FILE *f)
@@ -75,7 +76,10 @@ static void rec_usage(FILE *f)
           "      --trigger-file PATH       record only while PATH exists; write each window\n"
           "                                to its own time-tagged file\n"
           "      --history S               keep only the last S seconds (default: all)\n"
-          "      --memory-cap MB           history memory cap (default 1024)\n",
+          "      --memory-cap MB           history memory cap (default 1024)\n"
+          "      --sampler-threads N       read the ranks' stacks on N threads (1-4;\n"
+          "                                default: one, more while one cannot keep the\n"
+          "                                rate, up to 4 and the CPUs online)\n",
           f);
     cli_disc_usage(f);
     cli_hosts_usage(f);
@@ -144,6 +148,16 @@ static int rec_option(int c, const char *arg, struct rec_opts *o)
     case OPT_TRIGGER:
         o->trigger = arg;
         return 0;
+    case OPT_SAMPLERS:
+        if (seconds_arg(arg, "--sampler-threads", 1, &v) < 0)
+            return -1;
+        if (v > 4 || v != (int)v) {
+            fprintf(stderr, "ranktop record: --sampler-threads wants 1, 2, 3 or 4, got '%s'\n",
+                    arg);
+            return -1;
+        }
+        o->eng.sampler_threads = (int)v;
+        return 0;
     default:
         o->eng.all_threads |= c == OPT_ALL;
         o->eng.npu |= c == OPT_NPU;
@@ -174,6 +188,7 @@ static int parse_record(int argc, char **argv, struct rec_opts *o)
         {"trigger-file", required_argument, NULL, OPT_TRIGGER},
         {"history", required_argument, NULL, OPT_HISTORY},
         {"memory-cap", required_argument, NULL, OPT_MEMCAP},
+        {"sampler-threads", required_argument, NULL, OPT_SAMPLERS},
         {"help", no_argument, NULL, 'h'},
     };
     static struct option longs[48];
@@ -321,6 +336,8 @@ static void summary(struct engine *e)
     pct = st.stacks + st.lost ? 100.0 * (double)st.lost / (double)(st.stacks + st.lost) : 0;
     fprintf(stderr, "ranktop: %llu thread stacks lost as torn (%.2f%%), %llu torn reads retried\n",
             (unsigned long long)st.lost, pct, (unsigned long long)st.torn);
+    if (st.sampler_threads > 1)
+        fprintf(stderr, "ranktop: stacks read on %d threads\n", st.sampler_threads);
     hosts_summary(e);
     {
         char why[512];

@@ -338,6 +338,7 @@ void engine_get_stats(struct engine *e, struct engine_stats *st)
     st->history_bytes = history_memory(&e->hist);
     st->ranks = e->ranks_now;
     st->ranks_seen = e->ranks_seen;
+    st->sampler_threads = e->sampler_threads;
     pthread_mutex_unlock(&e->lock);
     st->cpu_ns = clock_process_cpu_ns();
 }

@@ -38,6 +38,7 @@ struct engine {
     uint64_t samples, stacks, errs, lag_sum_ns, lag_max_ns;
     uint64_t torn, lost; /* torn thread walks, thread stacks lost (engine_stats) */
     int ranks_now, ranks_seen;
+    int sampler_threads; /* threads the last sampling pass was split over */
     pthread_t th[8];
     int nth;
     /* live figures for the UI, under lock */
@@ -76,6 +77,16 @@ struct engine {
 
 /* The live record of pid (created on first use); call with the lock held. */
 struct engine_rank_live *engine_live_locked(struct engine *e, int pid);
+
+/* The sampler's read helpers (engine_pool.c). engine_pool_run calls fn(ctx, part, nparts)
+ * once for every part, part 0 on the calling thread and the others on helper threads, and
+ * returns when all are done; with fewer threads than asked for, nparts is what fn is told. */
+#define ENGINE_POOL_MAX 4 /* sampling threads at most, the sampler included */
+typedef void (*engine_pool_fn)(void *ctx, int part, int nparts);
+struct engine_pool;
+struct engine_pool *engine_pool_new(void);
+void engine_pool_run(struct engine_pool *p, int nparts, engine_pool_fn fn, void *ctx);
+void engine_pool_free(struct engine_pool *p);
 
 /* Sleeps until abs_ns or stop; true when stopping. */
 bool engine_wait(struct engine *e, uint64_t abs_ns);

@@ -2,8 +2,10 @@
  *
  * Owns one pyproc per target, ranks and their DataLoader-style workers (attached on first
  * sight, re-tried every few seconds when the attach fails) and samples every target once per
- * period; a worker's threads are recorded under the rank it serves. Reading is done with the lock
- * released; the lock is taken per target only to intern the stacks and extend the runs. A
+ * period; a worker's threads are recorded under the rank it serves. A pass reads every target
+ * first, with the lock released, split over up to ENGINE_POOL_MAX threads while one cannot keep
+ * the rate (engine_pool.c); then this thread records what was read, taking the lock per target
+ * only to intern the stacks and extend the runs, so the history keeps a single writer. A
  * target that exits, restarts or is stopped costs only its own read: a stopped process is
  * read like a running one, and an exited one returns at once. */
 #include "engine_priv.h"
@@ -14,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define ATTACH_RETRY_NS (2000000000ull)
 #define TRIM_EVERY_NS (1000000000ull)
@@ -28,6 +31,12 @@ struct slot {
     uint64_t lost;      /* thread stacks of this rank lost so far */
     bool nat_want;      /* native frames wanted for its rank (synced each pass) */
     struct engine_native nat;
+    /* What this pass's read left for the record step (read_slot, then record_slot). */
+    int rc;             /* SLOT_IDLE, 0 with `sample`, or the read's negative status */
+    bool attach_failed; /* rc came from attaching; err says why */
+    char err[512];
+    const struct pysample *sample;
+    uint64_t now;
     /* Per thread, the last stack interned and the reader's key of its frames: a thread whose
      * frames are unchanged reuses the stack without interning it again. */
     struct last_stack {
@@ -42,6 +51,13 @@ struct slot {
 };
 
 #define LAST_MAX 256 /* threads per process whose last stack is kept */
+#define SLOT_IDLE 1  /* slot.rc: nothing read this pass */
+
+/* Sampling threads: a pass whose reads would take more than POOL_BUSY of the period on one
+ * thread is split over more (at most ENGINE_POOL_MAX, and no more than the CPUs online);
+ * back to fewer only after POOL_CALM passes in a row that would fit. */
+#define POOL_BUSY 0.5
+#define POOL_CALM 50
 
 struct sampler {
     struct engine *e;
@@ -53,6 +69,10 @@ struct sampler {
     struct engine_tview *tv; /* the sample's threads, kept apart from the reader's */
     uint32_t *ids;           /* their stacks */
     size_t tv_cap;
+    struct engine_pool *pool;
+    int parts, parts_max; /* sampling threads used per pass, and the most allowed */
+    int calm;             /* consecutive passes that fewer threads would have kept */
+    double load;          /* smoothed single-thread read time over the period */
 };
 
 /* Adds slots for targets not seen before (the target list comes from discovery). */
@@ -304,87 +324,147 @@ static void count_error(struct engine *e)
     pthread_mutex_unlock(&e->lock);
 }
 
-static void sample_slot(struct sampler *sp, struct slot *sl, uint64_t now)
+/* Attaches when due; false (with sl->rc set) when there is no reader to sample this pass. */
+static bool slot_attach(struct sampler *sp, struct slot *sl, uint64_t now)
 {
-    struct engine *e = sp->e;
     /* The history keeps no running/idle state: skip its /proc read (a fifth of the cost). */
-    struct pyproc_opts po = {.main_only = !e->o.all_threads, .no_state = true};
-    const struct pysample *s;
+    struct pyproc_opts po = {.main_only = !sp->e->o.all_threads, .no_state = true};
     struct app_err err = {0};
     int rc;
 
+    if (sl->py)
+        return true;
+    if (now < sl->next_attach)
+        return false;
+    rc = pyproc_open(sl->t.pid, &po, &sl->py, &err);
+    if (rc == 0)
+        return true;
+    if (rc == APP_E_GONE || rc == APP_E_NOTFOUND) {
+        sl->dead = true;
+        return false;
+    }
+    if (!sl->first_try)
+        sl->first_try = now;
+    if (rc == APP_E_STARTING || (rc == APP_E_NOTPY && now - sl->first_try < ATTACH_RETRY_NS)) {
+        /* Just started, or still exec'ing the interpreter: readable in a moment. */
+        sl->next_attach = now + ATTACH_RETRY_NS / 40;
+        return false;
+    }
+    sl->next_attach = now + ATTACH_RETRY_NS;
+    if (!sl->t.owner) { /* a worker that cannot be read is no error: the rank still can be */
+        sl->rc = rc;
+        sl->attach_failed = true;
+        snprintf(sl->err, sizeof(sl->err), "%s", err.msg);
+    }
+    return false;
+}
+
+/* The read step of one slot, on any sampling thread: touches only the slot and its reader. */
+static void read_slot(struct sampler *sp, struct slot *sl)
+{
+    uint64_t now = clock_mono_ns();
+
+    sl->rc = SLOT_IDLE;
+    sl->attach_failed = false;
     if (sl->dead)
         return;
-    if (!sl->nat_want && sl->nat.ctx) /* toggled off: no thread stays seized */
-        engine_native_close(&sl->nat);
     /* A rank the monitor toggled is sampled at the native rate only, every sample merged. */
-    if (sl->nat_want && !e->o.native && now < sl->nat.next_at)
+    if (sl->nat_want && !sp->e->o.native && now < sl->nat.next_at)
         return;
-    if (!sl->py) {
-        if (now < sl->next_attach)
-            return;
-        rc = pyproc_open(sl->t.pid, &po, &sl->py, &err);
-        if (rc == APP_E_GONE || rc == APP_E_NOTFOUND) {
-            sl->dead = true;
-            return;
-        }
-        if (!sl->first_try)
-            sl->first_try = now;
-        if (rc == APP_E_STARTING || (rc == APP_E_NOTPY && now - sl->first_try < ATTACH_RETRY_NS)) {
-            /* Just started, or still exec'ing the interpreter: readable in a moment. */
-            sl->next_attach = now + ATTACH_RETRY_NS / 40;
-            return;
-        }
-        if (rc < 0 && sl->t.owner) { /* a worker that cannot be read: the rank still can */
-            sl->next_attach = now + ATTACH_RETRY_NS;
-            return;
-        }
-        if (rc < 0) {
-            sl->next_attach = now + ATTACH_RETRY_NS;
-            count_error(e);
-            pthread_mutex_lock(&e->lock);
-            snprintf(e->attach_err, sizeof(e->attach_err), "%s", err.msg);
-            pthread_mutex_unlock(&e->lock);
-            return;
-        }
-    }
-    rc = pyproc_sample(sl->py, &s, &err);
-    if (rc == APP_E_GONE) {
+    if (!slot_attach(sp, sl, now))
+        return;
+    sl->now = now;
+    sl->rc = pyproc_sample(sl->py, &sl->sample, NULL);
+}
+
+/* The record step of one slot, on the sampler thread: what the read found goes into the
+ * history, so that the history has one writer. */
+static void record_slot(struct sampler *sp, struct slot *sl)
+{
+    struct engine *e = sp->e;
+    int rc = sl->rc;
+
+    if (rc == SLOT_IDLE)
+        return;
+    if (sl->attach_failed) {
+        count_error(e);
+        pthread_mutex_lock(&e->lock);
+        snprintf(e->attach_err, sizeof(e->attach_err), "%s", sl->err);
+        pthread_mutex_unlock(&e->lock);
+    } else if (rc == APP_E_GONE) {
         slot_exit(e, sl, clock_mono_ns());
-        return;
-    }
-    if (rc == APP_E_STALE) { /* the thread list itself was torn, twice */
+    } else if (rc == APP_E_STALE) { /* the thread list itself was torn, twice */
         pthread_mutex_lock(&e->lock);
         e->errs++;
         count_loss_locked(e, sl, 0, 1, clock_mono_ns());
         pthread_mutex_unlock(&e->lock);
-        return;
-    }
-    if (rc < 0) {
+    } else if (rc < 0) {
         if (rc != APP_E_STARTING)
             count_error(e);
-        return;
+    } else {
+        record_sample(sp, sl, sl->sample, sl->now);
     }
-    record_sample(sp, sl, s, now);
 }
 
-/* One pass over every target; returns how many were sampled. */
-static int sample_pass(struct sampler *sp)
+/* engine_pool_fn: the slots of one part (every nparts-th). */
+static void read_part(void *ctx, int part, int nparts)
 {
+    struct sampler *sp = ctx;
+
+    for (size_t i = (size_t)part; i < sp->n; i += (size_t)nparts)
+        read_slot(sp, &sp->s[i]);
+}
+
+/* Picks the number of sampling threads for the next pass from this pass's read time. */
+static void pool_adapt(struct sampler *sp, uint64_t read_ns, uint64_t period)
+{
+    double load = (double)read_ns * sp->parts / (double)(period ? period : 1);
+    int want;
+
+    sp->load = sp->load * 0.8 + load * 0.2;
+    want = sp->load > POOL_BUSY ? (int)(sp->load / POOL_BUSY) + 1 : 1;
+    if (want > sp->parts_max)
+        want = sp->parts_max;
+    if (want > sp->parts) {
+        sp->parts = want;
+        sp->calm = 0;
+    } else if (want < sp->parts && ++sp->calm >= POOL_CALM) {
+        sp->parts--;
+        sp->calm = 0;
+    } else if (want >= sp->parts) {
+        sp->calm = 0;
+    }
+}
+
+/* One pass over every target: the reads (split over the sampling threads), then the records
+ * in target order; returns how many ranks were sampled. */
+static int sample_pass(struct sampler *sp, uint64_t period)
+{
+    uint64_t t0;
     int live = 0;
 
     sync_targets(sp);
+    for (size_t i = 0; i < sp->n; i++) /* toggled off: no thread stays seized */
+        if (!sp->s[i].nat_want && sp->s[i].nat.ctx)
+            engine_native_close(&sp->s[i].nat);
+    t0 = clock_mono_ns();
+    engine_pool_run(sp->pool, sp->parts < (int)sp->n ? sp->parts : (int)(sp->n ? sp->n : 1),
+                    read_part, sp);
+    if (!sp->e->o.sampler_threads)
+        pool_adapt(sp, clock_mono_ns() - t0, period);
     for (size_t i = 0; i < sp->n; i++) {
-        sample_slot(sp, &sp->s[i], clock_mono_ns());
+        record_slot(sp, &sp->s[i]);
         live += sp->s[i].py != NULL && !sp->s[i].t.owner; /* ranks, not workers */
     }
     return live;
 }
 
-static void pass_done(struct engine *e, int live, uint64_t lag, uint64_t now, uint64_t *trim_at)
+static void pass_done(struct engine *e, int live, uint64_t lag, uint64_t now, uint64_t *trim_at,
+                      int parts)
 {
     pthread_mutex_lock(&e->lock);
     e->samples++;
+    e->sampler_threads = parts;
     e->lag_sum_ns += lag;
     if (lag > e->lag_max_ns)
         e->lag_max_ns = lag;
@@ -400,15 +480,24 @@ static void pass_done(struct engine *e, int live, uint64_t lag, uint64_t now, ui
 
 void *engine_sampler_main(void *arg)
 {
-    struct sampler sp = {.e = arg};
+    struct sampler sp = {.e = arg, .parts = 1};
     struct engine *e = sp.e;
-    uint64_t next = clock_mono_ns(), trim_at = next + TRIM_EVERY_NS;
+    uint64_t next = clock_mono_ns(), trim_at = next + TRIM_EVERY_NS, period;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 
+    sp.parts_max = cpus < 1 ? 1 : cpus < ENGINE_POOL_MAX ? (int)cpus : ENGINE_POOL_MAX;
+    if (e->o.sampler_threads > 0) /* fixed: no adapting */
+        sp.parts = sp.parts_max =
+            e->o.sampler_threads < ENGINE_POOL_MAX ? e->o.sampler_threads : ENGINE_POOL_MAX;
+    sp.pool = engine_pool_new();
+    pthread_mutex_lock(&e->lock);
+    period = e->period_ns;
+    pthread_mutex_unlock(&e->lock);
     while (!engine_wait(e, next)) {
-        uint64_t start = clock_mono_ns(), period;
-        int live = sample_pass(&sp);
+        uint64_t start = clock_mono_ns();
+        int live = sample_pass(&sp, period);
 
-        pass_done(e, live, start > next ? start - next : 0, start, &trim_at);
+        pass_done(e, live, start > next ? start - next : 0, start, &trim_at, sp.parts);
         pthread_mutex_lock(&e->lock);
         period = e->period_ns;
         pthread_mutex_unlock(&e->lock);
@@ -417,6 +506,7 @@ void *engine_sampler_main(void *arg)
         if (next + period < clock_mono_ns())
             next = clock_mono_ns();
     }
+    engine_pool_free(sp.pool);
     for (size_t i = 0; i < sp.n; i++)
         slot_fini(&sp.s[i]);
     free(sp.s);

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <grp.h>
 #include <json-c/json.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -1172,9 +1173,10 @@ static void motion_judge(void *ctx, const char *label, const struct pysample *s)
     if (why && ty->bad++ < 5) {
         const struct pythread *th = &s->threads[0];
 
-        ts_fail("%s: sample %d returned as complete but %s (%u frames, bottom %s)", label,
+        ts_fail("%s: sample %d returned as complete but %s (%u frames, bottom %s in %s)", label,
                 ty->calls, why, th->nframes,
-                th->nframes ? th->frames[th->nframes - 1].function : "-");
+                th->nframes ? th->frames[th->nframes - 1].function : "-",
+                th->nframes ? th->frames[th->nframes - 1].file : "-");
     }
 }
 
@@ -1332,6 +1334,106 @@ out:
     ts_child_kill(c);
 }
 
+/* ---- f. threads the GIL shows have not run: their last walk reused (issue 12) ---------- */
+
+#define QUIET_STEPS 24
+
+/* Every thread of one sample against step k's truth ({ident: [[function, line], ...]}). */
+static bool quiet_compare(const char *label, int k, json_object *want, const struct pysample *s)
+{
+    if (s->nthreads != (uint32_t)json_object_object_length(want)) {
+        ts_fail("%s: step %d: %u threads, the target has %d", label, k, s->nthreads,
+                json_object_object_length(want));
+        return false;
+    }
+    for (uint32_t i = 0; i < s->nthreads; i++) {
+        const struct pythread *t = &s->threads[i];
+        char id[32];
+        json_object *frames;
+
+        snprintf(id, sizeof(id), "%" PRIu64, t->ident);
+        if (!json_object_object_get_ex(want, id, &frames)) {
+            ts_fail("%s: step %d: thread %s is not the target's", label, k, id);
+            return false;
+        }
+        if (!reuse_compare(label, k, frames, t))
+            return false;
+    }
+    return true;
+}
+
+/* One step: wait for its truth, compare a few whole samples with it, let the target go on. */
+static bool quiet_step(const char *label, struct ts_child *c, struct pyproc *p, int k)
+{
+    char path[PATH_MAX];
+    uint64_t deadline = clock_mono_ns() + 30ull * 1000000000ull;
+    json_object *want = NULL;
+    bool ok = true;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "%s/truth.%d", c->dir, k);
+    while (!(want = json_object_from_file(path)) && clock_mono_ns() < deadline)
+        usleep(2000);
+    if (!want) {
+        ts_fail("%s: step %d: no truth file", label, k);
+        return false;
+    }
+    for (int i = 0, got = 0; ok && got < REUSE_SAMPLES && i < 50 * REUSE_SAMPLES; i++) {
+        const struct pysample *s;
+        bool whole = true;
+
+        if (pyproc_sample(p, &s, NULL) != 0)
+            continue;
+        for (uint32_t j = 0; j < s->nthreads; j++)
+            whole = whole && s->threads[j].status == 0;
+        if (!whole)
+            continue;
+        got++;
+        ok = quiet_compare(label, k, want, s);
+    }
+    json_object_put(want);
+    snprintf(path, sizeof(path), "%s/go.%d", c->dir, k);
+    f = fopen(path, "w");
+    if (f)
+        fclose(f);
+    return ok && f;
+}
+
+static void quiet_one(const char *python)
+{
+    char steps[16];
+    const char *args[] = {steps, NULL};
+    struct pyproc_stats st = {0};
+    struct pyproc *p;
+    struct ts_child *c;
+    int k = 0;
+
+    snprintf(steps, sizeof(steps), "%d", QUIET_STEPS);
+    c = target_open(python, "gil_quiet.py", args, &p);
+    if (!p)
+        goto out;
+    while (k < QUIET_STEPS && quiet_step(python, c, p, k))
+        k++;
+    pyproc_get_stats(p, &st);
+    ts_info("%s: %d steps, %" PRIu64 " samples, %" PRIu64 " thread stacks reused", python, k,
+            st.samples, st.reused);
+    /* Four parked workers per sample, sampled again and again between the target's moves:
+     * most of their stacks must have come from the reuse, or it never ran. */
+    if (k == QUIET_STEPS && st.reused < (uint64_t)QUIET_STEPS * REUSE_SAMPLES)
+        ts_fail("%s: %" PRIu64 " thread stacks reused in %" PRIu64 " samples", python, st.reused,
+                st.samples);
+out:
+    if (p)
+        pyproc_free(p);
+    ts_child_kill(c);
+}
+
+START_TEST(test_gil_quiet)
+{
+    each_python(quiet_one);
+}
+END_TEST
+
 START_TEST(test_frame_reuse)
 {
     each_python(reuse_one);
@@ -1346,6 +1448,7 @@ int main(void)
     ts_add_case(s, "exit_while_sampling", test_exit_while_sampling, 900);
     ts_add_case(s, "thread_churn", test_thread_churn, 900);
     ts_add_case(s, "frame_reuse", test_frame_reuse, 900);
+    ts_add_case(s, "gil_quiet", test_gil_quiet, 900);
     ts_add_case(s, "exact_under_motion", test_exact_under_motion, 1500);
     ts_add_case(s, "no_such_process", test_open_no_such_process, 900);
     ts_add_case(s, "not_python", test_open_not_python, 900);

@@ -409,7 +409,54 @@ START_TEST(test_code_generation_flush)
 }
 END_TEST
 
-/* A code object replaced at the same address (new name, same everything else) is noticed. */
+/* A thread takes the GIL from another: CPython's take_gil bumps switch_number (3.14: right
+ * after `locked`), which is what tells the reader that threads may have moved. */
+static void gil_switch(struct pyproc *p, const struct variant *v, uint64_t holder)
+{
+    uint64_t sw = 0;
+
+    ck_assert_int_eq(rmem_read(p->mem, INTERP + v->locked + 8, &sw, 8), 0);
+    sw++;
+    rmem_image_write(p->mem, INTERP + v->locked + 8, &sw, 8);
+    rmem_image_write(p->mem, INTERP + v->holder, &holder, 8);
+}
+
+/* A thread that is not the GIL's holder, with the GIL's switch count unchanged since its last
+ * walk, has not run: its last walk is reused without a read. Once the count moves, it is
+ * walked again and a change is seen. */
+START_TEST(test_gil_quiet_reuse)
+{
+    struct app_err err = {0};
+    const struct pysample *s;
+    int rc;
+    struct img *im = img_new(&v3140);
+    struct pyproc *p = img_open(im, v3140.version, &rc, &err);
+    uint64_t instr = CODES + 2 * 0x1000 + 208 + 48; /* Trainer.step, one line on: 44 */
+    unsigned reads_first;
+
+    ck_assert_int_eq(rc, 0);
+    ck_assert_int_eq(pyproc_sample(p, &s, &err), 0);
+    ck_assert_uint_eq(s->reused, 0);
+    reads_first = s->reads;
+    ck_assert_int_eq(pyproc_sample(p, &s, &err), 0);
+    ck_assert_uint_eq(s->reused, 1); /* thread 1; thread 0 holds the GIL: always walked */
+    ck_assert_uint_lt(s->reads, reads_first);
+    check_frame(&s->threads[1], 0, "Trainer.step", 43);
+    ck_assert_uint_eq(s->threads[1].nframes, 3);
+    /* The frame moves on while thread 1 holds the GIL (and then gives it back). */
+    rmem_image_write(p->mem, CHUNK1 + 32 + 264 + 56, &instr, 8);
+    gil_switch(p, &v3140, TS1);
+    gil_switch(p, &v3140, TS2);
+    ck_assert_int_eq(pyproc_sample(p, &s, &err), 0);
+    ck_assert_uint_eq(s->reused, 0);
+    check_frame(&s->threads[1], 0, "Trainer.step", 44);
+    pyproc_free(p);
+    img_free(im);
+}
+END_TEST
+
+/* A code object replaced at the same address (new name, same everything else) is noticed; a
+ * real process replaces one only by running Python, so the GIL changes hands meanwhile. */
 START_TEST(test_code_address_reuse)
 {
     struct app_err err = {0};
@@ -423,6 +470,7 @@ START_TEST(test_code_address_reuse)
     ck_assert_int_eq(pyproc_sample(p, &s, &err), 0);
     check_frame(&s->threads[1], 0, "Trainer.step", 43);
     rmem_image_write(p->mem, CODES + 2 * 0x1000 + 128, &name, 8);
+    gil_switch(p, &v3140, TS1);
     ck_assert_int_eq(pyproc_sample(p, &s, &err), 0);
     ck_assert_str_eq(s->threads[1].frames[0].function, "/job/train.py");
     pyproc_free(p);
@@ -465,6 +513,7 @@ static Suite *pyimage_suite(void)
     tcase_add_test(tc, test_no_python_flagged);
     tcase_add_test(tc, test_code_generation_flush);
     tcase_add_test(tc, test_code_address_reuse);
+    tcase_add_test(tc, test_gil_quiet_reuse);
     tcase_add_test(tc, test_starting_and_exiting);
     suite_add_tcase(s, tc);
     return s;

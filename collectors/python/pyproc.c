@@ -118,6 +118,7 @@ void pyproc_free(struct pyproc *p)
     free(p->hints);
     free(p->chain_new);
     free(p->chain_buf);
+    free(p->span_buf);
     free(p->ts.copy);
     free(p->ts.addr);
     free(p->ts.iov);

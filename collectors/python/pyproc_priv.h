@@ -123,6 +123,8 @@ struct pyproc {
     size_t chunk_cap[PYPROC_MAX_CHUNKS];
     uint64_t *chain_new; /* 3.8-3.10: this walk's frame addresses */
     uint8_t *chain_buf;  /* 3.8-3.10: frames fetched ahead in one call */
+    uint8_t *span_buf;   /* ... as the page ranges that call read */
+    size_t span_cap;
 
     /* Thread identity. */
     long pthread_tid_off; /* offset of the TID inside glibc's struct pthread; -1 unknown */

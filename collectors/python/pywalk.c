@@ -103,12 +103,77 @@ struct ahead {
     int fetches;
 };
 
+#define PAGE_SHIFT 12
+#define SPAN_LOOKBACK 8 /* spans searched for a frame's page: chains walk pools in order */
+
+struct spans {
+    struct rmem_iov iov[AHEAD_MAX];
+    uint64_t page[AHEAD_MAX];
+    uint16_t of[AHEAD_MAX]; /* each frame's span */
+    int n;
+};
+
+/* The span of frame addr's page among the last few, widened to cover it, or a new one. */
+static int span_add(struct spans *sp, uint64_t addr, uint32_t fs)
+{
+    for (int s = sp->n - 1; s >= 0 && s >= sp->n - SPAN_LOOKBACK; s--) {
+        struct rmem_iov *v = &sp->iov[s];
+
+        if (sp->page[s] != addr >> PAGE_SHIFT)
+            continue;
+        if (addr + fs > v->addr + v->len)
+            v->len = addr + fs - v->addr;
+        if (addr < v->addr) {
+            v->len += v->addr - addr;
+            v->addr = addr;
+        }
+        return s;
+    }
+    sp->page[sp->n] = addr >> PAGE_SHIFT;
+    sp->iov[sp->n] = (struct rmem_iov){addr, NULL, fs};
+    return sp->n++;
+}
+
+/* Copies the frames at addr[0..n) into chain_buf slots 0..n-1, reading the frames that start
+ * in one page as one range (pymalloc keeps frames several to a pool page, so a deep chain
+ * takes a range per page instead of a range per frame). Every byte of a range is mapped: it
+ * starts in a page that holds a frame and ends where a frame ends. Returns how many leading
+ * frames were copied. */
+static uint32_t fetch_frames(struct pyproc *p, const uint64_t *addr, uint32_t n)
+{
+    static _Thread_local struct spans sp;
+    uint32_t fs = p->L.fr.size, i;
+    size_t total = 0;
+    int done = 0;
+
+    sp.n = 0;
+    for (i = 0; i < n; i++)
+        sp.of[i] = (uint16_t)span_add(&sp, addr[i], fs);
+    for (int s = 0; s < sp.n; s++)
+        total += sp.iov[s].len;
+    if (p->span_cap < total) {
+        free(p->span_buf);
+        p->span_cap = total > 65536 ? total : 65536;
+        p->span_buf = x_malloc(p->span_cap);
+    }
+    total = 0;
+    for (int s = 0; s < sp.n; s++) {
+        sp.iov[s].buf = p->span_buf + total;
+        total += sp.iov[s].len;
+    }
+    rmem_readv(p->mem, sp.iov, sp.n, &done);
+    for (i = 0; i < n && sp.of[i] < done; i++) {
+        const struct rmem_iov *v = &sp.iov[sp.of[i]];
+
+        memcpy(p->chain_buf + (size_t)i * fs, (uint8_t *)v->buf + (addr[i] - v->addr), fs);
+    }
+    return i;
+}
+
 static const uint8_t *ahead_frame(struct pyproc *p, struct ahead *a, uint64_t frame)
 {
     const struct py_layout *L = &p->L;
-    struct rmem_iov iov[AHEAD_MAX];
-    uint32_t j = 0, want;
-    int done = 0;
+    uint32_t j = 0, want, done;
 
     if (a->n && a->h->chain[a->next] == frame) { /* the next copy in line */
         a->next++, a->n--;
@@ -127,14 +192,11 @@ static const uint8_t *ahead_frame(struct pyproc *p, struct ahead *a, uint64_t fr
         p->chain_buf = x_malloc((size_t)AHEAD_MAX * FRAME_MAX);
     a->window = a->window ? (a->window * 2 < AHEAD_MAX ? a->window * 2 : AHEAD_MAX) : AHEAD_FIRST;
     want = a->h->nchain - j < a->window ? a->h->nchain - j : a->window;
-    for (uint32_t i = 0; i < want; i++)
-        iov[i] = (struct rmem_iov){a->h->chain[j + i], p->chain_buf + (size_t)i * L->fr.size,
-                                   L->fr.size};
-    rmem_readv(p->mem, iov, (int)want, &done);
+    done = fetch_frames(p, a->h->chain + j, want);
     if (done < 1)
         return NULL;
     a->next = j + 1;
-    a->n = (uint32_t)done - 1;
+    a->n = done - 1;
     a->at = 1;
     return p->chain_buf;
 }

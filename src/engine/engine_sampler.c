@@ -72,6 +72,7 @@ struct sampler {
     struct engine_pool *pool;
     int parts, parts_max; /* sampling threads used per pass, and the most allowed */
     int calm;             /* consecutive passes that fewer threads would have kept */
+    int used;             /* threads the last pass ran on (no more than targets) */
     double load;          /* smoothed single-thread read time over the period */
 };
 
@@ -418,13 +419,15 @@ static void read_part(void *ctx, int part, int nparts)
 /* Picks the number of sampling threads for the next pass from this pass's read time. */
 static void pool_adapt(struct sampler *sp, uint64_t read_ns, uint64_t period)
 {
-    double load = (double)read_ns * sp->parts / (double)(period ? period : 1);
+    double load = (double)read_ns * sp->used / (double)(period ? period : 1);
     int want;
 
     sp->load = sp->load * 0.8 + load * 0.2;
     want = sp->load > POOL_BUSY ? (int)(sp->load / POOL_BUSY) + 1 : 1;
     if (want > sp->parts_max)
         want = sp->parts_max;
+    if (want > (int)sp->n) /* one target is read by one thread */
+        want = sp->n ? (int)sp->n : 1;
     if (want > sp->parts) {
         sp->parts = want;
         sp->calm = 0;
@@ -448,8 +451,8 @@ static int sample_pass(struct sampler *sp, uint64_t period)
         if (!sp->s[i].nat_want && sp->s[i].nat.ctx)
             engine_native_close(&sp->s[i].nat);
     t0 = clock_mono_ns();
-    engine_pool_run(sp->pool, sp->parts < (int)sp->n ? sp->parts : (int)(sp->n ? sp->n : 1),
-                    read_part, sp);
+    sp->used = sp->parts < (int)sp->n ? sp->parts : (int)(sp->n ? sp->n : 1);
+    engine_pool_run(sp->pool, sp->used, read_part, sp);
     if (!sp->e->o.sampler_threads)
         pool_adapt(sp, clock_mono_ns() - t0, period);
     for (size_t i = 0; i < sp->n; i++) {
@@ -497,7 +500,7 @@ void *engine_sampler_main(void *arg)
         uint64_t start = clock_mono_ns();
         int live = sample_pass(&sp, period);
 
-        pass_done(e, live, start > next ? start - next : 0, start, &trim_at, sp.parts);
+        pass_done(e, live, start > next ? start - next : 0, start, &trim_at, sp.used);
         pthread_mutex_lock(&e->lock);
         period = e->period_ns;
         pthread_mutex_unlock(&e->lock);

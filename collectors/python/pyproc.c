@@ -96,8 +96,10 @@ int pyproc_open_mem(struct rmem *mem, int pid, uint64_t runtime, uint64_t pycode
     p->raw = x_calloc(p->opts.max_frames, sizeof(*p->raw));
     p->raw_codes = x_calloc(p->opts.max_frames, sizeof(*p->raw_codes));
     p->raw_res = x_calloc(p->opts.max_frames, sizeof(*p->raw_res));
-    if (pid > 0)
+    if (pid > 0) {
         pytask_init(p);
+        p->cpu_clock_ok = clock_getcpuclockid(pid, &p->cpu_clock) == 0;
+    }
     *out = p;
     return 0;
 }

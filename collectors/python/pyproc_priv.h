@@ -9,6 +9,8 @@
 #include "ranktop/pystack.h"
 #include "ranktop/rmem.h"
 
+#include <time.h>
+
 #define PYPROC_DEFAULT_FRAMES 4096
 #define PYPROC_DEFAULT_THREADS 4096
 #define PYPROC_MAX_INTERPS 256
@@ -138,6 +140,13 @@ struct pyproc {
     uint64_t names_sample;   /* sample count at the last refresh */
     struct pyname_miss *neg; /* idents not in threading._active when last looked for */
     size_t nneg;
+
+    /* The process's CPU clock: when it has not moved since just before the last sample, no
+     * thread has run since, and that sample, if whole, is still the truth (pysample.c). */
+    clockid_t cpu_clock;
+    bool cpu_clock_ok;
+    bool last_whole; /* the last sample read every thread whole */
+    uint64_t cpu_before_last;
 
     uint64_t stat_samples, stat_torn, stat_dropped, stat_reused;
 };

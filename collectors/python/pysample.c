@@ -393,11 +393,52 @@ static void reset_sample(struct pyproc *p)
     p->frames_len = 0;
 }
 
+/* The process's CPU time in ns, or 0 when it cannot be had. */
+static uint64_t process_cpu_ns(const struct pyproc *p)
+{
+    struct timespec ts;
+
+    if (!p->cpu_clock_ok || clock_gettime(p->cpu_clock, &ts) != 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec + 1;
+}
+
+/* Returns the last sample again, stamped now, when no thread of the process has run since
+ * just before it was read: its CPU clock (every thread's time, the running ones' included)
+ * has not moved, so no frame can have moved either. Only the engine's kind of sample (no
+ * running/idle state: a runnable thread may wait for a CPU without using any) is reused. */
+static bool sample_unchanged(struct pyproc *p, uint64_t cpu)
+{
+    if (!cpu || cpu != p->cpu_before_last || !p->last_whole || !p->opts.no_state || p->only)
+        return false;
+    p->sample.t_mono_ns = clock_mono_ns();
+    p->sample.reads = 0;
+    p->sample.torn = 0;
+    p->sample.dropped = 0;
+    p->sample.reused = p->sample.nthreads;
+    p->stat_reused += p->sample.nthreads;
+    p->stat_samples++;
+    return true;
+}
+
+/* Notes whether the sample just taken may be returned again (sample_unchanged). */
+static void note_whole(struct pyproc *p, int rc, uint64_t cpu)
+{
+    p->last_whole = rc == 0 && !p->only;
+    for (uint32_t i = 0; p->last_whole && i < p->sample.nthreads; i++)
+        p->last_whole = p->threads[i].status == 0;
+    p->cpu_before_last = cpu;
+}
+
 int pyproc_sample(struct pyproc *p, const struct pysample **out, struct app_err *err)
 {
-    uint64_t reads0 = rmem_calls(p->mem);
+    uint64_t reads0 = rmem_calls(p->mem), cpu = process_cpu_ns(p);
     int rc;
 
+    if (sample_unchanged(p, cpu)) {
+        *out = &p->sample;
+        return 0;
+    }
     reset_sample(p);
     p->sample.t_mono_ns = clock_mono_ns();
     rc = sample_once(p, &p->ts);
@@ -412,6 +453,7 @@ int pyproc_sample(struct pyproc *p, const struct pysample **out, struct app_err 
             p->threads[i].nframes ? p->frames + (uintptr_t)p->threads[i].frames : NULL;
     p->sample.threads = p->threads;
     p->sample.reads = (unsigned)(rmem_calls(p->mem) - reads0);
+    note_whole(p, rc, cpu);
     *out = &p->sample;
     if (rc < 0)
         return app_err_set(err, rc, "process %d: %s", p->pid,

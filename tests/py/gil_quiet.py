@@ -10,13 +10,14 @@ Four workers each block in os.read on a pipe of their own, in park_a() or park_b
 go a level deeper first, through hop()), acknowledges and blocks again; then the main thread
 writes OUTDIR/truth.k (JSON: {ident: [[function, line], ...]} for every thread, innermost
 first, function as the reader names it: co_qualname from 3.11, co_name before; written with
-tmp + rename) and waits until OUTDIR/go.k exists. OUTDIR/ready is written once every worker
-is parked. Waits use only C calls, so no extra Python frame ever shows."""
+tmp + rename) and blocks reading a byte from the FIFO OUTDIR/go, which the test writes once
+it is done with step k: then the whole process is still, no thread using any CPU. OUTDIR/ready
+is written once every worker is parked. Waits use only C calls, so no extra Python frame ever
+shows."""
 import json
 import os
 import sys
 import threading
-import time
 
 STEPS = int(sys.argv[1])
 OUT = sys.argv[2]
@@ -73,6 +74,8 @@ def main():
         t.start()
     for _ in range(NW):
         os.read(ack_r, 1)
+    os.mkfifo(os.path.join(OUT, "go"))
+    go = os.open(os.path.join(OUT, "go"), os.O_RDWR)
     write_atomic("ready", "")
     for k in range(STEPS):
         os.write(wake[k % NW][1], b"x")
@@ -81,11 +84,10 @@ def main():
         frames = sys._current_frames()
         truth = {str(t.ident): stack_of(frames[t.ident]) for t in threads}
         main_stack = stack_of(here)
-        main_stack[0][1] = here.f_lineno + 4  # where it waits below
+        main_stack[0][1] = here.f_lineno + 3  # where it waits below
         truth[str(threading.get_ident())] = main_stack
         write_atomic("truth.%d" % k, json.dumps(truth))
-        go = os.path.join(OUT, "go.%d" % k)
-        while not os.access(go, os.F_OK): time.sleep(0.002)  # noqa: E701
+        os.read(go, 1)
 
 
 main()

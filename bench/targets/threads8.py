@@ -3,6 +3,8 @@
 Usage: threads8.py MODE [DEPTH [ITERS]]
   idle  every thread blocks in Event.wait
   busy  the helpers block; the main thread loops in Python at depth (one core busy)
+  tick  the helpers block; the main thread wakes every 5 ms for a little Python at depth (the
+        process moves between any two samples at 100 Hz, using ~2 % of a core)
   work  the helpers block; the main thread waits for a line on stdin, runs a fixed pure-Python
         workload of ITERS loop turns (default 15 million, about 2 s) at depth, prints its wall
         time and its CPU time in seconds, and repeats until EOF
@@ -10,6 +12,7 @@ Prints "ready" once every thread is at depth.
 """
 import sys
 import threading
+import time
 
 from workload import serve
 
@@ -28,6 +31,12 @@ def spin():
             x += i * i
 
 
+def tick():
+    while True:
+        time.sleep(0.005)
+        sum(range(200))
+
+
 def level(n, leaf):
     # The leaf adds one frame (two for Event.wait, which calls Condition.wait).
     if n <= 3:
@@ -43,7 +52,7 @@ def helper():
 def main_leaf():
     at_depth.wait()
     print("ready", flush=True)
-    {"idle": ev.wait, "busy": spin, "work": lambda: serve(ITERS)}[MODE]()
+    {"idle": ev.wait, "busy": spin, "tick": tick, "work": lambda: serve(ITERS)}[MODE]()
 
 
 for _ in range(NHELPERS):

@@ -193,7 +193,8 @@ static int resolve_batch(struct pycode_cache *c, struct rmem *m, const struct py
 {
     static _Thread_local uint8_t hdr[PYCODE_BATCH][PYCODE_HDR_MAX];
     struct rmem_iov iov[PYCODE_BATCH];
-    int at[PYCODE_BATCH]; /* each address's read, -1 when matched earlier in the epoch */
+    /* each address's read: -1 when matched earlier in the epoch, -2 when the same as code[i-1] */
+    int at[PYCODE_BATCH];
     /* Addresses already queued in this batch, direct-mapped: a collision only reads twice. */
     uint64_t qaddr[64] = {0};
     int qat[64];
@@ -203,6 +204,10 @@ static int resolve_batch(struct pycode_cache *c, struct rmem *m, const struct py
         size_t q = (size_t)(((code[i] >> 4) * 0x9E3779B97F4A7C15ull) >> 58);
 
         at[i] = -1;
+        if (i > 0 && code[i] == code[i - 1]) { /* recursion: the frame below, same answer */
+            at[i] = -2;
+            continue;
+        }
         if (checked_now(c, code[i]))
             continue;
         if (code[i] && qaddr[q] == code[i]) {
@@ -221,6 +226,12 @@ static int resolve_batch(struct pycode_cache *c, struct rmem *m, const struct py
     for (size_t i = 0; i < n; i++) {
         int r = at[i];
 
+        if (r == -2) {
+            out[i] = out[i - 1];
+            c->hits++;
+            bad += out[i] == NULL;
+            continue;
+        }
         if (r < 0 || checked_now(c, code[i])) { /* matched before, or by an earlier frame */
             out[i] = checked_now(c, code[i]);
             c->hits++;

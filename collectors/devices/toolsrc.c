@@ -41,7 +41,7 @@ static int parse_file(const char *tool, const char *path, parse_fn fn, struct sm
     struct app_err perr = {0};
     char *buf;
     size_t len;
-    int rc = file_read_all(path, 64u << 20, &buf, &len);
+    int rc = file_read_regular(path, 64u << 20, &buf, &len);
 
     if (rc < 0)
         return app_err_set(err, rc, "%s: cannot read %s: %s", tool, path, app_status_str(rc));

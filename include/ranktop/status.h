@@ -29,6 +29,7 @@ enum app_status {
     APP_E_USAGE = -13,     /* bad command-line input */
     APP_E_LIMIT = -14,     /* a bound was hit (too many frames, threads...) */
     APP_E_CANCELLED = -15, /* stopped on request (the engine is stopping) */
+    APP_E_NOTREG = -16,    /* a path that must be a regular file is a FIFO, device, directory... */
 };
 
 struct app_err {

@@ -35,6 +35,9 @@ uint64_t clock_process_cpu_ns(void);
 /* Reads a whole small file (at most max bytes) into a NUL-terminated heap buffer.
  * Returns 0 or a negative app_status; *len gets the byte count. */
 int file_read_all(const char *path, size_t max, char **out, size_t *len);
+/* file_read_all for a path the user names: APP_E_NOTREG unless it is a regular file, and a
+ * FIFO or device is never waited on (nor read). */
+int file_read_regular(const char *path, size_t max, char **out, size_t *len);
 
 /* Appends one formatted line (heap-allocated) to the string vector (*v, *n). */
 void strv_addf(char ***v, size_t *n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

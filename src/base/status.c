@@ -51,6 +51,8 @@ const char *app_status_str(int code)
         return "limit reached";
     case APP_E_CANCELLED:
         return "cancelled";
+    case APP_E_NOTREG:
+        return "not a regular file";
     default:
         return "unknown error";
     }

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,18 +103,49 @@ uint64_t clock_process_cpu_ns(void)
     return clock_ns(CLOCK_PROCESS_CPUTIME_ID);
 }
 
+static int open_status(int e)
+{
+    return e == ENOENT || e == ESRCH   ? APP_E_NOTFOUND
+           : e == EACCES || e == EPERM ? APP_E_PERM
+                                       : APP_E_IO;
+}
+
+static int read_fd_all(int fd, size_t max, char **out, size_t *len);
+
 int file_read_all(const char *path, size_t max, char **out, size_t *len)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    size_t cap = 4096, n = 0;
-    char *buf;
 
     *out = NULL;
     *len = 0;
     if (fd < 0)
-        return errno == ENOENT || errno == ESRCH   ? APP_E_NOTFOUND
-               : errno == EACCES || errno == EPERM ? APP_E_PERM
-                                                   : APP_E_IO;
+        return open_status(errno);
+    return read_fd_all(fd, max, out, len);
+}
+
+int file_read_regular(const char *path, size_t max, char **out, size_t *len)
+{
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer; a regular file ignores it. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    struct stat st;
+
+    *out = NULL;
+    *len = 0;
+    if (fd < 0)
+        return open_status(errno);
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return APP_E_NOTREG;
+    }
+    return read_fd_all(fd, max, out, len);
+}
+
+/* Reads fd to its end (at most max bytes) and closes it. */
+static int read_fd_all(int fd, size_t max, char **out, size_t *len)
+{
+    size_t cap = 4096, n = 0;
+    char *buf;
+
     buf = x_malloc(cap + 1);
     for (;;) {
         ssize_t r;

@@ -55,8 +55,10 @@ static int add_file(struct cli_hosts *h, const char *path, const char *cmd)
     size_t len = 0;
     int rc;
 
-    if (file_read_all(path, 1 << 24, &buf, &len) < 0) {
-        fprintf(stderr, "ranktop %s: --hostfile %s: cannot read it\n", cmd, path);
+    rc = file_read_regular(path, 1 << 24, &buf, &len);
+    if (rc < 0) {
+        fprintf(stderr, "ranktop %s: --hostfile %s: cannot read it: %s\n", cmd, path,
+                app_status_str(rc));
         return -1;
     }
     rc = hostlist_parse_file(buf, len, &h->list, &err);

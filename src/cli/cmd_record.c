@@ -401,7 +401,10 @@ static int finish(struct engine *e, const struct rec_opts *o, struct rec_state *
             s->wrote = true;
     }
     summary(e);
-    if (!s->wrote) {
+    /* Why nothing was recorded; or, with a trace, why device input the user asked for by name
+     * (a recording to replay, device counters) is not in it. */
+    if (!s->wrote || o->eng.disc.dev.nvidia_smi_file || o->eng.disc.dev.npu_smi_file ||
+        o->eng.gpu || o->eng.npu) {
         char errs[1024];
 
         engine_last_errors(e, errs, sizeof(errs));

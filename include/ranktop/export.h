@@ -28,10 +28,11 @@ struct export_opts {
     const char *version;  /* ranktop version for the file's metadata; NULL = "" */
 };
 
-/* Writes h to path atomically: PATH.tmp.<pid>, checked writes, fflush, fsync, rename over
- * path, fsync of the directory. On failure the temp file is removed, any previous file at
- * path is left untouched, and err gets one line (APP_E_IO, "cannot write /x/y.json: No space
- * left on device"). Returns 0 or a negative app_status. */
+/* Writes h to path atomically: PATH.tmp.<pid> (export_temp_name), checked writes, fflush,
+ * fsync, rename over path, fsync of the directory. Only a regular file is replaced: a path
+ * that is anything else is refused (APP_E_NOTREG). On failure the temp file is removed, any
+ * previous file at path is left untouched, and err gets one line (APP_E_IO, "cannot write
+ * /x/y.json: No space left on device"). Returns 0 or a negative app_status. */
 int export_write(const struct history *h, const struct export_opts *o, const char *path,
                  struct app_err *err);
 
@@ -39,6 +40,19 @@ int export_write(const struct history *h, const struct export_opts *o, const cha
  * err set ("write error: ...") when a write or the flush failed. */
 int export_stream(const struct history *h, const struct export_opts *o, FILE *f,
                   struct app_err *err);
+
+/* Checks, before any sampling, that path can be an export's output: a name (not empty, not a
+ * directory), a regular file or nothing yet, in a directory where a temp file can be made.
+ * Returns 0, or a negative app_status with a one-line reason in err. */
+int export_check_path(const char *path, struct app_err *err);
+
+/* The temp file export_write writes for path in process pid: path + ".tmp." + pid, the name
+ * part shortened to keep the whole within NAME_MAX. */
+void export_temp_name(const char *path, long pid, char *out, size_t len);
+
+/* Removes temps of path (export_temp_name's shape) left by processes that no longer run (a
+ * run killed mid-write); returns how many. */
+int export_clean_stale(const char *path);
 
 /* "chrome", "speedscope" or "collapsed" -> enum export_format; -1 for anything else. */
 int export_format_parse(const char *name);

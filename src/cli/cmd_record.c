@@ -225,19 +225,26 @@ static int parse_record(int argc, char **argv, struct rec_opts *o)
 }
 
 /* Fails early, before any sampling, when the output cannot be written. */
-static int check_writable(const char *path)
+/* The output is checked before anything is sampled: a run must not be lost at its end. */
+static int check_output(const char *path)
 {
-    char tmp[4096];
-    int fd;
+    struct app_err err = {0};
+    int n;
 
-    snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
-    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        fprintf(stderr, "ranktop record: cannot write %s: %s\n", path, strerror(errno));
+    if (path && !strcmp(path, "-")) {
+        fprintf(stderr, "ranktop record: -o -: the output is written to a temp file and renamed "
+                        "into place (again at every autosave), so it must be a file, not "
+                        "standard output\n");
         return -1;
     }
-    close(fd);
-    unlink(tmp);
+    if (export_check_path(path, &err) < 0) {
+        fprintf(stderr, "ranktop record: %s\n", err.msg);
+        return -1;
+    }
+    n = export_clean_stale(path);
+    if (n > 0)
+        fprintf(stderr, "ranktop record: removed %d temp file%s a killed run left beside %s\n", n,
+                n == 1 ? "" : "s", path);
     return 0;
 }
 
@@ -426,7 +433,7 @@ int cmd_record(int argc, char **argv)
     o.eng.rate_hz = 10;
     o.eng.mem_cap = 1024u << 20;
     rc = parse_record(argc, argv, &o);
-    if (rc >= 0 || check_writable(o.out) < 0) {
+    if (rc >= 0 || check_output(o.out) < 0) {
         cli_disc_fini(&o.eng.disc);
         cli_hosts_fini(&o.hosts);
         return rc >= 0 ? rc : 2;

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -523,13 +524,18 @@ int export_write(const struct history *h, const struct export_opts *o, const cha
     size_t n = strlen(path) + 32;
     char *tmp = x_malloc(n);
     char buf[128];
+    struct stat st;
     int fd, e;
 
     if ((unsigned)o->format > EXPORT_COLLAPSED) {
         free(tmp);
         return app_err_set(err, APP_E_USAGE, "unknown export format %d", (int)o->format);
     }
-    snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
+    if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        free(tmp);
+        return export_check_path(path, err); /* says what the node is */
+    }
+    export_temp_name(path, (long)getpid(), tmp, n);
     fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
     if (fd < 0) {
         e = errno;

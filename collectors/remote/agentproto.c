@@ -82,12 +82,6 @@ long agentproto_lines_next(struct agentproto_lines *l, const char **line)
 
 /* ---- JSON strings ---- */
 
-/* Bytes of the UTF-8 sequence starting with byte c (1 for a stray continuation byte). */
-static size_t utf8_len(unsigned char c)
-{
-    return c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
-}
-
 size_t agentproto_json_str(char *buf, size_t len, const char *text)
 {
     size_t o = 0;
@@ -114,10 +108,15 @@ size_t agentproto_json_str(char *buf, size_t len, const char *text)
             p++;
             continue;
         }
-        n = utf8_len(*p);
-        for (size_t k = 1; k < n; k++)
-            if ((p[k] & 0xc0) != 0x80)
-                n = k; /* a truncated sequence: copy what is there, json-c will judge */
+        n = *p < 0x80 ? 1 : utf8_valid_len(p);
+        if (!n) { /* not UTF-8: U+FFFD in its place, so that the line stays valid JSON */
+            if (o + 3 + 2 > len)
+                break;
+            memcpy(buf + o, "\xEF\xBF\xBD", 3);
+            o += 3;
+            p++;
+            continue;
+        }
         if (o + n + 2 > len)
             break;
         memcpy(buf + o, p, n);

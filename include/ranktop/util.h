@@ -48,6 +48,20 @@ void strv_addv(char ***v, size_t *n, const char *fmt, va_list ap)
  * from another process or node must not move a terminal's cursor. Returns s. */
 char *str_scrub(char *s);
 
+/* Length of the valid UTF-8 sequence at s (2..4; overlong forms, surrogates and code points
+ * past U+10FFFF are not), or 0 when the bytes there are not one. */
+size_t utf8_valid_len(const unsigned char *s);
+
+/* A heap copy of s that is valid UTF-8: every byte that does not belong to a valid sequence
+ * becomes U+FFFD. For JSON, which must be UTF-8 (json-c copies bytes as they are). */
+char *utf8_fix(const char *s);
+
+/* s made safe for a terminal, for text output of names that come from a target, a device
+ * file or another node: control bytes and bytes that are not UTF-8 become \xNN, C1 controls
+ * \u00NN, so nothing can move the cursor, retitle the window or forge a line. The result
+ * lives in a small per-thread ring (8 results; long text cut at 8 KB with "..."). */
+const char *text_safe(const char *s);
+
 /* Appends UTF-8 for code point cp to dst (at most 4 bytes); returns bytes written. Invalid or
  * surrogate code points become U+FFFD. */
 size_t utf8_put(char *dst, uint32_t cp);

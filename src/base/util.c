@@ -185,6 +185,83 @@ char *str_scrub(char *s)
     return s;
 }
 
+size_t utf8_valid_len(const unsigned char *s)
+{
+    uint32_t cp;
+    size_t n;
+
+    if (s[0] >= 0xC2 && s[0] <= 0xDF)
+        n = 2, cp = s[0] & 0x1Fu;
+    else if (s[0] >= 0xE0 && s[0] <= 0xEF)
+        n = 3, cp = s[0] & 0x0Fu;
+    else if (s[0] >= 0xF0 && s[0] <= 0xF4)
+        n = 4, cp = s[0] & 0x07u;
+    else
+        return 0;
+    for (size_t i = 1; i < n; i++) {
+        if ((s[i] & 0xC0) != 0x80) /* also stops at the terminating NUL */
+            return 0;
+        cp = cp << 6 | (s[i] & 0x3Fu);
+    }
+    /* Overlong forms, UTF-16 surrogates and code points past U+10FFFF are not UTF-8. */
+    if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+        (cp >= 0xD800 && cp <= 0xDFFF))
+        return 0;
+    return n;
+}
+
+char *utf8_fix(const char *s)
+{
+    size_t n = strlen(s), o = 0;
+    char *out = x_malloc(n * 3 + 1); /* each bad byte may become 3 (U+FFFD) */
+
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        size_t k = *p < 0x80 ? 1 : utf8_valid_len(p);
+
+        if (k) {
+            memcpy(out + o, p, k);
+            o += k, p += k;
+        } else {
+            o += utf8_put(out + o, 0xFFFD);
+            p++;
+        }
+    }
+    out[o] = '\0';
+    return out;
+}
+
+#define TEXT_RING 8
+#define TEXT_MAX 8192
+
+const char *text_safe(const char *s)
+{
+    static _Thread_local char ring[TEXT_RING][TEXT_MAX];
+    static _Thread_local unsigned next;
+    char *out = ring[next++ % TEXT_RING];
+    size_t o = 0;
+
+    if (!s)
+        return "(null)";
+    for (const unsigned char *p = (const unsigned char *)s; *p && o < TEXT_MAX - 16;) {
+        size_t k = *p < 0x80 ? 1 : utf8_valid_len(p);
+        uint32_t c1 = k == 2 && p[0] == 0xC2 && p[1] < 0xA0 ? p[1] : 0; /* U+0080..U+009F */
+
+        if (!k || (k == 1 && (*p < 0x20 || *p == 0x7f)))
+            o += (size_t)snprintf(out + o, 8, "\\x%02x", *p);
+        else if (c1)
+            o += (size_t)snprintf(out + o, 8, "\\u%04x", c1);
+        else
+            memcpy(out + o, p, k), o += k;
+        p += k ? k : 1;
+        if (*p && o >= TEXT_MAX - 16) {
+            memcpy(out + o, "...", 3);
+            o += 3;
+        }
+    }
+    out[o] = '\0';
+    return out;
+}
+
 size_t utf8_put(char *dst, uint32_t cp)
 {
     if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))

@@ -3,6 +3,9 @@
 
 #include "ranktop/util.h"
 
+#include <json-c/json.h>
+#include <stdlib.h>
+
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -35,4 +38,25 @@ int cli_parse_pids(const char *arg, int **v, int *n, char *err, unsigned errlen)
         }
     }
     return 0;
+}
+
+struct json_object *cli_json_str(const char *s)
+{
+    json_object *o;
+    char *fixed;
+
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        if (*p >= 0x80) {
+            size_t k = utf8_valid_len(p);
+
+            if (!k)
+                goto fix;
+            p += k - 1;
+        }
+    return json_object_new_string(s);
+fix:
+    fixed = utf8_fix(s);
+    o = json_object_new_string(fixed);
+    free(fixed);
+    return o;
 }

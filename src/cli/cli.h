@@ -13,4 +13,9 @@ int cmd_agent(int argc, char **argv);
 /* Parses "12,34" into pids (appending to *v / *n). Returns 0 or -1 with a message in err. */
 int cli_parse_pids(const char *arg, int **v, int *n, char *err, unsigned errlen);
 
+struct json_object;
+/* json_object_new_string for text that may come from a target, a device file or another
+ * node: bytes that are not UTF-8 become U+FFFD, so every JSON ranktop writes is UTF-8. */
+struct json_object *cli_json_str(const char *s);
+
 #endif

@@ -164,9 +164,9 @@ static json_object *pyframe_json(const struct pyframe *f, bool kind)
     json_object *fo = json_object_new_object();
 
     if (kind)
-        json_object_object_add(fo, "kind", json_object_new_string("python"));
-    json_object_object_add(fo, "function", json_object_new_string(f->function));
-    json_object_object_add(fo, "file", json_object_new_string(f->file));
+        json_object_object_add(fo, "kind", cli_json_str("python"));
+    json_object_object_add(fo, "function", cli_json_str(f->function));
+    json_object_object_add(fo, "file", cli_json_str(f->file));
     json_object_object_add(fo, "line", f->line > 0 ? json_object_new_int(f->line) : NULL);
     return fo;
 }
@@ -177,12 +177,11 @@ static json_object *natframe_json(const struct native_frame *f)
     char addr[24];
 
     snprintf(addr, sizeof(addr), "0x%llx", (unsigned long long)f->ip);
-    json_object_object_add(fo, "kind", json_object_new_string("native"));
-    json_object_object_add(fo, "function",
-                           f->function ? json_object_new_string(f->function) : NULL);
-    json_object_object_add(fo, "file", json_object_new_string(f->object));
+    json_object_object_add(fo, "kind", cli_json_str("native"));
+    json_object_object_add(fo, "function", f->function ? cli_json_str(f->function) : NULL);
+    json_object_object_add(fo, "file", cli_json_str(f->object));
     json_object_object_add(fo, "line", NULL);
-    json_object_object_add(fo, "address", json_object_new_string(addr));
+    json_object_object_add(fo, "address", cli_json_str(addr));
     return fo;
 }
 
@@ -192,9 +191,9 @@ static json_object *thread_json(const struct pythread *t, const struct dump_nati
     json_object *o = json_object_new_object(), *frames = json_object_new_array();
 
     json_object_object_add(o, "tid", t->tid > 0 ? json_object_new_int(t->tid) : NULL);
-    json_object_object_add(o, "name", t->name ? json_object_new_string(t->name) : NULL);
+    json_object_object_add(o, "name", t->name ? cli_json_str(t->name) : NULL);
     json_object_object_add(o, "gil", json_object_new_boolean(t->gil));
-    json_object_object_add(o, "state", json_object_new_string(state_name(t->state)));
+    json_object_object_add(o, "state", cli_json_str(state_name(t->state)));
     if (tn && tn->ok) {
         for (size_t i = 0; i < tn->n; i++)
             json_object_array_add(frames, tn->m[i].native ? natframe_json(tn->m[i].nat)
@@ -206,8 +205,8 @@ static json_object *thread_json(const struct pythread *t, const struct dump_nati
     json_object_object_add(o, "frames", frames);
     /* Added keys: why a thread has no frames. "error" is set when its stack could not be read
      * whole (never returned partial); "no_python" when it has no Python frame at all. */
-    json_object_object_add(
-        o, "error", t->status < 0 ? json_object_new_string(app_status_str(t->status)) : NULL);
+    json_object_object_add(o, "error",
+                           t->status < 0 ? cli_json_str(app_status_str(t->status)) : NULL);
     json_object_object_add(o, "no_python", json_object_new_boolean(t->no_python));
     return o;
 }
@@ -219,11 +218,10 @@ static json_object *process_json(int pid, int rank, const char *python, const ch
 
     json_object_object_add(o, "pid", json_object_new_int(pid));
     json_object_object_add(o, "rank", rank >= 0 ? json_object_new_int(rank) : NULL);
-    json_object_object_add(o, "python", python ? json_object_new_string(python) : NULL);
-    json_object_object_add(o, "error", error ? json_object_new_string(error) : NULL);
+    json_object_object_add(o, "python", python ? cli_json_str(python) : NULL);
+    json_object_object_add(o, "error", error ? cli_json_str(error) : NULL);
     if (nv->on) /* only with --native: the output is otherwise exactly as before */
-        json_object_object_add(o, "native_error",
-                               nv->err[0] ? json_object_new_string(nv->err) : NULL);
+        json_object_object_add(o, "native_error", nv->err[0] ? cli_json_str(nv->err) : NULL);
     for (uint32_t i = 0; s && i < s->nthreads; i++)
         json_object_array_add(threads, thread_json(&s->threads[i], nv, nv->t ? &nv->t[i] : NULL));
     json_object_object_add(o, "threads", threads);
@@ -233,9 +231,9 @@ static json_object *process_json(int pid, int rank, const char *python, const ch
 static void pyframe_text(const struct pyframe *f)
 {
     if (f->line > 0)
-        printf("    %s (%s:%d)\n", f->function, f->file, f->line);
+        printf("    %s (%s:%d)\n", text_safe(f->function), text_safe(f->file), f->line);
     else
-        printf("    %s (%s)\n", f->function, f->file);
+        printf("    %s (%s)\n", text_safe(f->function), text_safe(f->file));
 }
 
 static void natframe_text(const struct native_frame *f)
@@ -244,16 +242,16 @@ static void natframe_text(const struct native_frame *f)
 
     base = base ? base + 1 : f->object;
     if (f->function)
-        printf("    %s (%s) [native]\n", f->function, base[0] ? base : "?");
+        printf("    %s (%s) [native]\n", text_safe(f->function), base[0] ? text_safe(base) : "?");
     else
-        printf("    0x%llx (%s+0x%llx) [native]\n", (unsigned long long)f->ip, base[0] ? base : "?",
-               (unsigned long long)f->offset);
+        printf("    0x%llx (%s+0x%llx) [native]\n", (unsigned long long)f->ip,
+               base[0] ? text_safe(base) : "?", (unsigned long long)f->offset);
 }
 
 static void thread_text(const struct pythread *t, const struct thread_native *tn)
 {
-    printf("\nThread %d \"%s\" (%s%s)\n", t->tid, t->name ? t->name : "?", state_name(t->state),
-           t->gil ? ", holds GIL" : "");
+    printf("\nThread %d \"%s\" (%s%s)\n", t->tid, t->name ? text_safe(t->name) : "?",
+           state_name(t->state), t->gil ? ", holds GIL" : "");
     if (t->status < 0)
         printf("    (stack unreadable: %s)\n", app_status_str(t->status));
     else if (t->no_python && !(tn && tn->ok))
@@ -279,15 +277,15 @@ static void process_text(int pid, int rank, const char *python, const char *erro
 
     procenv_cmdline(pid, cmd, sizeof(cmd));
     if (rank >= 0)
-        printf("Process %d (rank %d): %s\n", pid, rank, cmd);
+        printf("Process %d (rank %d): %s\n", pid, rank, text_safe(cmd));
     else
-        printf("Process %d: %s\n", pid, cmd);
+        printf("Process %d: %s\n", pid, text_safe(cmd));
     if (python)
-        printf("Python %s\n", python);
+        printf("Python %s\n", text_safe(python));
     if (error)
-        printf("error: %s\n", error);
+        printf("error: %s\n", text_safe(error));
     if (nv->err[0])
-        printf("native: %s\n", nv->err);
+        printf("native: %s\n", text_safe(nv->err));
     for (uint32_t i = 0; s && i < s->nthreads; i++)
         thread_text(&s->threads[i], nv->t ? &nv->t[i] : NULL);
 }
@@ -457,25 +455,32 @@ static int remote_one(const struct dump_opts *o, const struct cli_remote_result 
         if (o->json) {
             json_object *e = json_object_new_object();
 
-            json_object_object_add(e, "host", json_object_new_string(r->host));
-            json_object_object_add(e, "error", json_object_new_string(why));
+            json_object_object_add(e, "host", cli_json_str(r->host));
+            json_object_object_add(e, "error", cli_json_str(why));
             json_object_object_add(e, "threads", json_object_new_array());
             json_object_array_add(arr, e);
         }
-        fprintf(stderr, "ranktop: %s: %s\n", r->host, why);
+        fprintf(stderr, "ranktop: %s: %s\n", r->host, text_safe(why));
         json_object_put(doc);
         return -1;
     }
     if (!o->json) {
         printf("\n=== host %s ===\n", r->host);
-        for (const char *c = r->res.out; c && *c; c++) /* remote text: no control bytes */
-            putchar(((unsigned char)*c < 0x20 && *c != '\n') || *c == 0x7f ? '?' : *c);
+        /* Remote text, line by line: its own newlines stay, nothing else reaches the terminal. */
+        for (const char *c = r->res.out; c && *c;) {
+            size_t n = strcspn(c, "\n");
+            char *line = x_strndup(c, n);
+
+            printf("%s%s", text_safe(line), c[n] ? "\n" : "");
+            free(line);
+            c += n + (c[n] != '\0');
+        }
         return r->res.status == 0 ? 0 : -1;
     }
     for (size_t i = 0; i < json_object_array_length(procs); i++) {
         json_object *p = json_object_array_get_idx(procs, i);
 
-        json_object_object_add(p, "host", json_object_new_string(r->host));
+        json_object_object_add(p, "host", cli_json_str(r->host));
         json_object_array_add(arr, json_object_get(p));
     }
     json_object_put(doc);
@@ -533,8 +538,7 @@ int cmd_dump(int argc, char **argv)
     for (int i = 0; local && i < o.npids; i++)
         failed += dump_one(&o, o.pids[i], arr, i == 0) < 0;
     for (size_t i = 0; o.json && o.remote.nhosts && i < json_object_array_length(arr); i++)
-        json_object_object_add(json_object_array_get_idx(arr, i), "host",
-                               json_object_new_string(me));
+        json_object_object_add(json_object_array_get_idx(arr, i), "host", cli_json_str(me));
     if (o.remote.nhosts)
         failed += dump_remote(&o, arr);
     if (o.json) {

@@ -44,11 +44,10 @@ static json_object *device_json(const struct smi_device *dv)
     json_object *o = json_object_new_object();
     bool npu = dv->kind == SMI_KIND_NPU;
 
-    json_object_object_add(o, "kind", json_object_new_string(smi_kind_name(dv->kind)));
+    json_object_object_add(o, "kind", cli_json_str(smi_kind_name(dv->kind)));
     json_object_object_add(o, "index", num_or_null(dv->valid & SMI_DEV_INDEX, dv->index));
     json_object_object_add(o, "chip", num_or_null(npu && (dv->valid & SMI_DEV_CHIP), dv->chip));
-    json_object_object_add(o, "name",
-                           (dv->valid & SMI_DEV_NAME) ? json_object_new_string(dv->name) : NULL);
+    json_object_object_add(o, "name", (dv->valid & SMI_DEV_NAME) ? cli_json_str(dv->name) : NULL);
     json_object_object_add(o, "util_pct",
                            num_or_null(dv->valid & SMI_DEV_UTIL, (double)dv->util_pct));
     json_object_object_add(o, "mem_used_mb",
@@ -57,8 +56,8 @@ static json_object *device_json(const struct smi_device *dv)
                            num_or_null(dv->valid & SMI_DEV_MEM_TOTAL, (double)dv->mem_total_mb));
     json_object_object_add(o, "power_w", num_or_null(dv->valid & SMI_DEV_POWER, dv->power_w));
     json_object_object_add(o, "temp_c", num_or_null(dv->valid & SMI_DEV_TEMP, (double)dv->temp_c));
-    json_object_object_add(
-        o, "health", (dv->valid & SMI_DEV_HEALTH) ? json_object_new_string(dv->health) : NULL);
+    json_object_object_add(o, "health",
+                           (dv->valid & SMI_DEV_HEALTH) ? cli_json_str(dv->health) : NULL);
     return o;
 }
 
@@ -68,21 +67,20 @@ static json_object *proc_json(const struct proc_rec *r)
     json_object *devs = json_object_new_array();
 
     json_object_object_add(o, "pid", json_object_new_int(r->pid));
-    json_object_object_add(o, "name", r->name[0] ? json_object_new_string(r->name) : NULL);
+    json_object_object_add(o, "name", r->name[0] ? cli_json_str(r->name) : NULL);
     json_object_object_add(o, "alive", json_object_new_boolean(r->alive));
     json_object_object_add(o, "python", json_object_new_boolean(r->python));
     json_object_object_add(o, "rank", num_or_null(r->id.rank >= 0, r->id.rank));
     json_object_object_add(o, "local_rank", num_or_null(r->id.local_rank >= 0, r->id.local_rank));
     json_object_object_add(o, "world_size", num_or_null(r->id.world_size >= 0, r->id.world_size));
-    json_object_object_add(o, "launcher",
-                           r->id.launcher[0] ? json_object_new_string(r->id.launcher) : NULL);
+    json_object_object_add(o, "launcher", r->id.launcher[0] ? cli_json_str(r->id.launcher) : NULL);
     for (size_t i = 0; i < r->nchildren; i++)
         json_object_array_add(ch, json_object_new_int(r->children[i]));
     json_object_object_add(o, "children", ch);
     for (size_t i = 0; i < r->ndevs; i++) {
         json_object *d = json_object_new_object();
 
-        json_object_object_add(d, "kind", json_object_new_string(smi_kind_name(r->devs[i].kind)));
+        json_object_object_add(d, "kind", cli_json_str(smi_kind_name(r->devs[i].kind)));
         json_object_object_add(d, "index", num_or_null(r->devs[i].index >= 0, r->devs[i].index));
         json_object_object_add(d, "chip", num_or_null(r->devs[i].chip >= 0, r->devs[i].chip));
         json_object_object_add(d, "mem_mb",
@@ -97,7 +95,7 @@ static json_object *ls_json(const struct discovery *d)
 {
     json_object *root = json_object_new_object(), *a;
 
-    json_object_object_add(root, "host", json_object_new_string(d->host));
+    json_object_object_add(root, "host", cli_json_str(d->host));
     a = json_object_new_array();
     for (size_t i = 0; i < d->devs.ndevs; i++)
         json_object_array_add(a, device_json(&d->devs.devs[i]));
@@ -108,7 +106,7 @@ static json_object *ls_json(const struct discovery *d)
     json_object_object_add(root, "processes", a);
     a = json_object_new_array();
     for (size_t i = 0; i < d->nerrors; i++)
-        json_object_array_add(a, json_object_new_string(d->errors[i]));
+        json_object_array_add(a, cli_json_str(d->errors[i]));
     json_object_object_add(root, "errors", a);
     return root;
 }
@@ -153,7 +151,7 @@ static void print_devices(const struct discovery *d)
             snprintf(pw, sizeof(pw), "-");
         fmt_i64(temp, sizeof(temp), dv->valid & SMI_DEV_TEMP, dv->temp_c, "C");
         printf("%-4s %-5s %-28.28s %5s %17s %7s %5s\n", smi_kind_name(dv->kind), idx,
-               (dv->valid & SMI_DEV_NAME) ? dv->name : "-", util, mem, pw, temp);
+               (dv->valid & SMI_DEV_NAME) ? text_safe(dv->name) : "-", util, mem, pw, temp);
     }
 }
 
@@ -192,8 +190,9 @@ static void print_procs(const struct discovery *d)
         fmt_i64(ws, sizeof(ws), r->id.world_size >= 0, r->id.world_size, "");
         proc_devices(r, devs, sizeof(devs));
         printf("%-5s %-5s %-5s %-8s %-8d %-3s %-5s %-22s %s", rank, lr, ws,
-               r->id.launcher[0] ? r->id.launcher : "-", r->pid, r->python ? "yes" : "no",
-               r->alive ? "yes" : "NO", devs, r->name[0] ? r->name : "?");
+               r->id.launcher[0] ? text_safe(r->id.launcher) : "-", r->pid,
+               r->python ? "yes" : "no", r->alive ? "yes" : "NO", devs,
+               r->name[0] ? text_safe(r->name) : "?");
         if (r->nchildren)
             printf(" (+%zu worker%s)", r->nchildren, r->nchildren > 1 ? "s" : "");
         putchar('\n');
@@ -214,7 +213,7 @@ static void merge_array(json_object *node, const char *key, const char *host, js
 
         if (!json_object_is_type(e, json_type_object))
             continue;
-        json_object_object_add(e, "host", json_object_new_string(host));
+        json_object_object_add(e, "host", cli_json_str(host));
         json_object_array_add(out, json_object_get(e));
     }
 }
@@ -229,7 +228,7 @@ static void merge_errors(json_object *node, const char *host, json_object *out)
     for (size_t i = 0; i < json_object_array_length(a); i++) {
         snprintf(line, sizeof(line), "%s: %s", host,
                  json_object_get_string(json_object_array_get_idx(a, i)));
-        json_object_array_add(out, json_object_new_string(line));
+        json_object_array_add(out, cli_json_str(line));
     }
 }
 
@@ -238,9 +237,9 @@ static void merge_host(json_object *root, const char *host, json_object *node, c
 {
     json_object *h = json_object_new_object(), *v;
 
-    json_object_object_add(h, "host", json_object_new_string(host));
+    json_object_object_add(h, "host", cli_json_str(host));
     json_object_object_add(h, "ok", json_object_new_boolean(node != NULL));
-    json_object_object_add(h, "error", node ? NULL : json_object_new_string(why));
+    json_object_object_add(h, "error", node ? NULL : cli_json_str(why));
     json_object_object_get_ex(root, "hosts", &v);
     json_object_array_add(v, h);
     json_object_object_get_ex(root, "errors", &v);
@@ -248,7 +247,7 @@ static void merge_host(json_object *root, const char *host, json_object *node, c
         char line[600];
 
         snprintf(line, sizeof(line), "%s: %s", host, why);
-        json_object_array_add(v, json_object_new_string(line));
+        json_object_array_add(v, cli_json_str(line));
         return;
     }
     merge_errors(node, host, v);
@@ -317,7 +316,7 @@ static void check_claims(json_object *procs, json_object *errs)
                  (long long)json_object_get_int64(ra), json_object_get_string(ha),
                  json_object_get_string(pa), json_object_get_string(hb),
                  json_object_get_string(pb));
-        json_object_array_add(errs, json_object_new_string(line));
+        json_object_array_add(errs, cli_json_str(line));
     }
 }
 
@@ -338,7 +337,7 @@ static void print_multi_text(json_object *root)
                 json_object_object_get_ex(p, f[k], &v) && v ? json_object_get_string(v) : "-";
 
             snprintf(cell[k], sizeof(cell[k]), "%s",
-                     k == 5 ? (strcmp(s, "true") ? "no" : "yes") : s);
+                     k == 5 ? (strcmp(s, "true") ? "no" : "yes") : text_safe(s));
         }
         printf("%-16.16s %-5s %-5s %-8s %-8s %-3s %s\n", cell[0], cell[1], cell[2], cell[3],
                cell[4], cell[5], cell[6]);
@@ -346,7 +345,7 @@ static void print_multi_text(json_object *root)
     json_object_object_get_ex(root, "errors", &errs);
     for (size_t i = 0; i < json_object_array_length(errs); i++)
         fprintf(stderr, "ranktop: %s\n",
-                json_object_get_string(json_object_array_get_idx(errs, i)));
+                text_safe(json_object_get_string(json_object_array_get_idx(errs, i))));
 }
 
 /* ls over every host: this node in-process when it is listed, the others through the remote
@@ -485,7 +484,7 @@ int cmd_ls(int argc, char **argv)
             print_devices(&d);
             print_procs(&d);
             for (size_t i = 0; i < d.nerrors; i++)
-                fprintf(stderr, "ranktop: %s\n", d.errors[i]);
+                fprintf(stderr, "ranktop: %s\n", text_safe(d.errors[i]));
         }
         if (d.nprocs == 0)
             explain_empty(&d, &o);

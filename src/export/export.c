@@ -119,32 +119,6 @@ void xb_dbl(struct xbuf *b, double v)
     xb_put(b, tmp, (size_t)n);
 }
 
-/* Length of the valid UTF-8 sequence at s (2..4), or 0 if the bytes there are not one. */
-static size_t utf8_valid_len(const unsigned char *s)
-{
-    uint32_t cp;
-    size_t n;
-
-    if (s[0] >= 0xC2 && s[0] <= 0xDF)
-        n = 2, cp = s[0] & 0x1Fu;
-    else if (s[0] >= 0xE0 && s[0] <= 0xEF)
-        n = 3, cp = s[0] & 0x0Fu;
-    else if (s[0] >= 0xF0 && s[0] <= 0xF4)
-        n = 4, cp = s[0] & 0x07u;
-    else
-        return 0;
-    for (size_t i = 1; i < n; i++) {
-        if ((s[i] & 0xC0) != 0x80) /* also stops at the terminating NUL */
-            return 0;
-        cp = cp << 6 | (s[i] & 0x3Fu);
-    }
-    /* Overlong forms, UTF-16 surrogates and code points past U+10FFFF are not UTF-8. */
-    if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
-        (cp >= 0xD800 && cp <= 0xDFFF))
-        return 0;
-    return n;
-}
-
 static void xb_jesc_byte(struct xbuf *b, unsigned char c)
 {
     static const char hex[] = "0123456789abcdef";

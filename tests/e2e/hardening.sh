@@ -65,4 +65,40 @@ LONG=$(python3 -c 'print("L" * 250 + ".json")')
 [ -s "$WORK/$LONG" ] || fail "the 255-byte output was not written"
 [ -z "$(ls "$WORK" | grep '\.tmp\.[0-9]*$' | grep -v "out.json.tmp.$$")" ] || fail "temps left: $(ls "$WORK")"
 
+# 6, 7. Names a target or a device file controls never reach the terminal raw, and every JSON
+# string is UTF-8.
+start_ready python3 "$RANKTOP_SRCDIR/tests/py/hostile_names.py"
+H=$T
+wait_for sh -c "'$RANKTOP_BIN' dump -p $H > '$WORK/6.txt' 2>&1 && grep -q 'forged_frame' '$WORK/6.txt'" ||
+    fail "dump of the hostile target: $(cat "$WORK/6.txt")"
+python3 - "$WORK/6.txt" <<'PY' || fail "dump text: $(cat -v "$WORK/6.txt")"
+import sys
+b = open(sys.argv[1], "rb").read()
+assert not any(c < 0x20 and c not in (0x0a,) for c in b), "a control byte in the output"
+assert b"\xc2\x9b" not in b, "a C1 control in the output"
+t = b.decode("utf-8")
+assert not any(l.lstrip().startswith("forged_frame") for l in t.splitlines()), "a forged line"
+assert "\\x1b[2J" in t and "\\u009b" in t, "the escapes are not shown"
+assert not any(l.startswith('Thread 1 "fake"') for l in t.splitlines()), "a forged thread line"
+PY
+"$RANKTOP_BIN" dump --json -p "$H" > "$WORK/6.json" || fail "dump --json"
+python3 -c 'import json,sys; d=json.loads(open(sys.argv[1],"rb").read().decode("utf-8")); assert any("forged_frame" in f["function"] for p in d["processes"] for t in p["threads"] for f in t["frames"]), d' "$WORK/6.json" ||
+    fail "dump --json lost the name"
+python3 - "$DATA/nvidia-smi/565.57.01_8xH100_idle_no_timestamp_line.txt" "$WORK/evil.smi" <<'PY'
+import sys
+b = open(sys.argv[1], "rb").read().replace(b"NVIDIA H100 80GB HBM3 ", b"H\x1b]0;x\x07\xff\xfe\x1b[2J ", 1)
+open(sys.argv[2], "wb").write(b)
+PY
+printf 'garbage \377\376 \033[2J\n' > "$WORK/bad.smi"
+"$RANKTOP_BIN" ls --nvidia-smi-file "$WORK/evil.smi" --npu-smi /nonexistent > "$WORK/7.txt" 2>&1 || true
+"$RANKTOP_BIN" ls --nvidia-smi-file "$WORK/bad.smi" --npu-smi /nonexistent >> "$WORK/7.txt" 2>&1 || true
+python3 -c 'import sys; b=open(sys.argv[1],"rb").read(); b.decode("utf-8"); assert not any(c < 0x20 and c != 10 for c in b), b' "$WORK/7.txt" ||
+    fail "ls text: $(cat -v "$WORK/7.txt")"
+grep -qF '\xff' "$WORK/7.txt" || fail "ls text does not show the bad bytes: $(cat -v "$WORK/7.txt")"
+for f in evil bad; do
+    "$RANKTOP_BIN" ls --json --nvidia-smi-file "$WORK/$f.smi" --npu-smi /nonexistent > "$WORK/7$f.json" 2>/dev/null || true
+    python3 -c 'import json,sys; json.loads(open(sys.argv[1],"rb").read().decode("utf-8"))' "$WORK/7$f.json" ||
+        fail "ls --json with $f.smi is not UTF-8 JSON"
+done
+
 echo ok

@@ -115,6 +115,8 @@ bool engine_native_error(struct engine *e, int key, char *buf, size_t len);
 
 /* The last discovery error lines, joined by "; " (empty when none). */
 void engine_last_errors(struct engine *e, char *buf, size_t len);
+/* The sampler's last failure to attach to a target alone ("" when none). */
+void engine_attach_error(struct engine *e, char *buf, size_t len);
 
 /* Live per-rank figures that are not time series: the UI's rank table and GIL view. */
 struct engine_rank_live {

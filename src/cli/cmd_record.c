@@ -8,6 +8,7 @@
 #include "cli_hosts.h"
 #include "ranktop/engine.h"
 #include "ranktop/export.h"
+#include "ranktop/pystack.h"
 
 #include "ranktop/util.h"
 
@@ -395,6 +396,29 @@ static void tick(struct engine *e, const struct rec_opts *o, struct rec_state *s
     }
 }
 
+/* Nothing was recorded from processes the user named, and the sampler kept no reason (it
+ * gives a process a moment to finish an exec): ask each -p process once more, for the reason
+ * as it stands now. */
+static void explain_named(const struct discovery_opts *d)
+{
+    struct pyproc_opts po = {.main_only = true, .no_state = true, .no_names = true};
+    int told = 0;
+
+    for (int i = 0; i < d->npids; i++) {
+        struct app_err err = {0};
+        struct pyproc *p = NULL;
+
+        if (pyproc_open(d->pids[i], &po, &p, &err) < 0) {
+            fprintf(stderr, "ranktop record: %s\n", err.msg);
+            told++;
+        }
+        pyproc_free(p);
+    }
+    if (!told)
+        fprintf(stderr, "ranktop record: no Python stack of the given processes was read while "
+                        "it ran (too short a run for the rate?)\n");
+}
+
 static int finish(struct engine *e, const struct rec_opts *o, struct rec_state *s)
 {
     int rc = 0;
@@ -412,11 +436,19 @@ static int finish(struct engine *e, const struct rec_opts *o, struct rec_state *
      * (a recording to replay, device counters) is not in it. */
     if (!s->wrote || o->eng.disc.dev.nvidia_smi_file || o->eng.disc.dev.npu_smi_file ||
         o->eng.gpu || o->eng.npu) {
+        const struct discovery_opts *d = &o->eng.disc;
+        bool named = d->npids || d->nchildren_of || d->match;
         char errs[1024];
 
-        engine_last_errors(e, errs, sizeof(errs));
+        /* Processes named by the user: the device tools are beside the point. */
+        if (named && !o->eng.gpu && !o->eng.npu && !d->dev.nvidia_smi_file && !d->dev.npu_smi_file)
+            engine_attach_error(e, errs, sizeof(errs));
+        else
+            engine_last_errors(e, errs, sizeof(errs));
         if (errs[0])
             fprintf(stderr, "ranktop record: %s\n", errs);
+        else if (!s->wrote && named)
+            explain_named(d);
     }
     return s->wrote && rc >= 0 ? 0 : 1;
 }

@@ -363,6 +363,13 @@ double engine_rate(struct engine *e)
     return hz;
 }
 
+void engine_attach_error(struct engine *e, char *buf, size_t len)
+{
+    pthread_mutex_lock(&e->lock);
+    snprintf(buf, len, "%s", e->attach_err);
+    pthread_mutex_unlock(&e->lock);
+}
+
 void engine_last_errors(struct engine *e, char *buf, size_t len)
 {
     pthread_mutex_lock(&e->lock);

@@ -493,9 +493,14 @@ void *engine_sampler_main(void *arg)
         sp.parts = sp.parts_max =
             e->o.sampler_threads < ENGINE_POOL_MAX ? e->o.sampler_threads : ENGINE_POOL_MAX;
     sp.pool = engine_pool_new();
+    /* The first pass waits for the first discovery: before it there is nothing to sample, and
+     * a short run at a low rate would otherwise spend its one pass on an empty target list. */
     pthread_mutex_lock(&e->lock);
+    while (!e->stop && !e->discovered)
+        pthread_cond_wait(&e->cond, &e->lock);
     period = e->period_ns;
     pthread_mutex_unlock(&e->lock);
+    next = clock_mono_ns();
     while (!engine_wait(e, next)) {
         uint64_t start = clock_mono_ns();
         int live = sample_pass(&sp, period);

@@ -101,4 +101,20 @@ for f in evil bad; do
         fail "ls --json with $f.smi is not UTF-8 JSON"
 done
 
+# 5. The first pass waits for the first discovery, so a run shorter than one period still
+# samples; when nothing could be recorded from named processes, the reason is about them.
+# shellcheck disable=SC2086
+"$RANKTOP_BIN" record -p "$R" -r 1 -d 0.9 -o "$WORK/5.json" $NONE 2> "$WORK/5.err" ||
+    fail "record -r 1 -d 0.9 recorded nothing: $(cat "$WORK/5.err")"
+json_check "$WORK/5.json" "any(e.get('ph') == 'B' for e in d['traceEvents'])"
+sleep 60 &
+S=$!
+PIDS="$PIDS $S"
+rc=0
+# shellcheck disable=SC2086
+"$RANKTOP_BIN" record -p "$S" -d 1 -o "$WORK/5b.json" $NONE 2> "$WORK/5b.err" || rc=$?
+[ $rc -eq 1 ] || fail "record of a non-Python process: exit $rc"
+grep -q "process $S is not a Python process" "$WORK/5b.err" || fail "reason: $(cat "$WORK/5b.err")"
+! grep -q "nvidia-smi" "$WORK/5b.err" || fail "blames the device tools: $(cat "$WORK/5b.err")"
+
 echo ok

@@ -44,6 +44,7 @@ struct pyprev {
     struct pyrawframe *raw;
     uint32_t n, cap;
     bool ok, truncated, no_python;
+    bool confirmed; /* the walk before it found the same frames */
     uint64_t ident, interp, switches, holder;
 };
 
@@ -145,8 +146,9 @@ struct pyproc {
      * thread has run since, and that sample, if whole, is still the truth (pysample.c). */
     clockid_t cpu_clock;
     bool cpu_clock_ok;
-    bool last_whole; /* the last sample read every thread whole */
+    bool last_whole; /* the last sample read every thread whole, as the one before it */
     uint64_t cpu_before_last;
+    uint64_t last_digest; /* the thread idents and chain keys of the last sample */
 
     uint64_t stat_samples, stat_torn, stat_dropped, stat_reused;
 };

@@ -6,9 +6,10 @@
  * no thread but that holder held the GIL between them; every other thread's frames at B are
  * what they were at A, and what a walk read after A found. A kept walk is therefore stamped
  * with the GIL view read before it and reused, without reading the thread, while the view
- * stays the same and the thread is not its holder. The holder is always walked: it may have
- * dropped and retaken the GIL without a bump. The kept frames hold their code objects alive,
- * so their code-cache entries stay valid (pycode_resolve_alive) with no header read. Free-
+ * stays the same and the thread is not its holder, and only once two walks in a row found the
+ * same frames (one torn read that passed every check is not kept). The holder is always walked: it
+ * may have dropped and retaken the GIL without a bump. The kept frames hold their code objects
+ * alive, so their code-cache entries stay valid (pycode_resolve_alive) with no header read. Free-
  * threaded builds (no GIL) are not attached at all. Sampling thread only. */
 #include "pyproc_priv.h"
 
@@ -23,9 +24,23 @@ void pyreuse_note(struct pyproc *p, uint64_t tsaddr, uint64_t interp, uint64_t i
     struct pyhint *h = pywalk_hint(p, tsaddr, true);
     struct pyprev *v = &h->prev;
 
+    /* A walk is reused only once a second walk has found the same frames: a torn read that
+     * happened to pass every check must not be frozen in place for as long as the thread
+     * sleeps. */
+    bool same = v->ok && v->ident == ident && v->interp == interp && v->n == (uint32_t)n &&
+                v->truncated == wo->truncated && v->no_python == wo->no_python &&
+                !memcmp(v->raw, p->raw, (size_t)n * sizeof(*v->raw));
+
     v->ok = false;
     if (!g->known || n < 0)
         return;
+    if (same) {
+        v->switches = g->switches;
+        v->holder = g->holder;
+        v->ok = v->confirmed = true;
+        return;
+    }
+    v->confirmed = false;
     if ((uint32_t)n > v->cap) {
         free(v->raw);
         v->cap = (uint32_t)n;
@@ -56,8 +71,9 @@ int pyreuse_try(struct pyproc *p, uint64_t tsaddr, uint64_t interp, uint64_t ide
     struct pyhint *h = pywalk_hint(p, tsaddr, false);
     const struct pyprev *v = h ? &h->prev : NULL;
 
-    if (!v || !v->ok || !g->known || g->holder == tsaddr || g->switches != v->switches ||
-        g->holder != v->holder || ident != v->ident || interp != v->interp)
+    if (!v || !v->ok || !v->confirmed || !g->known || g->holder == tsaddr ||
+        g->switches != v->switches || g->holder != v->holder || ident != v->ident ||
+        interp != v->interp)
         return -1;
     memcpy(p->raw, v->raw, (size_t)v->n * sizeof(*v->raw));
     *wo = (struct pywalk_out){.truncated = v->truncated, .no_python = v->no_python};

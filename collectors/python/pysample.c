@@ -424,9 +424,17 @@ static bool sample_unchanged(struct pyproc *p, uint64_t cpu)
 /* Notes whether the sample just taken may be returned again (sample_unchanged). */
 static void note_whole(struct pyproc *p, int rc, uint64_t cpu)
 {
-    p->last_whole = rc == 0 && !p->only;
-    for (uint32_t i = 0; p->last_whole && i < p->sample.nthreads; i++)
-        p->last_whole = p->threads[i].status == 0;
+    uint64_t digest = 0x51DE;
+    bool whole = rc == 0 && !p->only && !p->sample.torn;
+
+    for (uint32_t i = 0; i < p->sample.nthreads; i++) {
+        whole = whole && p->threads[i].status == 0;
+        digest = hash_mix(hash_mix(digest, p->threads[i].ident), p->threads[i].chain_key);
+    }
+    /* Only a state two samples in a row agree on is reused: one torn read that passed every
+     * check must not be frozen in place for as long as the process sleeps. */
+    p->last_whole = whole && digest == p->last_digest;
+    p->last_digest = whole ? digest : 0;
     p->cpu_before_last = cpu;
 }
 

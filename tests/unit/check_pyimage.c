@@ -422,8 +422,8 @@ static void gil_switch(struct pyproc *p, const struct variant *v, uint64_t holde
 }
 
 /* A thread that is not the GIL's holder, with the GIL's switch count unchanged since its last
- * walk, has not run: its last walk is reused without a read. Once the count moves, it is
- * walked again and a change is seen. */
+ * walk, has not run: its last walk, once a second walk agreed with it, is reused without a
+ * read. Once the count moves, it is walked again and a change is seen. */
 START_TEST(test_gil_quiet_reuse)
 {
     struct app_err err = {0};
@@ -438,6 +438,8 @@ START_TEST(test_gil_quiet_reuse)
     ck_assert_int_eq(pyproc_sample(p, &s, &err), 0);
     ck_assert_uint_eq(s->reused, 0);
     reads_first = s->reads;
+    ck_assert_int_eq(pyproc_sample(p, &s, &err), 0);
+    ck_assert_uint_eq(s->reused, 0); /* a walk is reused once a second one agrees */
     ck_assert_int_eq(pyproc_sample(p, &s, &err), 0);
     ck_assert_uint_eq(s->reused, 1); /* thread 1; thread 0 holds the GIL: always walked */
     ck_assert_uint_lt(s->reads, reads_first);

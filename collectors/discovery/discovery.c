@@ -277,7 +277,7 @@ int discovery_run(const struct discovery_opts *o, struct discovery *d, struct ap
     }
     attach_devices(d, &ps, explicit);
     group_workers(d);
-    qsort(d->procs, d->nprocs, sizeof(*d->procs), cmp_rec);
+    x_qsort(d->procs, d->nprocs, sizeof(*d->procs), cmp_rec);
     free(cand.v);
     procscan_list_fini(&ps);
     if (o->match)

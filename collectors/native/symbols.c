@@ -130,7 +130,7 @@ static void sort_syms(struct object *o)
 {
     size_t k = 0;
 
-    qsort(o->syms, o->nsyms, sizeof(*o->syms), cmp_sym);
+    x_qsort(o->syms, o->nsyms, sizeof(*o->syms), cmp_sym);
     for (size_t i = 0; i < o->nsyms; i++) {
         if (k && o->syms[k - 1].value == o->syms[i].value &&
             !strcmp(o->syms[k - 1].name, o->syms[i].name)) {

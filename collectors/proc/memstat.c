@@ -563,7 +563,7 @@ static void groups_build(const struct memmap *m, size_t n, struct group *named, 
             anon[(*na)++] = g;
     }
     if (*nn > 1)
-        qsort(named, *nn, sizeof(*named), group_cmp_path);
+        x_qsort(named, *nn, sizeof(*named), group_cmp_path);
     for (size_t i = 0; i < *nn; i++) {
         if (k > 0 && strcmp(named[k - 1].path, named[i].path) == 0)
             named[k - 1].rss_kb += named[i].rss_kb;
@@ -649,7 +649,7 @@ size_t memstat_top_growth(const struct memmap *before, size_t nb, const struct m
     groups_build(after, na, an, &nan, aa, &naa);
     growth_named(bn, nbn, an, nan, c, &nc);
     growth_anon(ba, nba, aa, naa, c, &nc);
-    qsort(c, nc, sizeof(*c), growth_cmp);
+    x_qsort(c, nc, sizeof(*c), growth_cmp);
     if (nc > n)
         nc = n;
     memcpy(out, c, nc * sizeof(*c));

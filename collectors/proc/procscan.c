@@ -155,7 +155,7 @@ int procscan_list(struct pslist *out)
         pids[n++] = atoi(de->d_name);
     }
     closedir(d);
-    qsort(pids, n, sizeof(int), cmp_int);
+    x_qsort(pids, n, sizeof(int), cmp_int);
     out->pid = x_calloc(n, sizeof(int));
     out->ppid = x_calloc(n, sizeof(int));
     out->nsinner = x_calloc(n, sizeof(int));

@@ -539,5 +539,5 @@ void gilstats_figures(const struct gilstats *st, uint64_t window_ns, struct gilf
         out->threads[i].ident = st->threads[i].ident;
         out->threads[i].holder_pct = pct(st->threads[i].held, st->known);
     }
-    qsort(out->threads, out->nthreads, sizeof(out->threads[0]), by_share);
+    x_qsort(out->threads, out->nthreads, sizeof(out->threads[0]), by_share);
 }

@@ -32,6 +32,10 @@ uint64_t clock_mono_ns(void);
 uint64_t clock_thread_cpu_ns(void);
 uint64_t clock_process_cpu_ns(void);
 
+/* qsort that accepts an empty or NULL array (C leaves qsort(NULL, 0, ...) undefined, and
+ * UBSan says so); arrays of fewer than two elements are left as they are. */
+void x_qsort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
+
 /* Reads a whole small file (at most max bytes) into a NUL-terminated heap buffer.
  * Returns 0 or a negative app_status; *len gets the byte count. */
 int file_read_all(const char *path, size_t max, char **out, size_t *len);

@@ -112,6 +112,12 @@ static int open_status(int e)
 
 static int read_fd_all(int fd, size_t max, char **out, size_t *len);
 
+void x_qsort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+    if (base && n > 1)
+        qsort(base, n, size, cmp);
+}
+
 int file_read_all(const char *path, size_t max, char **out, size_t *len)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);

@@ -303,7 +303,7 @@ void xplan_init(struct xplan *p, const struct history *h, const struct export_op
             p->lane[p->nlane++].start = start;
         }
     }
-    qsort(p->lane, p->nlane, sizeof(*p->lane), lane_cmp);
+    x_qsort(p->lane, p->nlane, sizeof(*p->lane), lane_cmp);
     for (size_t i = 0; i < p->nlane; i++) {
         p->lane[i].pid = (int)i + 1;
         lane_names(&p->lane[i]);

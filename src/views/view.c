@@ -180,7 +180,7 @@ static size_t sorted_distinct(const int *ranks, size_t n, int **out)
     size_t m = 0;
 
     memcpy(v, ranks, n * sizeof(*v));
-    qsort(v, n, sizeof(*v), cmp_id);
+    x_qsort(v, n, sizeof(*v), cmp_id);
     for (size_t i = 0; i < n; i++)
         if (!m || v[m - 1] != v[i])
             v[m++] = v[i];
@@ -327,7 +327,7 @@ void view_ranks(const struct history *h, uint64_t now, struct view_ranks *out)
         }
         row->since = view_since_fchange(h, t, now);
     }
-    qsort(out->rows, out->n, sizeof(*out->rows), cmp_row);
+    x_qsort(out->rows, out->n, sizeof(*out->rows), cmp_row);
 }
 
 void view_ranks_fini(struct view_ranks *out)

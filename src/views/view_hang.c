@@ -137,7 +137,7 @@ static void list_odd(const struct history *h, const struct live *v, size_t n, st
                 strcmp(h->ranks[k].host, h->host))
                 snprintf(o->host, sizeof(o->host), "%s", h->ranks[k].host);
     }
-    qsort(out->odd, out->nodd, sizeof(*out->odd), cmp_odd);
+    x_qsort(out->odd, out->nodd, sizeof(*out->odd), cmp_odd);
 }
 
 static int cmp_int(const void *a, const void *b)
@@ -163,7 +163,7 @@ static void list_exited(const struct history *h, const struct live *v, size_t n,
         if (h->ranks[i].exited && !taken)
             out->exited[out->nexited++] = id;
     }
-    qsort(out->exited, out->nexited, sizeof(*out->exited), cmp_int);
+    x_qsort(out->exited, out->nexited, sizeof(*out->exited), cmp_int);
     for (size_t i = 0; i < out->nexited; i++)
         if (!m || out->exited[m - 1] != out->exited[i])
             out->exited[m++] = out->exited[i];
@@ -390,7 +390,7 @@ void view_hang(const struct history *h, uint64_t now, uint64_t hang_after_ns,
         }
     if (!sampled)
         out->since = 0;
-    qsort(v, n, sizeof(*v), cmp_live_stack);
+    x_qsort(v, n, sizeof(*v), cmp_live_stack);
     out->nmajority = majority(v, n, &out->fkey, &out->stack);
     stack_where(h, out->stack, out->where, sizeof(out->where));
     list_odd(h, v, n, out);

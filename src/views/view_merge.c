@@ -211,7 +211,7 @@ static size_t sort_distinct(int *v, size_t n)
 {
     size_t m = 0;
 
-    qsort(v, n, sizeof(*v), cmp_int);
+    x_qsort(v, n, sizeof(*v), cmp_int);
     for (size_t i = 0; i < n; i++)
         if (!m || v[m - 1] != v[i])
             v[m++] = v[i];
@@ -223,7 +223,7 @@ static void line_stats(struct view_node *n, int *lines, size_t n_lines)
 {
     size_t best = 0;
 
-    qsort(lines, n_lines, sizeof(*lines), cmp_int);
+    x_qsort(lines, n_lines, sizeof(*lines), cmp_int);
     for (size_t i = 0, j; i < n_lines; i = j) {
         for (j = i; j < n_lines && lines[j] == lines[i]; j++)
             ;
@@ -319,7 +319,7 @@ static void link_siblings(struct view_tree *t)
 
     for (size_t i = 0; i < t->nnodes; i++)
         v[i] = &t->nodes[i];
-    qsort(v, t->nnodes, sizeof(*v), cmp_sibling);
+    x_qsort(v, t->nnodes, sizeof(*v), cmp_sibling);
     for (size_t i = 0; i < t->nnodes; i++) {
         int idx = (int)(v[i] - t->nodes);
 
@@ -371,7 +371,7 @@ static void list_visible(struct view_tree *t, const struct view_merge_opts *o)
     if (nset) {
         set = x_malloc(nset * sizeof(*set));
         memcpy(set, o->collapsed, nset * sizeof(*set));
-        qsort(set, nset, sizeof(*set), cmp_u64);
+        x_qsort(set, nset, sizeof(*set), cmp_u64);
     }
     t->visible = x_malloc((t->nnodes ? t->nnodes : 1) * sizeof(*t->visible));
     while (n >= 0) {

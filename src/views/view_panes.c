@@ -146,7 +146,7 @@ void view_rank(const struct history *h, int pid, bool all_threads, uint64_t now,
         v->since = view_since_fchange(h, t, now);
         out->n++;
     }
-    qsort(out->threads, out->n, sizeof(*out->threads), cmp_rank_thread);
+    x_qsort(out->threads, out->n, sizeof(*out->threads), cmp_rank_thread);
 }
 
 void view_rank_fini(struct view_rank *out)

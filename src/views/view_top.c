@@ -64,7 +64,7 @@ uint64_t view_top_interval(const struct history *h)
             }
         }
     if (n) {
-        qsort(gaps, n, sizeof(*gaps), cmp_u64);
+        x_qsort(gaps, n, sizeof(*gaps), cmp_u64);
         ival = gaps[n / 2];
     }
     free(gaps);
@@ -121,7 +121,7 @@ static size_t merge_weights(struct topb *b)
 
     if (!b->nws)
         return 0;
-    qsort(b->ws, b->nws, sizeof(*b->ws), cmp_wstack);
+    x_qsort(b->ws, b->nws, sizeof(*b->ws), cmp_wstack);
     for (size_t i = 0; i < b->nws; i++) {
         if (m && b->ws[m - 1].stack == b->ws[i].stack)
             b->ws[m - 1].w += b->ws[i].w;
@@ -215,7 +215,7 @@ static int cmp_row(const void *a, const void *b)
 static void finish_rows(struct view_top *out)
 {
     if (out->nrows)
-        qsort(out->rows, out->nrows, sizeof(*out->rows), cmp_row);
+        x_qsort(out->rows, out->nrows, sizeof(*out->rows), cmp_row);
     if (out->nrows > VIEW_MAX_ROWS) {
         out->nrows = VIEW_MAX_ROWS;
         out->truncated = true;

@@ -165,7 +165,7 @@ static void act_threads(struct ui *u, int ch)
 static void act_rate(struct ui *u, int ch)
 {
     engine_set_rate(u->e, engine_rate(u->e) * (ch == '-' ? 0.5 : 2.0));
-    ui_set_status(u, "sampling rate %.3g Hz", engine_rate(u->e));
+    ui_set_status(u, "sampling rate %.4g Hz", engine_rate(u->e));
 }
 
 static void act_export(struct ui *u, int ch)

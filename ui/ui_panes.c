@@ -153,7 +153,7 @@ static void draw_header(struct ui *u)
     draw_bytes(hist, sizeof(hist), (int64_t)(u->stats.history_bytes / 1024));
     hosts_text(u, hosts, sizeof(hosts));
     putf(u, r->y, r->x, r->w, ROLE_TITLE, true,
-         "ranktop  %s  %s  ranks %zu/%zu%s  %.1f/%.3g Hz  lag %.1f ms  errors %.2f%%  torn lost "
+         "ranktop  %s  %s  ranks %zu/%zu%s  %.1f/%.4g Hz  lag %.1f ms  errors %.2f%%  torn lost "
          "%.2f%%  hist %s%s%s",
          u->hist.host, u->o->title ? u->o->title : "", live, u->hist.nranks, hosts,
          u->stats.achieved_hz, engine_rate(u->e), u->stats.lag_ms,

@@ -178,7 +178,9 @@ int exec_run(const char *const argv[], int timeout_ms, struct exec_result *res, 
         close(out[0]);
         close(errp[0]);
         return app_err_set(err, rc == ENOENT ? APP_E_NOTFOUND : APP_E_IO, "%s: %s", argv[0],
-                           rc == ENOENT ? "not found on PATH" : strerror(rc));
+                           rc != ENOENT      ? strerror(rc)
+                           : strchr(argv[0], '/') ? "no such file"
+                                                  : "not found on PATH");
     }
     rc = drain(out[0], errp[0], deadline, &o, &e);
     close(out[0]);
@@ -197,7 +199,8 @@ int exec_run(const char *const argv[], int timeout_ms, struct exec_result *res, 
     if (rc == APP_E_CANCELLED)
         return app_err_set(err, rc, "%s: killed, stopping", argv[0]);
     if (res->status == 127 && e.len == 0)
-        return app_err_set(err, APP_E_NOTFOUND, "%s: not found on PATH", argv[0]);
+        return app_err_set(err, APP_E_NOTFOUND, "%s: %s", argv[0],
+                           strchr(argv[0], '/') ? "no such file" : "not found on PATH");
     return rc < 0 ? app_err_set(err, rc, "%s: read error", argv[0]) : 0;
 }
 

@@ -17,6 +17,7 @@
 #include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -117,12 +118,24 @@ static void add_default(struct discovery *d, const struct pslist *ps, struct pid
     for (size_t i = 0; i < d->devs.nprocs; i++)
         if (d->devs.procs[i].valid & SMI_PROC_PID)
             pidset_add(c, local_pid(ps, d->devs.procs[i].pid));
+    size_t hidden = 0;
+
     for (size_t i = 0; i < ps->n; i++) {
         struct rank_ident id;
+        int rc = procscan_ident(ps->pid[i], &id);
 
-        if (procscan_ident(ps->pid[i], &id) == 0 && id.rank >= 0 && procscan_is_python(ps->pid[i]))
+        if (rc == 0 && id.rank >= 0 && procscan_is_python(ps->pid[i]))
             pidset_add(c, ps->pid[i]);
+        else if (rc == APP_E_PERM && procscan_comm_python(ps->pid[i]))
+            hidden++;
     }
+    /* Ranks of other users are out of sight: say how many, rather than that none exist. */
+    if (hidden)
+        strv_addf(&d->errors, &d->nerrors,
+                  "%zu Python process%s of other users could not be checked for a rank: "
+                  "permission denied to read their environment (run ranktop as their owner or "
+                  "as root, or name them with -p)",
+                  hidden, hidden == 1 ? "" : "es");
 }
 
 static struct proc_rec *new_rec(struct discovery *d, int pid)
@@ -136,16 +149,26 @@ static struct proc_rec *new_rec(struct discovery *d, int pid)
     return r;
 }
 
-static void fill_rec(struct proc_rec *r, const struct pslist *ps)
+static void fill_rec(struct discovery *d, struct proc_rec *r, const struct pslist *ps)
 {
     long i = procscan_find(ps, r->pid);
+    char path[64];
+    struct stat st;
 
     r->alive = i >= 0 && procscan_name(r->pid, r->name, sizeof(r->name)) == 0;
     if (!r->alive)
         return;
     r->ppid = ps->ppid[i];
     r->python = procscan_is_python(r->pid);
-    procscan_ident(r->pid, &r->id);
+    if (procscan_ident(r->pid, &r->id) != APP_E_PERM)
+        return;
+    /* Another user's process: say so, rather than "not Python, no rank". */
+    r->unreadable = true;
+    snprintf(path, sizeof(path), "/proc/%d", r->pid);
+    strv_addf(&d->errors, &d->nerrors,
+              "process %d: cannot read its environment and memory map: permission denied (it "
+              "belongs to uid %ld; run ranktop as that user or as root)",
+              r->pid, stat(path, &st) == 0 ? (long)st.st_uid : -1L);
 }
 
 /* Attaches the device tools' rows to records; rows of processes we did not select are
@@ -273,7 +296,7 @@ int discovery_run(const struct discovery_opts *o, struct discovery *d, struct ap
             strv_addf(&d->errors, &d->nerrors, "process %d: no such process", cand.v[i]);
             continue;
         }
-        fill_rec(new_rec(d, cand.v[i]), &ps);
+        fill_rec(d, new_rec(d, cand.v[i]), &ps);
     }
     attach_devices(d, &ps, explicit);
     group_workers(d);

@@ -262,6 +262,21 @@ static bool maps_libpython(int pid)
     return found;
 }
 
+bool procscan_comm_python(int pid)
+{
+    char path[64], *buf;
+    size_t len;
+    bool yes;
+
+    snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+    if (file_read_all(path, 64, &buf, &len) < 0)
+        return false;
+    buf[strcspn(buf, "\n")] = '\0';
+    yes = python_basename(buf);
+    free(buf);
+    return yes;
+}
+
 bool procscan_is_python(int pid)
 {
     char link[64], exe[PATH_MAX];

@@ -30,6 +30,9 @@ struct proc_rec {
     char name[256]; /* executable path, else the tool's process name */
     bool alive;     /* the process exists in our /proc */
     bool python;    /* runs CPython (executable or libpython mapping) */
+    /* Its environment and mappings cannot be read (another user's process, without the
+     * privilege): python and id say nothing; discovery adds an error line saying so. */
+    bool unreadable;
     struct rank_ident id;
     struct proc_dev *devs;
     size_t ndevs;

@@ -28,6 +28,9 @@ long procscan_find(const struct pslist *l, int pid);
 
 /* True when pid runs CPython: its executable is a python binary or it maps libpython. */
 bool procscan_is_python(int pid);
+/* Whether /proc/PID/comm (readable for every process) names a Python interpreter: a hint for
+ * processes whose executable and maps cannot be read. */
+bool procscan_comm_python(int pid);
 
 /* Executable path (or comm when that is unreadable). Returns 0 or a negative status. */
 int procscan_name(int pid, char *out, size_t len);

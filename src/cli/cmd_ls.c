@@ -26,7 +26,8 @@ static void ls_usage(FILE *f)
     cli_disc_usage(f);
     cli_hosts_usage(f);
     fputs("  -h, --help                this help\n"
-          "\nExit status: 0 when ranks were found, 1 when none were, 2 on bad usage.\n",
+          "\nExit status: 0 when ranks were found, 1 when none were or a process named with\n"
+          "-p is not a readable Python process, 2 on bad usage.\n",
           f);
 }
 
@@ -69,7 +70,7 @@ static json_object *proc_json(const struct proc_rec *r)
     json_object_object_add(o, "pid", json_object_new_int(r->pid));
     json_object_object_add(o, "name", r->name[0] ? cli_json_str(r->name) : NULL);
     json_object_object_add(o, "alive", json_object_new_boolean(r->alive));
-    json_object_object_add(o, "python", json_object_new_boolean(r->python));
+    json_object_object_add(o, "python", r->unreadable ? NULL : json_object_new_boolean(r->python));
     json_object_object_add(o, "rank", num_or_null(r->id.rank >= 0, r->id.rank));
     json_object_object_add(o, "local_rank", num_or_null(r->id.local_rank >= 0, r->id.local_rank));
     json_object_object_add(o, "world_size", num_or_null(r->id.world_size >= 0, r->id.world_size));
@@ -191,8 +192,10 @@ static void print_procs(const struct discovery *d)
         proc_devices(r, devs, sizeof(devs));
         printf("%-5s %-5s %-5s %-8s %-8d %-3s %-5s %-22s %s", rank, lr, ws,
                r->id.launcher[0] ? text_safe(r->id.launcher) : "-", r->pid,
-               r->python ? "yes" : "no", r->alive ? "yes" : "NO", devs,
-               r->name[0] ? text_safe(r->name) : "?");
+               r->unreadable ? "?"
+               : r->python   ? "yes"
+                             : "no",
+               r->alive ? "yes" : "NO", devs, r->name[0] ? text_safe(r->name) : "?");
         if (r->nchildren)
             printf(" (+%zu worker%s)", r->nchildren, r->nchildren > 1 ? "s" : "");
         putchar('\n');
@@ -406,6 +409,26 @@ static int ls_hosts(const struct discovery_opts *o, const struct engine_remote_o
     return nprocs ? 0 : 1;
 }
 
+/* With -p, every process named must be a readable Python process: one that is not gets a
+ * line and makes the exit status 1 (unreadable ones have their line from discovery). */
+static bool named_ok(const struct discovery *d, const struct discovery_opts *o)
+{
+    bool ok = true;
+
+    for (int i = 0; i < o->npids; i++)
+        for (size_t k = 0; k < d->nprocs; k++) {
+            const struct proc_rec *r = &d->procs[k];
+
+            if (r->pid != o->pids[i])
+                continue;
+            if (r->alive && !r->unreadable && !r->python)
+                fprintf(stderr, "ranktop: process %d (%s) is not a Python process\n", r->pid,
+                        text_safe(r->name));
+            ok = ok && r->alive && !r->unreadable && r->python;
+        }
+    return ok;
+}
+
 /* Why nothing was found, and what to do, in one line. */
 static void explain_empty(const struct discovery *d, const struct discovery_opts *o)
 {
@@ -488,7 +511,7 @@ int cmd_ls(int argc, char **argv)
         }
         if (d.nprocs == 0)
             explain_empty(&d, &o);
-        rc = d.nprocs ? 0 : 1;
+        rc = d.nprocs && named_ok(&d, &o) ? 0 : 1;
     }
     discovery_fini(&d);
     cli_disc_fini(&o);

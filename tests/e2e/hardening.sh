@@ -117,4 +117,28 @@ rc=0
 grep -q "process $S is not a Python process" "$WORK/5b.err" || fail "reason: $(cat "$WORK/5b.err")"
 ! grep -q "nvidia-smi" "$WORK/5b.err" || fail "blames the device tools: $(cat "$WORK/5b.err")"
 
+# 9, 13. As another user: a root-owned rank named with -p is said to be unreadable, and why,
+# with exit status 1; plain ls says that ranks of other users could not be checked. A
+# non-Python process named with -p is said to be one, with exit status 1.
+PUB=$(mktemp -d)
+chmod 755 "$PUB"
+cp "$RANKTOP_BIN" "$PUB/ranktop"
+AS_NOBODY="setpriv --reuid=65534 --regid=65534 --clear-groups"
+rc=0
+$AS_NOBODY "$PUB/ranktop" ls -p "$R" $NONE > "$WORK/9.out" 2> "$WORK/9.err" || rc=$?
+[ $rc -eq 1 ] || fail "ls -p of a root rank as nobody: exit $rc"
+grep -q "process $R: cannot read its environment and memory map: permission denied (it belongs to uid 0" "$WORK/9.err" ||
+    fail "no reason for the unreadable rank: $(cat "$WORK/9.err")"
+grep -Eq "^- +- +- +- +$R +\? " "$WORK/9.out" || fail "the unreadable rank is not shown as unknown: $(cat "$WORK/9.out")"
+rc=0
+$AS_NOBODY "$PUB/ranktop" ls $NONE > "$WORK/9b.out" 2> "$WORK/9b.err" || rc=$?
+grep -q "Python process.* of other users could not be checked for a rank: permission denied" "$WORK/9b.err" ||
+    fail "plain ls as nobody: $(cat "$WORK/9b.err")"
+rm -rf "$PUB"
+rc=0
+# shellcheck disable=SC2086
+"$RANKTOP_BIN" ls -p "$S" $NONE > /dev/null 2> "$WORK/13.err" || rc=$?
+[ $rc -eq 1 ] || fail "ls -p of a non-Python process: exit $rc"
+grep -q "process $S (.*sleep) is not a Python process" "$WORK/13.err" || fail "ls -p non-Python: $(cat "$WORK/13.err")"
+
 echo ok

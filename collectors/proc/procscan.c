@@ -15,6 +15,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -290,6 +291,51 @@ bool procscan_is_python(int pid)
             return true;
     }
     return maps_libpython(pid);
+}
+
+int procscan_image(int pid, struct proc_image *out)
+{
+    char path[64], *buf, *p, *end;
+    struct stat st;
+    size_t len;
+    int rc, field;
+
+    memset(out, 0, sizeof(*out));
+    snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+    if (stat(path, &st) == 0) {
+        out->dev = (uint64_t)st.st_dev;
+        out->ino = (uint64_t)st.st_ino;
+    }
+    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+    rc = file_read_all(path, 4096, &buf, &len);
+    if (rc < 0)
+        return rc == APP_E_NOTFOUND ? APP_E_GONE : rc;
+    /* After the command name: the state (field 3), then numbers; starttime is field 22 and
+     * startstack field 28 (0 without the right to read it). */
+    p = strrchr(buf, ')');
+    if (!p || p[1] != ' ' || !p[2]) {
+        free(buf);
+        return APP_E_PARSE;
+    }
+    p += 3;
+    for (field = 4; field <= 28; field++, p = end) {
+        unsigned long long v = strtoull(p, &end, 10);
+
+        if (end == p)
+            break;
+        if (field == 22)
+            out->start_time = v;
+        else if (field == 28)
+            out->start_stack = v;
+    }
+    free(buf);
+    return field > 22 ? 0 : APP_E_PARSE;
+}
+
+bool proc_image_same(const struct proc_image *a, const struct proc_image *b)
+{
+    return a->dev == b->dev && a->ino == b->ino && a->start_time == b->start_time &&
+           a->start_stack == b->start_stack;
 }
 
 int procscan_name(int pid, char *out, size_t len)

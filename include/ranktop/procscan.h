@@ -32,6 +32,19 @@ bool procscan_is_python(int pid);
  * processes whose executable and maps cannot be read. */
 bool procscan_comm_python(int pid);
 
+/* What tells one program image of a process from the next: an exec keeps the pid and the
+ * start time but changes the executable file or, with address-space randomisation, where the
+ * stack starts; a reused pid changes the start time. */
+struct proc_image {
+    uint64_t dev, ino;   /* of the executable */
+    uint64_t start_time; /* clock ticks after boot */
+    uint64_t start_stack;
+};
+
+/* Reads pid's image identity. Returns 0 or a negative status (APP_E_GONE when it exited). */
+int procscan_image(int pid, struct proc_image *out);
+bool proc_image_same(const struct proc_image *a, const struct proc_image *b);
+
 /* Executable path (or comm when that is unreadable). Returns 0 or a negative status. */
 int procscan_name(int pid, char *out, size_t len);
 

@@ -26,6 +26,7 @@ enum series_id {
     SERIES_NPU_AICORE,   /* per NPU chip, named "npuN.M": aicore_pct */
     SERIES_DEV_MEM,      /* per device, named "gpuN mem": used_mib */
     SERIES_STACKS_LOST,  /* "stacks lost" count: thread stacks lost as torn so far (cumulative) */
+    SERIES_EXECS,        /* "exec" count: new program images the rank exec'd, re-attached to */
     SERIES_COUNT
 };
 

@@ -10,6 +10,7 @@
  * read like a running one, and an exited one returns at once. */
 #include "engine_priv.h"
 
+#include "ranktop/procscan.h"
 #include "ranktop/pystack.h"
 #include "ranktop/util.h"
 
@@ -30,6 +31,11 @@ struct slot {
     bool started;       /* a rank-start instant was recorded */
     uint64_t lost;      /* thread stacks of this rank lost so far */
     bool nat_want;      /* native frames wanted for its rank (synced each pass) */
+    /* The program image attached to: an exec (same pid, new image) is re-attached to. */
+    struct proc_image image;
+    uint64_t image_at; /* when to look at the image again */
+    bool execd;        /* this pass found a new image: the record step resets the slot */
+    unsigned execs;
     struct engine_native nat;
     /* What this pass's read left for the record step (read_slot, then record_slot). */
     int rc;             /* SLOT_IDLE, 0 with `sample`, or the read's negative status */
@@ -50,8 +56,9 @@ struct slot {
     size_t nlast;
 };
 
-#define LAST_MAX 256 /* threads per process whose last stack is kept */
-#define SLOT_IDLE 1  /* slot.rc: nothing read this pass */
+#define LAST_MAX 256                 /* threads per process whose last stack is kept */
+#define SLOT_IDLE 1                  /* slot.rc: nothing read this pass */
+#define IMAGE_EVERY_NS 1000000000ull /* how often a still-readable target's image is checked */
 
 /* Sampling threads: a pass whose reads would take more than POOL_BUSY of the period on one
  * thread is split over more (at most ENGINE_POOL_MAX, and no more than the CPUs online);
@@ -338,8 +345,11 @@ static bool slot_attach(struct sampler *sp, struct slot *sl, uint64_t now)
     if (now < sl->next_attach)
         return false;
     rc = pyproc_open(sl->t.pid, &po, &sl->py, &err);
-    if (rc == 0)
+    if (rc == 0) {
+        procscan_image(sl->t.pid, &sl->image);
+        sl->image_at = now + IMAGE_EVERY_NS;
         return true;
+    }
     if (rc == APP_E_GONE || rc == APP_E_NOTFOUND) {
         sl->dead = true;
         return false;
@@ -360,6 +370,24 @@ static bool slot_attach(struct sampler *sp, struct slot *sl, uint64_t now)
     return false;
 }
 
+/* A target that exec'd (same pid, another program image: any Python version to any other)
+ * is read through a new reader; what the old one read this pass is dropped. Checked once a
+ * second, and at once when a sample fails. */
+static void check_image(struct slot *sl, uint64_t now)
+{
+    struct proc_image im;
+
+    sl->image_at = now + IMAGE_EVERY_NS;
+    if (procscan_image(sl->t.pid, &im) < 0 || proc_image_same(&im, &sl->image))
+        return;
+    pyproc_free(sl->py);
+    sl->py = NULL;
+    sl->next_attach = 0;
+    sl->first_try = 0;
+    sl->execd = true;
+    sl->rc = SLOT_IDLE;
+}
+
 /* The read step of one slot, on any sampling thread: touches only the slot and its reader. */
 static void read_slot(struct sampler *sp, struct slot *sl)
 {
@@ -376,6 +404,29 @@ static void read_slot(struct sampler *sp, struct slot *sl)
         return;
     sl->now = now;
     sl->rc = pyproc_sample(sl->py, &sl->sample, NULL);
+    if (sl->rc != APP_E_GONE && (sl->rc < 0 || now >= sl->image_at))
+        check_image(sl, now);
+}
+
+/* After an exec: the last stacks were keyed by the old reader's code cache, so they go; the
+ * rank's "exec" counter steps, which marks the moment in the trace. */
+static void slot_execd(struct engine *e, struct slot *sl)
+{
+    uint64_t now = clock_mono_ns();
+
+    sl->execd = false;
+    for (size_t i = 0; i < sl->nlast; i++) {
+        free(sl->last[i].fkeys);
+        free(sl->last[i].fids);
+    }
+    sl->nlast = 0;
+    if (sl->t.owner)
+        return;
+    pthread_mutex_lock(&e->lock);
+    if (!sl->execs)
+        history_counter(&e->hist, SERIES_EXECS, NULL, sl->t.pid, now - 1, 0);
+    history_counter(&e->hist, SERIES_EXECS, NULL, sl->t.pid, now, (double)++sl->execs);
+    pthread_mutex_unlock(&e->lock);
 }
 
 /* The record step of one slot, on the sampler thread: what the read found goes into the
@@ -385,6 +436,8 @@ static void record_slot(struct sampler *sp, struct slot *sl)
     struct engine *e = sp->e;
     int rc = sl->rc;
 
+    if (sl->execd)
+        slot_execd(e, sl);
     if (rc == SLOT_IDLE)
         return;
     if (sl->attach_failed) {

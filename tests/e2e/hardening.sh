@@ -141,4 +141,21 @@ rc=0
 [ $rc -eq 1 ] || fail "ls -p of a non-Python process: exit $rc"
 grep -q "process $S (.*sleep) is not a Python process" "$WORK/13.err" || fail "ls -p non-Python: $(cat "$WORK/13.err")"
 
+# 4. A rank that exec()s in place, here from one CPython version to another, is read again
+# after the exec, and the trace marks the moment.
+PY_A=python3
+PY_B=$(ls -d "$(pyenv root 2>/dev/null || echo /nonexistent)"/versions/3.12*/bin/python3 2>/dev/null | head -1)
+[ -x "${PY_B:-}" ] || PY_B=python3
+rm -f "$WORK/ready"
+RANK=0 $PY_A -S "$RANKTOP_SRCDIR/tests/py/exec_self.py" "$WORK/ready" "$PY_B" &
+X=$!
+PIDS="$PIDS $X"
+wait_for test -s "$WORK/ready" || fail "exec_self.py did not start"
+# shellcheck disable=SC2086
+"$RANKTOP_BIN" record -p "$X" -r 20 -d 5 -o "$WORK/4.json" $NONE 2> "$WORK/4.err" ||
+    fail "record of an exec'ing rank: $(cat "$WORK/4.err")"
+json_check "$WORK/4.json" "{'before_exec', 'after_exec'} <= {e['name'] for e in d['traceEvents'] if e.get('ph') == 'B'}"
+json_check "$WORK/4.json" "any(e.get('ph') == 'C' and e['name'] == 'exec' and e['args'].get('count') == 1 for e in d['traceEvents'])"
+grep -Eq 'errors \((0|[0-9])\.[0-9]+%\)' "$WORK/4.err" || fail "errors after the exec: $(cat "$WORK/4.err")"
+
 echo ok

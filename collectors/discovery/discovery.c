@@ -156,6 +156,13 @@ static void fill_rec(struct discovery *d, struct proc_rec *r, const struct pslis
     struct stat st;
 
     r->alive = i >= 0 && procscan_name(r->pid, r->name, sizeof(r->name)) == 0;
+    if (r->alive && procscan_state(r->pid) == 'Z') { /* exited, not yet reaped by its parent */
+        r->alive = false;
+        strv_addf(&d->errors, &d->nerrors,
+                  "process %d has exited (a zombie its parent has not "
+                  "reaped)",
+                  r->pid);
+    }
     if (!r->alive)
         return;
     r->ppid = ps->ppid[i];

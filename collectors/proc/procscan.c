@@ -293,6 +293,21 @@ bool procscan_is_python(int pid)
     return maps_libpython(pid);
 }
 
+char procscan_state(int pid)
+{
+    char path[64], *buf, *rp, st = 0;
+    size_t len;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+    if (file_read_all(path, 4096, &buf, &len) < 0)
+        return 0;
+    rp = strrchr(buf, ')');
+    if (rp && rp[1] == ' ')
+        st = rp[2];
+    free(buf);
+    return st;
+}
+
 int procscan_image(int pid, struct proc_image *out)
 {
     char path[64], *buf, *p, *end;

@@ -86,6 +86,9 @@ static uint32_t version_from_path(const char *path)
     s = s ? s + 1 : path;
     if (sscanf(s, "libpython3.%u", &min) == 1 || sscanf(s, "python3.%u", &min) == 1)
         return 3u << 24 | (min & 0xFF) << 16 | 0xF0;
+    /* Python 2 has no _PyRuntime: known only to say that it is not supported. */
+    if (sscanf(s, "libpython2.%u", &min) == 1 || sscanf(s, "python2.%u", &min) == 1)
+        return 2u << 24 | (min & 0xFF) << 16 | 0xF0;
     return 0;
 }
 
@@ -159,6 +162,22 @@ static long target_uid(int pid)
     return uid;
 }
 
+/* Whether CAP_SYS_PTRACE (bit 19) is in this process's effective set. */
+static bool has_cap_sys_ptrace(void)
+{
+    char *buf = NULL, *s;
+    size_t len;
+    bool yes = false;
+
+    if (file_read_all("/proc/self/status", 1 << 16, &buf, &len) < 0)
+        return false;
+    s = strstr(buf, "\nCapEff:");
+    if (s)
+        yes = (strtoull(s + 8, NULL, 16) >> 19) & 1;
+    free(buf);
+    return yes;
+}
+
 static int perm_message(int pid, struct app_err *err)
 {
     char *scope = NULL, who[96] = "";
@@ -174,6 +193,20 @@ static int perm_message(int pid, struct app_err *err)
     if (uid >= 0 && (uid_t)uid != geteuid())
         snprintf(who, sizeof(who), "it runs as uid %ld, ranktop as uid %ld; ", uid,
                  (long)geteuid());
+    /* Advice that fits: privilege ranktop already has cannot be the answer. */
+    if (has_cap_sys_ptrace())
+        return app_err_set(err, APP_E_PERM,
+                           "cannot read memory of process %d: permission denied although ranktop "
+                           "has CAP_SYS_PTRACE (%s%s): the process may be in another user "
+                           "namespace or protected by a security module (AppArmor, SELinux), "
+                           "or ptrace_scope 3 forbids every attach",
+                           pid, who, val);
+    if (geteuid() == 0)
+        return app_err_set(err, APP_E_PERM,
+                           "cannot read memory of process %d: permission denied (%s%s): ranktop "
+                           "runs as root but without CAP_SYS_PTRACE, as in a container; grant "
+                           "it (docker/podman: --cap-add SYS_PTRACE)",
+                           pid, who, val);
     return app_err_set(err, APP_E_PERM,
                        "cannot read memory of process %d: permission denied (%s%s). "
                        "Run ranktop as the same user with kernel.yama.ptrace_scope=0, or as "
@@ -254,7 +287,7 @@ static int attach_found(int pid, const struct procmaps *maps, struct pycand *c,
 
         rmem_free(m);
         snprintf(vt, sizeof(vt), "%u.%u", version >> 24, (version >> 16) & 0xFF);
-        if (version && ((version >> 16) & 0xFF) < 8)
+        if (version && ((version >> 24) < 3 || ((version >> 16) & 0xFF) < 8))
             return app_err_set(err, APP_E_VERSION, "process %d runs Python %s; supported %s", pid,
                                c->elf.version[0] ? c->elf.version : vt, pyproc_supported_range());
         return app_err_set(err, APP_E_NOTPY,

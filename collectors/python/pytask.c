@@ -189,7 +189,9 @@ enum pythread_state pytask_state(struct pyproc *p, uint64_t ident, int tid)
     rp = strrchr(buf, ')');
     if (!rp || rp[1] != ' ')
         return PYTHREAD_UNKNOWN;
-    return rp[2] == 'R' ? PYTHREAD_RUNNING : PYTHREAD_IDLE;
+    return rp[2] == 'R'                   ? PYTHREAD_RUNNING
+           : rp[2] == 'T' || rp[2] == 't' ? PYTHREAD_STOPPED
+                                          : PYTHREAD_IDLE;
 }
 
 static void names_drop(struct pyname_cache *c)

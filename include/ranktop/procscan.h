@@ -41,6 +41,10 @@ struct proc_image {
     uint64_t start_stack;
 };
 
+/* The state letter of /proc/PID/stat ('R', 'S', 'T' stopped, 't' traced, 'Z' zombie...), or
+ * 0 when it cannot be read. */
+char procscan_state(int pid);
+
 /* Reads pid's image identity. Returns 0 or a negative status (APP_E_GONE when it exited). */
 int procscan_image(int pid, struct proc_image *out);
 bool proc_image_same(const struct proc_image *a, const struct proc_image *b);

@@ -30,14 +30,14 @@ struct pyframe {
     uint64_t key;
 };
 
-enum pythread_state { PYTHREAD_UNKNOWN = 0, PYTHREAD_RUNNING, PYTHREAD_IDLE };
+enum pythread_state { PYTHREAD_UNKNOWN = 0, PYTHREAD_RUNNING, PYTHREAD_IDLE, PYTHREAD_STOPPED };
 
 struct pythread {
     uint64_t ident;            /* threading.get_ident(): the pthread_t value */
     int tid;                   /* kernel TID in the monitor's PID namespace; 0 when unknown */
     const char *name;          /* Python thread name (threading module); NULL when unknown */
     bool gil;                  /* holds the GIL at sample time */
-    enum pythread_state state; /* running (R in /proc) or idle */
+    enum pythread_state state; /* running (R in /proc), stopped (T, t) or idle */
     int status;                /* 0, or the negative app_status that made us drop this stack */
     bool truncated;            /* the frame cap was hit; frames[] holds the innermost ones */
     /* The thread has no Python frame now (a C-created thread before its first call, or one

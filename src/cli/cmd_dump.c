@@ -140,7 +140,10 @@ static int take_sample(struct pyproc *p, const struct pysample **s, struct app_e
 
 static const char *state_name(enum pythread_state s)
 {
-    return s == PYTHREAD_RUNNING ? "running" : s == PYTHREAD_IDLE ? "idle" : "unknown";
+    return s == PYTHREAD_RUNNING   ? "running"
+           : s == PYTHREAD_IDLE    ? "idle"
+           : s == PYTHREAD_STOPPED ? "stopped"
+                                   : "unknown";
 }
 
 /* --native: each thread's native stack merged with its Python stack, or why not. */
@@ -208,6 +211,8 @@ static json_object *thread_json(const struct pythread *t, const struct dump_nati
     json_object_object_add(o, "error",
                            t->status < 0 ? cli_json_str(app_status_str(t->status)) : NULL);
     json_object_object_add(o, "no_python", json_object_new_boolean(t->no_python));
+    /* The frame cap (--max-frames) was hit: "frames" holds the innermost ones only. */
+    json_object_object_add(o, "truncated", json_object_new_boolean(t->truncated));
     return o;
 }
 

@@ -36,6 +36,8 @@ struct slot {
     uint64_t image_at; /* when to look at the image again */
     bool execd;        /* this pass found a new image: the record step resets the slot */
     unsigned execs;
+    bool stopped;      /* still, and stopped (SIGSTOP, a debugger) when last looked */
+    uint64_t state_at; /* when to look at a still process's state again */
     struct engine_native nat;
     /* What this pass's read left for the record step (read_slot, then record_slot). */
     int rc;             /* SLOT_IDLE, 0 with `sample`, or the read's negative status */
@@ -406,6 +408,15 @@ static void read_slot(struct sampler *sp, struct slot *sl)
     sl->rc = pyproc_sample(sl->py, &sl->sample, NULL);
     if (sl->rc != APP_E_GONE && (sl->rc < 0 || now >= sl->image_at))
         check_image(sl, now);
+    /* A stopped process is a still one: its state is looked at only then, once a second. */
+    if (sl->rc != 0 || sl->sample->reads || sl->sample->reused < sl->sample->nthreads) {
+        sl->stopped = false;
+    } else if (now >= sl->state_at) {
+        char st = procscan_state(sl->t.pid);
+
+        sl->stopped = st == 'T' || st == 't';
+        sl->state_at = now + IMAGE_EVERY_NS;
+    }
 }
 
 /* After an exec: the last stacks were keyed by the old reader's code cache, so they go; the
@@ -457,6 +468,11 @@ static void record_slot(struct sampler *sp, struct slot *sl)
             count_error(e);
     } else {
         record_sample(sp, sl, sl->sample, sl->now);
+        if (!sl->t.owner) {
+            pthread_mutex_lock(&e->lock);
+            engine_live_locked(e, sl->t.pid)->stopped = sl->stopped;
+            pthread_mutex_unlock(&e->lock);
+        }
     }
 }
 

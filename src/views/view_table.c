@@ -131,6 +131,8 @@ static void row_fill(const struct history *h, const struct view_table_in *in,
         view_frame_format(v->top, r->top, sizeof(r->top));
     if (v->exited)
         view_exit_text(&h->ranks[v->idx], r->state, sizeof(r->state));
+    else if (l && l->stopped)
+        snprintf(r->state, sizeof(r->state), "stopped");
     else
         snprintf(r->state, sizeof(r->state), "%s",
                  in->stuck_after_ns && v->since >= in->stuck_after_ns ? "stuck" : "run");

@@ -158,4 +158,50 @@ json_check "$WORK/4.json" "{'before_exec', 'after_exec'} <= {e['name'] for e in 
 json_check "$WORK/4.json" "any(e.get('ph') == 'C' and e['name'] == 'exec' and e['args'].get('count') == 1 for e in d['traceEvents'])"
 grep -Eq 'errors \((0|[0-9])\.[0-9]+%\)' "$WORK/4.err" || fail "errors after the exec: $(cat "$WORK/4.err")"
 
+# 13. A stopped thread is said to be stopped; a zombie is not alive; Python 2 is named as such.
+kill -STOP "$R"
+"$RANKTOP_BIN" dump -p "$R" > "$WORK/13s.txt" 2>&1 || fail "dump of a stopped rank: $(cat "$WORK/13s.txt")"
+kill -CONT "$R"
+grep -q '^Thread .*(stopped' "$WORK/13s.txt" || fail "dump: the stopped thread: $(cat "$WORK/13s.txt")"
+python3 -S -c 'import os, sys, time
+pid = os.fork()
+if pid == 0:
+    os._exit(0)
+print(pid, flush=True)
+time.sleep(60)' > "$WORK/zombie" &
+PIDS="$PIDS $!"
+wait_for test -s "$WORK/zombie" || fail "no zombie"
+Z=$(cat "$WORK/zombie")
+rc=0
+# shellcheck disable=SC2086
+"$RANKTOP_BIN" ls --json -p "$Z" $NONE > "$WORK/13z.json" 2> "$WORK/13z.err" || rc=$?
+[ $rc -eq 1 ] || fail "ls -p of a zombie: exit $rc"
+json_check "$WORK/13z.json" "all(p['alive'] is False for p in d['processes'] if p['pid'] == $Z)"
+json_check "$WORK/13z.json" "any('process $Z has exited (a zombie' in e for e in d['errors'])"
+mkdir "$WORK/p2"
+cp "$(command -v sleep)" "$WORK/p2/python2.7"
+"$WORK/p2/python2.7" 60 &
+P2=$!
+PIDS="$PIDS $P2"
+rc=0
+"$RANKTOP_BIN" dump -p "$P2" > "$WORK/13p.txt" 2>&1 || rc=$?
+grep -q "process $P2 runs Python 2.7; supported 3.8 to" "$WORK/13p.txt" || fail "Python 2.7: $(cat "$WORK/13p.txt")"
+
+# 13. JSON says when the frame cap cut a stack.
+python3 -S -c 'import sys, time
+sys.setrecursionlimit(10000)
+def deep(n):
+    if n:
+        return deep(n - 1)
+    open(sys.argv[1], "w").write("ready")
+    time.sleep(60)
+deep(5000)' "$WORK/deep.ready" &
+D=$!
+PIDS="$PIDS $D"
+wait_for test -s "$WORK/deep.ready" || fail "deep target did not start"
+"$RANKTOP_BIN" dump --json -p "$D" > "$WORK/13d.json" || fail "dump --json of a deep stack"
+json_check "$WORK/13d.json" "[(len(t['frames']), t['truncated']) for t in d['processes'][0]['threads']] == [(4096, True)]"
+"$RANKTOP_BIN" dump --json --max-frames 100000 -p "$D" > "$WORK/13e.json" || fail "dump --json --max-frames"
+json_check "$WORK/13e.json" "[(len(t['frames']) > 5000, t['truncated']) for t in d['processes'][0]['threads']] == [(True, False)]"
+
 echo ok

@@ -317,6 +317,17 @@ static void rank_row(struct ui *u, const struct rank_cols *c, int y, int x0, int
     attrset(A_NORMAL);
 }
 
+/* Processes named that cannot be read get a line each under the table, where there is room:
+ * a rank must not vanish without a word. */
+static void draw_unreadable(struct ui *u, int y, int x, int w, int room)
+{
+    struct engine_unread un[8];
+    size_t n = room > 0 ? engine_unreadable(u->e, un, 8) : 0;
+
+    for (size_t i = 0; i < n && i < 8 && (int)i < room; i++)
+        putf(u, y + (int)i, x, w, ROLE_DIM, true, " pid %d not sampled: %s", un[i].pid, un[i].why);
+}
+
 static void draw_ranks(struct ui *u)
 {
     const struct layout_rect *r = &u->lay.ranks;
@@ -350,6 +361,8 @@ static void draw_ranks(struct ui *u)
     for (int i = 0; i < u->lay.rank_rows && u->scroll + i < (int)u->table.n; i++)
         rank_row(u, &c, r->y + 1 + i, r->x, r->w, &u->table.rows[u->scroll + i],
                  u->scroll + i == u->sel);
+    draw_unreadable(u, r->y + 1 + ((int)u->table.n - u->scroll), r->x, r->w,
+                    u->lay.rank_rows - ((int)u->table.n - u->scroll));
 }
 
 /* The lower pane is built as lines first (text, role, node id), then drawn with scrolling;
@@ -721,8 +734,10 @@ static void draw_help(struct ui *u)
 
 void ui_draw(struct ui *u)
 {
+    size_t unread = engine_unreadable(u->e, NULL, 0);
+    /* Rows for the ranks, and for a line each about processes that cannot be read. */
     struct layout_in in = {.n_devices = (int)u->ndevs,
-                           .n_ranks = (int)u->table.n,
+                           .n_ranks = (int)u->table.n + (int)(unread < 8 ? unread : 8),
                            .banner = u->hang.hang,
                            .help = u->help,
                            .view = (enum layout_view)u->view};

@@ -115,6 +115,15 @@ bool engine_native_error(struct engine *e, int key, char *buf, size_t len);
 
 /* The last discovery error lines, joined by "; " (empty when none). */
 void engine_last_errors(struct engine *e, char *buf, size_t len);
+/* Targets the sampler cannot read (a process of another user, not Python...), each with the
+ * reason it last gave; a target leaves the list once it is read. Copies at most max into out
+ * (short lock) and returns how many there are. */
+struct engine_unread {
+    int pid;
+    char why[200];
+};
+size_t engine_unreadable(struct engine *e, struct engine_unread *out, size_t max);
+
 /* The sampler's last failure to attach to a target alone ("" when none). */
 void engine_attach_error(struct engine *e, char *buf, size_t len);
 

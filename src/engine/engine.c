@@ -363,6 +363,38 @@ double engine_rate(struct engine *e)
     return hz;
 }
 
+void engine_unread_locked(struct engine *e, int pid, const char *why)
+{
+    size_t i = 0;
+
+    while (i < e->nunread && e->unread[i].pid != pid)
+        i++;
+    if (!why) {
+        if (i < e->nunread)
+            e->unread[i] = e->unread[--e->nunread];
+        return;
+    }
+    if (i == e->nunread) {
+        if (e->nunread == ENGINE_MAX_UNREAD)
+            return;
+        e->nunread++;
+    }
+    e->unread[i].pid = pid;
+    snprintf(e->unread[i].why, sizeof(e->unread[i].why), "%s", why);
+}
+
+size_t engine_unreadable(struct engine *e, struct engine_unread *out, size_t max)
+{
+    size_t n;
+
+    pthread_mutex_lock(&e->lock);
+    n = e->nunread;
+    if (out)
+        memcpy(out, e->unread, (n < max ? n : max) * sizeof(*out));
+    pthread_mutex_unlock(&e->lock);
+    return n;
+}
+
 void engine_attach_error(struct engine *e, char *buf, size_t len)
 {
     pthread_mutex_lock(&e->lock);

@@ -19,6 +19,8 @@ struct target {
 #define ENGINE_MAX_NATIVE 16  /* ranks with native frames toggled on at once */
 #define ENGINE_NATIVE_NAME 96 /* "OBJECT+0xOFFSET" of a native frame without a symbol */
 
+#define ENGINE_MAX_UNREAD 32
+
 struct engine {
     struct engine_opts o;
     pthread_mutex_t lock;
@@ -39,6 +41,8 @@ struct engine {
     uint64_t torn, lost; /* torn thread walks, thread stacks lost (engine_stats) */
     int ranks_now, ranks_seen;
     int sampler_threads; /* threads the last sampling pass was split over */
+    struct engine_unread unread[ENGINE_MAX_UNREAD]; /* targets the sampler cannot read */
+    size_t nunread;
     pthread_t th[8];
     int nth;
     /* live figures for the UI, under lock */
@@ -87,6 +91,9 @@ struct engine_pool;
 struct engine_pool *engine_pool_new(void);
 void engine_pool_run(struct engine_pool *p, int nparts, engine_pool_fn fn, void *ctx);
 void engine_pool_free(struct engine_pool *p);
+
+/* Notes that pid cannot be read, and why (why NULL: it is read now); with the lock held. */
+void engine_unread_locked(struct engine *e, int pid, const char *why);
 
 /* Sleeps until abs_ns or stop; true when stopping. */
 bool engine_wait(struct engine *e, uint64_t abs_ns);

@@ -455,6 +455,7 @@ static void record_slot(struct sampler *sp, struct slot *sl)
         count_error(e);
         pthread_mutex_lock(&e->lock);
         snprintf(e->attach_err, sizeof(e->attach_err), "%s", sl->err);
+        engine_unread_locked(e, sl->t.pid, sl->err);
         pthread_mutex_unlock(&e->lock);
     } else if (rc == APP_E_GONE) {
         slot_exit(e, sl, clock_mono_ns());
@@ -471,6 +472,7 @@ static void record_slot(struct sampler *sp, struct slot *sl)
         if (!sl->t.owner) {
             pthread_mutex_lock(&e->lock);
             engine_live_locked(e, sl->t.pid)->stopped = sl->stopped;
+            engine_unread_locked(e, sl->t.pid, NULL);
             pthread_mutex_unlock(&e->lock);
         }
     }

@@ -56,7 +56,8 @@ run_tests() {
     meson test -C build --print-errorlogs --num-processes 2
     build build-asan --werror -Dtests=true -Db_sanitize=address,undefined -Db_lundef=false
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-        meson test -C build-asan --print-errorlogs --num-processes 2 --suite unit --suite sampler
+        meson test -C build-asan --print-errorlogs --num-processes 2 --timeout-multiplier 10 \
+            --suite unit --suite sampler
     # The parser fuzzers need clang's libFuzzer; each runs for a bounded time.
     CC=clang build build-fuzz --werror -Dtests=true
     meson test -C build-fuzz --print-errorlogs --num-processes 2 --suite fuzz

@@ -13,7 +13,8 @@ MODE:
        eval-breaker check inside) plus N CPU-bound threads whose drop requests stay pending
 
 The main thread starts the workers, waits until each of them has run, writes OUTDIR/idents
-(one "ROLE IDENT" line per worker, IDENT = threading.get_ident()) and then OUTDIR/ready (tmp
+(one "ROLE IDENT TID" line per worker, IDENT = threading.get_ident(), TID its kernel thread
+id, whose CPU time the test reads as the truth of how long a CPU-bound worker ran Python) and then OUTDIR/ready (tmp
 + rename), and blocks in Event.wait() without holding or asking for the GIL. The process is
 killed by its parent; it exits by itself after MAX_LIFETIME seconds.
 """
@@ -33,7 +34,7 @@ started_lock = threading.Lock()
 
 def arrive(role):
     with started_lock:
-        started.append((role, threading.get_ident()))
+        started.append((role, threading.get_ident(), threading.get_native_id()))
 
 
 def cpu_worker():
@@ -101,7 +102,7 @@ def main():
     if len(started) < len(workers):
         write_file(outdir, "error", "workers did not start\n")
         sys.exit(1)
-    write_file(outdir, "idents", "".join("%s %d\n" % (r, i) for r, i in started))
+    write_file(outdir, "idents", "".join("%s %d %d\n" % w for w in started))
     write_file(outdir, "ready", "%d\n" % os.getpid())
     threading.Event().wait(MAX_LIFETIME)
     os._exit(0)

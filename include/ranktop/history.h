@@ -116,9 +116,22 @@ struct history {
     uint64_t window_ns;  /* runs ending before now - window are trimmed; 0 keeps all */
     size_t mem_cap;      /* bytes; oldest runs trimmed beyond it; 0 = no cap */
     size_t dropped_runs; /* runs trimmed so far */
+    /* Compaction (history_trim): once the tables have doubled since the last one, frames,
+     * stacks and strings no run refers to any more are dropped and the rest renumbered. gen
+     * counts compactions; stack_remap maps the stack ids of generation gen - 1 to gen's
+     * (HSTACK_NONE: dropped), for holders of stack ids to follow (frame ids are not mapped:
+     * holders of those drop them). */
+    uint64_t gen;
+    uint32_t *stack_remap;
+    size_t nstack_remap;
+    size_t compact_at; /* stacks + frames at the last compaction */
 };
 
 void history_init(struct history *h, uint64_t t0, int64_t wall_t0_us, const char *host);
+
+/* A stack id of generation gen - 1 in generation h->gen, or HSTACK_NONE when it was dropped
+ * (or is of an older generation). */
+uint32_t history_remap_stack(const struct history *h, uint32_t id);
 void history_fini(struct history *h);
 
 /* Interns a stack given innermost-first frames (as the reader returns them). */

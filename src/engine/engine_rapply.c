@@ -196,7 +196,7 @@ static void on_thread(struct rlink *l, const struct agentproto_thread *m)
     }
     t = &l->threads[m->id];
     if (!t->defined)
-        *t = (struct rthread){.cur = HSTACK_NONE, .ri = SIZE_MAX, .ti = SIZE_MAX};
+        *t = (struct rthread){.cur = HSTACK_NONE, .cur_wire = -1, .ri = SIZE_MAX, .ti = SIZE_MAX};
     t->defined = true;
     t->key = engine_key(l->slot, m->pid);
     t->worker = m->worker;
@@ -245,6 +245,37 @@ static struct rthread *thread_of(struct rlink *l, uint32_t id)
     return &l->threads[id];
 }
 
+/* The head's stack for the agent's stack id: interned again when a compaction of the head's
+ * history dropped it (its frames are still known); HSTACK_NONE while it is incomplete. */
+static uint32_t wire_stack(struct engine *e, struct rlink *l, uint32_t id)
+{
+    struct rstack *s = &l->stacks[id];
+
+    if (s->head == HSTACK_NONE && s->n == s->got && s->ids)
+        stack_done(e, l, s, id);
+    return s->head;
+}
+
+/* The head's history compacted: its stack ids moved (one compaction: follow the map; more:
+ * intern again on use), and each thread's current stack follows. */
+static void follow_compaction(struct engine *e, struct rlink *l)
+{
+    bool one = l->hist_gen + 1 == e->hist.gen;
+
+    for (size_t i = 0; i < l->nstacks; i++)
+        if (l->stacks[i].head != HSTACK_NONE)
+            l->stacks[i].head =
+                one ? history_remap_stack(&e->hist, l->stacks[i].head) : HSTACK_NONE;
+    for (size_t i = 0; i < l->nthreads; i++) {
+        struct rthread *t = &l->threads[i];
+
+        t->cur = t->cur_wire >= 0 && (size_t)t->cur_wire < l->nstacks
+                     ? wire_stack(e, l, (uint32_t)t->cur_wire)
+                     : HSTACK_NONE;
+    }
+    l->hist_gen = e->hist.gen;
+}
+
 static void on_run(struct engine *e, struct rlink *l, const struct agentproto_run *m)
 {
     struct rthread *t = thread_of(l, m->thread);
@@ -254,15 +285,16 @@ static void on_run(struct engine *e, struct rlink *l, const struct agentproto_ru
     if (!t)
         return;
     if (m->stack >= 0) {
-        if ((size_t)m->stack >= l->nstacks || l->stacks[m->stack].head == HSTACK_NONE) {
+        s = (size_t)m->stack < l->nstacks ? wire_stack(e, l, (uint32_t)m->stack) : HSTACK_NONE;
+        if (s == HSTACK_NONE) {
             rlink_set_error(l, "agent stream: undefined stack %lld", (long long)m->stack);
             return;
         }
-        s = l->stacks[m->stack].head;
     }
     if (!(ht = hist_thread(e, t)))
         return;
     t->cur = s;
+    t->cur_wire = m->stack;
     t->gone = false;
     history_observe(ht, s, head_time(e, l, m->ts));
 }
@@ -403,6 +435,8 @@ bool rlink_apply(struct engine *e, struct rlink *l, const struct agentproto_msg 
         rlink_set_error(l, "agent stream: a message before the hello");
         return false;
     }
+    if (l->hist_gen != e->hist.gen)
+        follow_compaction(e, l);
     switch (m->type) {
     case AGENTPROTO_HELLO:
         on_hello(e, l, &m->u.hello, now);

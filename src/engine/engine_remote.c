@@ -703,11 +703,25 @@ void *engine_remote_main(void *arg)
 {
     struct engine *e = arg;
     struct remote rm;
+    uint64_t trim_at;
+    bool trims;
 
     signal(SIGPIPE, SIG_IGN); /* a dead link is an EPIPE to handle, not a reason to die */
+    trim_at = clock_mono_ns() + 1000000000ull;
+    /* Without a local sampler (this node not watched), this thread keeps the history within
+     * its window and memory cap. */
+    trims = e->o.remote.nhosts && !e->o.remote.local;
+
     remote_init(&rm, e, clock_mono_ns());
-    while (!engine_wait(e, 0))
+    while (!engine_wait(e, 0)) {
         remote_pass(&rm);
+        if (trims && clock_mono_ns() >= trim_at) {
+            trim_at = clock_mono_ns() + 1000000000ull;
+            pthread_mutex_lock(&e->lock);
+            history_trim(&e->hist, clock_mono_ns());
+            pthread_mutex_unlock(&e->lock);
+        }
+    }
     remote_stop(&rm);
     return NULL;
 }

@@ -32,8 +32,9 @@ struct rthread {
     uint64_t ident;
     bool main;
     char name[64];
-    uint32_t cur;  /* current head stack */
-    size_t ri, ti; /* cached indexes into the history, checked on use */
+    uint32_t cur;     /* current head stack */
+    int64_t cur_wire; /* ... as the agent numbers it (-1: none) */
+    size_t ri, ti;    /* cached indexes into the history, checked on use */
 };
 
 /* One host's agent stream: its identity, what its agent defined, its clock and its state.
@@ -41,6 +42,7 @@ struct rthread {
  * of engine_remote.c; proc is its index. */
 struct rlink {
     char name[64];
+    uint64_t hist_gen; /* the head history's generation its stack ids are of */
     int slot;
     size_t proc;
     enum engine_host_state state;

@@ -56,6 +56,7 @@ struct slot {
         uint32_t nf, capf;
     } * last;
     size_t nlast;
+    uint64_t hist_gen; /* the history generation the last stacks' ids are of */
 };
 
 #define LAST_MAX 256                 /* threads per process whose last stack is kept */
@@ -205,6 +206,16 @@ static uint32_t thread_stack_locked(struct sampler *sp, struct slot *sl, const s
     return l->stack;
 }
 
+/* Forgets the last stacks of a slot's threads (their ids, or its reader's keys, went stale). */
+static void drop_last(struct slot *sl)
+{
+    for (size_t i = 0; i < sl->nlast; i++) {
+        free(sl->last[i].fkeys);
+        free(sl->last[i].fids);
+    }
+    sl->nlast = 0;
+}
+
 /* Releases what a slot holds: its reader, its native context, its last stacks. */
 static void slot_fini(struct slot *sl)
 {
@@ -225,6 +236,11 @@ static void slot_fini(struct slot *sl)
 static void view_sample_locked(struct sampler *sp, struct slot *sl, const struct pysample *s)
 {
     size_t kept = 0;
+
+    if (sl->hist_gen != sp->e->hist.gen) { /* the history renumbered: the ids kept are stale */
+        drop_last(sl);
+        sl->hist_gen = sp->e->hist.gen;
+    }
 
     if (s->nthreads > sp->tv_cap) {
         sp->tv_cap = s->nthreads;
@@ -426,11 +442,7 @@ static void slot_execd(struct engine *e, struct slot *sl)
     uint64_t now = clock_mono_ns();
 
     sl->execd = false;
-    for (size_t i = 0; i < sl->nlast; i++) {
-        free(sl->last[i].fkeys);
-        free(sl->last[i].fids);
-    }
-    sl->nlast = 0;
+    drop_last(sl);
     if (sl->t.owner)
         return;
     pthread_mutex_lock(&e->lock);

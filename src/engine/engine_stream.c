@@ -5,8 +5,9 @@
  * Invariants: every line is shorter than AGENTPROTO_LINE_MAX with its newline (texts are cut
  * by agentproto_json_str, deep stacks go in chunks); an id is always defined on a line before
  * the first line that refers to it. Ids are the history's own frame and stack indexes, which
- * never change (interning is append-only). Runs on the agent's main thread; it takes the
- * engine lock for the walk and formats into memory, and the caller writes after it returns. */
+ * change only when the history compacts: then every id is defined again before its next use. Runs
+ * on the agent's main thread; it takes the engine lock for the walk and formats into memory, and
+ * the caller writes after it returns. */
 #include "engine_priv.h"
 
 #include "ranktop/agentproto.h"
@@ -45,6 +46,7 @@ struct engine_stream {
     uint64_t *series_t; /* time of the last point sent, by series index */
     size_t nseries;
     uint64_t seq, figures_at, last_ts;
+    uint64_t gen; /* the history's compaction generation the sent flags are for */
     char errors[1024];
 };
 
@@ -330,6 +332,13 @@ void engine_stream_tick(struct engine *e, struct engine_stream *s, struct engine
     const struct history *h = &e->hist;
 
     pthread_mutex_lock(&e->lock);
+    /* The history renumbered its frames and stacks: every id is defined again before use
+     * (the head takes a new definition of an id over the old one). */
+    if (s->gen != h->gen) {
+        memset(s->frames, 0, s->nframes);
+        memset(s->stacks, 0, s->nstacks);
+        s->gen = h->gen;
+    }
     for (size_t i = 0; i < h->nranks; i++) {
         send_rank(s, &h->ranks[i], o);
         for (size_t k = 0; k < h->ranks[i].nthreads; k++)

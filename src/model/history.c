@@ -1,11 +1,11 @@
 /* The recorded timeline: interning of strings, frames and stacks; per-thread runs; counter
  * series; trimming to the time window and memory cap.
  *
- * Invariants: frames, stacks and interned strings are append-only and live until
- * history_fini, so ids and string pointers stay valid while the history lives; a clone owns
- * copies of all of them and outlives the original; runs of a thread are in
- * time order and only the last run is ever extended. The engine serialises writers with its
- * lock; this file has no locking of its own. */
+ * Invariants: frames, stacks and interned strings are append-only between compactions: ids
+ * and string pointers stay valid until history_trim compacts (which bumps gen and leaves a
+ * stack id map for the holders of stack ids); a clone owns copies of all of them and outlives
+ * the original; runs of a thread are in time order and only the last run is ever extended. The
+ * engine serialises writers with its lock; this file has no locking of its own. */
 #include "ranktop/history.h"
 
 #include "ranktop/hash.h"
@@ -76,6 +76,22 @@ static void idset_free(struct idset *s)
 {
     free(s->slot);
     free(s->hash);
+}
+
+static void intern_free(struct intern *in)
+{
+    if (!in)
+        return;
+    idset_free(&in->strs);
+    idset_free(&in->frames);
+    idset_free(&in->stacks);
+    if (!in->arena)
+        for (size_t i = 0; i < in->nstr; i++)
+            free(in->str[i]);
+    free(in->arena);
+    free(in->str);
+    free(in->frame_str);
+    free(in);
 }
 
 #define GROW(arr, n, cap)                                                                          \
@@ -243,23 +259,12 @@ static void free_ranks(struct history *h)
 
 void history_fini(struct history *h)
 {
-    struct intern *in = h->intern;
-
     free_ranks(h);
-    if (in) {
-        for (size_t i = 0; i < in->nstr && !in->arena; i++)
-            free(in->str[i]);
-        free(in->arena);
-        free(in->str);
-        free(in->frame_str);
-        idset_free(&in->strs);
-        idset_free(&in->frames);
-        idset_free(&in->stacks);
-        free(in);
-    }
+    intern_free(h->intern);
     free(h->frames);
     free(h->stacks);
     free(h->stack_frames);
+    free(h->stack_remap);
     memset(h, 0, sizeof(*h));
 }
 
@@ -404,6 +409,71 @@ size_t history_memory(const struct history *h)
     return b;
 }
 
+/* The stack id in the compacted history nh of stack id of h, interning it there on first use
+ * (map: h's stack ids -> nh's, fmap: h's frame ids -> nh's, both HSTACK_NONE when not yet). */
+static uint32_t carry_stack(const struct history *h, struct history *nh, uint32_t id, uint32_t *map,
+                            uint32_t *fmap, uint32_t **ids, size_t *cap)
+{
+    const struct hstack *st = &h->stacks[id];
+
+    if (map[id] != HSTACK_NONE)
+        return map[id];
+    if (st->nframes > *cap) {
+        *cap = st->nframes;
+        *ids = x_reallocarray(*ids, *cap, sizeof(**ids));
+    }
+    for (uint32_t k = 0; k < st->nframes; k++) {
+        uint32_t f = h->stack_frames[st->first + k];
+
+        if (fmap[f] == HSTACK_NONE)
+            fmap[f] = intern_frame(nh, &h->frames[f]);
+        (*ids)[k] = fmap[f];
+    }
+    map[id] = history_intern_stack_ids(nh, *ids, st->nframes);
+    return map[id];
+}
+
+/* Rebuilds the interning tables from what the runs refer to; every run's stack is renumbered
+ * and h->stack_remap says how. */
+static void compact(struct history *h)
+{
+    size_t old = h->nstacks;
+    struct history nh;
+    uint32_t *map = x_reallocarray(NULL, h->nstacks ? h->nstacks : 1, sizeof(*map));
+    uint32_t *fmap = x_reallocarray(NULL, h->nframes ? h->nframes : 1, sizeof(*fmap));
+    uint32_t *ids = NULL;
+    size_t cap = 0;
+
+    memset(map, 0xff, (h->nstacks ? h->nstacks : 1) * sizeof(*map));
+    memset(fmap, 0xff, (h->nframes ? h->nframes : 1) * sizeof(*fmap));
+    memset(&nh, 0, sizeof(nh));
+    nh.intern = x_calloc(1, sizeof(struct intern));
+    for (size_t i = 0; i < h->nranks; i++)
+        for (size_t k = 0; k < h->ranks[i].nthreads; k++) {
+            struct hthread *t = &h->ranks[i].threads[k];
+
+            for (size_t r = 0; r < t->nruns; r++)
+                if (t->runs[r].stack != HSTACK_NONE && t->runs[r].stack < h->nstacks)
+                    t->runs[r].stack = carry_stack(h, &nh, t->runs[r].stack, map, fmap, &ids, &cap);
+        }
+    free(ids);
+    free(fmap);
+    intern_free(h->intern);
+    free(h->frames);
+    free(h->stacks);
+    free(h->stack_frames);
+    h->intern = nh.intern;
+    h->frames = nh.frames, h->nframes = nh.nframes, h->frames_cap = nh.frames_cap;
+    h->stacks = nh.stacks, h->nstacks = nh.nstacks, h->stacks_cap = nh.stacks_cap;
+    h->stack_frames = nh.stack_frames, h->nstack_frames = nh.nstack_frames;
+    h->stack_frames_cap = nh.stack_frames_cap;
+    free(h->stack_remap);
+    h->stack_remap = map;
+    h->nstack_remap = old;
+    h->gen++;
+    h->compact_at = h->nstacks + h->nframes;
+}
+
 /* Drops runs that ended before cut (keeping each thread's last run) and points before cut. */
 static void trim_before(struct history *h, uint64_t cut)
 {
@@ -435,18 +505,61 @@ static void trim_before(struct history *h, uint64_t cut)
     }
 }
 
+/* Threads that are gone and whose last run ended before cut: nothing of them is left to show. */
+static void drop_gone(struct history *h, uint64_t cut)
+{
+    for (size_t i = 0; i < h->nranks; i++) {
+        struct hrank *r = &h->ranks[i];
+        size_t kept = 0;
+
+        for (size_t k = 0; k < r->nthreads; k++) {
+            struct hthread *t = &r->threads[k];
+
+            if (t->gone && (!t->nruns || t->runs[t->nruns - 1].t1 < cut)) {
+                free(t->runs);
+                continue;
+            }
+            r->threads[kept++] = *t;
+        }
+        r->nthreads = kept;
+    }
+}
+
+/* Compacts once the tables have doubled since the last compaction (amortised: each entry is
+ * carried over at most once per doubling), so that a job whose call chains keep changing
+ * holds what its window refers to, not all it ever ran. */
+static void maybe_compact(struct history *h)
+{
+    size_t n = h->nstacks + h->nframes;
+
+    if (n >= 4096 && n >= 2 * h->compact_at)
+        compact(h);
+}
+
 void history_trim(struct history *h, uint64_t now)
 {
     uint64_t cut = h->window_ns && now > h->window_ns ? now - h->window_ns : 0;
 
     if (cut)
         trim_before(h, cut);
-    /* Over the memory cap: give up the oldest quarter of what is left, a few times. */
+    /* Over the memory cap: give up the oldest quarter of what is left, a few times; then what
+     * is no longer referred to goes too. */
     for (int i = 0; i < 8 && h->mem_cap && history_memory(h) > h->mem_cap; i++) {
         cut = cut ? cut : h->t0;
         cut += (now - cut) / 4;
         trim_before(h, cut);
+        if (history_memory(h) > h->mem_cap)
+            compact(h);
     }
+    if (cut) {
+        drop_gone(h, cut);
+        maybe_compact(h);
+    }
+}
+
+uint32_t history_remap_stack(const struct history *h, uint32_t id)
+{
+    return id < h->nstack_remap ? h->stack_remap[id] : HSTACK_NONE;
 }
 
 static void *dup_array(const void *src, size_t n, size_t size)
@@ -488,6 +601,8 @@ static struct intern *clone_strings(const struct intern *in, struct hframe *fram
 void history_clone(const struct history *h, struct history *out)
 {
     *out = *h;
+    out->stack_remap = NULL; /* for holders of the original's ids only */
+    out->nstack_remap = 0;
     out->frames = dup_array(h->frames, h->nframes, sizeof(*h->frames));
     out->frames_cap = h->nframes;
     out->intern = clone_strings(h->intern, out->frames, h->nframes);

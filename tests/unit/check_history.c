@@ -5,6 +5,7 @@
 #include "tsupport.h"
 
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -114,6 +115,68 @@ START_TEST(test_clone_outlives_original)
 }
 END_TEST
 
+/* A job whose call chains never repeat (a fresh, long function name every sample) under a
+ * 1 s window: the interning tables, the strings and the threads stay bounded by the window, not
+ * by the run; every run's stack still reads as what was observed; gone threads go; a holder
+ * of stack ids can follow each compaction through history_remap_stack. */
+START_TEST(test_compaction_bounds_memory)
+{
+    struct history h;
+    struct hrank *r;
+    uint32_t held = HSTACK_NONE;
+    uint64_t held_gen = 0, gens = 0;
+    size_t peak_after_warm = 0, most_stacks = 0;
+    char name[256];
+
+    history_init(&h, 0, 0, "host");
+    h.window_ns = 1000000000ull;
+    r = history_rank(&h, 100, 0, "");
+    for (int i = 0; i < 200000; i++) {
+        uint64_t now = (uint64_t)i * 1000000ull; /* 1 kHz: 1000 samples in the window */
+        struct hthread *t = history_thread(r, 1, 100, "MainThread", true);
+        struct hthread *w = history_thread(r, 1000 + (uint64_t)(i / 100), 0, "churn", false);
+        struct hframe f[2] = {{name, "/x/gen.py", i % 7 + 1, false},
+                              {"<module>", "/x/m.py", 1, false}};
+
+        snprintf(name, sizeof(name), "generated_function_with_a_long_name_%0200d", i);
+        history_observe(t, history_intern_stack(&h, f, 2), now);
+        history_observe(w, history_intern_stack(&h, f + 1, 1), now);
+        if (i % 100 == 99)
+            history_thread_gone(w, now);
+        if (i == 0)
+            held = history_intern_stack(&h, f + 1, 1), held_gen = h.gen;
+        if (i % 1000 == 999) {
+            history_trim(&h, now);
+            /* The holder follows every compaction; its stack is the live workers' one. */
+            if (h.gen != held_gen) {
+                gens++;
+                ck_assert_uint_eq(h.gen, held_gen + 1);
+                held = history_remap_stack(&h, held);
+                held_gen = h.gen;
+                ck_assert_uint_ne(held, HSTACK_NONE);
+                ck_assert_str_eq(h.frames[history_stack_frames(&h, held)[0]].function, "<module>");
+            }
+            if (i > 20000 && history_memory(&h) > peak_after_warm)
+                peak_after_warm = history_memory(&h);
+            if (h.nstacks > most_stacks)
+                most_stacks = h.nstacks;
+            /* Every run reads as what was observed: the main thread's last is this sample's. */
+            t = history_thread(r, 1, 100, "MainThread", true);
+            ck_assert_str_eq(
+                h.frames[history_stack_frames(&h, t->runs[t->nruns - 1].stack)[1]].function, name);
+            ck_assert_int_eq(
+                h.frames[history_stack_frames(&h, t->runs[t->nruns - 1].stack)[1]].line, i % 7 + 1);
+        }
+    }
+    ck_assert_uint_gt(gens, 10);
+    /* About 1000 live stacks in the window; the tables may double before a compaction. */
+    ck_assert_uint_lt(most_stacks, 8192);
+    ck_assert_uint_lt(peak_after_warm, 8u << 20);
+    ck_assert_uint_lt(r->nthreads, 30); /* gone churn threads past the window are dropped */
+    history_fini(&h);
+}
+END_TEST
+
 static Suite *history_suite(void)
 {
     Suite *s = suite_create("history");
@@ -123,6 +186,7 @@ static Suite *history_suite(void)
     tcase_add_test(tc, test_native_frames_distinct);
     tcase_add_test(tc, test_intern_by_ids);
     tcase_add_test(tc, test_clone_outlives_original);
+    tcase_add_test(tc, test_compaction_bounds_memory);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,6 +1,6 @@
 #!/bin/sh
 # History memory stays bounded by the window when every sample brings new frames (issue 13,
-# 8): `record --history 3` over a rank that runs a freshly named 1000-character function
+# 8): `record -r 500 --history 3` over a rank that runs a freshly named 1000-character function
 # every 2 ms. The recorder's RSS (from /proc, its own accounting) may grow while the window
 # fills, then only by noise: measured at 15 s and at 45 s, it must grow by less than 6 MiB
 # (before compaction it grew by 18 MiB over those 30 s; 0.5 MiB after). The final trace is valid.

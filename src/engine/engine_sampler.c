@@ -140,17 +140,23 @@ static struct hrank *slot_rank_locked(struct engine *e, const struct slot *sl)
     return history_rank(&e->hist, sl->t.owner ? sl->t.owner : sl->t.pid, sl->t.rank, sl->t.device);
 }
 
-/* Interns one thread's frames; with the lock held. */
+/* Interns one thread's frames; with the lock held. A stack cut at the frame cap gets an
+ * outermost frame saying so, which every view and export then shows. */
 static uint32_t intern_thread(struct sampler *sp, const struct pythread *pt)
 {
-    if (pt->nframes > sp->scratch_cap) {
-        sp->scratch_cap = pt->nframes;
+    uint32_t n = pt->nframes + (pt->truncated ? 1 : 0);
+
+    if (n > sp->scratch_cap) {
+        sp->scratch_cap = n;
         sp->scratch = x_reallocarray(sp->scratch, sp->scratch_cap, sizeof(struct hframe));
     }
     for (uint32_t k = 0; k < pt->nframes; k++)
         sp->scratch[k] =
             (struct hframe){pt->frames[k].function, pt->frames[k].file, pt->frames[k].line, false};
-    return history_intern_stack(&sp->e->hist, sp->scratch, pt->nframes);
+    if (pt->truncated)
+        sp->scratch[pt->nframes] =
+            (struct hframe){"[outer frames not read: frame cap]", "", 0, false};
+    return history_intern_stack(&sp->e->hist, sp->scratch, n);
 }
 
 /* Interns pt's stack into l: the outer frames the reader's keys say are unchanged keep their
@@ -184,6 +190,8 @@ static uint32_t thread_stack_locked(struct sampler *sp, struct slot *sl, const s
 {
     struct last_stack *l = NULL;
 
+    if (pt->truncated) /* rare (thousands of frames deep): interned whole, with its marker */
+        return intern_thread(sp, pt);
     for (size_t i = 0; i < sl->nlast && !l; i++)
         if (sl->last[i].ident == pt->ident)
             l = &sl->last[i];

@@ -203,5 +203,8 @@ wait_for test -s "$WORK/deep.ready" || fail "deep target did not start"
 json_check "$WORK/13d.json" "[(len(t['frames']), t['truncated']) for t in d['processes'][0]['threads']] == [(4096, True)]"
 "$RANKTOP_BIN" dump --json --max-frames 100000 -p "$D" > "$WORK/13e.json" || fail "dump --json --max-frames"
 json_check "$WORK/13e.json" "[(len(t['frames']) > 5000, t['truncated']) for t in d['processes'][0]['threads']] == [(True, False)]"
+# shellcheck disable=SC2086
+"$RANKTOP_BIN" record -p "$D" -d 1 -o "$WORK/13d.trace.json" $NONE 2> /dev/null || fail "record of a deep stack"
+json_check "$WORK/13d.trace.json" "any(e.get('ph') == 'B' and e['name'] == '[outer frames not read: frame cap]' for e in d['traceEvents'])"
 
 echo ok

@@ -18,7 +18,8 @@
  *   thread gets a CPU (96.9-99.7 % measured).
  * - holder share: each CPU-bound worker's share of the probes against its share of the workers'
  *   CPU time over the same window (the kernel's schedstat: a CPU-bound thread runs only while
- *   it holds the GIL), +- 0.1; a fair 1/N is not assumed, since a loaded machine is not fair.
+ *   it holds the GIL), +- 0.1 plus the workers' runqueue wait over the window (a preempted
+ *   holder holds without running); a fair 1/N is not assumed, since a loaded machine is not.
  * - switches/s < 2 with one thread (nothing else runs Python), > 20 from two threads (10 % of
  *   the nominal 1/interval = 200/s; 99-160/s measured under load).
  * - waiters: exactly 0 with one thread; with N threads never above N-1, N-1 reached, and an
@@ -72,7 +73,8 @@ struct worker {
     char role[8];
     uint64_t ident;
     int tid;
-    uint64_t cpu0, cpu1; /* its CPU time (schedstat, ns) when probing started and ended */
+    uint64_t cpu0, cpu1;   /* its CPU time (schedstat, ns) when probing started and ended */
+    uint64_t wait0, wait1; /* its time runnable but waiting for a CPU (schedstat), likewise */
 };
 
 /* OUTDIR/idents: one "ROLE IDENT TID" line per worker thread. */
@@ -119,32 +121,33 @@ struct run {
     int gone_rc; /* the probe's status once the target was killed */
 };
 
-/* A thread's CPU time so far from /proc/PID/task/TID/schedstat (ns), 0 when unreadable. */
-static uint64_t thread_cpu_ns(int pid, int tid)
+/* A thread's CPU time and runqueue wait so far from /proc/PID/task/TID/schedstat (ns); zeros
+ * when unreadable. */
+static void thread_sched_ns(int pid, int tid, uint64_t *cpu, uint64_t *wait)
 {
     char path[96];
-    unsigned long long v = 0;
+    unsigned long long c = 0, w = 0;
     FILE *f;
 
+    *cpu = *wait = 0;
     snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", pid, tid);
     f = fopen(path, "r");
     if (!f)
-        return 0;
-    if (fscanf(f, "%llu", &v) != 1)
-        v = 0;
+        return;
+    if (fscanf(f, "%llu %llu", &c, &w) == 2)
+        *cpu = c, *wait = w;
     fclose(f);
-    return v;
 }
 
 static void workers_cpu(struct run *r, bool end)
 {
     for (int i = 0; i < r->nworkers; i++) {
-        uint64_t v = thread_cpu_ns(child->pid, r->workers[i].tid);
+        struct worker *w = &r->workers[i];
 
         if (end)
-            r->workers[i].cpu1 = v;
+            thread_sched_ns(child->pid, w->tid, &w->cpu1, &w->wait1);
         else
-            r->workers[i].cpu0 = v;
+            thread_sched_ns(child->pid, w->tid, &w->cpu0, &w->wait0);
     }
 }
 
@@ -285,20 +288,27 @@ static void check_cpu(const struct run *r)
     const struct gilfigures *f = &r->fig;
     int want = r->n - 1;
 
-    uint64_t total = 0;
+    uint64_t total = 0, waited = 0;
+    double tol;
 
     /* The truth: a CPU-bound thread runs only while it holds the GIL, so its share of the
      * workers' CPU time over the probing is its share of the GIL, however unfairly a loaded
-     * machine schedules them. */
-    for (int i = 0; i < r->nworkers; i++)
+     * machine schedules them. The one gap: a holder preempted by other work holds the GIL
+     * without running; the kernel counts that time as runqueue wait, which widens the
+     * tolerance by as much (nothing on a quiet machine). */
+    for (int i = 0; i < r->nworkers; i++) {
         total += r->workers[i].cpu1 - r->workers[i].cpu0;
+        waited += r->workers[i].wait1 - r->workers[i].wait0;
+    }
+    tol = 0.1 + (double)waited / (r->seconds * 1e9);
     for (int i = 0; i < r->nworkers && total; i++) {
         double sh = share_of(r, r->workers[i].ident),
                truth = (double)(r->workers[i].cpu1 - r->workers[i].cpu0) / (double)total;
 
-        if (sh < truth - 0.1 || sh > truth + 0.1)
-            ts_fail("%s: thread %d holds %.3f of the probes, its CPU time says %.3f (+- 0.1)",
-                    r->label, i, sh, truth);
+        if (sh < truth - tol || sh > truth + tol)
+            ts_fail("%s: thread %d holds %.3f of the probes, its CPU time says %.3f (+- %.3f "
+                    "with the runqueue wait)",
+                    r->label, i, sh, truth, tol);
     }
     if (!total)
         ts_fail("%s: no CPU time of the workers could be read", r->label);

@@ -6,15 +6,16 @@ CHECK="python3 $RANKTOP_SRCDIR/tests/tools/trace_check.py"
 
 /usr/bin/python3 -c "import torch.distributed" 2>/dev/null || fail "python3-torch is not installed"
 cd "$WORK"
-setsid /usr/bin/python3 -m torch.distributed.run --standalone --nproc_per_node 4 --redirects 1 \
-    --tee 1 "$RANKTOP_SRCDIR/tests/py/ddp_job.py" > "$WORK/job.log" 2>&1 &
+mkdir "$WORK/ready"
+READY_DIR="$WORK/ready" setsid /usr/bin/python3 -m torch.distributed.run --standalone \
+    --nproc_per_node 4 --redirects 1 --tee 1 "$RANKTOP_SRCDIR/tests/py/ddp_job.py" \
+    > "$WORK/job.log" 2>&1 &
 LAUNCHER=$!
 PIDS="$PIDS $LAUNCHER"
 trap 'kill_tree $LAUNCHER; cleanup' EXIT INT TERM
 
-four_ready() {
-    n=$(pgrep -f ddp_job.py -P "$LAUNCHER" | wc -l)
-    [ "$n" -ge 4 ] && grep -q "" "$WORK/job.log" && sleep 3
+four_ready() { # every rank has done its first step
+    [ "$(ls "$WORK/ready" | wc -l)" -ge 4 ]
 }
 wait_for four_ready || fail "the job did not start: $(tail "$WORK/job.log")"
 

@@ -1,6 +1,8 @@
 """A real (tiny) data-parallel job for end-to-end tests: run under torch.distributed.run with
 the gloo backend. Each rank loops over an all-reduce; rank STALL_RANK (env, default none) sleeps
-in `load_batch_slowly` every STALL_EVERY steps, so the others wait in the all-reduce."""
+in `load_batch_slowly` every STALL_EVERY steps, so the others wait in the all-reduce. With
+READY_DIR set, each rank creates READY_DIR/rank.N once its first step is done (tests wait for
+that rather than for a time: importing torch on a loaded machine takes long)."""
 import os
 import time
 
@@ -29,6 +31,8 @@ def main():
             load_batch_slowly(stall_secs)
         train_step(t)
         t.fill_(1.0)
+        if step == 0 and os.environ.get("READY_DIR"):
+            open(os.path.join(os.environ["READY_DIR"], "rank.%d" % rank), "w").close()
         time.sleep(0.01)
         step += 1
 

@@ -17,7 +17,15 @@ node_spawn node02 env RANK=1 LOCAL_RANK=0 WORLD_SIZE=2 python3 "$PY" load_batch_
 HOSTS="--hosts node[01-02],ghost --rsh $RSH --remote-ranktop $RANKTOP_BIN"
 
 # ls: both ranks with their hosts (the same pid on both: each node's first Python process).
-wait_for sh -c "$RANKTOP_BIN ls --json $HOSTS --no-device-libs > $WORK/ls.json 2> /dev/null" || true
+# (Waits until both ranks have started: on a loaded machine a node's Python may be slow to.)
+both_listed() {
+    # shellcheck disable=SC2086
+    "$RANKTOP_BIN" ls --json $HOSTS --no-device-libs > "$WORK/ls.json" 2> /dev/null
+    python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+sys.exit(sorted((p["host"], p["rank"]) for p in d["processes"]) != [("node01", 0), ("node02", 1)])' "$WORK/ls.json"
+}
+wait_for both_listed || true
 json_check "$WORK/ls.json" "sorted((p['host'], p['rank']) for p in d['processes']) == [('node01', 0), ('node02', 1)]"
 json_check "$WORK/ls.json" "[h['host'] for h in d['hosts'] if not h['ok']] == ['ghost'] and any('ghost' in e and 'not known' in e for e in d['errors'])"
 

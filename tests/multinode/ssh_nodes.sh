@@ -40,8 +40,15 @@ CFG
 HOSTS="--hosts node01,node02 --remote-ranktop $WORK/ranktop-on-node"
 RSH="ssh -F $WORK/ssh_config -o BatchMode=yes -o ConnectTimeout=10 -T"
 
-$RANKTOP_BIN ls --json $HOSTS --rsh "$RSH" --no-device-libs > "$WORK/ls.json" ||
-    fail "ls over ssh exited $?"
+# (Waits until both ranks have started: on a loaded machine a node's Python may be slow to.)
+both_listed() {
+    # shellcheck disable=SC2086
+    $RANKTOP_BIN ls --json $HOSTS --rsh "$RSH" --no-device-libs > "$WORK/ls.json" || return 1
+    python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+sys.exit(sorted((p["host"], p["rank"]) for p in d["processes"]) != [("node01", 0), ("node02", 1)])' "$WORK/ls.json"
+}
+wait_for both_listed || true
 json_check "$WORK/ls.json" "sorted((p['host'], p['rank']) for p in d['processes']) == [('node01', 0), ('node02', 1)]"
 
 $RANKTOP_BIN record -o "$WORK/t.json" -d 5 -r 20 $HOSTS --rsh "$RSH" > "$WORK/rec.out" 2>&1 ||

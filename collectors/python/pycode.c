@@ -18,6 +18,7 @@
 #define PYCODE_MAX_CAP 65536
 #define PYCODE_BATCH 256
 #define PYCODE_HDR_MAX 256
+#define PYCODE_STALE_EPOCHS 256 /* samples without a sight of it before an entry may go */
 
 void pycode_cache_init(struct pycode_cache *c)
 {
@@ -81,11 +82,40 @@ static size_t slot_index(const struct pycode_cache *c, uint64_t addr)
     return i;
 }
 
+/* Drops the entries no sample has met in the last PYCODE_STALE_EPOCHS (code objects a job no
+ * longer runs: generated functions, a finished phase) and rehashes the rest in place of the
+ * table; returns how many went. */
+static size_t evict_stale(struct pycode_cache *c)
+{
+    struct pycode *old = c->slots;
+    size_t dropped = 0;
+
+    c->slots = x_calloc(c->cap, sizeof(*c->slots));
+    for (size_t i = 0; i < c->cap; i++) {
+        if (!old[i].addr)
+            continue;
+        if (old[i].checked + PYCODE_STALE_EPOCHS < c->epoch) {
+            slot_release(c, &old[i]);
+            dropped++;
+            continue;
+        }
+        c->slots[slot_index(c, old[i].addr)] = old[i];
+    }
+    c->used -= dropped;
+    free(old);
+    return dropped;
+}
+
 static void cache_grow(struct pycode_cache *c)
 {
     struct pycode *old = c->slots;
     size_t oldcap = c->cap;
 
+    /* A job that keeps making code objects must not grow the table without end: first drop
+     * what has not been seen for a while, and grow only if the table is still half full. */
+    if (c->cap >= PYCODE_INIT_CAP && evict_stale(c) && (c->used + PYCODE_BATCH) * 2 <= c->cap)
+        return;
+    old = c->slots;
     if (c->cap >= PYCODE_MAX_CAP) {
         pycode_cache_clear(c);
         return;

@@ -502,12 +502,20 @@ static void trim_before(struct history *h, uint64_t cut)
             d++;
         memmove(s->pts, s->pts + d, (s->n - d) * sizeof(*s->pts));
         s->n -= d;
+        if (s->cap > 64 && s->n < s->cap / 4) {
+            s->cap /= 2;
+            s->pts = x_reallocarray(s->pts, s->cap, sizeof(*s->pts));
+        }
     }
 }
 
-/* Threads that are gone and whose last run ended before cut: nothing of them is left to show. */
+/* Threads that are gone and whose last run ended before cut: nothing of them is left to show.
+ * Arrays that emptied shrink with them, and an exited rank with nothing left goes too, so that
+ * a job whose threads and processes keep coming and going holds only its window. */
 static void drop_gone(struct history *h, uint64_t cut)
 {
+    size_t nr = 0;
+
     for (size_t i = 0; i < h->nranks; i++) {
         struct hrank *r = &h->ranks[i];
         size_t kept = 0;
@@ -522,7 +530,17 @@ static void drop_gone(struct history *h, uint64_t cut)
             r->threads[kept++] = *t;
         }
         r->nthreads = kept;
+        if (r->cap > 16 && r->nthreads < r->cap / 4) {
+            r->cap = r->nthreads * 2 > 16 ? r->nthreads * 2 : 16;
+            r->threads = x_reallocarray(r->threads, r->cap, sizeof(*r->threads));
+        }
+        if (r->exited && !r->nthreads && r->end < cut) {
+            free(r->threads);
+            continue;
+        }
+        h->ranks[nr++] = *r;
     }
+    h->nranks = nr;
 }
 
 /* Compacts once the tables have doubled since the last compaction (amortised: each entry is

@@ -11,7 +11,9 @@
  * each interpreter's version). Failures are collected, printed in full on stderr together
  * with the measured table, and summarised in one final assertion.
  *
- * Tolerances, for a 2-vCPU VM that may carry foreign load:
+ * Tolerances, for a 2-vCPU VM that may carry foreign load (busy % and switches/s are held to
+ * the values below only while the workers waited for a CPU at most LOADED_WAIT of the window,
+ * as the kernel's schedstat says; beyond that the scheduler decides them, and the run says so):
  * - busy >= 95 %: CPU-bound threads hold the GIL except for the microseconds of a hand-over
  *   (99-100 % measured; the reference measured 99.0-99.3 % with 3 threads); >= 85 % next to
  *   an I/O thread, whose ~300 hand-overs a second each leave the GIL free until the woken
@@ -54,6 +56,7 @@
 #define PROBE_PERIOD_NS 1000000ull /* 1 kHz */
 #define SETTLE_US 100000 /* after ready: the main thread retakes the GIL once more, then blocks */
 #define WATCHDOG_S 240
+#define LOADED_WAIT 0.2 /* runqueue wait fraction beyond which scheduling decides busy/switches */
 
 /* ---- the target ---------------------------------------------------------------------------- */
 
@@ -118,6 +121,9 @@ struct run {
     int waiters_max, waiters_over; /* largest count seen; probes above N-1 */
     double stranger_pct;           /* held by a thread that is not a worker */
     double reads_per_probe, us_per_probe;
+    /* The workers' time runnable but without a CPU, over the window and per worker (0..1): the
+     * share of the window in which the machine, not the GIL, decided who ran. */
+    double wait_frac;
     int gone_rc; /* the probe's status once the target was killed */
 };
 
@@ -204,6 +210,9 @@ static void probe_for(struct run *r, struct pygil *g)
         sleep_until(next);
     }
     workers_cpu(r, true);
+    for (int i = 0; i < r->nworkers; i++)
+        r->wait_frac += (double)(r->workers[i].wait1 - r->workers[i].wait0);
+    r->wait_frac /= (double)(r->nworkers ? r->nworkers : 1) * r->seconds * 1e9;
     pygil_get_stats(g, &s1);
     gilstats_figures(&st, 0, &r->fig);
     r->stranger_pct = r->fig.probes ? 100.0 * (double)stranger / (double)r->fig.probes : 0;
@@ -269,7 +278,15 @@ static void check_common(const struct run *r)
 
     if ((double)f->probes < r->seconds * 500)
         ts_fail("%s: only %zu good probes in %.2f s", r->label, f->probes, r->seconds);
-    if (f->busy_pct < busy_min)
+    /* How busy the GIL is and how often it changes hands depend on the scheduler once the
+     * workers wait for CPUs much of the time (a woken waiter that gets no CPU leaves the GIL
+     * free; a preempted holder switches nothing): those two figures are held to the nominal
+     * values only on a machine that gives the workers their CPUs. */
+    if (r->wait_frac > LOADED_WAIT)
+        ts_info("%s: workers waited for a CPU %.0f %% of the time: busy %% and switches/s not "
+                "held to nominal values",
+                r->label, r->wait_frac * 100);
+    else if (f->busy_pct < busy_min)
         ts_fail("%s: GIL busy %.1f %%, expected >= %.0f %%", r->label, f->busy_pct, busy_min);
     if (r->stranger_pct > 1.0)
         ts_fail("%s: %.1f %% of probes name a holder that is no worker thread", r->label,
@@ -314,7 +331,7 @@ static void check_cpu(const struct run *r)
         ts_fail("%s: no CPU time of the workers could be read", r->label);
     if (r->n == 1 && f->switches_per_s >= 2.0)
         ts_fail("%s: %.1f switches/s with one thread", r->label, f->switches_per_s);
-    if (r->n > 1 && f->switches_per_s <= 20.0)
+    if (r->n > 1 && f->switches_per_s <= 20.0 && r->wait_frac <= LOADED_WAIT)
         ts_fail("%s: %.1f switches/s, expected > 20", r->label, f->switches_per_s);
     if (r->waiters_max != want || r->waiters_over > 0)
         ts_fail("%s: waiters peaked at %d (%d probes above %d), expected %d", r->label,
@@ -344,7 +361,7 @@ static void check_io(const struct run *r)
         ts_fail("%s: the I/O thread holds %.3f, expected < 0.05", r->label, io);
     if (cpu < 0.8)
         ts_fail("%s: the CPU thread holds %.3f, expected >= 0.8", r->label, cpu);
-    if (r->fig.switches_per_s <= 20.0)
+    if (r->fig.switches_per_s <= 20.0 && r->wait_frac <= LOADED_WAIT)
         ts_fail("%s: %.1f switches/s, expected > 20", r->label, r->fig.switches_per_s);
 }
 

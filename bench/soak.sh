@@ -2,7 +2,8 @@
 # bench/soak.sh [MINUTES] [PYTHON]: a long record run. Eight ranks of bench/targets/soak_churn.py
 # (threads and freshly compiled functions coming and going; each rank process killed and
 # restarted every 60-120 s) are recorded with `ranktop record --all-threads -r 100
-# --history 120 --memory-cap 64`, found by their RANK. Every 30 s it prints the recorder's RSS
+# --history 120 --memory-cap 64`, found with --match (no RANK in their environment, so that a
+# test suite running beside the soak does not find them as ranks). Every 30 s it prints the recorder's RSS
 # and the trace file's size; at the end it stops the recorder with SIGINT and prints its
 # summary and whether the trace passes tests/tools/trace_check.py. A benchmark: it prints
 # figures and asserts nothing. Default 30 minutes, Debian's python3.
@@ -17,7 +18,7 @@ trap 'for p in $PIDS; do pkill -P "$p" 2>/dev/null || true; kill "$p" 2>/dev/nul
 
 rank_loop() { # RANK: restart the rank every 60-120 s, forever
     while :; do
-        RANK=$1 WORLD_SIZE=8 "$PY" -S "$SRC/bench/targets/soak_churn.py" "$W/ready.$1" &
+        "$PY" -S "$SRC/bench/targets/soak_churn.py" "$W/ready.$1" &
         t=$!
         sleep $((60 + ($1 * 7 + $(date +%s)) % 61))
         kill "$t" 2>/dev/null || true
@@ -29,7 +30,8 @@ for r in 0 1 2 3 4 5 6 7; do
     PIDS="$PIDS $!"
 done
 sleep 2
-"$BIN" record --all-threads -r 100 --history 120 --memory-cap 64 -o "$W/soak.json" \
+"$BIN" record --match 'soak_churn\.py' --all-threads -r 100 --history 120 --memory-cap 64 \
+    -o "$W/soak.json" \
     --autosave-interval 60 --nvidia-smi /nonexistent --npu-smi /nonexistent 2> "$W/rec.err" &
 REC=$!
 echo "soak: $MIN min, 8 churning ranks restarted every 60-120 s, record -r 100 --history 120 --memory-cap 64"

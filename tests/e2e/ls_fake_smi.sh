@@ -29,8 +29,16 @@ export FAKE_NPU_FIXTURE="$DATA/npu-smi/910b2c_23.0.2.1_one_proc_trailing_spaces.
 export FAKE_NPU_PID_MAP="124528:$R2"
 LS="$RANKTOP_BIN ls --json --no-device-libs --nvidia-smi $FAKE/nvidia-smi --npu-smi $FAKE/npu-smi"
 
-# 1. The default table (the fake refuses the CSV query forms, as old drivers do).
-$LS > "$WORK/a.json" || fail "ranktop ls exited $?"
+# 1. The default table (the fake refuses the CSV query forms, as old drivers do). First wait
+# until the three ranks run Python with their environment (slow on a loaded machine).
+ranks_up() {
+    $LS > "$WORK/a.json" || return 1
+    python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+up = {p["pid"] for p in d["processes"] if p["python"] and p["rank"] is not None}
+sys.exit(not {int(a) for a in sys.argv[2:]} <= up)' "$WORK/a.json" "$R0" "$R1" "$R2"
+}
+wait_for ranks_up || fail "the three ranks were not all listed: $(cat "$WORK/a.json")"
 json_check "$WORK/a.json" "len(d['devices']) == 10 and d['errors'] == []"
 json_check "$WORK/a.json" "[p for p in d['processes'] if p['pid'] == $R0] == [{'pid': $R0, 'name': [p for p in d['processes'] if p['pid'] == $R0][0]['name'], 'alive': True, 'python': True, 'rank': 0, 'local_rank': 0, 'world_size': 2, 'launcher': 'torchrun', 'children': [], 'devices': [{'kind': 'gpu', 'index': 0, 'chip': None, 'mem_mb': 80404}]}]"
 json_check "$WORK/a.json" "any(p['pid'] == $R1 and p['rank'] == 1 and p['devices'] == [{'kind': 'gpu', 'index': 1, 'chip': None, 'mem_mb': 73996}] for p in d['processes'])"

@@ -21,8 +21,8 @@ python3 -S "$RANKTOP_SRCDIR/tests/py/churn.py" "$WORK/churn" &
 T=$!
 PIDS="$PIDS $T"
 wait_for test -s "$WORK/churn/ready" || fail "churn did not start"
-$RANKTOP_BIN record --native --all-threads -r 50 -d 4 -p "$T" -o "$WORK/churn.json" 2> "$WORK/churn.err"
-rc=$?
+rc=0
+$RANKTOP_BIN record --native --all-threads -r 50 -d 4 -p "$T" -o "$WORK/churn.json" 2> "$WORK/churn.err" || rc=$?
 [ "$rc" = 0 ] || fail "record --native on churn: exit $rc: $(cat "$WORK/churn.err")"
 json_check "$WORK/churn.json" "any(e.get('cat') == 'native' for e in (d['traceEvents'] if isinstance(d, dict) else d))" ||
     fail "churn: no native frame recorded"
@@ -38,8 +38,8 @@ while [ $k -lt 12 ]; do
     X=$!
     PIDS="$PIDS $X"
     wait_for test -s "$WORK/x/ready" || fail "exiting target $k did not start"
-    $RANKTOP_BIN record --native --all-threads -r 100 -d 2 -p "$X" -o "$WORK/x.json" 2> "$WORK/x.err"
-    rc=$?
+    rc=0
+    $RANKTOP_BIN record --native --all-threads -r 100 -d 2 -p "$X" -o "$WORK/x.json" 2> "$WORK/x.err" || rc=$?
     # 0: written; 1: nothing recorded. Never a signal.
     [ "$rc" -le 1 ] || fail "record --native on an exiting target $k: exit $rc: $(cat "$WORK/x.err")"
     wait "$X" || fail "exiting target $k did not exit normally (status $?)"

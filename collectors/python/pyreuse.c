@@ -29,7 +29,7 @@ void pyreuse_note(struct pyproc *p, uint64_t tsaddr, uint64_t interp, uint64_t i
      * sleeps. */
     bool same = v->ok && v->ident == ident && v->interp == interp && v->n == (uint32_t)n &&
                 v->truncated == wo->truncated && v->no_python == wo->no_python &&
-                !memcmp(v->raw, p->raw, (size_t)n * sizeof(*v->raw));
+                (!n || !memcmp(v->raw, p->raw, (size_t)n * sizeof(*v->raw)));
 
     v->ok = false;
     if (!g->known || n < 0)
@@ -46,7 +46,8 @@ void pyreuse_note(struct pyproc *p, uint64_t tsaddr, uint64_t interp, uint64_t i
         v->cap = (uint32_t)n;
         v->raw = x_reallocarray(NULL, v->cap, sizeof(*v->raw));
     }
-    memcpy(v->raw, p->raw, (size_t)n * sizeof(*v->raw));
+    if (n) /* a thread with no Python frame may have no array yet */
+        memcpy(v->raw, p->raw, (size_t)n * sizeof(*v->raw));
     v->n = (uint32_t)n;
     v->truncated = wo->truncated;
     v->no_python = wo->no_python;
@@ -75,7 +76,8 @@ int pyreuse_try(struct pyproc *p, uint64_t tsaddr, uint64_t interp, uint64_t ide
         g->switches != v->switches || g->holder != v->holder || ident != v->ident ||
         interp != v->interp)
         return -1;
-    memcpy(p->raw, v->raw, (size_t)v->n * sizeof(*v->raw));
+    if (v->n)
+        memcpy(p->raw, v->raw, (size_t)v->n * sizeof(*v->raw));
     *wo = (struct pywalk_out){.truncated = v->truncated, .no_python = v->no_python};
     return (int)v->n;
 }

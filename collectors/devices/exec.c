@@ -178,7 +178,7 @@ int exec_run(const char *const argv[], int timeout_ms, struct exec_result *res, 
         close(out[0]);
         close(errp[0]);
         return app_err_set(err, rc == ENOENT ? APP_E_NOTFOUND : APP_E_IO, "%s: %s", argv[0],
-                           rc != ENOENT      ? strerror(rc)
+                           rc != ENOENT           ? strerror(rc)
                            : strchr(argv[0], '/') ? "no such file"
                                                   : "not found on PATH");
     }

@@ -49,8 +49,8 @@ static int parse_file(const char *tool, const char *path, parse_fn fn, struct sm
     free(buf);
     if (rc < 0) { /* the parser names the tool itself: once is enough */
         size_t n = strlen(tool);
-        const char *why = !strncmp(perr.msg, tool, n) && perr.msg[n] == ':' ? perr.msg + n + 1
-                                                                               : perr.msg;
+        const char *why =
+            !strncmp(perr.msg, tool, n) && perr.msg[n] == ':' ? perr.msg + n + 1 : perr.msg;
 
         return app_err_set(err, rc, "%s: %s:%s%s", tool, path, *why == ' ' ? "" : " ", why);
     }

@@ -1296,14 +1296,19 @@ static bool reuse_compare(const char *label, int k, json_object *want, const str
     return true;
 }
 
-/* One step: wait for its truth, sample it a few times with the same reader, let it go on. */
-static bool reuse_step(const char *label, struct ts_child *c, struct pyproc *p, int k)
+/* A sample against a step's truth: -1 when it is not whole (skipped), else whether it matches
+ * (a mismatch is reported unless compare_quiet). */
+typedef int (*truth_check)(const char *label, int k, json_object *want, const struct pysample *s);
+
+/* Waits for OUTDIR/truth.k, lets the target settle on it (SETTLE_NS), then holds
+ * REUSE_SAMPLES whole samples to it. False when the truth never came or a sample differed. */
+static bool truth_step(const char *label, struct ts_child *c, struct pyproc *p, int k,
+                       truth_check check)
 {
     char path[PATH_MAX];
     uint64_t deadline = clock_mono_ns() + 30ull * 1000000000ull;
     json_object *want = NULL;
     bool ok = true;
-    FILE *f;
 
     snprintf(path, sizeof(path), "%s/truth.%d", c->dir, k);
     while (!(want = json_object_from_file(path)) && clock_mono_ns() < deadline)
@@ -1316,9 +1321,7 @@ static bool reuse_step(const char *label, struct ts_child *c, struct pyproc *p, 
     for (uint64_t end = clock_mono_ns() + SETTLE_NS; compare_quiet && clock_mono_ns() < end;) {
         const struct pysample *s;
 
-        if (pyproc_sample(p, &s, NULL) == 0 && s->nthreads &&
-            s->threads[s->nthreads - 1].status == 0 &&
-            reuse_compare(label, k, want, &s->threads[s->nthreads - 1]))
+        if (pyproc_sample(p, &s, NULL) == 0 && check(label, k, want, s) == 1)
             compare_quiet = false;
         else
             usleep(1000);
@@ -1326,17 +1329,32 @@ static bool reuse_step(const char *label, struct ts_child *c, struct pyproc *p, 
     compare_quiet = false;
     for (int i = 0, got = 0; ok && got < REUSE_SAMPLES && i < 50 * REUSE_SAMPLES; i++) {
         const struct pysample *s;
-        const struct pythread *t;
+        int r;
 
-        if (pyproc_sample(p, &s, NULL) != 0 || !s->nthreads)
-            continue;
-        t = &s->threads[s->nthreads - 1]; /* the only thread: main */
-        if (t->status != 0)
+        if (pyproc_sample(p, &s, NULL) != 0 || (r = check(label, k, want, s)) < 0)
             continue;
         got++;
-        ok = reuse_compare(label, k, want, t);
+        ok = r == 1;
     }
     json_object_put(want);
+    return ok;
+}
+
+/* frame_reuse.py: the only thread, main, against the truth. */
+static int reuse_check(const char *label, int k, json_object *want, const struct pysample *s)
+{
+    if (!s->nthreads || s->threads[s->nthreads - 1].status != 0)
+        return -1;
+    return reuse_compare(label, k, want, &s->threads[s->nthreads - 1]);
+}
+
+/* One step: wait for its truth, sample it a few times with the same reader, let it go on. */
+static bool reuse_step(const char *label, struct ts_child *c, struct pyproc *p, int k)
+{
+    char path[PATH_MAX];
+    bool ok = truth_step(label, c, p, k, reuse_check);
+    FILE *f;
+
     snprintf(path, sizeof(path), "%s/go.%d", c->dir, k);
     f = fopen(path, "w");
     if (f)
@@ -1388,46 +1406,22 @@ static bool quiet_compare(const char *label, int k, json_object *want, const str
     return true;
 }
 
+/* gil_quiet.py: every thread against the truth, in samples where every thread is whole. */
+static int quiet_check(const char *label, int k, json_object *want, const struct pysample *s)
+{
+    for (uint32_t j = 0; j < s->nthreads; j++)
+        if (s->threads[j].status != 0)
+            return -1;
+    return quiet_compare(label, k, want, s);
+}
+
 /* One step: wait for its truth, compare a few whole samples with it, let the target go on. */
 static bool quiet_step(const char *label, struct ts_child *c, struct pyproc *p, int k)
 {
     char path[PATH_MAX];
-    uint64_t deadline = clock_mono_ns() + 30ull * 1000000000ull;
-    json_object *want = NULL;
-    bool ok = true;
+    bool ok = truth_step(label, c, p, k, quiet_check);
     FILE *f;
 
-    snprintf(path, sizeof(path), "%s/truth.%d", c->dir, k);
-    while (!(want = json_object_from_file(path)) && clock_mono_ns() < deadline)
-        usleep(2000);
-    if (!want) {
-        ts_fail("%s: step %d: no truth file", label, k);
-        return false;
-    }
-    compare_quiet = true;
-    for (uint64_t end = clock_mono_ns() + SETTLE_NS; compare_quiet && clock_mono_ns() < end;) {
-        const struct pysample *s;
-
-        if (pyproc_sample(p, &s, NULL) == 0 && quiet_compare(label, k, want, s))
-            compare_quiet = false;
-        else
-            usleep(1000);
-    }
-    compare_quiet = false;
-    for (int i = 0, got = 0; ok && got < REUSE_SAMPLES && i < 50 * REUSE_SAMPLES; i++) {
-        const struct pysample *s;
-        bool whole = true;
-
-        if (pyproc_sample(p, &s, NULL) != 0)
-            continue;
-        for (uint32_t j = 0; j < s->nthreads; j++)
-            whole = whole && s->threads[j].status == 0;
-        if (!whole)
-            continue;
-        got++;
-        ok = quiet_compare(label, k, want, s);
-    }
-    json_object_put(want);
     snprintf(path, sizeof(path), "%s/go", c->dir);
     f = fopen(path, "w");
     if (f && fputc('x', f) == EOF)

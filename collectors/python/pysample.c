@@ -440,7 +440,9 @@ static void note_whole(struct pyproc *p, int rc, uint64_t cpu)
 
 int pyproc_sample(struct pyproc *p, const struct pysample **out, struct app_err *err)
 {
-    uint64_t reads0 = rmem_calls(p->mem), cpu = process_cpu_ns(p);
+    /* Only a reader that may reuse a still sample pays for the clock read. */
+    uint64_t reads0 = rmem_calls(p->mem),
+             cpu = p->opts.no_state && !p->only ? process_cpu_ns(p) : 0;
     int rc;
 
     if (sample_unchanged(p, cpu)) {

@@ -18,7 +18,14 @@
 #include <stdint.h>
 #include <stdio.h>
 
-enum export_format { EXPORT_CHROME, EXPORT_SPEEDSCOPE, EXPORT_COLLAPSED };
+enum export_format {
+    EXPORT_CHROME,
+    EXPORT_SPEEDSCOPE,
+    EXPORT_COLLAPSED,
+    EXPORT_FLAMEGRAPH, /* self-contained interactive SVG */
+    EXPORT_PERFETTO,   /* Perfetto's protobuf trace */
+    EXPORT_NFORMATS
+};
 
 struct export_opts {
     enum export_format format;
@@ -54,7 +61,9 @@ void export_temp_name(const char *path, long pid, char *out, size_t len);
  * run killed mid-write); returns how many. */
 int export_clean_stale(const char *path);
 
-/* "chrome", "speedscope" or "collapsed" -> enum export_format; -1 for anything else. */
+/* A format name -> enum export_format; -1 for anything else. Our names are "chrome",
+ * "speedscope", "collapsed", "flamegraph" and "perfetto"; py-spy's "chrometrace" and "raw"
+ * are accepted for chrome and collapsed. */
 int export_format_parse(const char *name);
 
 /* File name suffix of a format: ".json", ".speedscope.json", ".folded". */

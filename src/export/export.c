@@ -395,12 +395,16 @@ int export_format_parse(const char *name)
 {
     if (!name)
         return -1;
-    if (!strcmp(name, "chrome"))
+    if (!strcmp(name, "chrome") || !strcmp(name, "chrometrace"))
         return EXPORT_CHROME;
     if (!strcmp(name, "speedscope"))
         return EXPORT_SPEEDSCOPE;
-    if (!strcmp(name, "collapsed"))
+    if (!strcmp(name, "collapsed") || !strcmp(name, "raw"))
         return EXPORT_COLLAPSED;
+    if (!strcmp(name, "flamegraph"))
+        return EXPORT_FLAMEGRAPH;
+    if (!strcmp(name, "perfetto"))
+        return EXPORT_PERFETTO;
     return -1;
 }
 
@@ -411,6 +415,10 @@ const char *export_format_ext(enum export_format fmt)
         return ".speedscope.json";
     case EXPORT_COLLAPSED:
         return ".folded";
+    case EXPORT_FLAMEGRAPH:
+        return ".svg";
+    case EXPORT_PERFETTO:
+        return ".perfetto-trace";
     case EXPORT_CHROME:
     default:
         return ".json";
@@ -449,7 +457,7 @@ int export_stream(const struct history *h, const struct export_opts *o, FILE *f,
     char buf[128];
     int e;
 
-    if ((unsigned)o->format > EXPORT_COLLAPSED)
+    if ((unsigned)o->format > EXPORT_COLLAPSED) /* flamegraph, perfetto: being written */
         return app_err_set(err, APP_E_USAGE, "unknown export format %d", (int)o->format);
     e = stream_errno(h, o, f);
     if (e)

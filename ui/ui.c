@@ -120,6 +120,7 @@ static void refresh_data(struct ui *u)
     free(u->live);
     engine_snapshot_live(u->e, &u->devs, &u->ndevs, &u->live, &u->nlive);
     engine_get_stats(u->e, &u->stats);
+    view_rate_add(&u->rate, clock_mono_ns(), u->stats.samples);
     free(u->hosts);
     engine_hosts(u->e, &u->hosts, &u->nhosts);
     u->ngrowth = engine_mem_growth(u->e, &u->growth_pid, u->growth, UI_MAX_GROWTH);

@@ -146,17 +146,21 @@ static void draw_header(struct ui *u)
 {
     const struct layout_rect *r = &u->lay.header;
     size_t live = 0;
-    char prompt[160], hist[16], hosts[96];
+    char prompt[160], hist[16], hosts[96], hz[32] = "--";
+    double rate = engine_rate(u->e), got = view_rate_hz(&u->rate, view_rate_window(rate));
 
     for (size_t i = 0; i < u->hist.nranks; i++)
         live += !u->hist.ranks[i].exited;
     draw_bytes(hist, sizeof(hist), (int64_t)(u->stats.history_bytes / 1024));
     hosts_text(u, hosts, sizeof(hosts));
+    /* "--" until a full window of passes has been measured: no bogus first-frame rate. */
+    if (!isnan(got))
+        snprintf(hz, sizeof(hz), "%.1f", got);
     putf(u, r->y, r->x, r->w, ROLE_TITLE, true,
-         "ranktop  %s  %s  ranks %zu/%zu%s  %.1f/%.4g Hz  lag %.1f ms  errors %.2f%%  torn lost "
+         "ranktop  %s  %s  ranks %zu/%zu%s  %s/%.4g Hz  lag %.1f ms  errors %.2f%%  torn lost "
          "%.2f%%  hist %s%s%s",
          u->hist.host, u->o->title ? u->o->title : "", live, u->hist.nranks, hosts,
-         u->stats.achieved_hz, engine_rate(u->e), u->stats.lag_ms,
+         hz, rate, u->stats.lag_ms,
          u->stats.stacks + u->stats.errors
              ? 100.0 * (double)u->stats.errors / (double)(u->stats.stacks + u->stats.errors)
              : 0.0,

@@ -56,6 +56,7 @@ struct ui {
     struct engine_rank_live *live;
     size_t nlive;
     struct engine_stats stats;
+    struct view_rate rate; /* pass counts per refresh: the header's achieved rate */
     struct engine_growth growth[UI_MAX_GROWTH]; /* mapping growth of growth_pid */
     size_t ngrowth;
     int growth_pid;

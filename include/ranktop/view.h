@@ -1,6 +1,7 @@
 /* View models behind the monitor's panes: the merged (STAT-style) tree of all ranks' stacks,
  * the hang verdict, the top functions over a window, the rank table's rows (filtered, sorted,
- * ΔRSS against the memory baseline) and the memory and GIL panes' rows.
+ * ΔRSS against the memory baseline), the memory and GIL panes' rows and the achieved sampling
+ * rate (measured over a window of pass counts the caller keeps).
  *
  * Everything here is pure: it reads a history (the UI thread's private copy made with
  * history_clone()), the engine's live figures as copied with it, and a time `now`, and fills
@@ -406,5 +407,30 @@ uint64_t view_top_interval(const struct history *h);
 int view_top(const struct history *h, uint64_t now, uint64_t window_ns, int rank_pid,
              bool all_threads, struct view_top *out);
 void view_top_fini(struct view_top *out);
+
+/* ---- Achieved sampling rate (view_rate.c) ---- */
+
+#define VIEW_RATE_POINTS 256               /* pass counts kept (the UI adds one per refresh) */
+#define VIEW_RATE_PERIODS 20               /* a window is this many sampling periods... */
+#define VIEW_RATE_MIN_NS 2000000000ull     /* ...but at least 2 s */
+#define VIEW_RATE_MAX_NS 120000000000ull   /* and at most 2 min */
+
+/* Recent (time, passes) points, oldest first in a ring. Zero it to start. */
+struct view_rate {
+    uint64_t t[VIEW_RATE_POINTS], passes[VIEW_RATE_POINTS];
+    size_t first, n;
+};
+
+/* Adds the engine's pass counter as read at now; a counter or time that went back starts
+ * the measure over. The oldest point goes when the ring is full. */
+void view_rate_add(struct view_rate *r, uint64_t now, uint64_t passes);
+
+/* The window to measure a rate of about rate_hz over: VIEW_RATE_PERIODS periods, clamped to
+ * [VIEW_RATE_MIN_NS, VIEW_RATE_MAX_NS]. */
+uint64_t view_rate_window(double rate_hz);
+
+/* Passes per second between the newest point and the newest one at least window_ns older;
+ * NaN while the points span less than a full window (a first frame shows no rate). */
+double view_rate_hz(const struct view_rate *r, uint64_t window_ns);
 
 #endif

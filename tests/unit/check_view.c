@@ -1270,6 +1270,33 @@ START_TEST(rank_view_workers)
 END_TEST
 
 /* A thread other than the main one holding the GIL most is named in the table row. */
+/* The achieved rate: nothing until a full window is measured (a first pass 20 ms after the
+ * start is not 50 Hz), then passes over the window; a counter going back starts over. */
+START_TEST(rate_needs_full_window)
+{
+    struct view_rate r = {0};
+    uint64_t w = view_rate_window(10), s = 1000000000ull;
+
+    ck_assert_uint_eq(w, 2 * s);
+    ck_assert_uint_eq(view_rate_window(0.5), 40 * s);
+    ck_assert_uint_eq(view_rate_window(0.01), VIEW_RATE_MAX_NS);
+    ck_assert_uint_eq(view_rate_window(1000), VIEW_RATE_MIN_NS);
+    ck_assert(isnan(view_rate_hz(&r, w)));
+    view_rate_add(&r, 20000000ull, 1); /* first pass seen at 20 ms */
+    ck_assert(isnan(view_rate_hz(&r, w)));
+    for (uint64_t k = 1; k <= 3; k++) /* refreshes every 0.5 s, 10 Hz: under 2 s so far */
+        view_rate_add(&r, 20000000ull + k * s / 2, 1 + 5 * k);
+    ck_assert(isnan(view_rate_hz(&r, w)));
+    view_rate_add(&r, 20000000ull + 2 * s, 21);
+    ck_assert(fabs(view_rate_hz(&r, w) - 10.0) < 1e-9);
+    for (uint64_t k = 5; k < 1000; k++) /* the ring wraps; the rate drops */
+        view_rate_add(&r, 20000000ull + k * s / 2, 21 + 5 * 4 + (k - 5) * 2 + 1);
+    ck_assert(fabs(view_rate_hz(&r, w) - 4.0) < 1e-9); /* 2 passes per 0.5 s */
+    view_rate_add(&r, 20000000ull + 1000 * s / 2, 3); /* counter went back: start over */
+    ck_assert(isnan(view_rate_hz(&r, w)));
+}
+END_TEST
+
 START_TEST(table_gil_holder)
 {
     struct fx f;
@@ -1333,6 +1360,7 @@ static Suite *view_suite(void)
     tcase_add_test(tc, rank_view_threads);
     tcase_add_test(tc, rank_view_workers);
     tcase_add_test(tc, table_gil_holder);
+    tcase_add_test(tc, rate_needs_full_window);
     suite_add_tcase(s, tc);
     return s;
 }

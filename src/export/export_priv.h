@@ -110,6 +110,20 @@ void xiter_init(struct xiter *it, const struct xplan *p, const struct hrank *r,
  * starts where the previous one ended. */
 bool xiter_next(struct xiter *it, struct xseg *seg);
 
+/* Samples per distinct stack of one thread (export_stacks.c). After xstacks_thread, order[0..n)
+ * holds the thread's non-empty stacks in order of first appearance (callers may reorder it)
+ * and weight[id] the samples of each; the next call clears both. */
+struct xstacks {
+    uint64_t *weight; /* per stack id of the history */
+    uint32_t *order;
+    size_t n;
+};
+
+void xstacks_init(struct xstacks *s, const struct history *h);
+void xstacks_fini(struct xstacks *s);
+void xstacks_thread(struct xstacks *s, const struct xplan *p, const struct xlane *l,
+                    const struct xthread *x);
+
 /* Function and file of a frame, never NULL. */
 const char *xframe_fn(const struct hframe *f);
 const char *xframe_file(const struct hframe *f);

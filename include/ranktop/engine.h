@@ -52,6 +52,7 @@ struct engine_opts {
     double rate_hz;      /* stack samples per second per rank (default 10) */
     bool all_threads;    /* every Python thread, else the main thread only */
     bool gil;            /* GIL counters */
+    bool gil_only;       /* keep only the stacks of threads holding the GIL (record --gil) */
     bool mem;            /* host memory counters (RSS, PSS, USS, swap) */
     bool gpu, npu;       /* device counters */
     uint64_t history_ns; /* window kept; 0 = everything */

@@ -1,4 +1,5 @@
-/* Argument helpers shared by the subcommands. Main thread only. */
+/* Argument and message helpers shared by the subcommands: PID lists, JSON strings, the
+ * speaker of an error line and the pointer to --help. Main thread only. */
 #include "cli.h"
 
 #include "ranktop/util.h"
@@ -59,4 +60,18 @@ fix:
     o = json_object_new_string(fixed);
     free(fixed);
     return o;
+}
+
+const char *cli_who(const char *cmd)
+{
+    static char who[64];
+
+    snprintf(who, sizeof(who), "ranktop%s%s", cmd && cmd[0] ? " " : "", cmd ? cmd : "");
+    return who;
+}
+
+int cli_try_help(const char *cmd)
+{
+    fprintf(stderr, "try '%s --help'\n", cli_who(cmd));
+    return CLI_EXIT_USAGE;
 }

@@ -3,12 +3,33 @@
 #ifndef RANKTOP_CLI_H
 #define RANKTOP_CLI_H
 
+#include <stdio.h>
+
 int cmd_dump(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 int cmd_monitor(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_agent(int argc, char **argv);
+
+/* The monitor's options, for `ranktop --help` (which shows them after the commands). */
+void cmd_monitor_options(FILE *f);
+
+/* Exit statuses, the same for every command (--help, the man page and the README say so). */
+enum cli_exit {
+    CLI_EXIT_OK = 0,    /* done */
+    CLI_EXIT_FAIL = 1,  /* a runtime failure: nothing found, a process or file not usable */
+    CLI_EXIT_USAGE = 2, /* the command line is wrong: option, value, argument */
+};
+
+/* Who speaks in an error line: "ranktop ls" for cmd "ls", "ranktop" for the monitor (cmd NULL
+ * or ""). Points to a static buffer (main thread, one call per message). */
+const char *cli_who(const char *cmd);
+
+/* After getopt_long printed its line about a bad option (prefixed with argv[0], which main
+ * sets to cli_who(cmd)): one line pointing at the help, not the whole usage. Returns
+ * CLI_EXIT_USAGE. */
+int cli_try_help(const char *cmd);
 
 /* Parses "12,34" into pids (appending to *v / *n). Returns 0 or -1 with a message in err. */
 int cli_parse_pids(const char *arg, int **v, int *n, char *err, unsigned errlen);

@@ -54,7 +54,7 @@ static int parse_ints(const char *arg, int **v, int *n, const char *cmd, const c
     char err[160];
 
     if (cli_parse_pids(arg, v, n, err, sizeof(err)) < 0) {
-        fprintf(stderr, "ranktop %s: %s: %s\n", cmd, flag, err);
+        fprintf(stderr, "%s: %s: %s\n", cli_who(cmd), flag, err);
         return -1;
     }
     return 1;
@@ -88,8 +88,8 @@ int cli_disc_handle(int c, const char *arg, struct discovery_opts *o, const char
     case OPT_TIMEOUT:
         s = strtod(arg, &end);
         if (*end || end == arg || !(s > 0 && s <= 3600)) {
-            fprintf(stderr, "ranktop %s: --tool-timeout wants seconds in (0, 3600], got '%s'\n",
-                    cmd, arg);
+            fprintf(stderr, "%s: --tool-timeout wants seconds in (0, 3600], got '%s'\n",
+                    cli_who(cmd), arg);
             return -1;
         }
         o->dev.timeout_ms = (int)(s * 1000);

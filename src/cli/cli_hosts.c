@@ -3,6 +3,8 @@
  * which ranktop runs there. Main thread only. */
 #include "cli_hosts.h"
 
+#include "cli.h"
+
 #include "ranktop/util.h"
 
 #include <stdlib.h>
@@ -44,7 +46,7 @@ void cli_hosts_usage(FILE *f)
 
 static int bad(const char *cmd, const char *msg, const char *what)
 {
-    fprintf(stderr, "ranktop %s: %s%s\n", cmd, msg, what ? what : "");
+    fprintf(stderr, "%s: %s%s\n", cli_who(cmd), msg, what ? what : "");
     return -1;
 }
 
@@ -57,7 +59,7 @@ static int add_file(struct cli_hosts *h, const char *path, const char *cmd)
 
     rc = file_read_regular(path, 1 << 24, &buf, &len);
     if (rc < 0) {
-        fprintf(stderr, "ranktop %s: --hostfile %s: cannot read it: %s\n", cmd, path,
+        fprintf(stderr, "%s: --hostfile %s: cannot read it: %s\n", cli_who(cmd), path,
                 app_status_str(rc));
         return -1;
     }

@@ -22,7 +22,15 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-enum { OPT_ALL = 0x2000, OPT_NO_GIL, OPT_NO_MEM, OPT_HEARTBEAT, OPT_TICK, OPT_NATIVE };
+enum {
+    OPT_ALL = 0x2000,
+    OPT_NO_GIL,
+    OPT_GIL_ONLY,
+    OPT_NO_MEM,
+    OPT_HEARTBEAT,
+    OPT_TICK,
+    OPT_NATIVE
+};
 
 struct agent {
     struct engine *e;
@@ -47,6 +55,7 @@ static void agent_usage(FILE *f)
           "  -r, --rate HZ        stack samples per second (default 10)\n"
           "      --all-threads    every Python thread (default: main thread only)\n"
           "      --no-gil         no GIL counters\n"
+          "      --gil            only stacks of threads holding the GIL (record --gil)\n"
           "      --native         native (C/C++) frames merged into every sample (stops each\n"
           "                       thread briefly per sample; keep the rate low)\n"
           "      --no-mem         no memory counters\n"
@@ -221,6 +230,9 @@ static int agent_option(int c, const char *arg, struct engine_opts *o, struct ag
     case OPT_NO_GIL:
         o->gil = false;
         return 0;
+    case OPT_GIL_ONLY:
+        o->gil_only = true;
+        return 0;
     case OPT_NO_MEM:
         o->mem = false;
         return 0;
@@ -238,6 +250,7 @@ int cmd_agent(int argc, char **argv)
         {"rate", required_argument, NULL, 'r'},
         {"all-threads", no_argument, NULL, OPT_ALL},
         {"no-gil", no_argument, NULL, OPT_NO_GIL},
+        {"gil", no_argument, NULL, OPT_GIL_ONLY},
         {"no-mem", no_argument, NULL, OPT_NO_MEM},
         {"native", no_argument, NULL, OPT_NATIVE},
         {"heartbeat", required_argument, NULL, OPT_HEARTBEAT},
@@ -262,8 +275,8 @@ int cmd_agent(int argc, char **argv)
             return 0;
         }
         if (c == '?' || agent_option(c, optarg, &o, &a, &tick_ms) < 0) {
-            agent_usage(stderr);
-            return 2;
+            cli_disc_fini(&o.disc);
+            return cli_try_help("agent");
         }
     }
     signal(SIGPIPE, SIG_IGN);

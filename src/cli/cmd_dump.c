@@ -98,9 +98,8 @@ static int parse_dump_args(int argc, char **argv, struct dump_opts *o)
         } else if (c == 'h') {
             dump_usage(stdout);
             return 0;
-        } else if (c != 'p') {
-            dump_usage(stderr);
-            return 2;
+        } else if (c != 'p') { /* getopt said what was wrong */
+            return cli_try_help("dump");
         }
     }
     if (cli_hosts_finish(&o->hosts, &o->remote, "dump") < 0)
@@ -114,8 +113,7 @@ static int parse_dump_args(int argc, char **argv, struct dump_opts *o)
     if (optind < argc || (o->npids == 0 && !o->ranks)) {
         fprintf(stderr, "ranktop dump: %s\n",
                 optind < argc ? "unexpected argument" : "no process given: use -p PID or --ranks");
-        dump_usage(stderr);
-        return 2;
+        return cli_try_help("dump");
     }
     return -1;
 }

@@ -26,8 +26,8 @@ static void ls_usage(FILE *f)
     cli_disc_usage(f);
     cli_hosts_usage(f);
     fputs("  -h, --help                this help\n"
-          "\nExit status: 0 when ranks were found, 1 when none were or a process named with\n"
-          "-p is not a readable Python process, 2 on bad usage.\n",
+          "\nExit status: 0 when ranks were found, 1 when none were (or none matched) or a\n"
+          "process named with -p is not a readable Python process, 2 on bad usage.\n",
           f);
 }
 
@@ -432,7 +432,10 @@ static bool named_ok(const struct discovery *d, const struct discovery_opts *o)
 /* Why nothing was found, and what to do, in one line. */
 static void explain_empty(const struct discovery *d, const struct discovery_opts *o)
 {
-    if (o->npids || o->nchildren_of || o->match)
+    if (o->match && !o->npids && !o->nchildren_of)
+        fprintf(stderr, "ranktop ls: no ranks found: no process matched --match '%s'\n",
+                text_safe(o->match));
+    else if (o->npids || o->nchildren_of || o->match)
         fprintf(stderr, "ranktop: no ranks found: none of the given processes exist%s\n",
                 o->nchildren_of ? " (the launcher has no descendants)" : "");
     else
@@ -468,10 +471,10 @@ int cmd_ls(int argc, char **argv)
         if (h == 0)
             h = cli_hosts_handle(c, optarg, &hosts, "ls");
         if (h < 0 || (h == 0 && c != 'j' && c != 'h')) {
-            if (h == 0)
-                ls_usage(stderr);
+            if (h == 0) /* getopt said what was wrong */
+                cli_try_help("ls");
             cli_disc_fini(&o);
-            return 2;
+            return CLI_EXIT_USAGE;
         }
         if (c == 'j')
             json = true;
@@ -482,11 +485,13 @@ int cmd_ls(int argc, char **argv)
         }
     }
     if (optind < argc || cli_hosts_finish(&hosts, &ro, "ls") < 0) {
-        if (optind < argc)
+        if (optind < argc) {
             fprintf(stderr, "ranktop ls: unexpected argument '%s'\n", argv[optind]);
+            cli_try_help("ls");
+        }
         cli_disc_fini(&o);
         cli_hosts_fini(&hosts);
-        return 2;
+        return CLI_EXIT_USAGE;
     }
     if (ro.nhosts) {
         rc = ls_hosts(&o, &ro, json);
@@ -498,7 +503,7 @@ int cmd_ls(int argc, char **argv)
     rc = discovery_run(&o, &d, &err);
     if (rc < 0) {
         fprintf(stderr, "ranktop ls: %s\n", err.msg);
-        rc = 2;
+        rc = rc == APP_E_USAGE ? CLI_EXIT_USAGE : CLI_EXIT_FAIL; /* a bad --match is usage */
     } else {
         if (json)
             print_json(&d);

@@ -31,12 +31,9 @@ struct mon_opts {
 
 enum { OPT_HANG = 0x3000, OPT_EXPORT_DIR, OPT_HISTORY, OPT_ALL };
 
-static void mon_usage(FILE *f)
+void cmd_monitor_options(FILE *f)
 {
-    fputs("usage: ranktop [options]        the live monitor on the discovered ranks\n"
-          "       ranktop demo [options]   the monitor on a bundled demo job\n"
-          "\n"
-          "  -r, --rate HZ            stack samples per second per rank (default 10)\n"
+    fputs("  -r, --rate HZ            stack samples per second per rank (default 10)\n"
           "      --hang-after S       HANG banner after S seconds without change (default 30)\n"
           "      --export-dir DIR     where `e` writes traces (default: current directory)\n"
           "      --history S          seconds of history kept (default 600)\n"
@@ -44,51 +41,67 @@ static void mon_usage(FILE *f)
           f);
     cli_disc_usage(f);
     cli_hosts_usage(f);
+}
+
+static void mon_usage(FILE *f)
+{
+    fputs("usage: ranktop [options]        the live monitor on the discovered ranks\n"
+          "       ranktop demo [options]   the monitor on a bundled demo job\n"
+          "\n",
+          f);
+    cmd_monitor_options(f);
     fputs("  -h, --help               this help\n"
-          "\nOther commands: ranktop ls | dump | record (each with --help).\n",
+          "\nOther commands: ranktop ls | dump | record | agent (each with --help); keys: F1\n"
+          "or ? in the monitor. Exit status: 0 on q, 1 when the monitor cannot start, 2 on\n"
+          "bad usage.\n",
           f);
 }
 
-static int num_arg(const char *arg, const char *flag, double min, double max, double *out)
+static int num_arg(const char *who, const char *arg, const char *flag, double min, double max,
+                   double *out)
 {
     char *end;
     double v = strtod(arg, &end);
 
     if (end == arg || *end || !(v >= min && v <= max)) {
-        fprintf(stderr, "ranktop: %s wants a number in [%g, %g], got '%s'\n", flag, min, max, arg);
+        fprintf(stderr, "%s: %s wants a number in [%g, %g], got '%s'\n", cli_who(who), flag, min,
+                max, arg);
         return -1;
     }
     *out = v;
     return 0;
 }
 
-static int mon_option(int c, const char *arg, struct mon_opts *o)
+/* One option of the monitor's own; who is "" (the monitor) or "demo". Returns 0, or -1 after
+ * its message. */
+static int mon_option(int c, const char *arg, struct mon_opts *o, const char *who)
 {
     double v;
 
     switch (c) {
     case 'r':
-        return num_arg(arg, "--rate", 0.1, 1000, &o->eng.rate_hz);
+        return num_arg(who, arg, "--rate", 0.1, 1000, &o->eng.rate_hz);
     case OPT_HANG:
-        return num_arg(arg, "--hang-after", 1, 1e6, &o->ui.hang_after_s);
+        return num_arg(who, arg, "--hang-after", 1, 1e6, &o->ui.hang_after_s);
     case OPT_EXPORT_DIR:
         o->ui.export_dir = arg;
         return 0;
     case OPT_HISTORY:
-        if (num_arg(arg, "--history", 10, 1e7, &v) < 0)
+        if (num_arg(who, arg, "--history", 10, 1e7, &v) < 0)
             return -1;
         o->eng.history_ns = (uint64_t)(v * 1e9);
         return 0;
     case OPT_ALL:
         o->ui.all_threads = o->eng.all_threads = true;
         return 0;
-    default:
-        mon_usage(stderr);
+    default: /* getopt said what was wrong */
+        cli_try_help(who);
         return -1;
     }
 }
 
-static int parse_monitor(int argc, char **argv, struct mon_opts *o)
+/* Returns an exit status to leave with (help, bad usage), or -1 to run. */
+static int parse_monitor(int argc, char **argv, struct mon_opts *o, const char *who)
 {
     static const struct option own[] = {
         {"rate", required_argument, NULL, 'r'},
@@ -104,26 +117,26 @@ static int parse_monitor(int argc, char **argv, struct mon_opts *o)
     cli_disc_longopts(own, sizeof(own) / sizeof(*own), longs);
     optind = 1;
     while ((c = getopt_long(argc, argv, "r:p:h", longs, NULL)) != -1) {
-        int h = cli_disc_handle(c, optarg, &o->eng.disc, "monitor");
+        int h = cli_disc_handle(c, optarg, &o->eng.disc, who);
 
         if (h == 0)
-            h = cli_hosts_handle(c, optarg, &o->hosts, "monitor");
+            h = cli_hosts_handle(c, optarg, &o->hosts, who);
         if (h < 0)
-            return 2;
+            return CLI_EXIT_USAGE;
         if (h == 1)
             continue;
         if (c == 'h') {
             mon_usage(stdout);
-            return 0;
+            return CLI_EXIT_OK;
         }
-        if (mon_option(c, optarg, o) < 0)
-            return 2;
+        if (mon_option(c, optarg, o, who) < 0)
+            return CLI_EXIT_USAGE;
     }
     if (optind < argc) {
-        fprintf(stderr, "ranktop: unexpected argument '%s'\n", argv[optind]);
-        return 2;
+        fprintf(stderr, "%s: unexpected argument '%s'\n", cli_who(who), argv[optind]);
+        return cli_try_help(who);
     }
-    return cli_hosts_finish(&o->hosts, &o->eng.remote, "monitor") < 0 ? 2 : -1;
+    return cli_hosts_finish(&o->hosts, &o->eng.remote, who) < 0 ? CLI_EXIT_USAGE : -1;
 }
 
 static int run_monitor(struct mon_opts *o)
@@ -175,7 +188,7 @@ int cmd_monitor(int argc, char **argv)
     int rc;
 
     mon_defaults(&o);
-    rc = parse_monitor(argc, argv, &o);
+    rc = parse_monitor(argc, argv, &o, "");
     if (rc < 0) {
         o.ui.title = o.eng.disc.npids          ? "given pids"
                      : o.eng.disc.nchildren_of ? "children of launcher"
@@ -265,7 +278,7 @@ int cmd_demo(int argc, char **argv)
 
     mon_defaults(&o);
     o.ui.hang_after_s = 10;
-    rc = parse_monitor(argc, argv, &o);
+    rc = parse_monitor(argc, argv, &o, "demo");
     if (rc >= 0 || !script || !mkdtemp(syncdir)) {
         if (rc < 0)
             fprintf(stderr, "ranktop demo: %s\n",

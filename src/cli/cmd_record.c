@@ -8,6 +8,7 @@
 #include "cli_hosts.h"
 #include "ranktop/engine.h"
 #include "ranktop/export.h"
+#include "ranktop/procscan.h"
 #include "ranktop/pystack.h"
 
 #include "ranktop/util.h"
@@ -31,6 +32,8 @@ struct rec_opts {
     const char *trigger; /* --trigger-file */
     enum export_format fmt;
     struct cli_hosts hosts;
+    bool subprocesses; /* py-spy's: each -p PID also stands for its descendants */
+    bool nonblocking;  /* py-spy's: never stop the target (refuses --native) */
 };
 
 enum {
@@ -40,9 +43,12 @@ enum {
     OPT_MEM,
     OPT_AUTOSAVE,
     OPT_SNAPSHOT,
-    OPT_GIL,
+    OPT_GIL_STATS,
+    OPT_GIL_ONLY,
+    OPT_IDLE,
+    OPT_NONBLOCKING,
+    OPT_SUBPROCESSES,
     OPT_NATIVE,
-    OPT_FORMAT,
     OPT_TRIGGER,
     OPT_HISTORY,
     OPT_MEMCAP,
@@ -65,7 +71,15 @@ static void rec_usage(FILE *f)
           "      --gpu-usage               GPU utilisation and memory counters\n"
           "      --npu-usage               NPU AICore and HBM counters\n"
           "      --cpu-mem-usage           host memory counters (RSS, PSS, USS, swap)\n"
-          "      --gil                     GIL counters (busy %, switches/s, waiters)\n"
+          "      --gil-stats               GIL counters (busy %, switches/s, waiters)\n"
+          "      --gil                     only samples of threads that hold the GIL (as\n"
+          "                                py-spy --gil); the others leave gaps\n"
+          "      --idle                    accepted for py-spy: idle (off-CPU) samples are\n"
+          "                                always recorded, a rank waiting is news here\n"
+          "      --nonblocking             accepted for py-spy: ranktop never stops the\n"
+          "                                target (except --native, which it refuses)\n"
+          "      --subprocesses            each -p PID also means its descendants (as\n"
+          "                                --children-of PID; PID itself when Python)\n"
           "      --native                  native (C/C++) frames merged into every sample,\n"
           "                                marked native; each thread is stopped for about\n"
           "                                0.2 ms per sample, so keep the rate low (10 Hz)\n"
@@ -73,7 +87,9 @@ static void rec_usage(FILE *f)
           "      --autosave-snapshot-interval S\n"
           "                                also keep a time-tagged copy every S seconds\n"
           "                                (default 7200; 0 = off)\n"
-          "      --format F                chrome (default), speedscope or collapsed\n"
+          "  -f, --format F                chrome (default; py-spy: chrometrace), speedscope,\n"
+          "                                collapsed (py-spy: raw), flamegraph (an SVG),\n"
+          "                                perfetto (protobuf)\n"
           "      --trigger-file PATH       record only while PATH exists; write each window\n"
           "                                to its own time-tagged file\n"
           "      --history S               keep only the last S seconds (default: all)\n"
@@ -86,7 +102,8 @@ static void rec_usage(FILE *f)
     cli_hosts_usage(f);
     fputs("  -h, --help                    this help\n"
           "\nExit status: 0 when a trace was written, 1 when nothing could be recorded or\n"
-          "written, 2 on bad usage.\n",
+          "written (an unwritable output included), 2 on bad usage (an option, a value, an\n"
+          "output that is not a regular file or a new name).\n",
           f);
 }
 
@@ -137,11 +154,11 @@ static int rec_option(int c, const char *arg, struct rec_opts *o)
             return -1;
         o->eng.mem_cap = (size_t)(v * 1048576.0);
         return 0;
-    case OPT_FORMAT:
+    case 'f':
         if ((int)(o->fmt = (enum export_format)export_format_parse(arg)) < 0) {
             fprintf(stderr,
-                    "ranktop record: unknown --format '%s' (chrome, speedscope, "
-                    "collapsed)\n",
+                    "ranktop record: unknown --format '%s' (chrome, chrometrace, speedscope, "
+                    "collapsed, raw, flamegraph, perfetto)\n",
                     arg);
             return -1;
         }
@@ -164,10 +181,48 @@ static int rec_option(int c, const char *arg, struct rec_opts *o)
         o->eng.npu |= c == OPT_NPU;
         o->eng.gpu |= c == OPT_GPU;
         o->eng.mem |= c == OPT_MEM;
-        o->eng.gil |= c == OPT_GIL;
+        o->eng.gil |= c == OPT_GIL_STATS;
+        o->eng.gil_only |= c == OPT_GIL_ONLY;
+        o->nonblocking |= c == OPT_NONBLOCKING;
+        o->subprocesses |= c == OPT_SUBPROCESSES;
         o->eng.native |= c == OPT_NATIVE;
-        return c >= OPT_ALL && c <= OPT_NATIVE ? 0 : 1;
+        return c >= OPT_ALL && c <= OPT_NATIVE ? 0 : 1; /* OPT_IDLE: nothing to change */
     }
+}
+
+/* py-spy's flags that need the whole command line. --nonblocking refuses --native (which
+ * stops each thread at every sample). --subprocesses makes each -p PID stand for its
+ * descendants (--children-of PID) and for itself when it runs Python, as py-spy records the
+ * process and its children; a launcher that is not Python (a shell) is not a rank. Returns -1
+ * to go on, or CLI_EXIT_USAGE. */
+static int py_spy_words(struct rec_opts *o)
+{
+    struct discovery_opts *d = &o->eng.disc;
+    int kept = 0;
+
+    if (o->nonblocking && o->eng.native) {
+        fprintf(stderr, "ranktop record: --native stops each thread briefly at every sample, "
+                        "which --nonblocking forbids: drop one of them\n");
+        return CLI_EXIT_USAGE;
+    }
+    if (!o->subprocesses)
+        return -1;
+    if (!d->npids) {
+        fprintf(stderr, "ranktop record: --subprocesses wants -p PID, the process whose "
+                        "descendants to record\n");
+        return cli_try_help("record");
+    }
+    for (int i = 0; i < d->npids; i++) {
+        int pid = d->pids[i];
+
+        d->children_of = x_reallocarray(d->children_of, (size_t)d->nchildren_of + 1, sizeof(int));
+        d->children_of[d->nchildren_of++] = pid;
+        /* Kept when Python, and when gone or unreadable: then the summary says why. */
+        if (procscan_is_python(pid) || kill(pid, 0) < 0)
+            d->pids[kept++] = pid;
+    }
+    d->npids = kept;
+    return -1;
 }
 
 static int parse_record(int argc, char **argv, struct rec_opts *o)
@@ -181,11 +236,15 @@ static int parse_record(int argc, char **argv, struct rec_opts *o)
         {"npu-usage", no_argument, NULL, OPT_NPU},
         {"gpu-usage", no_argument, NULL, OPT_GPU},
         {"cpu-mem-usage", no_argument, NULL, OPT_MEM},
-        {"gil", no_argument, NULL, OPT_GIL},
+        {"gil-stats", no_argument, NULL, OPT_GIL_STATS},
+        {"gil", no_argument, NULL, OPT_GIL_ONLY},
+        {"idle", no_argument, NULL, OPT_IDLE},
+        {"nonblocking", no_argument, NULL, OPT_NONBLOCKING},
+        {"subprocesses", no_argument, NULL, OPT_SUBPROCESSES},
         {"native", no_argument, NULL, OPT_NATIVE},
         {"autosave-interval", required_argument, NULL, OPT_AUTOSAVE},
         {"autosave-snapshot-interval", required_argument, NULL, OPT_SNAPSHOT},
-        {"format", required_argument, NULL, OPT_FORMAT},
+        {"format", required_argument, NULL, 'f'},
         {"trigger-file", required_argument, NULL, OPT_TRIGGER},
         {"history", required_argument, NULL, OPT_HISTORY},
         {"memory-cap", required_argument, NULL, OPT_MEMCAP},
@@ -197,7 +256,7 @@ static int parse_record(int argc, char **argv, struct rec_opts *o)
 
     cli_disc_longopts(own, sizeof(own) / sizeof(*own), longs);
     optind = 1;
-    while ((c = getopt_long(argc, argv, "o:i:r:d:p:h", longs, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "o:i:r:d:f:p:h", longs, NULL)) != -1) {
         int h = cli_disc_handle(c, optarg, &o->eng.disc, "record");
 
         if (h == 0)
@@ -211,22 +270,26 @@ static int parse_record(int argc, char **argv, struct rec_opts *o)
             return 0;
         }
         h = rec_option(c, optarg, o);
-        if (h != 0) {
-            if (h > 0)
-                rec_usage(stderr);
-            return 2;
-        }
+        if (h > 0) /* getopt said what was wrong */
+            return cli_try_help("record");
+        if (h < 0)
+            return CLI_EXIT_USAGE;
     }
     if (optind < argc || !o->out) {
-        fprintf(stderr, "ranktop record: %s\n",
-                optind < argc ? "unexpected argument" : "no output file: use -o FILE");
-        return 2;
+        if (optind < argc)
+            fprintf(stderr, "ranktop record: unexpected argument '%s'\n", argv[optind]);
+        else
+            fprintf(stderr, "ranktop record: no output file: use -o FILE\n");
+        return cli_try_help("record");
     }
-    return cli_hosts_finish(&o->hosts, &o->eng.remote, "record") < 0 ? 2 : -1;
+    if (cli_hosts_finish(&o->hosts, &o->eng.remote, "record") < 0)
+        return CLI_EXIT_USAGE;
+    return py_spy_words(o);
 }
 
-/* Fails early, before any sampling, when the output cannot be written. */
-/* The output is checked before anything is sampled: a run must not be lost at its end. */
+/* The output is checked before anything is sampled: a run must not be lost at its end.
+ * Returns 0, or the exit status: usage for a name that can never be an output (standard
+ * output, a directory, a FIFO...), a runtime failure for one the system refuses now. */
 static int check_output(const char *path)
 {
     struct app_err err = {0};
@@ -236,11 +299,11 @@ static int check_output(const char *path)
         fprintf(stderr, "ranktop record: -o -: the output is written to a temp file and renamed "
                         "into place (again at every autosave), so it must be a file, not "
                         "standard output\n");
-        return -1;
+        return CLI_EXIT_USAGE;
     }
-    if (export_check_path(path, &err) < 0) {
+    if ((n = export_check_path(path, &err)) < 0) {
         fprintf(stderr, "ranktop record: %s\n", err.msg);
-        return -1;
+        return n == APP_E_USAGE || n == APP_E_NOTREG ? CLI_EXIT_USAGE : CLI_EXIT_FAIL;
     }
     n = export_clean_stale(path);
     if (n > 0)
@@ -465,10 +528,10 @@ int cmd_record(int argc, char **argv)
     o.eng.rate_hz = 10;
     o.eng.mem_cap = 1024u << 20;
     rc = parse_record(argc, argv, &o);
-    if (rc >= 0 || check_output(o.out) < 0) {
+    if (rc >= 0 || (rc = check_output(o.out)) != 0) {
         cli_disc_fini(&o.eng.disc);
         cli_hosts_fini(&o.hosts);
-        return rc >= 0 ? rc : 2;
+        return rc;
     }
     sigemptyset(&set);
     sigaddset(&set, SIGINT);

@@ -1,5 +1,7 @@
-/* ranktop entry point: dispatches to a subcommand. Runs on the main thread; decides the exit
- * status (0 success, 1 some target could not be read, 2 usage error). */
+/* ranktop entry point: dispatches to a subcommand. Runs on the main thread. Every command
+ * exits with the statuses of enum cli_exit (0 done, 1 runtime failure, 2 usage error), and
+ * names itself at the start of its error lines ("ranktop ls: ..."): getopt's own lines take
+ * argv[0], which is set here to that name. */
 #include "cli.h"
 
 #include <stdio.h>
@@ -7,52 +9,66 @@
 
 static void usage(FILE *f)
 {
-    fputs("usage: ranktop <command> [options]\n"
+    fputs("usage: ranktop [options]                the live monitor on the job's ranks\n"
+          "       ranktop <command> [options]\n"
           "\n"
           "commands:\n"
-          "  (none) [options]                the live monitor (see ranktop --help)\n"
-          "  demo                            the monitor on a bundled demo job\n"
+          "  demo [options]                  the monitor on a bundled 4-rank demo job\n"
           "  ls [--json] [discovery flags]   list the GPUs/NPUs and the ranks of this node\n"
           "  dump -p PID[,PID...] [--json]   print the Python stacks of running processes\n"
           "  record -o FILE [options]        record the ranks' stacks to a trace file\n"
           "  agent [options]                 a node's collectors for a head on another node\n"
           "\n"
-          "options:\n"
-          "  -h, --help      this help\n"
-          "  -V, --version   print the version\n"
+          "  -h, --help                      this help ('ranktop CMD --help': a command's)\n"
+          "  -V, --version                   print the version\n"
           "\n"
-          "Run 'ranktop dump --help' for the options of a command.\n",
+          "options of the monitor (and demo):\n",
           f);
+    cmd_monitor_options(f);
+    fputs("\n"
+          "Exit status (every command): 0 done, 1 a runtime failure (no rank found, a process\n"
+          "or file that cannot be used, nothing recorded), 2 a usage error (unknown option,\n"
+          "bad value, missing argument). See ranktop(1).\n",
+          f);
+}
+
+static int is_opt(const char *a, const char *s, const char *l)
+{
+    return !strcmp(a, s) || !strcmp(a, l);
 }
 
 int main(int argc, char **argv)
 {
+    static const struct {
+        const char *name;
+        int (*run)(int, char **);
+    } cmds[] = {{"ls", cmd_ls},
+                {"demo", cmd_demo},
+                {"record", cmd_record},
+                {"dump", cmd_dump},
+                {"agent", cmd_agent}};
+
+    if (argc >= 2 && is_opt(argv[1], "-h", "--help")) {
+        usage(stdout);
+        return CLI_EXIT_OK;
+    }
+    if (argc >= 2 && is_opt(argv[1], "-V", "--version")) {
+        puts("ranktop " RANKTOP_VERSION);
+        return CLI_EXIT_OK;
+    }
     if (argc < 2 || argv[1][0] == '-') {
-        if (argc >= 2 && (!strcmp(argv[1], "-V") || !strcmp(argv[1], "--version"))) {
-            puts("ranktop " RANKTOP_VERSION);
-            return 0;
-        }
+        argv[0] = (char *)"ranktop";
         return cmd_monitor(argc, argv);
     }
-    if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-        usage(stdout);
-        return 0;
-    }
-    if (!strcmp(argv[1], "-V") || !strcmp(argv[1], "--version")) {
-        puts("ranktop " RANKTOP_VERSION);
-        return 0;
-    }
-    if (!strcmp(argv[1], "ls"))
-        return cmd_ls(argc - 1, argv + 1);
-    if (!strcmp(argv[1], "demo"))
-        return cmd_demo(argc - 1, argv + 1);
-    if (!strcmp(argv[1], "record"))
-        return cmd_record(argc - 1, argv + 1);
-    if (!strcmp(argv[1], "dump"))
-        return cmd_dump(argc - 1, argv + 1);
-    if (!strcmp(argv[1], "agent"))
-        return cmd_agent(argc - 1, argv + 1);
-    fprintf(stderr, "ranktop: unknown command '%s'\n", argv[1]);
-    usage(stderr);
-    return 2;
+    for (size_t i = 0; i < sizeof(cmds) / sizeof(*cmds); i++)
+        if (!strcmp(argv[1], cmds[i].name)) {
+            static char who[32];
+
+            snprintf(who, sizeof(who), "ranktop %s", cmds[i].name);
+            argv[1] = who;
+            return cmds[i].run(argc - 1, argv + 1);
+        }
+    fprintf(stderr, "ranktop: unknown command '%s' (commands: demo, ls, dump, record, agent)\n",
+            argv[1]);
+    return cli_try_help(NULL);
 }

@@ -177,7 +177,7 @@ void engine_native_sample(struct engine *e, struct engine_native *n, int key, in
     for (size_t i = 0; i < nthreads; i++) {
         uint32_t id;
 
-        if (tv[i].tid <= 0 || tv[i].status < 0)
+        if (tv[i].tid <= 0 || tv[i].status != 0) /* unreadable, or skipped (ENGINE_TV_SKIPPED) */
             continue;
         id = native_thread(e, n, py, tv[i].ident, tv[i].tid, &err);
         if (id != HSTACK_NONE) {

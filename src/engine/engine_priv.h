@@ -106,8 +106,11 @@ struct engine_tview {
     uint64_t ident;
     int tid;
     char name[64]; /* "" unknown */
-    int status;    /* 0, or why the stack was dropped */
+    int status;    /* 0, or why the stack was dropped (< 0), or ENGINE_TV_SKIPPED */
 };
+/* engine_tview.status of a thread left out on purpose, not an error: with gil_only, a thread
+ * that does not hold the GIL at that sample. */
+#define ENGINE_TV_SKIPPED 1
 
 /* A slot's native sampling state; owned by the sampler thread. */
 struct native_ctx;

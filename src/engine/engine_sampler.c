@@ -260,7 +260,9 @@ static void view_sample_locked(struct sampler *sp, struct slot *sl, const struct
 
         sp->tv[i] = (struct engine_tview){pt->ident, pt->tid, "", pt->status};
         snprintf(sp->tv[i].name, sizeof(sp->tv[i].name), "%s", pt->name ? pt->name : "");
-        sp->ids[i] = pt->status == 0 ? thread_stack_locked(sp, sl, pt) : HSTACK_NONE;
+        if (sp->e->o.gil_only && pt->status == 0 && !pt->gil) /* a gap, as py-spy --gil */
+            sp->tv[i].status = ENGINE_TV_SKIPPED;
+        sp->ids[i] = sp->tv[i].status == 0 ? thread_stack_locked(sp, sl, pt) : HSTACK_NONE;
     }
     for (size_t i = 0; i < sl->nlast; i++) { /* threads gone since: forget them */
         if (sl->last[i].seen) {
@@ -296,7 +298,7 @@ static void observe_locked(struct sampler *sp, struct slot *sl, uint32_t n, uint
 
         if (sp->ids[i] != HSTACK_NONE)
             e->stacks++;
-        else
+        else if (v->status != ENGINE_TV_SKIPPED)
             e->errs++;
         th = worker ? history_worker_thread(r, worker, v->ident, v->tid, name)
                     : history_thread(r, v->ident, v->tid, name, i + 1 == n);

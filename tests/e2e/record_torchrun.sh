@@ -19,7 +19,7 @@ four_ready() { # every rank has done its first step
 }
 wait_for four_ready || fail "the job did not start: $(tail "$WORK/job.log")"
 
-"$RANKTOP_BIN" record --children-of "$LAUNCHER" -r 20 -d 5 --gil --cpu-mem-usage \
+"$RANKTOP_BIN" record --children-of "$LAUNCHER" -r 20 -d 5 --gil-stats --cpu-mem-usage \
     -o "$WORK/job.json" --nvidia-smi /nonexistent --npu-smi /nonexistent 2> "$WORK/rec.err" ||
     fail "record: $(cat "$WORK/rec.err")"
 $CHECK --lanes 4 --lane-name-regex '^rank [0-3] \(pid [0-9]+, ' "$WORK/job.json" || fail "trace check"

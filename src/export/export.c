@@ -2,8 +2,10 @@
  * (lanes in rank order, small pids and tids, thread selection, runs clipped to the window),
  * and the atomic file replacement behind export_write.
  *
- * Invariants: a lane's pid is its 1-based position in rank order (unknown ranks last); tid 0
- * is the rank's main thread, other threads follow in the order the history holds them; a
+ * Invariants: lanes are in rank order (unknown ranks last); a lane's pid is the rank's real
+ * pid unless another lane has it already, then an id no other lane has (xplan_init in
+ * export_priv.h); the main thread comes first with tid == the lane's pid, other threads follow
+ * in the order the history holds them with their kernel tids; ids are unique in a trace; a
  * thread's clipped runs are contiguous and in time order, so consumers only ever see time
  * move forward. export_write never leaves anything but the old or the complete new file at
  * the path. Runs on whichever thread calls it, on a history nobody else writes. */
@@ -187,6 +189,22 @@ const char *xframe_file(const struct hframe *f)
     return f->file ? f->file : "";
 }
 
+void xframe_label(struct xbuf *out, const struct hframe *f)
+{
+    const char *file = xframe_file(f);
+
+    xb_puts(out, xframe_fn(f));
+    if (!file[0] && f->line <= 0)
+        return;
+    xb_put(out, " (", 2);
+    xb_puts(out, file);
+    if (f->line > 0) {
+        xb_put(out, ":", 1);
+        xb_i64(out, f->line);
+    }
+    xb_put(out, ")", 1);
+}
+
 /* The first sample of a rank: its own record, else the earliest of its threads. */
 static uint64_t rank_start(const struct hrank *r)
 {
@@ -222,6 +240,8 @@ static void lane_names(struct xlane *l)
         snprintf(l->label, sizeof(l->label), "unknown");
     if (r->rank >= 0 && r->pid > 0)
         n += (size_t)snprintf(parts + n, sizeof(parts) - n, "pid %d", history_key_pid(r->pid));
+    if (l->pid != history_key_pid(r->pid) && n < sizeof(parts))
+        n += (size_t)snprintf(parts + n, sizeof(parts) - n, "%sshown as %d", n ? ", " : "", l->pid);
     if (r->host[0] && n < sizeof(parts))
         n += (size_t)snprintf(parts + n, sizeof(parts) - n, "%s%.64s", n ? ", " : "", r->host);
     if (r->device[0] && n < sizeof(parts))
@@ -232,12 +252,37 @@ static void lane_names(struct xlane *l)
         snprintf(l->name, sizeof(l->name), "%s", l->label);
 }
 
-static void thread_add(struct xlane *l, const struct hthread *t, int tid)
+static bool id_taken(const int *ids, size_t n, int id)
 {
-    struct xthread *x = &l->th[l->nth++];
+    for (size_t i = 0; i < n; i++)
+        if (ids[i] == id)
+            return true;
+    return false;
+}
+
+/* The first of the wanted ids (0: none) not in ids[0..n), else a synthetic one; appended. */
+static int id_claim(int *ids, size_t n, int want1, int want2)
+{
+    int id = want1;
+
+    if (id <= 0 || id_taken(ids, n, id))
+        id = want2;
+    for (int k = XPLAN_SYNTH_ID; id <= 0 || id_taken(ids, n, id); k++)
+        id = k;
+    ids[n] = id;
+    return id;
+}
+
+/* tids[0..*ntid) are the lane's tids so far; tids[0] is the lane's pid, kept for the main
+ * thread (the process's own thread, tid == pid) even in a lane that shows none. */
+static void thread_add(struct xlane *l, const struct hthread *t, bool is_main, int *tids,
+                       size_t *ntid)
+{
+    struct xthread *x = &l->th[l->nth];
 
     x->t = t;
-    x->tid = tid;
+    x->order = (int)l->nth++;
+    x->tid = is_main ? l->pid : id_claim(tids, (*ntid)++, t->tid, 0);
     if (t->worker) /* a DataLoader-style worker's thread, shown in its rank's process */
         snprintf(x->name, sizeof(x->name), "worker %d %.40s", t->worker,
                  t->name[0] ? t->name : "thread");
@@ -246,30 +291,34 @@ static void thread_add(struct xlane *l, const struct hthread *t, int tid)
     else if (t->main)
         snprintf(x->name, sizeof(x->name), "MainThread");
     else
-        snprintf(x->name, sizeof(x->name), "thread %d", t->tid > 0 ? t->tid : tid);
+        snprintf(x->name, sizeof(x->name), "thread %d", t->tid > 0 ? t->tid : x->order);
 }
 
-/* Threads shown for a lane: the main thread first as tid 0, then (with all_threads) the
- * others as 1.. in history order. Threads that never produced a run are left out. */
+/* Threads shown for a lane: the main thread first, then (with all_threads) the others in
+ * history order. Threads that never produced a run are left out. A lane without a main
+ * thread still reserves tid == pid, so no other thread looks like the process's own. */
 static void lane_threads(struct xlane *l, const struct export_opts *o)
 {
     const struct hrank *r = l->r;
     size_t main_i = r->nthreads;
-    int tid = 1;
+    int *tids = x_calloc(r->nthreads + 1, sizeof(*tids));
+    size_t ntid = 1;
 
     l->th = x_calloc(r->nthreads ? r->nthreads : 1, sizeof(*l->th));
     for (size_t i = 0; i < r->nthreads && main_i == r->nthreads; i++)
         if (r->threads[i].main && r->threads[i].nruns)
             main_i = i;
+    tids[0] = l->pid;
     if (main_i < r->nthreads)
-        thread_add(l, &r->threads[main_i], 0);
+        thread_add(l, &r->threads[main_i], true, tids, &ntid);
     for (size_t i = 0; i < r->nthreads; i++) {
         const struct hthread *t = &r->threads[i];
 
         if (i == main_i || !t->nruns || !(o->all_threads || t->main))
             continue;
-        thread_add(l, t, tid++);
+        thread_add(l, t, false, tids, &ntid);
     }
+    free(tids);
 }
 
 static int lane_cmp(const void *a, const void *b)
@@ -290,6 +339,8 @@ static int lane_cmp(const void *a, const void *b)
 
 void xplan_init(struct xplan *p, const struct history *h, const struct export_opts *o)
 {
+    int *pids;
+
     memset(p, 0, sizeof(*p));
     p->h = h;
     p->o = o;
@@ -304,11 +355,17 @@ void xplan_init(struct xplan *p, const struct history *h, const struct export_op
         }
     }
     x_qsort(p->lane, p->nlane, sizeof(*p->lane), lane_cmp);
+    pids = x_calloc(p->nlane + 1, sizeof(*pids));
     for (size_t i = 0; i < p->nlane; i++) {
-        p->lane[i].pid = (int)i + 1;
-        lane_names(&p->lane[i]);
-        lane_threads(&p->lane[i], o);
+        struct xlane *l = &p->lane[i];
+
+        l->order = (int)i + 1;
+        l->pid = id_claim(pids, i, history_key_pid(l->r->pid), l->r->pid);
+        lane_names(l);
+        lane_threads(l, o);
     }
+    p->dev_pid = id_claim(pids, p->nlane, 0, 0);
+    free(pids);
 }
 
 void xplan_fini(struct xplan *p)
@@ -438,6 +495,8 @@ static int stream_errno(const struct history *h, const struct export_opts *o, FI
         export_speedscope(&b, &p);
     else if (o->format == EXPORT_COLLAPSED)
         export_collapsed(&b, &p);
+    else if (o->format == EXPORT_PERFETTO)
+        export_perfetto_stream(&b, &p);
     else
         export_chrome(&b, &p);
     e = xb_flush(&b);
@@ -457,7 +516,7 @@ int export_stream(const struct history *h, const struct export_opts *o, FILE *f,
     char buf[128];
     int e;
 
-    if ((unsigned)o->format > EXPORT_COLLAPSED) /* flamegraph, perfetto: being written */
+    if ((unsigned)o->format > EXPORT_COLLAPSED && o->format != EXPORT_PERFETTO) /* flamegraph */
         return app_err_set(err, APP_E_USAGE, "unknown export format %d", (int)o->format);
     e = stream_errno(h, o, f);
     if (e)
@@ -480,11 +539,19 @@ static void sync_dir(const char *path)
     free(dir);
 }
 
-/* Streams into the open temp file, then makes it durable; returns 0 or an errno value.
- * Closes fd in every case. */
-static int write_temp(const struct history *h, const struct export_opts *o, int fd)
+/* True for an output name ending in ".gz": written gzipped, in the format chosen as usual. */
+static bool gz_name(const char *path)
 {
-    FILE *f = fdopen(fd, "w");
+    size_t n = strlen(path);
+
+    return n > 3 && !strcmp(path + n - 3, ".gz");
+}
+
+/* Streams into the open temp file (gzipped when gz), then makes it durable; returns 0 or an
+ * errno value. Closes fd in every case. */
+static int write_temp(const struct history *h, const struct export_opts *o, int fd, bool gz)
+{
+    FILE *f = gz ? xgz_fdopen(fd) : fdopen(fd, "w");
     int e;
 
     if (!f) {
@@ -493,7 +560,7 @@ static int write_temp(const struct history *h, const struct export_opts *o, int 
         return e;
     }
     e = stream_errno(h, o, f);
-    if (!e && fsync(fileno(f)))
+    if (!e && !gz && fsync(fileno(f))) /* the gzip stream's fclose fsyncs */
         e = errno;
     if (fclose(f) && !e)
         e = errno ? errno : EIO;
@@ -509,7 +576,7 @@ int export_write(const struct history *h, const struct export_opts *o, const cha
     struct stat st;
     int fd, e;
 
-    if ((unsigned)o->format > EXPORT_COLLAPSED) {
+    if ((unsigned)o->format > EXPORT_COLLAPSED && o->format != EXPORT_PERFETTO) {
         free(tmp);
         return app_err_set(err, APP_E_USAGE, "unknown export format %d", (int)o->format);
     }
@@ -523,7 +590,7 @@ int export_write(const struct history *h, const struct export_opts *o, const cha
         e = errno;
         goto fail;
     }
-    e = write_temp(h, o, fd);
+    e = write_temp(h, o, fd, gz_name(path));
     if (!e && rename(tmp, path))
         e = errno;
     if (e) {

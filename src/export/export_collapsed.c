@@ -17,11 +17,14 @@ static void cc_text(struct xbuf *b, const char *s)
     }
 }
 
+/* The frame as xframe_label names it (the Chrome trace's slice names), separators replaced. */
 static void cc_frame(struct xbuf *b, const struct hframe *f)
 {
     char line[16];
 
     cc_text(b, xframe_fn(f));
+    if (!xframe_file(f)[0] && f->line <= 0)
+        return;
     xb_puts(b, " (");
     cc_text(b, xframe_file(f));
     if (f->line > 0) {

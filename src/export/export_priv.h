@@ -57,17 +57,20 @@ void xb_jesc(struct xbuf *b, const char *s);
 /* s as a quoted JSON string. */
 void xb_jstr(struct xbuf *b, const char *s);
 
-/* A thread as exported: its small tid (0 = the main thread) and display name. */
+/* A thread as exported: its trace tid (see xplan_init), its place in the lane (0 = the main
+ * thread) and display name. */
 struct xthread {
     const struct hthread *t;
     int tid;
+    int order;
     char name[64];
 };
 
-/* A rank as exported: its small pid (1..N in rank order) and names. */
+/* A rank as exported: its trace pid (see xplan_init), its place in rank order and names. */
 struct xlane {
     const struct hrank *r;
     int pid;
+    int order;      /* 1..N in rank order */
     char label[32]; /* "rank 3", or "pid 5263" when the rank is unknown */
     char name[224]; /* "rank 3 (pid 5263, node01, gpu 3)" */
     struct xthread *th;
@@ -80,9 +83,19 @@ struct xplan {
     const struct export_opts *o;
     struct xlane *lane;
     size_t nlane;
+    int dev_pid; /* trace pid of the node's devices lane, unused by every rank lane */
 };
 
-/* Builds the lanes of h that overlap the window of o; xplan_fini frees them. */
+/* Builds the lanes of h that overlap the window of o; xplan_fini frees them.
+ * Trace ids: a lane's pid is the rank's real OS pid (history_key_pid) unless an earlier lane
+ * (in rank order) already has it: a rank on another node with the same pid, or a pid reused
+ * after an exit. Then it is the rank's key (host slot above the pid's 22 bits), and should
+ * that be taken too, a synthetic id from XPLAN_SYNTH_ID up; such a lane's name says "shown as
+ * N". The main thread's tid is the lane's pid (tid == pid, as in the kernel); the other
+ * threads keep their real kernel tids, unless unknown or taken in the lane (synthetic then).
+ * Ids never exceed INT32_MAX, so every reader (Perfetto's uint32, speedscope's Number) keeps
+ * them apart. */
+#define XPLAN_SYNTH_ID 0x7f000000
 void xplan_init(struct xplan *p, const struct history *h, const struct export_opts *o);
 void xplan_fini(struct xplan *p);
 
@@ -127,10 +140,20 @@ void xstacks_thread(struct xstacks *s, const struct xplan *p, const struct xlane
 /* Function and file of a frame, never NULL. */
 const char *xframe_fn(const struct hframe *f);
 const char *xframe_file(const struct hframe *f);
+/* The frame's name in every export that names frames by one string (Chrome trace slices,
+ * collapsed stacks): "function (file:line)", "function (file)" without a line, "function"
+ * with neither. Raw bytes, appended to out; the caller escapes them for its format. */
+void xframe_label(struct xbuf *out, const struct hframe *f);
 
 /* Writers of each format, into b; they report nothing, errors surface through b->err. */
 void export_chrome(struct xbuf *b, const struct xplan *p);
 void export_speedscope(struct xbuf *b, const struct xplan *p);
 void export_collapsed(struct xbuf *b, const struct xplan *p);
+/* Perfetto's protobuf trace (export_perfetto.c). */
+void export_perfetto_stream(struct xbuf *b, const struct xplan *p);
+
+/* A stream that gzips what is written to it into fd (export_gz.c); fclose finishes the gzip
+ * member, fsyncs and closes fd, and fails when any of it did. NULL (fd left open) on failure. */
+FILE *xgz_fdopen(int fd);
 
 #endif

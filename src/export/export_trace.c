@@ -3,11 +3,23 @@
  * exported thread, sampled stacks as B/E slices, counters as C, rank start and exit as
  * process-scoped instants.
  *
+ * Ids: a lane's pid is the rank's real OS pid and its main thread's tid is that pid; other
+ * threads carry their kernel tids (older Perfetto merges tids 0 and 1, so no small ids). A pid
+ * that repeats in one trace (two nodes, or a pid reused after an exit) is disambiguated as
+ * xplan_init says, and the lane's name says so ("shown as N").
+ *
+ * Slice names: a slice is named like a collapsed-stack frame, "function (file:line)" (native
+ * frames "symbol (object)"), with "cat" "sampled" or "native" and no args at all. speedscope
+ * keys a Chrome frame by name plus JSON(args) and shows that key as the frame's name, so args
+ * that vary (a line) split one function into many noisy frames; with no args, the name is
+ * the whole key. One slice is one run of (function, file, line): slices come from the
+ * difference of consecutive runs compared root first on all three, so when a frame moves to
+ * another line its slice ends and a new one begins there, and a slice's line is where the
+ * frame was for all of it, as in the speedscope and collapsed exports.
+ *
  * Invariants of the output: per (pid, tid) timestamps never decrease in file order; B/E nest
  * strictly, each E carries exactly the name of the B it closes and no args; nothing is left
- * open. Slices come from the difference of consecutive runs, compared root first on function
- * and file only, so a loop moving from line to line stays one slice (the line of the first
- * sample is in the B's args). Events are written as text straight into the output buffer:
+ * open. Events are written as text straight into the output buffer:
  * for an hour of 64 ranks that is tens of millions of events, and a json-c tree of them would
  * cost gigabytes. Runs on the caller's thread. */
 #include "export_priv.h"
@@ -50,30 +62,29 @@ static void cw_ts(struct cw *w, uint64_t t)
 static void cw_frame_tails(struct cw *w)
 {
     const struct history *h = w->h;
+    struct xbuf label;
 
+    xb_init(&label, NULL);
     xb_init(&w->tail, NULL);
     w->off = x_calloc(2 * h->nframes + 1, sizeof(*w->off));
     for (size_t i = 0; i < h->nframes; i++) {
         const struct hframe *f = &h->frames[i];
 
+        label.len = 0;
+        xframe_label(&label, f);
+        xb_put(&label, "", 1);
         w->off[2 * i] = w->tail.len;
         xb_puts(&w->tail, ",\"name\":");
-        xb_jstr(&w->tail, xframe_fn(f));
+        xb_jstr(&w->tail, label.p);
         /* A native frame (--native) is told apart by its category: viewers filter on it. */
-        xb_puts(&w->tail, f->native ? ",\"cat\":\"native\",\"args\":{\"file\":"
-                                    : ",\"cat\":\"sampled\",\"args\":{\"file\":");
-        xb_jstr(&w->tail, xframe_file(f));
-        if (f->line > 0) {
-            xb_puts(&w->tail, ",\"line\":");
-            xb_i64(&w->tail, f->line);
-        }
-        xb_puts(&w->tail, "}}");
+        xb_puts(&w->tail, f->native ? ",\"cat\":\"native\"}" : ",\"cat\":\"sampled\"}");
         w->off[2 * i + 1] = w->tail.len;
         xb_puts(&w->tail, ",\"name\":");
-        xb_jstr(&w->tail, xframe_fn(f));
+        xb_jstr(&w->tail, label.p);
         xb_puts(&w->tail, "}");
     }
     w->off[2 * h->nframes] = w->tail.len;
+    xb_fini(&label);
 }
 
 static void cw_slice(struct cw *w, bool begin, uint32_t frame, uint64_t t)
@@ -94,11 +105,13 @@ static bool str_same(const char *a, const char *b)
     return a == b || !strcmp(a ? a : "", b ? b : "");
 }
 
-/* Frames continue a slice when function and file match; the line may move. */
+/* Frames continue a slice when function, file and line match: a slice is one line's run. */
 static bool frame_same(const struct history *h, uint32_t a, uint32_t b)
 {
-    return a == b || (str_same(h->frames[a].function, h->frames[b].function) &&
-                      str_same(h->frames[a].file, h->frames[b].file));
+    return a == b ||
+           (h->frames[a].line == h->frames[b].line && h->frames[a].native == h->frames[b].native &&
+            str_same(h->frames[a].function, h->frames[b].function) &&
+            str_same(h->frames[a].file, h->frames[b].file));
 }
 
 /* Moves the thread from its open slices to `stack` at time t: E for the old frames below the
@@ -172,7 +185,7 @@ static void cw_lane_meta(struct cw *w, const struct xlane *l)
     char name[128];
 
     cw_meta(w, l->pid, -1, "process_name", l->name, 0);
-    cw_meta(w, l->pid, -1, "process_sort_index", NULL, l->pid);
+    cw_meta(w, l->pid, -1, "process_sort_index", NULL, l->order);
     for (size_t i = 0; i < l->nth; i++) {
         const struct xthread *x = &l->th[i];
 
@@ -181,7 +194,7 @@ static void cw_lane_meta(struct cw *w, const struct xlane *l)
         else
             snprintf(name, sizeof(name), "%s", x->name);
         cw_meta(w, l->pid, x->tid, "thread_name", name, 0);
-        cw_meta(w, l->pid, x->tid, "thread_sort_index", NULL, x->tid);
+        cw_meta(w, l->pid, x->tid, "thread_sort_index", NULL, x->order);
     }
 }
 
@@ -355,7 +368,7 @@ static bool cw_need_devices(const struct cw *w)
 void export_chrome(struct xbuf *b, const struct xplan *p)
 {
     struct cw w = {.b = b, .p = p, .h = p->h, .first = true};
-    int dev_pid = (int)p->nlane + 1;
+    int dev_pid = p->dev_pid;
     char dev_name[96];
     bool devices;
 
@@ -370,7 +383,7 @@ void export_chrome(struct xbuf *b, const struct xplan *p)
         cw_lane_meta(&w, &p->lane[i]);
     if (devices) {
         cw_meta(&w, dev_pid, -1, "process_name", dev_name, 0);
-        cw_meta(&w, dev_pid, -1, "process_sort_index", NULL, dev_pid);
+        cw_meta(&w, dev_pid, -1, "process_sort_index", NULL, (long)p->nlane + 1);
     }
     for (size_t i = 0; i < p->nlane; i++) {
         for (size_t k = 0; k < p->lane[i].nth; k++)

@@ -154,7 +154,7 @@ wait_for test -s "$WORK/ready" || fail "exec_self.py did not start"
 # shellcheck disable=SC2086
 "$RANKTOP_BIN" record -p "$X" -r 20 -d 5 -o "$WORK/4.json" $NONE 2> "$WORK/4.err" ||
     fail "record of an exec'ing rank: $(cat "$WORK/4.err")"
-json_check "$WORK/4.json" "{'before_exec', 'after_exec'} <= {e['name'] for e in d['traceEvents'] if e.get('ph') == 'B'}"
+json_check "$WORK/4.json" "{'before_exec', 'after_exec'} <= {e['name'].split(' (')[0] for e in d['traceEvents'] if e.get('ph') == 'B'}"
 json_check "$WORK/4.json" "any(e.get('ph') == 'C' and e['name'] == 'exec' and e['args'].get('count') == 1 for e in d['traceEvents'])"
 grep -Eq 'errors \((0|[0-9])\.[0-9]+%\)' "$WORK/4.err" || fail "errors after the exec: $(cat "$WORK/4.err")"
 

@@ -21,13 +21,14 @@ for py in $PYTHONS; do
     grep -q 'native' "$WORK/t.err" && fail "$py: record --native complained: $(cat "$WORK/t.err")"
     # Every sample of the main thread nests pause (native) inside wait_in_pause (Python): the
     # open slices when pause begins, outermost first, end ... wait_in_pause, <native...>, pause.
+    # Slices are named "function (file:line)", native ones "symbol (object)".
     json_check "$WORK/t.json" "(
 (ev := [e for e in (d['traceEvents'] if isinstance(d, dict) else d) if e.get('ph') in ('B', 'E')]) and
 (opened := []) == [] and
-all((opened.append(e) if e['ph'] == 'B' else opened.pop()) or True for e in ev[:[i for i, e in enumerate(ev) if e['ph'] == 'B' and e['name'] == 'pause'][0] + 1]) and
-[e['name'] for e in opened if e['cat'] != 'native'][-2:] == ['outer', 'wait_in_pause'] and
-opened[-1]['name'] == 'pause' and opened[-1]['cat'] == 'native' and
-opened[-1]['args']['file'].endswith('.so.6'))" || fail "$py: trace nesting"
+all((opened.append(e) if e['ph'] == 'B' else opened.pop()) or True for e in ev[:[i for i, e in enumerate(ev) if e['ph'] == 'B' and e['name'].startswith('pause (')][0] + 1]) and
+[e['name'].split(' (')[0] for e in opened if e['cat'] != 'native'][-2:] == ['outer', 'wait_in_pause'] and
+opened[-1]['name'].startswith('pause (') and opened[-1]['cat'] == 'native' and
+opened[-1]['name'].endswith('.so.6)'))" || fail "$py: trace nesting"
     $RANKTOP_BIN record --native -p "$T" -d 1 --format collapsed -o "$WORK/c.txt" 2> /dev/null ||
         fail "$py: record --native collapsed"
     grep -q ';wait_in_pause (.*);pause (' "$WORK/c.txt" ||

@@ -24,7 +24,7 @@ wait_for four_ready || fail "the job did not start: $(tail "$WORK/job.log")"
     fail "record: $(cat "$WORK/rec.err")"
 $CHECK --lanes 4 --lane-name-regex '^rank [0-3] \(pid [0-9]+, ' "$WORK/job.json" || fail "trace check"
 json_check "$WORK/job.json" "sorted(e['args']['name'].split()[1] for e in d['traceEvents'] if e.get('name') == 'process_name' and e['args']['name'].startswith('rank')) == ['0', '1', '2', '3']"
-json_check "$WORK/job.json" "len({e['pid'] for e in d['traceEvents'] if e.get('ph') == 'B' and e['name'] == 'train_step'}) == 4"
+json_check "$WORK/job.json" "len({e['pid'] for e in d['traceEvents'] if e.get('ph') == 'B' and e['name'].split(' (')[0] == 'train_step'}) == 4"
 json_check "$WORK/job.json" "any(e.get('ph') == 'C' and e['name'].startswith('GIL') for e in d['traceEvents'])"
 json_check "$WORK/job.json" "any(e.get('ph') == 'C' and e['name'] == 'rss' for e in d['traceEvents'])"
 echo ok

@@ -23,8 +23,10 @@ Expectations for tests (all optional, repeatable where it makes sense):
   --lanes N              exactly N process_name lanes
   --lane-name-regex RE   some lane name matches RE (re.search)
   --threads N            exactly N thread_name entries
-  --slice NAME           a B or X slice with this name exists
+  --slice NAME           a B or X slice with this name exists; a slice named like a ranktop
+                         frame, "function (file:line)", also counts as one named "function"
   --order A,B,C          on some thread the first B (or X) of A, B and C come in this order
+                         (names as for --slice)
   --counter NAME         a C event with this name exists
   --instant NAME         an instant event with this name exists
 
@@ -52,6 +54,13 @@ def is_num(v):
 
 def is_int(v):
     return isinstance(v, int) and not isinstance(v, bool)
+
+
+def names_of(name):
+    """A slice's name, and for ranktop's "function (file:line)" also the function alone."""
+    if name.endswith(")") and " (" in name:
+        return (name, name.rsplit(" (", 1)[0])
+    return (name,)
 
 
 def reject_constant(name):
@@ -133,7 +142,9 @@ class ChromeChecker:
 
     def note_first(self, key, name, index):
         firsts = self.first_b.setdefault(key, {})
-        firsts.setdefault(name, index)
+        for n in names_of(name):
+            firsts.setdefault(n, index)
+            self.slices.add(n)
 
     def check_begin(self, where, ev, ts, index):
         name = ev.get("name")
@@ -146,7 +157,6 @@ class ChromeChecker:
         st = self.threads.setdefault(key, ThreadState())
         st.pop_finished(ts)
         st.stack.append([name, None])
-        self.slices.add(name)
         self.note_first(key, name, index)
 
     def check_end(self, where, ev, ts):
@@ -188,7 +198,6 @@ class ChromeChecker:
                          % (name, ts, end, st.stack[-1][0], st.stack[-1][1]))
         st.stack.append([name, end])
         if isinstance(name, str):
-            self.slices.add(name)
             self.note_first(key, name, index)
 
     def check_counter(self, where, ev):

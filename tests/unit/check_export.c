@@ -4,8 +4,9 @@
  * thread whose stack changes (sharing prefixes, moving between lines of one function, going
  * empty for a sample), a worker thread that goes away, a rank that exits, counters on rank
  * and node pids, and names with non-ASCII text, quotes, a backslash and a newline. Each format
- * is written to a temp dir and read back: Chrome JSON with json-c (lanes, sort indexes, the
- * exact B/E sequence with timestamps, args, counters, instants, otherData) and then through
+ * is written to a temp dir and read back: Chrome JSON with json-c (lanes with real pids and
+ * tids, repeated pids disambiguated, sort indexes, the exact B/E sequence with timestamps and
+ * one slice per line run, names without args, counters, instants, otherData) and then through
  * tests/tools/trace_check.py; speedscope JSON likewise; collapsed stacks compared line for
  * line. The atomic writer is driven into failures: a missing and a read-only directory, a
  * full tmpfs (when mount(2) is permitted) and RLIMIT_FSIZE in a child, each leaving the old
@@ -43,6 +44,17 @@
 #define NONASCII_FN                                                                                \
     "l\xC3\xA4"                                                                                    \
     "dt_\xE6\x95\xB0\xE6\x8D\xAE" /* "lädt_数据" */
+
+/* Trace pids and tids (export_priv.h, xplan_init): real pids, main thread tid == pid. */
+#define P0 6000         /* rank 0 */
+#define P1 5263         /* rank 1 */
+#define P7 7000         /* rank unknown */
+#define PDEV 0x7f000000 /* the devices lane: the first synthetic id */
+#define MAIN_L "main (train.py:10)"
+#define TRAIN_L "train (train.py:20)"
+#define STEP30 "step (train.py:30)"
+#define STEP31 "step (train.py:31)"
+#define SAVE_L "save (io.py:5)"
 
 struct stacks {
     uint32_t s1, s2, s3, w, s4, s5;
@@ -460,23 +472,68 @@ START_TEST(test_chrome_lanes)
     ck_assert_str_eq(gets(doc, "displayTimeUnit"), "ms");
     ev = get(doc, "traceEvents");
     ck_assert_int_eq(count_meta(ev, "process_name"), 4);
-    ck_assert_str_eq(meta(ev, "process_name", 1, -1), "rank 0 (pid 6000, node01, gpu 0)");
-    ck_assert_str_eq(meta(ev, "process_name", 2, -1), "rank 1 (pid 5263, node01, gpu 1)");
-    ck_assert_str_eq(meta(ev, "process_name", 3, -1), "pid 7000");
-    ck_assert_str_eq(meta(ev, "process_name", 4, -1), "node01 devices");
-    for (int pid = 1; pid <= 4; pid++) {
-        char want[8];
-
-        snprintf(want, sizeof(want), "%d", pid);
-        ck_assert_str_eq(meta(ev, "process_sort_index", pid, -1), want);
-    }
-    ck_assert_str_eq(meta(ev, "thread_name", 2, 0), "MainThread (tid 5263)");
-    ck_assert_str_eq(meta(ev, "thread_name", 2, 1), WORKER_NAME " (tid 5270)");
-    ck_assert_str_eq(meta(ev, "thread_name", 3, 0), "MainThread");
-    ck_assert_str_eq(meta(ev, "thread_sort_index", 2, 1), "1");
+    ck_assert_str_eq(meta(ev, "process_name", P0, -1), "rank 0 (pid 6000, node01, gpu 0)");
+    ck_assert_str_eq(meta(ev, "process_name", P1, -1), "rank 1 (pid 5263, node01, gpu 1)");
+    ck_assert_str_eq(meta(ev, "process_name", P7, -1), "pid 7000");
+    ck_assert_str_eq(meta(ev, "process_name", PDEV, -1), "node01 devices");
+    ck_assert_str_eq(meta(ev, "process_sort_index", P0, -1), "1");
+    ck_assert_str_eq(meta(ev, "process_sort_index", P1, -1), "2");
+    ck_assert_str_eq(meta(ev, "process_sort_index", P7, -1), "3");
+    ck_assert_str_eq(meta(ev, "process_sort_index", PDEV, -1), "4");
+    /* Real tids: the main thread's is the pid, also where the history did not know it. */
+    ck_assert_str_eq(meta(ev, "thread_name", P1, P1), "MainThread (tid 5263)");
+    ck_assert_str_eq(meta(ev, "thread_name", P1, 5270), WORKER_NAME " (tid 5270)");
+    ck_assert_str_eq(meta(ev, "thread_name", P7, P7), "MainThread");
+    ck_assert_str_eq(meta(ev, "thread_sort_index", P1, P1), "0");
+    ck_assert_str_eq(meta(ev, "thread_sort_index", P1, 5270), "1");
     ck_assert_int_eq(count_meta(ev, "thread_name"), 4);
     json_object_put(doc);
     ck_assert_int_eq(run_checker(path, "--lanes 4 --threads 4 --lane-name-regex '^rank 1 '"), 0);
+    tb_free(&h);
+}
+END_TEST
+
+/* Ids that repeat: the same pid on two nodes (the second node's key has its host slot above
+ * the pid's 22 bits) and again on the first node after a restart; a thread whose tid is
+ * unknown and one whose tid repeats the main thread's. The first lane keeps the real pid, the
+ * second gets its key, the third a synthetic id; names say "shown as". */
+START_TEST(test_chrome_ids)
+{
+    struct history h;
+    struct stacks s;
+    struct export_opts o = opts(EXPORT_CHROME, true);
+    const int key_b = (1 << HISTORY_KEY_PID_BITS) | 4242;
+    struct hrank *r;
+    char path[256];
+    json_object *doc, *ev;
+
+    tb_init(&h, "node01");
+    build_stacks(&h, &s);
+    r = tb_rank(&h, 4242, 0, "node01", "", T(0));
+    tb_run(tb_thread(r, 1, 4242, "MainThread", true), s.s1, 0, 1);
+    tb_run(tb_thread(r, 2, 0, "nameless", false), s.w, 0, 1);
+    tb_run(tb_thread(r, 3, 4242, "twin", false), s.w, 0, 1);
+    r = tb_rank(&h, key_b, 1, "node02", "", T(0));
+    tb_run(tb_thread(r, 1, 4242, "MainThread", true), s.s1, 0, 1);
+    tb_run(tb_thread(r, 2, 4300, "loader", false), s.w, 0, 1);
+    r = tb_rank(&h, 4242, 2, "node01", "", T(0));
+    tb_run(tb_thread(r, 1, 4242, "MainThread", true), s.s4, 0, 1);
+    doc = export_parse(&h, &o, "ids.json", path, sizeof(path));
+    ev = get(doc, "traceEvents");
+    ck_assert_str_eq(meta(ev, "process_name", 4242, -1), "rank 0 (pid 4242, node01)");
+    ck_assert_str_eq(meta(ev, "process_name", key_b, -1),
+                     "rank 1 (pid 4242, shown as 4198546, node02)");
+    ck_assert_str_eq(meta(ev, "process_name", PDEV, -1),
+                     "rank 2 (pid 4242, shown as 2130706432, node01)");
+    ck_assert_str_eq(meta(ev, "thread_name", 4242, 4242), "MainThread (tid 4242)");
+    ck_assert_str_eq(meta(ev, "thread_name", 4242, PDEV), "nameless");
+    ck_assert_str_eq(meta(ev, "thread_name", 4242, PDEV + 1), "twin (tid 4242)");
+    ck_assert_str_eq(meta(ev, "thread_name", key_b, key_b), "MainThread (tid 4242)");
+    ck_assert_str_eq(meta(ev, "thread_name", key_b, 4300), "loader (tid 4300)");
+    ck_assert_str_eq(meta(ev, "thread_name", PDEV, PDEV), "MainThread (tid 4242)");
+    ck_assert_int_eq(count_meta(ev, "thread_name"), 6);
+    json_object_put(doc);
+    ck_assert_int_eq(run_checker(path, "--lanes 3 --threads 6"), 0);
     tb_free(&h);
 }
 END_TEST
@@ -492,31 +549,41 @@ START_TEST(test_chrome_slices)
     build(&h, &s);
     doc = export_parse(&h, &o, "slices.json", path, sizeof(path));
     ev = get(doc, "traceEvents");
-    /* The line move 30 -> 31 at sample 3 continues the slice; the empty sample 6 closes all;
-     * the last run lasts one interval. */
-    slice_seq(ev, 2, 0, seq, sizeof(seq));
-    ck_assert_str_eq(seq, "B main 1.5|B train 1.5|B step 1.5|E step 500001.5|B save 500001.5|"
-                          "E save 600001.5|E train 600001.5|E main 600001.5|B main 700001.5|"
-                          "B train 700001.5|B step 700001.5|E step 800001.5|"
-                          "E train 800001.5|E main 800001.5");
+    /* The line move 30 -> 31 at sample 3 ends step's slice at line 30 and begins one at line
+     * 31 (a slice is one line's run); the empty sample 6 closes all; the last run lasts one
+     * interval. */
+    slice_seq(ev, P1, P1, seq, sizeof(seq));
+    ck_assert_str_eq(seq, "B " MAIN_L " 1.5|B " TRAIN_L " 1.5|B " STEP30 " 1.5|E " STEP30
+                          " 300001.5|B " STEP31 " 300001.5|E " STEP31 " 500001.5|B " SAVE_L
+                          " 500001.5|E " SAVE_L " 600001.5|E " TRAIN_L " 600001.5|E " MAIN_L
+                          " 600001.5|B " MAIN_L " 700001.5|B " TRAIN_L " 700001.5|B " STEP30
+                          " 700001.5|E " STEP30 " 800001.5|E " TRAIN_L " 800001.5|E " MAIN_L
+                          " 800001.5");
     /* The worker went away after sample 3: closed one interval later. */
-    slice_seq(ev, 2, 1, seq, sizeof(seq));
-    ck_assert_str_eq(seq, "B run 1.5|B " NONASCII_FN " 1.5|B " QUOTE_FN " 1.5|E " QUOTE_FN
-                          " 400001.5|E " NONASCII_FN " 400001.5|E run 400001.5");
+    slice_seq(ev, P1, 5270, seq, sizeof(seq));
+    ck_assert_str_eq(seq,
+                     "B run (threading.py:1) 1.5|B " NONASCII_FN " (data.py:7) 1.5|B " QUOTE_FN
+                     " (we\"ird.py:3) 1.5|E " QUOTE_FN " (we\"ird.py:3) 400001.5|E " NONASCII_FN
+                     " (data.py:7) 400001.5|E run (threading.py:1) 400001.5");
     /* Rank 0 exited half an interval after its last sample: closed at the exit. */
-    slice_seq(ev, 1, 0, seq, sizeof(seq));
-    ck_assert_str_eq(seq, "B main 1.5|B evaluate 1.5|E evaluate 450001.5|E main 450001.5");
-    slice_seq(ev, 3, 0, seq, sizeof(seq));
-    ck_assert_str_eq(seq, "B main 200001.5|E main 300001.5");
+    slice_seq(ev, P0, P0, seq, sizeof(seq));
+    ck_assert_str_eq(seq, "B main (eval.py:1) 1.5|B evaluate (eval.py:2) 1.5|"
+                          "E evaluate (eval.py:2) 450001.5|E main (eval.py:1) 450001.5");
+    slice_seq(ev, P7, P7, seq, sizeof(seq));
+    ck_assert_str_eq(seq, "B main (x.py:1) 200001.5|E main (x.py:1) 300001.5");
     json_object_put(doc);
-    ck_assert_int_eq(
-        run_checker(path, "--slice step --slice " NONASCII_FN " --order main,train,step,save"), 0);
+    /* The checker takes a function's name for its slices' "function (file:line)". */
+    ck_assert_int_eq(run_checker(path, "--slice step --slice '" STEP31 "' --slice " NONASCII_FN
+                                       " --order main,train,step,save"),
+                     0);
     ck_assert_int_eq(run_checker(path, "--order save,step"), 1);
+    ck_assert_int_eq(run_checker(path, "--slice 'step (train.py:32)'"), 1);
     tb_free(&h);
 }
 END_TEST
 
-/* B carries cat and the file and line of its first sample; E carries no args. */
+/* B carries its name and cat and no args (speedscope keys a frame by name plus args, so the
+ * name is the whole key); E carries no args either. */
 START_TEST(test_chrome_args)
 {
     struct history h;
@@ -537,16 +604,11 @@ START_TEST(test_chrome_args)
             ne++;
         } else if (is_ph(e, "B")) {
             ck_assert_str_eq(gets(e, "cat"), "sampled");
-            if (!strcmp(gets(e, "name"), "step")) {
-                ck_assert_str_eq(gets(get(e, "args"), "file"), "train.py");
-                ck_assert_int_eq(geti(get(e, "args"), "line"), 30);
-            }
-            if (!strcmp(gets(e, "name"), QUOTE_FN))
-                ck_assert_str_eq(gets(get(e, "args"), "file"), "we\"ird.py");
+            ck_assert(!has(e, "args"));
             nb++;
         }
     }
-    ck_assert_int_eq(nb, 13);
+    ck_assert_int_eq(nb, 14);
     ck_assert_int_eq(nb, ne);
     json_object_put(doc);
     tb_free(&h);
@@ -564,18 +626,18 @@ START_TEST(test_chrome_counters_instants)
     build(&h, &s);
     doc = export_parse(&h, &o, "counters.json", path, sizeof(path));
     ev = get(doc, "traceEvents");
-    process_seq(ev, 1, seq, sizeof(seq));
+    process_seq(ev, P0, seq, sizeof(seq));
     ck_assert_str_eq(seq, "rank 0 started 1.5|rank 0 mem rss_mib=1024 100001.5|"
                           "rank 0 exited 450001.5");
-    process_seq(ev, 2, seq, sizeof(seq));
+    process_seq(ev, P1, seq, sizeof(seq));
     ck_assert_str_eq(seq, "rank 1 started 1.5|gpu1 util_pct=10 1.5|gpu1 util_pct=20.5 100001.5|"
                           "gpu1 util_pct=30 200001.5");
-    process_seq(ev, 3, seq, sizeof(seq));
+    process_seq(ev, P7, seq, sizeof(seq));
     ck_assert_str_eq(seq, "pid 7000 started 200001.5");
-    process_seq(ev, 4, seq, sizeof(seq));
+    process_seq(ev, PDEV, seq, sizeof(seq));
     ck_assert_str_eq(seq, "gpu7 util_pct=99 50001.5|gpu7 util_pct=98 150001.5");
     /* Main threads only: no worker lane. */
-    ck_assert_ptr_null(meta(ev, "thread_name", 2, 1));
+    ck_assert_ptr_null(meta(ev, "thread_name", P1, 5270));
     other = get(doc, "otherData");
     ck_assert(json_object_get_int64(get(other, "wall_clock_start_us")) == WALL0);
     ck_assert_str_eq(gets(other, "host"), "node01");
@@ -601,30 +663,34 @@ START_TEST(test_chrome_window)
     o.to = T(6) + IVAL / 5;
     doc = export_parse(&h, &o, "window.json", path, sizeof(path));
     ev = get(doc, "traceEvents");
-    slice_seq(ev, 2, 0, seq, sizeof(seq));
-    ck_assert_str_eq(seq, "B main 150001.5|B train 150001.5|B step 150001.5|E step 500001.5|"
-                          "B save 500001.5|E save 600001.5|E train 600001.5|E main 600001.5");
-    process_seq(ev, 1, seq, sizeof(seq));
+    slice_seq(ev, P1, P1, seq, sizeof(seq));
+    ck_assert_str_eq(seq, "B " MAIN_L " 150001.5|B " TRAIN_L " 150001.5|B " STEP30
+                          " 150001.5|E " STEP30 " 300001.5|B " STEP31 " 300001.5|E " STEP31
+                          " 500001.5|B " SAVE_L " 500001.5|E " SAVE_L " 600001.5|E " TRAIN_L
+                          " 600001.5|E " MAIN_L " 600001.5");
+    process_seq(ev, P0, seq, sizeof(seq));
     ck_assert_str_eq(seq, "rank 0 exited 450001.5");
-    process_seq(ev, 2, seq, sizeof(seq));
+    process_seq(ev, P1, seq, sizeof(seq));
     ck_assert_str_eq(seq, "gpu1 util_pct=30 200001.5");
-    process_seq(ev, 4, seq, sizeof(seq));
+    process_seq(ev, PDEV, seq, sizeof(seq));
     ck_assert_str_eq(seq, "gpu7 util_pct=98 150001.5");
     json_object_put(doc);
     ck_assert_int_eq(run_checker(path, ""), 0);
 
-    /* A window after rank 0's exit leaves it out; the lanes renumber. */
+    /* A window after rank 0's exit leaves it out; the sort indexes renumber. */
     o.from = T(5);
     o.to = 0;
     doc = export_parse(&h, &o, "window2.json", path, sizeof(path));
     ev = get(doc, "traceEvents");
-    ck_assert_str_eq(meta(ev, "process_name", 1, -1), "rank 1 (pid 5263, node01, gpu 1)");
+    ck_assert_str_eq(meta(ev, "process_name", P1, -1), "rank 1 (pid 5263, node01, gpu 1)");
+    ck_assert_str_eq(meta(ev, "process_sort_index", P1, -1), "1");
     ck_assert_int_eq(count_meta(ev, "process_name"), 2);
-    slice_seq(ev, 1, 0, seq, sizeof(seq));
-    ck_assert_str_eq(seq, "B main 500001.5|B train 500001.5|B save 500001.5|E save 600001.5|"
-                          "E train 600001.5|E main 600001.5|B main 700001.5|"
-                          "B train 700001.5|B step 700001.5|E step 800001.5|"
-                          "E train 800001.5|E main 800001.5");
+    slice_seq(ev, P1, P1, seq, sizeof(seq));
+    ck_assert_str_eq(seq,
+                     "B " MAIN_L " 500001.5|B " TRAIN_L " 500001.5|B " SAVE_L " 500001.5|E " SAVE_L
+                     " 600001.5|E " TRAIN_L " 600001.5|E " MAIN_L " 600001.5|B " MAIN_L
+                     " 700001.5|B " TRAIN_L " 700001.5|B " STEP30 " 700001.5|E " STEP30
+                     " 800001.5|E " TRAIN_L " 800001.5|E " MAIN_L " 800001.5");
     json_object_put(doc);
     ck_assert_int_eq(run_checker(path, "--lanes 2"), 0);
     tb_free(&h);
@@ -1063,6 +1129,7 @@ static Suite *export_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_writer_helpers);
     tcase_add_test(tc, test_chrome_lanes);
+    tcase_add_test(tc, test_chrome_ids);
     tcase_add_test(tc, test_chrome_slices);
     tcase_add_test(tc, test_chrome_args);
     tcase_add_test(tc, test_chrome_counters_instants);

@@ -495,8 +495,6 @@ static int stream_errno(const struct history *h, const struct export_opts *o, FI
         export_speedscope(&b, &p);
     else if (o->format == EXPORT_COLLAPSED)
         export_collapsed(&b, &p);
-    else if (o->format == EXPORT_PERFETTO)
-        export_perfetto_stream(&b, &p);
     else
         export_chrome(&b, &p);
     e = xb_flush(&b);
@@ -516,7 +514,7 @@ int export_stream(const struct history *h, const struct export_opts *o, FILE *f,
     char buf[128];
     int e;
 
-    if ((unsigned)o->format > EXPORT_COLLAPSED && o->format != EXPORT_PERFETTO) /* flamegraph */
+    if ((unsigned)o->format > EXPORT_COLLAPSED) /* flamegraph, perfetto: being written */
         return app_err_set(err, APP_E_USAGE, "unknown export format %d", (int)o->format);
     e = stream_errno(h, o, f);
     if (e)
@@ -539,19 +537,11 @@ static void sync_dir(const char *path)
     free(dir);
 }
 
-/* True for an output name ending in ".gz": written gzipped, in the format chosen as usual. */
-static bool gz_name(const char *path)
+/* Streams into the open temp file, then makes it durable; returns 0 or an errno value.
+ * Closes fd in every case. */
+static int write_temp(const struct history *h, const struct export_opts *o, int fd)
 {
-    size_t n = strlen(path);
-
-    return n > 3 && !strcmp(path + n - 3, ".gz");
-}
-
-/* Streams into the open temp file (gzipped when gz), then makes it durable; returns 0 or an
- * errno value. Closes fd in every case. */
-static int write_temp(const struct history *h, const struct export_opts *o, int fd, bool gz)
-{
-    FILE *f = gz ? xgz_fdopen(fd) : fdopen(fd, "w");
+    FILE *f = fdopen(fd, "w");
     int e;
 
     if (!f) {
@@ -560,7 +550,7 @@ static int write_temp(const struct history *h, const struct export_opts *o, int 
         return e;
     }
     e = stream_errno(h, o, f);
-    if (!e && !gz && fsync(fileno(f))) /* the gzip stream's fclose fsyncs */
+    if (!e && fsync(fileno(f)))
         e = errno;
     if (fclose(f) && !e)
         e = errno ? errno : EIO;
@@ -576,7 +566,7 @@ int export_write(const struct history *h, const struct export_opts *o, const cha
     struct stat st;
     int fd, e;
 
-    if ((unsigned)o->format > EXPORT_COLLAPSED && o->format != EXPORT_PERFETTO) {
+    if ((unsigned)o->format > EXPORT_COLLAPSED) {
         free(tmp);
         return app_err_set(err, APP_E_USAGE, "unknown export format %d", (int)o->format);
     }
@@ -590,7 +580,7 @@ int export_write(const struct history *h, const struct export_opts *o, const cha
         e = errno;
         goto fail;
     }
-    e = write_temp(h, o, fd, gz_name(path));
+    e = write_temp(h, o, fd);
     if (!e && rename(tmp, path))
         e = errno;
     if (e) {

@@ -495,6 +495,8 @@ static int stream_errno(const struct history *h, const struct export_opts *o, FI
         export_speedscope(&b, &p);
     else if (o->format == EXPORT_COLLAPSED)
         export_collapsed(&b, &p);
+    else if (o->format == EXPORT_PERFETTO)
+        export_perfetto_stream(&b, &p);
     else
         export_chrome(&b, &p);
     e = xb_flush(&b);
@@ -514,7 +516,7 @@ int export_stream(const struct history *h, const struct export_opts *o, FILE *f,
     char buf[128];
     int e;
 
-    if ((unsigned)o->format > EXPORT_COLLAPSED) /* flamegraph, perfetto: being written */
+    if ((unsigned)o->format > EXPORT_COLLAPSED && o->format != EXPORT_PERFETTO) /* flamegraph */
         return app_err_set(err, APP_E_USAGE, "unknown export format %d", (int)o->format);
     e = stream_errno(h, o, f);
     if (e)
@@ -537,11 +539,19 @@ static void sync_dir(const char *path)
     free(dir);
 }
 
-/* Streams into the open temp file, then makes it durable; returns 0 or an errno value.
- * Closes fd in every case. */
-static int write_temp(const struct history *h, const struct export_opts *o, int fd)
+/* True for an output name ending in ".gz": written gzipped, in the format chosen as usual. */
+static bool gz_name(const char *path)
 {
-    FILE *f = fdopen(fd, "w");
+    size_t n = strlen(path);
+
+    return n > 3 && !strcmp(path + n - 3, ".gz");
+}
+
+/* Streams into the open temp file (gzipped when gz), then makes it durable; returns 0 or an
+ * errno value. Closes fd in every case. */
+static int write_temp(const struct history *h, const struct export_opts *o, int fd, bool gz)
+{
+    FILE *f = gz ? xgz_fdopen(fd) : fdopen(fd, "w");
     int e;
 
     if (!f) {
@@ -550,7 +560,7 @@ static int write_temp(const struct history *h, const struct export_opts *o, int 
         return e;
     }
     e = stream_errno(h, o, f);
-    if (!e && fsync(fileno(f)))
+    if (!e && !gz && fsync(fileno(f))) /* the gzip stream's fclose fsyncs */
         e = errno;
     if (fclose(f) && !e)
         e = errno ? errno : EIO;
@@ -566,7 +576,7 @@ int export_write(const struct history *h, const struct export_opts *o, const cha
     struct stat st;
     int fd, e;
 
-    if ((unsigned)o->format > EXPORT_COLLAPSED) {
+    if ((unsigned)o->format > EXPORT_COLLAPSED && o->format != EXPORT_PERFETTO) {
         free(tmp);
         return app_err_set(err, APP_E_USAGE, "unknown export format %d", (int)o->format);
     }
@@ -580,7 +590,7 @@ int export_write(const struct history *h, const struct export_opts *o, const cha
         e = errno;
         goto fail;
     }
-    e = write_temp(h, o, fd);
+    e = write_temp(h, o, fd, gz_name(path));
     if (!e && rename(tmp, path))
         e = errno;
     if (e) {

@@ -149,5 +149,11 @@ void xframe_label(struct xbuf *out, const struct hframe *f);
 void export_chrome(struct xbuf *b, const struct xplan *p);
 void export_speedscope(struct xbuf *b, const struct xplan *p);
 void export_collapsed(struct xbuf *b, const struct xplan *p);
+/* Perfetto's protobuf trace (export_perfetto.c). */
+void export_perfetto_stream(struct xbuf *b, const struct xplan *p);
+
+/* A stream that gzips what is written to it into fd (export_gz.c); fclose finishes the gzip
+ * member, fsyncs and closes fd, and fails when any of it did. NULL (fd left open) on failure. */
+FILE *xgz_fdopen(int fd);
 
 #endif

@@ -482,6 +482,35 @@ const char *export_format_ext(enum export_format fmt)
     }
 }
 
+/* True when s[0..n) ends with suffix. */
+static bool ends_with(const char *s, size_t n, const char *suffix)
+{
+    size_t k = strlen(suffix);
+
+    return n >= k && !memcmp(s + n - k, suffix, k);
+}
+
+int export_format_from_name(const char *path)
+{
+    static const struct {
+        const char *suffix;
+        enum export_format fmt;
+    } map[] = {
+        {".perfetto-trace", EXPORT_PERFETTO}, {".pftrace", EXPORT_PERFETTO},
+        {".speedscope.json", EXPORT_SPEEDSCOPE}, {".json", EXPORT_CHROME},
+        {".folded", EXPORT_COLLAPSED}, {".collapsed", EXPORT_COLLAPSED},
+        {".svg", EXPORT_FLAMEGRAPH},
+    };
+    size_t n = path ? strlen(path) : 0;
+
+    if (ends_with(path, n, ".gz"))
+        n -= 3;
+    for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+        if (ends_with(path, n, map[i].suffix))
+            return (int)map[i].fmt;
+    return -1;
+}
+
 /* Writes the whole export to f and flushes it; returns 0 or the errno of the first failure. */
 static int stream_errno(const struct history *h, const struct export_opts *o, FILE *f)
 {
@@ -497,6 +526,8 @@ static int stream_errno(const struct history *h, const struct export_opts *o, FI
         export_collapsed(&b, &p);
     else if (o->format == EXPORT_PERFETTO)
         export_perfetto_stream(&b, &p);
+    else if (o->format == EXPORT_FLAMEGRAPH)
+        export_flamegraph_stream(&b, &p);
     else
         export_chrome(&b, &p);
     e = xb_flush(&b);
@@ -516,7 +547,7 @@ int export_stream(const struct history *h, const struct export_opts *o, FILE *f,
     char buf[128];
     int e;
 
-    if ((unsigned)o->format > EXPORT_COLLAPSED && o->format != EXPORT_PERFETTO) /* flamegraph */
+    if ((unsigned)o->format >= EXPORT_NFORMATS)
         return app_err_set(err, APP_E_USAGE, "unknown export format %d", (int)o->format);
     e = stream_errno(h, o, f);
     if (e)
@@ -576,7 +607,7 @@ int export_write(const struct history *h, const struct export_opts *o, const cha
     struct stat st;
     int fd, e;
 
-    if ((unsigned)o->format > EXPORT_COLLAPSED && o->format != EXPORT_PERFETTO) {
+    if ((unsigned)o->format >= EXPORT_NFORMATS) {
         free(tmp);
         return app_err_set(err, APP_E_USAGE, "unknown export format %d", (int)o->format);
     }

@@ -149,6 +149,8 @@ void xframe_label(struct xbuf *out, const struct hframe *f);
 void export_chrome(struct xbuf *b, const struct xplan *p);
 void export_speedscope(struct xbuf *b, const struct xplan *p);
 void export_collapsed(struct xbuf *b, const struct xplan *p);
+/* The interactive SVG flame graph (export_flamegraph.c). */
+void export_flamegraph_stream(struct xbuf *b, const struct xplan *p);
 /* Perfetto's protobuf trace (export_perfetto.c). */
 void export_perfetto_stream(struct xbuf *b, const struct xplan *p);
 

@@ -1,8 +1,11 @@
 /* The monitor's keys: one table that maps each key to its action and gives the key bar's
  * label and the help screen's line, so dispatch, key bar and help cannot disagree; and the
- * actions themselves (moving, views, search and filter prompts, tags, baseline, rate,
- * export). The table is constant. UI thread only: actions change struct ui and may ask the
- * engine for a short change (rate, memory focus), never wait on it. */
+ * actions themselves (moving, views, search and filter prompts, tree/flat, tags, pause,
+ * baseline, rate, export). Search and filter apply as they are typed, as in htop: the search
+ * highlights the lower pane's matching lines and moves its cursor to one (the move is made
+ * by the next draw, which builds the lines); the filter narrows the rank table. The table is
+ * constant. UI thread only: actions change struct ui and may ask the engine for a short change
+ * (rate, memory focus), never wait on it. */
 #include "ui_priv.h"
 
 #include <curses.h>
@@ -68,6 +71,10 @@ static void act_back(struct ui *u, int ch)
     (void)ch;
     if (u->search[0] || u->filter[0]) {
         u->search[0] = u->filter[0] = '\0';
+        u->search_miss = false;
+        if (u->view != VIEW_RANK)
+            u->lsel = u->lscroll = 0;
+        ui_build_rows(u); /* at once, also while paused */
         return;
     }
     u->view = VIEW_MERGED;
@@ -83,8 +90,48 @@ static void act_view(struct ui *u, int ch)
 
 static void act_prompt(struct ui *u, int ch)
 {
-    u->input = ch == '/' ? INPUT_SEARCH : ch == '\\' ? INPUT_FILTER : INPUT_FORMAT;
+    (void)ch;
+    u->input = INPUT_FORMAT;
     u->edit[0] = '\0';
+}
+
+/* '/' opens a new search; F3 too when none is set, else it moves to the next match (Shift-F3
+ * to the previous one). The search is what the prompt holds, so it starts empty. */
+static void act_search(struct ui *u, int ch)
+{
+    if (ch != '/' && u->search[0]) {
+        u->jump = ch == KEY_F(15) ? SEARCH_PREV : SEARCH_NEXT;
+        return;
+    }
+    u->input = INPUT_SEARCH;
+    u->edit[0] = u->search[0] = '\0';
+    u->search_miss = false;
+}
+
+/* '\' or F4: the filter prompt, holding the filter set now so it can be edited. */
+static void act_filter(struct ui *u, int ch)
+{
+    (void)ch;
+    u->input = INPUT_FILTER;
+    snprintf(u->edit, sizeof(u->edit), "%s", u->filter);
+}
+
+/* F5: tree or flat. Flat shows the top functions (of every rank in the Merged view, of the
+ * rank in the Rank view); in the Top view, already flat, it goes to the merged tree. */
+static void act_flat(struct ui *u, int ch)
+{
+    (void)ch;
+    if (u->view == VIEW_TOP) {
+        u->view = VIEW_MERGED;
+        u->flat = false;
+    } else if (u->view == VIEW_MERGED || u->view == VIEW_RANK) {
+        u->flat = !u->flat;
+    } else {
+        ui_set_status(u, "F5 (tree / flat) applies to the Merged, Rank and Top views");
+        return;
+    }
+    u->lsel = u->lscroll = 0;
+    ui_set_status(u, u->flat ? "flat: top functions (F5: tree)" : "tree (F5: flat)");
 }
 
 static void act_sort(struct ui *u, int ch)
@@ -242,27 +289,57 @@ static const struct ui_key keys[] = {
      "views: Merged, Rank, Top, GIL, Memory, Hosts",
      false},
     {{'6'}, act_view, NULL, NULL, 0, NULL, NULL, false},
-    {{'/'}, act_prompt, "/", "Search", 2, "/", "search frames", false},
-    {{'\\'}, act_prompt, "\\", "Filter", 3, "\\", "filter ranks (rank, pid, frame)", true},
+    {{KEY_F(3), '/', KEY_F(15)},
+     act_search,
+     "F3",
+     "Search",
+     2,
+     "F3 or /",
+     "search the lower pane as you type (Enter keeps it, Esc cancels); then F3: next, "
+     "Shift-F3: previous",
+     false},
+    {{KEY_F(4), '\\'},
+     act_filter,
+     "F4",
+     "Filter",
+     3,
+     "F4 or \\",
+     "filter ranks as you type (rank, pid, frame); Esc or empty clears it",
+     false},
+    {{KEY_F(5)},
+     act_flat,
+     "F5",
+     "Tree",
+     4,
+     "F5",
+     "tree / flat: top functions instead of the Merged or Rank view's tree",
+     false},
     {{'s', KEY_F(6)},
      act_sort,
      "F6",
      "Sort",
-     4,
+     5,
      "s / F6",
      "sort: rank, CPU, RSS, stuck time, GIL",
      false},
-    {{' '}, act_tag, "Spc", "Tag", 5, "Space", "tag a rank", false},
-    {{'p'}, act_pause, "p", "Pause", 6, "p", "pause the display (sampling continues)", true},
+    {{' '}, act_tag, "Spc", "Tag", 6, "Space", "tag a rank", false},
+    {{'p', 'Z'},
+     act_pause,
+     "Z",
+     "Pause",
+     7,
+     "p / Z",
+     "pause the display (sampling continues)",
+     true},
     {{'m'},
      act_baseline,
      "m",
      "Base",
-     7,
+     8,
      "m",
      "memory baseline (and mapping growth of the selected rank)",
      false},
-    {{'t'}, act_threads, "t", "Threads", 8, "t", "main thread / all threads", false},
+    {{'t'}, act_threads, "t", "Threads", 9, "t", "main thread / all threads", false},
     {{'n'},
      act_native,
      NULL,
@@ -275,7 +352,7 @@ static const struct ui_key keys[] = {
      act_rate,
      "+-",
      "Rate",
-     9,
+     10,
      "+ / -",
      "double / halve the sampling rate",
      false},
@@ -283,7 +360,7 @@ static const struct ui_key keys[] = {
      act_export,
      "e",
      "Export",
-     10,
+     11,
      "e",
      "export the history window as a Chrome trace to --export-dir",
      false},
@@ -344,11 +421,54 @@ int ui_keys_help(char (*lines)[UI_HELP_W], int max)
     return n;
 }
 
-/* Line editing for '/' (search), '\' (filter) and the E format prompt. */
-static void key_input(struct ui *u, int ch)
+/* The search or filter takes the prompt's text as it is typed. */
+static void input_apply(struct ui *u)
+{
+    if (u->input == INPUT_SEARCH) {
+        snprintf(u->search, sizeof(u->search), "%s", u->edit);
+        u->jump = SEARCH_HERE;
+        u->search_miss = false;
+    } else {
+        snprintf(u->filter, sizeof(u->filter), "%s", u->edit);
+        u->sel = u->scroll = 0;
+        ui_build_rows(u);
+    }
+}
+
+/* Line editing for the search and filter prompts. Enter keeps what is typed; Esc cancels:
+ * the search or filter is cleared (htop's F3 and F4). In the search prompt F3 and Shift-F3
+ * move between matches. */
+static void edit_line(struct ui *u, int ch)
 {
     size_t n = strlen(u->edit);
 
+    if (ch == KEY_ESC) {
+        u->edit[0] = '\0';
+        input_apply(u);
+        u->input = INPUT_NONE;
+        return;
+    }
+    if (ch == '\n' || ch == KEY_ENTER) {
+        u->input = INPUT_NONE;
+        return;
+    }
+    if (u->input == INPUT_SEARCH && (ch == KEY_F(3) || ch == KEY_F(15))) {
+        u->jump = ch == KEY_F(15) ? SEARCH_PREV : SEARCH_NEXT;
+        return;
+    }
+    if ((ch == KEY_BACKSPACE || ch == 127 || ch == 8) && n)
+        u->edit[n - 1] = '\0';
+    else if (ch >= 32 && ch < 256 && n + 1 < sizeof(u->edit)) {
+        u->edit[n] = (char)ch;
+        u->edit[n + 1] = '\0';
+    } else
+        return;
+    input_apply(u);
+}
+
+/* The E prompt's format key, or the line editing of search and filter. */
+static void key_input(struct ui *u, int ch)
+{
     if (u->input == INPUT_FORMAT) {
         int f = ch == 'c'   ? EXPORT_CHROME
                 : ch == 's' ? EXPORT_SPEEDSCOPE
@@ -361,23 +481,7 @@ static void key_input(struct ui *u, int ch)
             ui_set_status(u, "export cancelled");
         return;
     }
-    if (ch == KEY_ESC) {
-        u->input = INPUT_NONE;
-        return;
-    }
-    if (ch == '\n' || ch == KEY_ENTER) {
-        snprintf(u->input == INPUT_SEARCH ? u->search : u->filter, sizeof(u->search), "%s",
-                 u->edit);
-        u->input = INPUT_NONE;
-        u->sel = u->scroll = u->lsel = u->lscroll = 0;
-        return;
-    }
-    if ((ch == KEY_BACKSPACE || ch == 127 || ch == 8) && n)
-        u->edit[n - 1] = '\0';
-    else if (ch >= 32 && ch < 256 && n + 1 < sizeof(u->edit)) {
-        u->edit[n] = (char)ch;
-        u->edit[n + 1] = '\0';
-    }
+    edit_line(u, ch);
 }
 
 void ui_key(struct ui *u, int ch)

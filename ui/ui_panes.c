@@ -146,7 +146,7 @@ static void draw_header(struct ui *u)
 {
     const struct layout_rect *r = &u->lay.header;
     size_t live = 0;
-    char prompt[160], hist[16], hosts[96], hz[32] = "--";
+    char prompt[160], hist[16], hosts[96], hz[32] = "--", flags[128];
     double rate = engine_rate(u->e), got = view_rate_hz(&u->rate, view_rate_window(rate));
 
     for (size_t i = 0; i < u->hist.nranks; i++)
@@ -156,32 +156,39 @@ static void draw_header(struct ui *u)
     /* "--" until a full window of passes has been measured: no bogus first-frame rate. */
     if (!isnan(got))
         snprintf(hz, sizeof(hz), "%.1f", got);
+    /* Pause and filter early in the line, where a narrow terminal still shows them. */
+    snprintf(flags, sizeof(flags), "%s%s%.40s%s%s", u->paused ? "  [PAUSED]" : "",
+             u->filter[0] ? "  [filter '" : "", u->filter, u->filter[0] ? "']" : "",
+             u->all_threads ? "  [all threads]" : "");
     putf(u, r->y, r->x, r->w, ROLE_TITLE, true,
-         "ranktop  %s  %s  ranks %zu/%zu%s  %s/%.4g Hz  lag %.1f ms  errors %.2f%%  torn lost "
-         "%.2f%%  hist %s%s%s",
-         u->hist.host, u->o->title ? u->o->title : "", live, u->hist.nranks, hosts,
-         hz, rate, u->stats.lag_ms,
+         "ranktop  %s  %s  ranks %zu/%zu%s  %s/%.4g Hz%s  lag %.1f ms  errors %.2f%%  torn lost "
+         "%.2f%%  hist %s",
+         u->hist.host, u->o->title ? u->o->title : "", live, u->hist.nranks, hosts, hz, rate, flags,
+         u->stats.lag_ms,
          u->stats.stacks + u->stats.errors
              ? 100.0 * (double)u->stats.errors / (double)(u->stats.stacks + u->stats.errors)
              : 0.0,
          u->stats.stacks + u->stats.lost
              ? 100.0 * (double)u->stats.lost / (double)(u->stats.stacks + u->stats.lost)
              : 0.0,
-         hist, u->paused ? "  [PAUSED]" : "", u->all_threads ? "  [all threads]" : "");
+         hist);
     if (u->lay.banner_lines > 0)
         put(u, r->y + 1, r->x, r->w, ROLE_BANNER, true, u->hang.text);
     if (u->input != INPUT_NONE) {
-        snprintf(prompt, sizeof(prompt), "%s%s_",
+        snprintf(prompt, sizeof(prompt), "%s%s_%s",
                  u->input == INPUT_SEARCH   ? "search: "
                  : u->input == INPUT_FILTER ? "filter ranks: "
                                             : "export format: c)hrome s)peedscope f)olded",
-                 u->input == INPUT_FORMAT ? "" : u->edit);
+                 u->input == INPUT_FORMAT ? "" : u->edit,
+                 u->input == INPUT_SEARCH && u->search_miss ? "   (no match)"
+                 : u->input == INPUT_SEARCH && u->search[0] ? "   (F3: next, Shift-F3: previous)"
+                                                            : "");
         put(u, r->y + r->h - 1, r->x, r->w, ROLE_STATUS, true, prompt);
     } else if (u->status[0] && clock_mono_ns() < u->status_until) {
         put(u, r->y + r->h - 1, r->x, r->w, ROLE_STATUS, true, u->status);
     } else if (u->search[0] || u->filter[0]) {
-        putf(u, r->y + r->h - 1, r->x, r->w, ROLE_DIM, true, "search '%s'  filter '%s'", u->search,
-             u->filter);
+        putf(u, r->y + r->h - 1, r->x, r->w, ROLE_DIM, true, "search '%s'%s  filter '%s'",
+             u->search, u->search_miss ? " (no match)" : "", u->filter);
     }
 }
 
@@ -387,7 +394,10 @@ static void add_line(struct ui *u, enum theme_role role, uint64_t node, const ch
     va_start(ap, fmt);
     vsnprintf(l->text, sizeof(l->text), fmt, ap);
     va_end(ap);
-    l->role = role;
+    /* Titles, column headers and notes are not searched; a Rank view's thread line is. */
+    l->hit = u->search[0] && role != ROLE_TITLE && role != ROLE_DIM &&
+             (role != ROLE_HEADER || node) && strcasestr(l->text, u->search);
+    l->role = l->hit ? ROLE_STATUS : role;
     l->node = node;
 }
 
@@ -439,7 +449,6 @@ static void lines_merged(struct ui *u)
     for (size_t i = 0; i < t.nvisible; i++) {
         const struct view_node *n = &t.nodes[t.visible[i]];
         char pre[256], ranks[96], fr[256], age[16];
-        bool hit = u->search[0] && n->function && strstr(n->function, u->search);
 
         tree_prefix(u, &t, t.visible[i], pre, sizeof(pre));
         view_rankset_format_ex(n->ranks, n->nranks, ranks, sizeof(ranks),
@@ -451,12 +460,9 @@ static void lines_merged(struct ui *u)
         else
             snprintf(fr, sizeof(fr), "%s", n->function);
         draw_duration(age, sizeof(age), n->unchanged_min);
-        add_line(u,
-                 hit                    ? ROLE_STATUS
-                 : n->odd || n->end_odd ? ROLE_ODD
-                                        : ROLE_NORMAL,
-                 n->id, "%s%s%s  [%s] x%zu%s%s", pre, n->collapsed ? "+ " : "", fr, ranks,
-                 n->nranks, n->nend ? "  unchanged " : "", n->nend ? age : "");
+        add_line(u, n->odd || n->end_odd ? ROLE_ODD : ROLE_NORMAL, n->id, "%s%s%s  [%s] x%zu%s%s",
+                 pre, n->collapsed ? "+ " : "", fr, ranks, n->nranks, n->nend ? "  unchanged " : "",
+                 n->nend ? age : "");
     }
     if (t.truncated)
         add_line(u, ROLE_DIM, 0, "(tree truncated)");
@@ -478,9 +484,15 @@ static void rank_native_note(struct ui *u, int pid)
                  ENGINE_NATIVE_HZ);
 }
 
+/* The rank the Rank view shows: the one drilled into, else the selected row's. */
+static int rank_pid(const struct ui *u)
+{
+    return u->drill_pid ? u->drill_pid : u->table.n ? u->table.rows[u->sel].pid : 0;
+}
+
 static void lines_rank(struct ui *u)
 {
-    int pid = u->drill_pid ? u->drill_pid : u->table.n ? u->table.rows[u->sel].pid : 0;
+    int pid = rank_pid(u);
     struct view_rank v;
 
     view_rank(&u->hist, pid, u->all_threads, clock_mono_ns(), &v);
@@ -506,36 +518,31 @@ static void lines_rank(struct ui *u)
             continue;
         for (uint32_t k = u->hist.stacks[t->stack].nframes; k-- > 0;) {
             const struct hframe *f = &u->hist.frames[history_stack_frames(&u->hist, t->stack)[k]];
-            bool hit = u->search[0] && strstr(f->function, u->search);
 
             if (f->native)
-                add_line(u, hit ? ROLE_STATUS : ROLE_NORMAL, id, "    %s (%s) [native]",
-                         f->function, f->file);
+                add_line(u, ROLE_NORMAL, id, "    %s (%s) [native]", f->function, f->file);
             else
-                add_line(u, hit ? ROLE_STATUS : ROLE_NORMAL, id, "    %s (%s:%d)", f->function,
-                         f->file, f->line);
+                add_line(u, ROLE_NORMAL, id, "    %s (%s:%d)", f->function, f->file, f->line);
         }
     }
     view_rank_fini(&v);
 }
 
-static void lines_top(struct ui *u)
+/* Top functions of pid's rank (0: every rank); flat tells the Merged or Rank view's flat
+ * form (F5) from the Top view. */
+static void lines_top(struct ui *u, int pid, bool flat)
 {
     struct view_top t;
-    int pid = u->drill_pid;
 
     if (view_top(&u->hist, clock_mono_ns(), TOP_WINDOW_NS, pid, u->all_threads, &t) < 0) {
         add_line(u, ROLE_DIM, 0, "no samples");
         return;
     }
-    add_line(u, ROLE_HEADER, 0, "%6s %6s  FUNCTION (FILE)   last 60 s, %s", "OWN%", "TOTAL%",
-             pid ? "selected rank" : "all ranks");
-    for (size_t i = 0; i < t.nrows; i++) {
-        bool hit = u->search[0] && strstr(t.rows[i].function, u->search);
-
-        add_line(u, hit ? ROLE_STATUS : ROLE_NORMAL, 0, "%6.1f %6.1f  %s (%s)", t.rows[i].own_pct,
-                 t.rows[i].total_pct, t.rows[i].function, t.rows[i].file);
-    }
+    add_line(u, ROLE_HEADER, 0, "%6s %6s  FUNCTION (FILE)   last 60 s, %s%s", "OWN%", "TOTAL%",
+             pid ? "selected rank" : "all ranks", flat ? ", flat (F5: tree)" : "");
+    for (size_t i = 0; i < t.nrows; i++)
+        add_line(u, ROLE_NORMAL, 0, "%6.1f %6.1f  %s (%s)", t.rows[i].own_pct, t.rows[i].total_pct,
+                 t.rows[i].function, t.rows[i].file);
     view_top_fini(&t);
 }
 
@@ -634,6 +641,30 @@ static void lines_hosts(struct ui *u)
     }
 }
 
+/* Makes the pending search move over the lines just built: from the cursor's line (itself
+ * included for SEARCH_HERE, so typing more keeps a match that still matches) to the next or
+ * previous matching line, wrapping around. */
+static void search_jump(struct ui *u)
+{
+    int n = u->nlines, dir = u->jump == SEARCH_PREV ? -1 : 1;
+    int from = u->lsel < n ? u->lsel : 0;
+
+    if (u->jump == SEARCH_STAY || !u->search[0])
+        return;
+    for (int k = u->jump == SEARCH_HERE ? 0 : 1; k <= n; k++) {
+        int i = ((from + dir * k) % n + n) % n;
+
+        if (u->lines[i].hit) {
+            u->lsel = i;
+            u->jump = SEARCH_STAY;
+            u->search_miss = false;
+            return;
+        }
+    }
+    u->jump = SEARCH_STAY;
+    u->search_miss = true;
+}
+
 static void draw_lower(struct ui *u)
 {
     const struct layout_rect *r = &u->lay.lower;
@@ -649,25 +680,31 @@ static void draw_lower(struct ui *u)
     if (x < r->x + r->w)
         put(u, r->y, x, r->x + r->w - x, ROLE_HEADER, true, "");
     u->nlines = 0;
-    if (u->view == VIEW_MERGED)
+    if (u->view == VIEW_MERGED && u->flat)
+        lines_top(u, 0, true);
+    else if (u->view == VIEW_MERGED)
         lines_merged(u);
+    else if (u->view == VIEW_RANK && u->flat)
+        lines_top(u, rank_pid(u), true);
     else if (u->view == VIEW_RANK)
         lines_rank(u);
     else if (u->view == VIEW_TOP)
-        lines_top(u);
+        lines_top(u, u->drill_pid, false);
     else if (u->view == VIEW_GIL)
         lines_gil(u);
     else if (u->view == VIEW_HOSTS)
         lines_hosts(u);
     else
         lines_memory(u);
+    search_jump(u);
     if (u->lsel < u->lscroll)
         u->lscroll = u->lsel;
     if (u->lsel >= u->lscroll + rows)
         u->lscroll = u->lsel - rows + 1;
     for (int i = 0; i < rows && u->lscroll + i < u->nlines; i++) {
         const struct ui_line *l = &u->lines[u->lscroll + i];
-        bool cur = u->view == VIEW_RANK && u->lscroll + i == u->lsel;
+        /* The cursor: the Rank view's, or the search match it moved to in any view. */
+        bool cur = u->lscroll + i == u->lsel && (u->view == VIEW_RANK || l->hit);
 
         put(u, r->y + 1 + i, r->x, r->w, cur ? ROLE_SELECTED : l->role, cur, l->text);
     }

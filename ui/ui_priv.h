@@ -20,6 +20,9 @@
 enum ui_view { VIEW_MERGED = 1, VIEW_RANK, VIEW_TOP, VIEW_GIL, VIEW_MEMORY, VIEW_HOSTS };
 #define UI_VIEWS 6
 enum ui_input { INPUT_NONE, INPUT_SEARCH, INPUT_FILTER, INPUT_FORMAT };
+/* A search move, made by the next draw once the lower pane's lines (and their hits) exist:
+ * to the cursor's line or the next match (as typed), the next match, the previous one. */
+enum ui_jump { SEARCH_STAY, SEARCH_HERE, SEARCH_NEXT, SEARCH_PREV };
 
 #define UI_MAX_TAGS 256
 #define UI_MAX_LINES 4096 /* lines of the lower pane kept by one draw */
@@ -31,12 +34,16 @@ struct ui_line {
     char text[512];
     enum theme_role role;
     uint64_t node;
+    bool hit; /* matches the search: highlighted, and a stop for F3 */
 };
 
 struct ui {
     const struct ui_opts *o;
     struct engine *e;
     bool utf8, paused, help, all_threads, quit;
+    bool flat;        /* F5: the Merged and Rank views show top functions, not the tree */
+    int jump;         /* search move the next draw makes: SEARCH_* */
+    bool search_miss; /* the last search move found no matching line */
     enum ui_view view;
     enum ui_input input;
     enum view_sort sort;

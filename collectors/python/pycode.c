@@ -17,7 +17,6 @@
 #define PYCODE_INIT_CAP 1024
 #define PYCODE_MAX_CAP 65536
 #define PYCODE_BATCH 256
-#define PYCODE_HDR_MAX 256
 #define PYCODE_STALE_EPOCHS 256 /* samples without a sight of it before an entry may go */
 
 void pycode_cache_init(struct pycode_cache *c)
@@ -69,6 +68,8 @@ void pycode_cache_fini(struct pycode_cache *c)
     pycode_cache_collect(c);
     free(c->grave);
     free(c->slots);
+    free(c->pre);
+    c->pre = NULL;
     c->slots = NULL;
 }
 
@@ -207,6 +208,39 @@ void pycode_cache_next_epoch(struct pycode_cache *c)
     c->epoch++;
 }
 
+uint8_t *pycode_prefetch_add(struct pycode_cache *c, uint64_t addr)
+{
+    if (c->pre_epoch != c->epoch) {
+        c->npre = c->npre_ok = 0;
+        c->pre_epoch = c->epoch;
+    }
+    if (!addr || c->npre == PYCODE_PRE_MAX)
+        return NULL;
+    for (size_t i = 0; i < c->npre; i++)
+        if (c->pre[i].addr == addr)
+            return NULL;
+    if (!c->pre)
+        c->pre = x_reallocarray(NULL, PYCODE_PRE_MAX, sizeof(*c->pre));
+    c->pre[c->npre].addr = addr;
+    return c->pre[c->npre++].hdr;
+}
+
+void pycode_prefetch_done(struct pycode_cache *c, size_t nok)
+{
+    c->npre_ok = nok < c->npre ? nok : c->npre;
+}
+
+/* The header of addr read ahead in this epoch, or NULL. */
+static const uint8_t *prefetched(const struct pycode_cache *c, uint64_t addr)
+{
+    if (c->pre_epoch != c->epoch)
+        return NULL;
+    for (size_t i = 0; i < c->npre_ok; i++)
+        if (c->pre[i].addr == addr)
+            return c->pre[i].hdr;
+    return NULL;
+}
+
 /* The entry for addr when its header was already matched in this epoch, else NULL. */
 static struct pycode *checked_now(struct pycode_cache *c, uint64_t addr)
 {
@@ -228,7 +262,9 @@ static int resolve_batch(struct pycode_cache *c, struct rmem *m, const struct py
     /* Addresses already queued in this batch, direct-mapped: a collision only reads twice. */
     uint64_t qaddr[64] = {0};
     int qat[64];
-    int nr = 0, ndone = 0, rc = 0, bad = 0, gone = 0;
+    int nr = 0, ndone = 0, rc = 0, bad = 0, gone = 0, niov = 0;
+    int slot_iov[PYCODE_BATCH]; /* each read slot's range in iov, -1 when read ahead */
+    const uint8_t *pre;
 
     for (size_t i = 0; i < n; i++) {
         size_t q = (size_t)(((code[i] >> 4) * 0x9E3779B97F4A7C15ull) >> 58);
@@ -247,10 +283,17 @@ static int resolve_batch(struct pycode_cache *c, struct rmem *m, const struct py
         at[i] = nr;
         qaddr[q] = code[i];
         qat[q] = nr;
-        iov[nr++] = (struct rmem_iov){code[i], hdr[at[i]], L->co.read};
+        if ((pre = prefetched(c, code[i])) != NULL) { /* read with the frames: no call */
+            memcpy(hdr[nr], pre, L->co.read);
+            slot_iov[nr++] = -1;
+            continue;
+        }
+        slot_iov[nr] = niov;
+        iov[niov++] = (struct rmem_iov){code[i], hdr[nr], L->co.read};
+        nr++;
     }
-    if (nr)
-        rc = rmem_readv(m, iov, nr, &ndone);
+    if (niov)
+        rc = rmem_readv(m, iov, niov, &ndone);
     if (rc == APP_E_GONE || rc == APP_E_PERM)
         return rc;
     for (size_t i = 0; i < n; i++) {
@@ -269,8 +312,8 @@ static int resolve_batch(struct pycode_cache *c, struct rmem *m, const struct py
             continue;
         }
         /* After a failed entry the rest of the batch was not transferred: read singly. */
-        if (r > ndone || (r == ndone && rc < 0)) {
-            if (r > ndone && rmem_read(m, code[i], hdr[r], L->co.read) == 0)
+        if (slot_iov[r] > ndone || (slot_iov[r] == ndone && rc < 0)) {
+            if (slot_iov[r] > ndone && rmem_read(m, code[i], hdr[r], L->co.read) == 0)
                 goto have;
             out[i] = NULL;
             bad++;

@@ -37,9 +37,28 @@ struct pycode_cache {
     uint64_t epoch;
     void **grave; /* strings of replaced slots, freed by pycode_cache_collect */
     size_t ngrave, capgrave;
+    /* Headers read ahead in this epoch, in the same system call as the frames that name
+     * them (pycode_prefetch_add): the first `npre_ok` of `npre` came back whole. */
+    struct pycode_pre *pre;
+    size_t npre, npre_ok;
+    uint64_t pre_epoch;
+};
+
+#define PYCODE_PRE_MAX 64
+#define PYCODE_HDR_MAX 256
+
+struct pycode_pre {
+    uint64_t addr;
+    uint8_t hdr[PYCODE_HDR_MAX];
 };
 
 void pycode_cache_init(struct pycode_cache *c);
+
+/* A buffer for the header of the code object at addr, to be read ahead in this epoch (with
+ * the frames that name it); NULL when addr is 0, already asked for, or the table is full. */
+uint8_t *pycode_prefetch_add(struct pycode_cache *c, uint64_t addr);
+/* How many of the headers asked for in this epoch, in order, were read whole. */
+void pycode_prefetch_done(struct pycode_cache *c, size_t nok);
 void pycode_cache_fini(struct pycode_cache *c);
 
 /* Frees what replaced entries left behind; call when no frame of the previous sample is in

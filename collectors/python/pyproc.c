@@ -114,8 +114,7 @@ void pyproc_free(struct pyproc *p)
     for (int i = 0; i < PYPROC_MAX_CHUNKS; i++)
         free(p->chunk[i]);
     for (size_t i = 0; i < p->nhints; i++) {
-        free(p->hints[i].chain);
-        pyreuse_free(&p->hints[i].prev);
+        pywalk_hint_free(&p->hints[i]);
     }
     free(p->hints);
     free(p->chain_new);

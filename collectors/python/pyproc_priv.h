@@ -26,6 +26,8 @@ struct pyrawframe {
 };
 
 #define PYHINT_MAX 32 /* off-chunk frames fetched in a walk's first call: shims, generators */
+#define PYHINT_OLD 8  /* older data-stack chunks fetched in a walk's first call */
+#define PYFETCH_IOV (3 + PYHINT_MAX + PYHINT_OLD) /* ranges of one walk's first call */
 
 /* What the last walk of one thread learnt, so that the next one can fetch everything it
  * needs in its first system call: frames found outside the data-stack chunks, and the size
@@ -53,6 +55,18 @@ struct pyhint {
     uint64_t addr[PYHINT_MAX];
     int n;
     uint64_t chunk, chunk_size; /* the newest chunk and its allocated size; 0 unknown */
+    /* 3.11+: the chunks older than the newest that the last whole walk loaded, with the
+     * bytes it used of each, fetched again in the next walk's first call. */
+    uint64_t old_addr[PYHINT_OLD];
+    size_t old_len[PYHINT_OLD];
+    int nold;
+    /* 3.11+: this thread's first call, made ahead in one system call with the other threads'
+     * (pywalk_prefetch): the ranges asked for and, in `stash`, the bytes that came back. */
+    struct rmem_iov fetch[PYFETCH_IOV];
+    int nfetch;
+    bool fetched; /* every range of `fetch` was read; consumed by the thread's next walk */
+    uint8_t *stash;
+    size_t stash_cap;
     uint64_t *chain; /* 3.8-3.10: the last whole walk's frame addresses, innermost first */
     uint32_t nchain;
     struct pyprev prev;
@@ -170,6 +184,14 @@ int pywalk_thread(struct pyproc *p, uint64_t tsaddr, const uint8_t *guess, struc
 /* The walk hint of the thread whose state is at ts; created on first use when `create`,
  * else NULL when there is none. */
 struct pyhint *pywalk_hint(struct pyproc *p, uint64_t ts, bool create);
+/* Frees what a hint owns. */
+void pywalk_hint_free(struct pyhint *h);
+
+/* 3.11+: makes the first system call of the walks of n threads (states at tsaddr[i], copies
+ * guess[i] as the thread list just read them) in one call, so that each walk that follows
+ * finds its bytes already read; a walk whose ranges differ from what was fetched, or that were
+ * not all read, reads for itself as before. Does nothing for 3.8-3.10 or fewer than 2 threads. */
+void pywalk_prefetch(struct pyproc *p, const uint64_t *tsaddr, const uint8_t *const *guess, int n);
 
 /* Keeps the n raw frames a whole walk of thread `ident` (state at tsaddr) left in p->raw,
  * stamped with g, the GIL view read before that walk. */
@@ -182,6 +204,9 @@ void pyreuse_forget(struct pyproc *p, uint64_t tsaddr);
 int pyreuse_try(struct pyproc *p, uint64_t tsaddr, uint64_t interp, uint64_t ident,
                 const struct pygilview *g, struct pywalk_out *wo);
 void pyreuse_free(struct pyprev *v);
+/* Whether pyreuse_try would reuse the thread's kept walk (it reads nothing). */
+bool pyreuse_ready(struct pyproc *p, uint64_t tsaddr, uint64_t interp, uint64_t ident,
+                   const struct pygilview *g);
 
 /* Kernel TID (monitor namespace) for a thread, 0 when unknown. */
 int pytask_tid(struct pyproc *p, uint64_t ident, const uint8_t *tstate);

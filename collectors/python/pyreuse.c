@@ -66,8 +66,8 @@ void pyreuse_forget(struct pyproc *p, uint64_t tsaddr)
         h->prev.ok = false;
 }
 
-int pyreuse_try(struct pyproc *p, uint64_t tsaddr, uint64_t interp, uint64_t ident,
-                const struct pygilview *g, struct pywalk_out *wo)
+static const struct pyprev *kept(struct pyproc *p, uint64_t tsaddr, uint64_t interp, uint64_t ident,
+                                 const struct pygilview *g)
 {
     struct pyhint *h = pywalk_hint(p, tsaddr, false);
     const struct pyprev *v = h ? &h->prev : NULL;
@@ -75,6 +75,22 @@ int pyreuse_try(struct pyproc *p, uint64_t tsaddr, uint64_t interp, uint64_t ide
     if (!v || !v->ok || !v->confirmed || !g->known || g->holder == tsaddr ||
         g->switches != v->switches || g->holder != v->holder || ident != v->ident ||
         interp != v->interp)
+        return NULL;
+    return v;
+}
+
+bool pyreuse_ready(struct pyproc *p, uint64_t tsaddr, uint64_t interp, uint64_t ident,
+                   const struct pygilview *g)
+{
+    return kept(p, tsaddr, interp, ident, g) != NULL;
+}
+
+int pyreuse_try(struct pyproc *p, uint64_t tsaddr, uint64_t interp, uint64_t ident,
+                const struct pygilview *g, struct pywalk_out *wo)
+{
+    const struct pyprev *v = kept(p, tsaddr, interp, ident, g);
+
+    if (!v)
         return -1;
     if (v->n)
         memcpy(p->raw, v->raw, (size_t)v->n * sizeof(*v->raw));

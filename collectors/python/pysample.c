@@ -18,6 +18,7 @@
 #define GIL_READ 80 /* interval, last_holder, locked, switch_number, cond */
 #define WALK_TRIES 6
 #define WALK_BUDGET_NS (250 * 1000) /* per thread, for its retries */
+#define PREFETCH_MAX 256            /* threads whose first walk reads share one system call */
 
 static void gil_parse(const struct py_layout *L, const uint8_t *gil, struct pygilview *g)
 {
@@ -333,6 +334,36 @@ static int read_interp(struct pyproc *p, uint64_t interp, const struct ifields *
     return 0;
 }
 
+/* Whether the sample includes thread i of the list. The main thread is the interpreter's
+ * first, i.e. the list's last entry. */
+static bool thread_wanted(const struct pyproc *p, const struct tslist *l, size_t i,
+                          uint64_t main_ts)
+{
+    if (p->only)
+        return bytes_load_u64(l->copy[i] + p->L.ts.thread_id) == p->only_ident;
+    return !p->opts.main_only || (main_ts ? l->addr[i] == main_ts : i + 1 == l->n);
+}
+
+/* Makes the first read of every thread that will be walked (not reused) in one system call. */
+static void prefetch_walks(struct pyproc *p, uint64_t interp, const struct tslist *l,
+                           uint64_t main_ts, const struct pygilview *g)
+{
+    static _Thread_local uint64_t addr[PREFETCH_MAX];
+    static _Thread_local const uint8_t *guess[PREFETCH_MAX];
+    int n = 0;
+
+    for (size_t i = 0; i < l->n && n < PREFETCH_MAX; i++) {
+        uint64_t ident = bytes_load_u64(l->copy[i] + p->L.ts.thread_id);
+
+        if (!thread_wanted(p, l, i, main_ts) ||
+            (!p->only && pyreuse_ready(p, l->addr[i], interp, ident, g)))
+            continue;
+        addr[n] = l->addr[i];
+        guess[n++] = l->copy[i];
+    }
+    pywalk_prefetch(p, addr, guess, n);
+}
+
 static int sample_interp(struct pyproc *p, uint64_t interp, const struct ifields *pre,
                          uint64_t *next, struct tslist *l, struct pygilview g)
 {
@@ -353,12 +384,11 @@ static int sample_interp(struct pyproc *p, uint64_t interp, const struct ifields
         return rc;
     if (g.known && g.locked)
         p->sample.gil_locked = true;
+    prefetch_walks(p, interp, l, main_ts, &g);
     for (size_t i = 0; i < l->n; i++) {
         struct pythread *t;
 
-        /* The main thread is the interpreter's first, i.e. the list's last entry. */
-        if (p->only ? bytes_load_u64(l->copy[i] + p->L.ts.thread_id) != p->only_ident
-                    : p->opts.main_only && (main_ts ? l->addr[i] != main_ts : i + 1 != l->n))
+        if (!thread_wanted(p, l, i, main_ts))
             continue;
         t = new_thread(p);
         describe_thread(p, t, interp, l->copy[i], l->addr[i], &g);

@@ -31,7 +31,8 @@
 #define CHUNK_GUESS (16 * 1024)
 #define CHUNK_MAX (16u << 20)
 #define FRAME_MAX 128
-#define CHUNK_SLACK 512 /* bytes read past the predicted top: the stack may grow meanwhile */
+#define CHUNK_SLACK 512   /* bytes read past the predicted top: the stack may grow meanwhile */
+#define PYFETCH_BATCH 256 /* threads whose first calls pywalk_prefetch joins */
 #define PY_OWNER_FRAME_OBJECT 2
 
 struct chunkset {
@@ -44,6 +45,11 @@ struct chunkset {
     bool hread[PYHINT_MAX];    /* hbuf[i] holds a copy taken with the chunk */
     uint64_t seen[PYHINT_MAX]; /* off-chunk frames met in this walk */
     int nseen;
+    /* Older chunks the first call copied into slots 1.. (old_got bytes each), for chunk_load
+     * to take instead of a read when the chain leads to them. */
+    uint64_t old_addr[PYHINT_OLD];
+    size_t old_got[PYHINT_OLD];
+    int nold;
 };
 
 static uint8_t *chunk_buf(struct pyproc *p, int i, size_t len)
@@ -266,13 +272,40 @@ static int walk_old(struct pyproc *p, struct pyhint *h, uint64_t frame, struct p
     return n;
 }
 
+/* Takes the older chunk at addr from what the walk's first call copied into slot cs->n, when
+ * that copy holds all the bytes its header says are in use. */
+static bool chunk_offered(struct pyproc *p, struct chunkset *cs, uint64_t addr)
+{
+    int i = cs->n - 1;
+    const uint8_t *b;
+    size_t need;
+
+    if (i < 0 || i >= cs->nold || cs->old_addr[i] != addr || cs->old_got[i] < PYABI_CHUNK_HDR)
+        return false;
+    b = p->chunk[cs->n];
+    need = PYABI_CHUNK_HDR + bytes_load_u64(b + PYABI_CHUNK_TOP) * 8;
+    if (need < PYABI_CHUNK_HDR || need > cs->old_got[i] ||
+        need > bytes_load_u64(b + PYABI_CHUNK_SIZE))
+        return false; /* grown or torn: read it as if never offered */
+    cs->addr[cs->n] = addr;
+    cs->len[cs->n] = need;
+    cs->older = bytes_load_u64(b + PYABI_CHUNK_PREVIOUS);
+    cs->n++;
+    return true;
+}
+
 /* Loads the chunk at addr into slot cs->n. `want` is the byte count to read when known. */
 static int chunk_load(struct pyproc *p, struct chunkset *cs, uint64_t addr, size_t want)
 {
     size_t len = want ? want : CHUNK_GUESS;
-    uint8_t *b = chunk_buf(p, cs->n, len);
-    long got = rmem_read_some(p->mem, addr, b, len);
+    uint8_t *b;
+    long got;
     size_t need;
+
+    if (!want && chunk_offered(p, cs, addr))
+        return 0;
+    b = chunk_buf(p, cs->n, len);
+    got = rmem_read_some(p->mem, addr, b, len);
 
     if (got < PYABI_CHUNK_HDR)
         return got == APP_E_GONE ? APP_E_GONE : APP_E_STALE;
@@ -335,10 +368,8 @@ struct pyhint *pywalk_hint(struct pyproc *p, uint64_t ts, bool create)
     if (!create)
         return NULL;
     if (p->nhints == p->opts.max_threads) {
-        for (size_t i = 0; i < p->nhints; i++) {
-            free(p->hints[i].chain);
-            pyreuse_free(&p->hints[i].prev);
-        }
+        for (size_t i = 0; i < p->nhints; i++)
+            pywalk_hint_free(&p->hints[i]);
         p->nhints = 0;
     }
     if (p->nhints == p->caphints) {
@@ -351,8 +382,22 @@ struct pyhint *pywalk_hint(struct pyproc *p, uint64_t ts, bool create)
 
 static void hint_save(struct chunkset *cs)
 {
-    cs->hint->n = cs->nseen;
-    memcpy(cs->hint->addr, cs->seen, sizeof(cs->seen[0]) * (size_t)cs->nseen);
+    struct pyhint *h = cs->hint;
+
+    h->n = cs->nseen;
+    memcpy(h->addr, cs->seen, sizeof(cs->seen[0]) * (size_t)cs->nseen);
+    h->nold = 0;
+    for (int i = 1; i < cs->n && h->nold < PYHINT_OLD; i++) {
+        h->old_addr[h->nold] = cs->addr[i];
+        h->old_len[h->nold++] = cs->len[i];
+    }
+}
+
+void pywalk_hint_free(struct pyhint *h)
+{
+    free(h->chain);
+    free(h->stash);
+    pyreuse_free(&h->prev);
 }
 
 /* The fields of a thread-state copy a 3.11+ walk starts from. */
@@ -412,39 +457,185 @@ struct batch {
     size_t got;
 };
 
-/* One system call: the top-frame pointer behind v's cframe (3.11/3.12) and the newest chunk
- * as v names it. `ts` (0: none) is read first, into p->tsfresh; hinted frames last. Returns
- * 0, APP_E_GONE, or APP_E_STALE when the thread state could not be read. */
+/* The ranges of a walk's first call, in order: the thread state (when ts), the top-frame
+ * pointer behind v's cframe (3.11/3.12), the newest chunk as v names it, the frames found off
+ * the chunks last time, and the older chunks the last walk loaded (only while the newest is
+ * the same one: a new newest chunk means the stack went through them). bufs are left NULL. */
+struct plan {
+    struct rmem_iov iov[PYFETCH_IOV];
+    int n, its, itop, ichunk, nfixed, nhint, nold;
+};
+
+static void plan_batch(const struct pyproc *p, uint64_t ts, const struct tsview *v,
+                       const struct chunkset *cs, struct plan *pl)
+{
+    const struct py_layout *L = &p->L;
+    const struct pyhint *h = cs->hint;
+    size_t want = chunk_want(cs, v, true);
+
+    pl->n = 0;
+    pl->its = pl->itop = pl->ichunk = -1;
+    if (ts) {
+        pl->its = pl->n;
+        pl->iov[pl->n++] = (struct rmem_iov){ts, NULL, L->ts.size};
+    }
+    if (L->ts.cframe >= 0 && v->cframe) {
+        pl->itop = pl->n;
+        pl->iov[pl->n++] = (struct rmem_iov){v->cframe + (uint64_t)L->ts.cframe_current, NULL, 8};
+    }
+    if (want) {
+        pl->ichunk = pl->n;
+        pl->iov[pl->n++] = (struct rmem_iov){v->chunk, NULL, want};
+    }
+    pl->nfixed = pl->n;
+    pl->nhint = h->n;
+    for (int i = 0; i < h->n; i++)
+        pl->iov[pl->n++] = (struct rmem_iov){h->addr[i], NULL, L->fr.size};
+    pl->nold = want && v->chunk == h->chunk ? h->nold : 0;
+    for (int i = 0; i < pl->nold; i++)
+        pl->iov[pl->n++] = (struct rmem_iov){h->old_addr[i], NULL, h->old_len[i]};
+}
+
+/* Points the plan's ranges at where the walk keeps them. */
+static void plan_bind(struct pyproc *p, struct chunkset *cs, struct batch *b, struct plan *pl)
+{
+    if (pl->its >= 0)
+        pl->iov[pl->its].buf = p->tsfresh;
+    if (pl->itop >= 0)
+        pl->iov[pl->itop].buf = &b->top;
+    if (pl->ichunk >= 0)
+        pl->iov[pl->ichunk].buf = chunk_buf(p, 0, pl->iov[pl->ichunk].len);
+    for (int i = 0; i < pl->nhint; i++)
+        pl->iov[pl->nfixed + i].buf = cs->hbuf[i];
+    for (int i = 0; i < pl->nold; i++) {
+        struct rmem_iov *o = &pl->iov[pl->nfixed + pl->nhint + i];
+
+        o->buf = chunk_buf(p, 1 + i, o->len);
+    }
+}
+
+/* Takes the thread's prefetched bytes when they are exactly what the plan asks for: as if
+ * the plan's call had been made then. Returns true (with *done) when taken. */
+static bool take_fetched(struct pyhint *h, const struct plan *pl, int *done)
+{
+    size_t at = 0;
+    bool match = h->fetched && h->nfetch == pl->n;
+
+    h->fetched = false;
+    for (int i = 0; match && i < pl->n; i++)
+        match = h->fetch[i].addr == pl->iov[i].addr && h->fetch[i].len == pl->iov[i].len;
+    if (!match)
+        return false;
+    for (int i = 0; i < pl->n; i++) {
+        memcpy(pl->iov[i].buf, h->stash + at, pl->iov[i].len);
+        at += pl->iov[i].len;
+    }
+    *done = pl->n;
+    return true;
+}
+
+/* One system call (or the bytes pywalk_prefetch read for it): the plan_batch ranges. `ts`
+ * (0: none) is read into p->tsfresh. Older chunks that came whole are offered to chunk_load.
+ * Returns 0, APP_E_GONE, or APP_E_STALE when the thread state could not be read. */
 static int read_batch(struct pyproc *p, uint64_t ts, const struct tsview *v, struct chunkset *cs,
                       struct batch *b)
 {
-    const struct py_layout *L = &p->L;
-    struct rmem_iov iov[3 + PYHINT_MAX];
-    size_t want = chunk_want(cs, v, true);
-    int n = 0, done = 0, itop = -1, ichunk = -1, nfixed, rc;
+    struct plan pl;
+    int done = 0, rc = 0;
 
-    if (ts)
-        iov[n++] = (struct rmem_iov){ts, p->tsfresh, L->ts.size};
-    if (L->ts.cframe >= 0 && v->cframe) {
-        itop = n;
-        iov[n++] = (struct rmem_iov){v->cframe + (uint64_t)L->ts.cframe_current, &b->top, 8};
+    plan_batch(p, ts, v, cs, &pl);
+    plan_bind(p, cs, b, &pl);
+    if (!take_fetched(cs->hint, &pl, &done))
+        rc = rmem_readv(p->mem, pl.iov, pl.n, &done);
+    for (int i = 0; i < pl.nhint; i++)
+        cs->hread[i] = done > pl.nfixed + i;
+    cs->nold = 0;
+    for (int i = 0; i < pl.nold && done > pl.nfixed + pl.nhint + i; i++) {
+        cs->old_addr[i] = pl.iov[pl.nfixed + pl.nhint + i].addr;
+        cs->old_got[i] = pl.iov[pl.nfixed + pl.nhint + i].len;
+        cs->nold = i + 1;
     }
-    if (want) {
-        ichunk = n;
-        iov[n++] = (struct rmem_iov){v->chunk, chunk_buf(p, 0, want), want};
-    }
-    nfixed = n;
-    for (int i = 0; i < cs->hint->n; i++)
-        iov[n++] = (struct rmem_iov){cs->hint->addr[i], cs->hbuf[i], L->fr.size};
-    rc = rmem_readv(p->mem, iov, n, &done);
-    for (int i = 0; i < cs->hint->n; i++)
-        cs->hread[i] = done > nfixed + i;
-    b->top_ok = itop >= 0 && done > itop;
-    b->chunk = ichunk >= 0 && done > ichunk ? v->chunk : 0;
-    b->got = b->chunk ? want : 0;
+    b->top_ok = pl.itop >= 0 && done > pl.itop;
+    b->chunk = pl.ichunk >= 0 && done > pl.ichunk ? v->chunk : 0;
+    b->got = b->chunk ? pl.iov[pl.ichunk].len : 0;
     if (rc == APP_E_GONE)
         return rc;
     return ts && done < 1 ? APP_E_STALE : 0;
+}
+
+/* Appends to all[] the headers of the code objects the threads' last walks ran, to be checked
+ * in this sample without a call of their own (pycode_resolve takes them); returns the new
+ * count. A thread that has moved on costs only the bytes of a header it no longer needs. */
+static int prefetch_codes(struct pyproc *p, const uint64_t *tsaddr, int n, struct rmem_iov *all,
+                          int nall)
+{
+    for (int i = 0; i < n && i < PYFETCH_BATCH; i++) {
+        const struct pyprev *v = &pywalk_hint(p, tsaddr[i], false)->prev;
+
+        for (uint32_t k = 0; v->raw && k < v->n && nall < RMEM_IOV_MAX; k++) {
+            uint8_t *hdr;
+
+            if (k > 0 && v->raw[k].code == v->raw[k - 1].code)
+                continue; /* recursion */
+            hdr = pycode_prefetch_add(&p->codes, v->raw[k].code);
+            if (hdr)
+                all[nall++] = (struct rmem_iov){v->raw[k].code, hdr, p->L.co.read};
+        }
+    }
+    return nall;
+}
+
+void pywalk_prefetch(struct pyproc *p, const uint64_t *tsaddr, const uint8_t *const *guess, int n)
+{
+    static _Thread_local struct chunkset cs;
+    static _Thread_local struct rmem_iov all[RMEM_IOV_MAX];
+    int nall = 0, done = 0, ncode, first[PYFETCH_BATCH];
+
+    if (p->L.fr.object || n < 2)
+        return;
+    for (int i = 0; i < n && i < PYFETCH_BATCH; i++)
+        (void)pywalk_hint(p, tsaddr[i], true); /* may move the hints: no pointer kept yet */
+    for (int i = 0; i < n && i < PYFETCH_BATCH; i++) {
+        struct pyhint *h = pywalk_hint(p, tsaddr[i], false);
+        struct tsview v;
+        struct plan pl;
+        size_t total = 0;
+
+        first[i] = -1;
+        h->fetched = false;
+        cs.hint = h;
+        ts_parse(&p->L, guess[i], &v);
+        plan_batch(p, tsaddr[i], &v, &cs, &pl);
+        if (nall + pl.n > RMEM_IOV_MAX)
+            break;
+        for (int k = 0; k < pl.n; k++)
+            total += pl.iov[k].len;
+        if (h->stash_cap < total) {
+            free(h->stash);
+            h->stash = x_malloc(total);
+            h->stash_cap = total;
+        }
+        total = 0;
+        for (int k = 0; k < pl.n; k++) {
+            pl.iov[k].buf = h->stash + total;
+            total += pl.iov[k].len;
+            h->fetch[k] = all[nall + k] = pl.iov[k];
+        }
+        h->nfetch = pl.n;
+        first[i] = nall;
+        nall += pl.n;
+    }
+    if (!nall)
+        return;
+    ncode = nall;
+    nall = prefetch_codes(p, tsaddr, n, all, nall);
+    (void)rmem_readv(p->mem, all, nall, &done); /* what failed is read again by its walk */
+    for (int i = 0; i < n && i < PYFETCH_BATCH && first[i] >= 0; i++) {
+        struct pyhint *h = pywalk_hint(p, tsaddr[i], false);
+
+        h->fetched = done >= first[i] + h->nfetch;
+    }
+    pycode_prefetch_done(&p->codes, done > ncode ? (size_t)(done - ncode) : 0);
 }
 
 /* Re-reads the thread state with the top-frame pointer, the newest chunk and the hinted
@@ -552,6 +743,7 @@ static int walk_new(struct pyproc *p, uint64_t tsaddr, const uint8_t *guess, str
     cs.n = 0;
     cs.older = 0;
     cs.nseen = 0;
+    cs.nold = 0;
     memset(cs.hread, 0, sizeof(cs.hread));
     cs.hint = pywalk_hint(p, tsaddr, true);
     rc = walk_start(p, tsaddr, guess, &cs, &frame, &o->no_python);

@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 
 PACKAGES="build-essential meson ninja-build pkg-config libncurses-dev libunwind-dev
 libproc2-dev libjson-c-dev check tmux python3 python3-torch procps clang openmpi-bin
-openssh-server openssh-client util-linux slurm-wlm munge pdsh strace
+openssh-server openssh-client util-linux slurm-wlm munge pdsh strace libxml2-utils
 binutils xz-utils libc6-dbg"
 
 install_missing() {

@@ -1120,6 +1120,267 @@ START_TEST(test_checker_rejects)
 }
 END_TEST
 
+/* --- flame graph ------------------------------------------------------------------------- */
+
+#define FG_SPAN 1180.0 /* px the frames span: 1200 less two 10 px margins */
+#define UFFFD "\xEF\xBF\xBD"
+
+/* Writes the flame graph of h and reads it back through tests/tools/flamegraph_dump.py, whose
+ * XML parser (expat) refuses anything not well-formed; also runs xmllint --noout on it. */
+static json_object *flame_parse(const struct history *h, const struct export_opts *o,
+                                const char *name, char *path, size_t pathlen)
+{
+    const char *src = getenv("RANKTOP_SRCDIR");
+    struct app_err err = {0};
+    char cmd[1024], out[300];
+    json_object *doc;
+    int st;
+
+    ck_assert_msg(src != NULL, "RANKTOP_SRCDIR is not set (run through meson test)");
+    path_in(path, pathlen, tmpdir, name);
+    ck_assert_msg(export_write(h, o, path, &err) == 0, "export: %s", err.msg);
+    snprintf(cmd, sizeof(cmd), "xmllint --noout '%s'", path);
+    st = system(cmd);
+    ck_assert_msg(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) != 127,
+                  "xmllint not found (Debian package libxml2-utils)");
+    ck_assert_msg(WEXITSTATUS(st) == 0, "xmllint rejects %s", path);
+    snprintf(out, sizeof(out), "%s.dump", path);
+    snprintf(cmd, sizeof(cmd), "python3 '%s/tests/tools/flamegraph_dump.py' '%s' > '%s'", src, path,
+             out);
+    st = system(cmd);
+    ck_assert_msg(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "cannot read back: %s", cmd);
+    doc = json_object_from_file(out);
+    ck_assert_msg(doc != NULL, "%s: %s", out, json_util_get_last_err());
+    return doc;
+}
+
+/* The n-th frame (0 first) labelled `label` at depth, or NULL. */
+static json_object *flame_frame(json_object *frames, int depth, const char *label, int n)
+{
+    for (size_t i = 0; i < json_object_array_length(frames); i++) {
+        json_object *f = json_object_array_get_idx(frames, i);
+
+        if (geti(f, "depth") == depth && !strcmp(gets(f, "label"), label) && n-- == 0)
+            return f;
+    }
+    return NULL;
+}
+
+static void flame_expect(json_object *frames, int depth, const char *label, int x, int w,
+                         const char *count)
+{
+    json_object *f = flame_frame(frames, depth, label, 0);
+
+    ck_assert_msg(f != NULL, "no frame '%s' at depth %d", label, depth);
+    ck_assert_int_eq(geti(f, "x"), x);
+    ck_assert_int_eq(geti(f, "w"), w);
+    if (count)
+        ck_assert_str_eq(gets(f, "count"), count);
+}
+
+/* Every frame is drawn in proportion to its samples (total samples span FG_SPAN px), lies on
+ * a frame one level down that spans it, and shows its label or a cut of it. */
+static void flame_geometry(json_object *frames, int total)
+{
+    for (size_t i = 0; i < json_object_array_length(frames); i++) {
+        json_object *f = json_object_array_get_idx(frames, i);
+        int x = geti(f, "x"), w = geti(f, "w"), d = geti(f, "depth");
+        const char *text = gets(f, "text"), *label = gets(f, "label");
+        bool under = d == 0;
+
+        ck_assert_double_eq_tol(json_object_get_double(get(f, "rw")), w * FG_SPAN / total, 0.01);
+        ck_assert_double_eq_tol(json_object_get_double(get(f, "rx")), 10 + x * FG_SPAN / total,
+                                0.01);
+        for (size_t k = 0; k < json_object_array_length(frames) && !under; k++) {
+            json_object *p = json_object_array_get_idx(frames, k);
+
+            under = geti(p, "depth") == d - 1 && geti(p, "x") <= x &&
+                    x + w <= geti(p, "x") + geti(p, "w");
+        }
+        ck_assert_msg(under, "frame '%s' stands on nothing", label);
+        if (!strstr(text, ".."))
+            ck_assert_msg(!text[0] || !strcmp(text, label), "'%s' shows '%s'", label, text);
+        else
+            ck_assert_msg(!strncmp(text, label, strlen(text) - 2), "'%s' shows '%s'", label, text);
+    }
+}
+
+/* A warm fill: red the largest component, blue the smallest (hues 0-60°). */
+static void flame_warm(json_object *f)
+{
+    unsigned r, g, b;
+
+    ck_assert_int_eq(sscanf(gets(f, "fill"), "#%2x%2x%2x", &r, &g, &b), 3);
+    ck_assert_msg(r >= g && g >= b && r > b, "%s: fill %s", gets(f, "label"), gets(f, "fill"));
+}
+
+START_TEST(test_flamegraph)
+{
+    struct history h;
+    struct stacks s;
+    struct export_opts o = opts(EXPORT_FLAMEGRAPH, false);
+    char path[256];
+    json_object *doc, *fs;
+
+    build(&h, &s);
+    doc = flame_parse(&h, &o, "p.svg", path, sizeof(path));
+    ck_assert(json_object_get_boolean(get(doc, "script")));
+    ck_assert_uint_eq(json_object_array_length(get(doc, "external")), 0);
+    fs = get(doc, "frames");
+    /* The counts of test_collapsed: rank 0 has 5 samples, rank 1 4 + 2 + 1, pid 7000 1. */
+    flame_expect(fs, 0, "all", 0, 13, "13 samples (100.00%)");
+    ck_assert_str_eq(gets(json_object_array_get_idx(fs, 0), "where"), "3 ranks");
+    flame_expect(fs, 1, "rank 0", 0, 5, "5 samples (38.46%)");
+    flame_expect(fs, 1, "rank 1", 5, 7, NULL);
+    flame_expect(fs, 1, "pid 7000", 12, 1, "1 sample (7.69%)");
+    ck_assert_str_eq(gets(flame_frame(fs, 1, "rank 1", 0), "where"),
+                     "rank 1 (pid 5263, node01, gpu 1)");
+    flame_expect(fs, 2, "MainThread", 0, 5, NULL);
+    flame_expect(fs, 3, "main (eval.py:1)", 0, 5, NULL);
+    flame_expect(fs, 4, "evaluate (eval.py:2)", 0, 5, NULL);
+    flame_expect(fs, 3, MAIN_L, 5, 7, NULL);
+    flame_expect(fs, 4, TRAIN_L, 5, 7, NULL);
+    /* Callees in name order from their caller's left edge. */
+    flame_expect(fs, 5, SAVE_L, 5, 1, NULL);
+    flame_expect(fs, 5, STEP30, 6, 4, "4 samples (30.77%)");
+    flame_expect(fs, 5, STEP31, 10, 2, NULL);
+    ck_assert_str_eq(gets(flame_frame(fs, 5, STEP30, 0), "where"), "train.py:30");
+    ck_assert_ptr_null(flame_frame(fs, 2, WORKER_NAME, 0));
+    flame_geometry(fs, 13);
+    /* One function, one colour, whatever its file and line; every function in warm hues. */
+    ck_assert_str_eq(gets(flame_frame(fs, 3, MAIN_L, 0), "fill"),
+                     gets(flame_frame(fs, 3, "main (x.py:1)", 0), "fill"));
+    ck_assert_str_eq(gets(flame_frame(fs, 5, STEP30, 0), "fill"),
+                     gets(flame_frame(fs, 5, STEP31, 0), "fill"));
+    for (size_t i = 0; i < json_object_array_length(fs); i++)
+        if (geti(json_object_array_get_idx(fs, i), "depth") >= 3)
+            flame_warm(json_object_array_get_idx(fs, i));
+    json_object_put(doc);
+
+    /* All threads: the worker's frames, their names made XML-safe (the newline is no text). */
+    o.all_threads = true;
+    doc = flame_parse(&h, &o, "all.svg", path, sizeof(path));
+    fs = get(doc, "frames");
+    flame_expect(fs, 0, "all", 0, 17, NULL);
+    flame_expect(fs, 2, "data \"loader\"\\" UFFFD, 12, 4, NULL);
+    flame_expect(fs, 4, NONASCII_FN " (data.py:7)", 12, 4, NULL);
+    flame_expect(fs, 5, "say \"hi\"\\" UFFFD " (we\"ird.py:3)", 12, 4, NULL);
+    flame_geometry(fs, 17);
+    json_object_put(doc);
+    tb_free(&h);
+}
+END_TEST
+
+#define LONG_E 300 /* "é" repeated: a name too long for any frame */
+
+/* Names a target controls cannot break the XML: markup, a CDATA end, quotes, controls, bytes
+ * that are not UTF-8, U+FFFE; a long name is cut at a character, with the whole of it in the
+ * tooltip. */
+START_TEST(test_flamegraph_hostile)
+{
+    static char long_fn[LONG_E * 2 + 1];
+    const struct hframe f[] = {
+        fr("<script>alert(1)</script>", "a&b.py", 1),
+        fr("]]><x y='1'>", "\"q\".py", 2),
+        fr("bad\xFF\xFE utf8 \x01\x1B[31m \xEF\xBF\xBE \xC2\x9B end\xE6\x95", "c.py", 3),
+        fr(long_fn, "d.py", 4),
+    };
+    const char *want[] = {
+        "<script>alert(1)</script> (a&b.py:1)",
+        "]]><x y='1'> (\"q\".py:2)",
+        "bad" UFFFD UFFFD " utf8 " UFFFD UFFFD "[31m " UFFFD " " UFFFD " end" UFFFD UFFFD
+        " (c.py:3)",
+    };
+    struct history h;
+    struct export_opts o = opts(EXPORT_FLAMEGRAPH, true);
+    struct hthread *t;
+    char path[256], *raw;
+    json_object *doc, *fs, *lf;
+    const char *text;
+
+    for (int i = 0; i < LONG_E; i++)
+        memcpy(long_fn + 2 * i, "\xC3\xA9", 2);
+    tb_init(&h, "node<&>");
+    t = tb_thread(tb_rank(&h, 100, 0, "node<&>", "", T(0)), 1, 100, "T\x07<'&'>", true);
+    tb_run(t, tb_stack(&h, f, 4), 0, 9);
+    doc = flame_parse(&h, &o, "hostile.svg", path, sizeof(path));
+    fs = get(doc, "frames");
+    flame_expect(fs, 2, "T" UFFFD "<'&'>", 0, 10, NULL);
+    for (int i = 0; i < 3; i++)
+        flame_expect(fs, 3 + i, want[i], 0, 10, NULL);
+    /* 1180 px hold (1180 - 6) / 7.2 = 163 glyphs: 161 of the name and "..". */
+    lf = json_object_array_get_idx(fs, 6);
+    ck_assert_int_eq(geti(lf, "depth"), 6);
+    ck_assert_uint_eq(strlen(gets(lf, "label")), LONG_E * 2 + strlen(" (d.py:4)"));
+    text = gets(lf, "text");
+    ck_assert_uint_eq(strlen(text), 161 * 2 + 2);
+    ck_assert(!strncmp(text, long_fn, 161 * 2) && !strcmp(text + 161 * 2, ".."));
+    flame_geometry(fs, 10);
+    json_object_put(doc);
+    raw = slurp(path, NULL);
+    ck_assert_ptr_null(strstr(raw, "<script>alert"));
+    ck_assert_ptr_null(strstr(raw, "\x1B"));
+    ck_assert_ptr_nonnull(strstr(raw, "node&lt;&amp;&gt;"));
+    free(raw);
+    tb_free(&h);
+}
+END_TEST
+
+#define TINY 5000 /* one-sample stacks, each 0.01 % of the total */
+
+/* Frames under 0.1 % of all samples are left out, their samples still counted below: a
+ * thread of 5000 one-sample stacks and one 5000-sample stack draws 4 frames. */
+START_TEST(test_flamegraph_bound)
+{
+    static char names[TINY][16];
+    struct history h;
+    struct export_opts o = opts(EXPORT_FLAMEGRAPH, false);
+    struct hthread *t;
+    struct hframe f;
+    char path[256];
+    json_object *doc, *fs;
+    size_t len;
+
+    tb_init(&h, "node01");
+    t = tb_thread(tb_rank(&h, 100, 0, "node01", "", T(0)), 1, 100, "MainThread", true);
+    for (int i = 0; i < TINY; i++) {
+        snprintf(names[i], sizeof(names[i]), "tiny%d", i);
+        f = fr(names[i], "t.py", 1);
+        tb_run(t, tb_stack(&h, &f, 1), i, i);
+    }
+    f = fr("big", "t.py", 2);
+    tb_run(t, tb_stack(&h, &f, 1), TINY, 2 * TINY - 1);
+    doc = flame_parse(&h, &o, "bound.svg", path, sizeof(path));
+    fs = get(doc, "frames");
+    ck_assert_uint_eq(json_object_array_length(fs), 4);
+    flame_expect(fs, 0, "all", 0, 2 * TINY, NULL);
+    flame_expect(fs, 2, "MainThread", 0, 2 * TINY, NULL);
+    flame_expect(fs, 3, "big (t.py:2)", 0, TINY, "5000 samples (50.00%)");
+    json_object_put(doc);
+    free(slurp(path, &len));
+    ck_assert_uint_lt(len, 16 * 1024);
+    tb_free(&h);
+}
+END_TEST
+
+/* No samples: still an SVG, with the "all" frame alone. */
+START_TEST(test_flamegraph_empty)
+{
+    struct history h;
+    struct export_opts o = opts(EXPORT_FLAMEGRAPH, true);
+    char path[256];
+    json_object *doc, *fs;
+
+    tb_init(&h, "");
+    doc = flame_parse(&h, &o, "empty.svg", path, sizeof(path));
+    fs = get(doc, "frames");
+    ck_assert_uint_eq(json_object_array_length(fs), 1);
+    flame_expect(fs, 0, "all", 0, 0, "0 samples (0.00%)");
+    json_object_put(doc);
+    tb_free(&h);
+}
+END_TEST
+
 static Suite *export_suite(void)
 {
     Suite *s = suite_create("export");
@@ -1136,6 +1397,10 @@ static Suite *export_suite(void)
     tcase_add_test(tc, test_chrome_window);
     tcase_add_test(tc, test_speedscope);
     tcase_add_test(tc, test_collapsed);
+    tcase_add_test(tc, test_flamegraph);
+    tcase_add_test(tc, test_flamegraph_hostile);
+    tcase_add_test(tc, test_flamegraph_bound);
+    tcase_add_test(tc, test_flamegraph_empty);
     tcase_add_test(tc, test_empty);
     tcase_add_test(tc, test_checker_rejects);
     suite_add_tcase(s, tc);

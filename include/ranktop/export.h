@@ -33,6 +33,10 @@ struct export_opts {
     uint64_t from, to;    /* CLOCK_MONOTONIC ns window; 0 = unbounded on that side */
     uint64_t interval_ns; /* sampling interval: how long the last sample of a run lasts */
     const char *version;  /* ranktop version for the file's metadata; NULL = "" */
+    /* Counters the user asked for that could not be had, for the file's metadata (Chrome:
+     * otherData.counters_unavailable {"gpu": "why"}): pairs of a group name and the reason,
+     * ended by NULL; NULL = none. */
+    const char *const *unavailable;
 };
 
 /* Writes h to path atomically: PATH.tmp.<pid> (export_temp_name), checked writes, fflush,

@@ -17,6 +17,10 @@
  * another line its slice ends and a new one begins there, and a slice's line is where the
  * frame was for all of it, as in the speedscope and collapsed exports.
  *
+ * otherData holds the wall-clock start, host, tool and version, the sampling interval, runs
+ * dropped by the history bound, thread stacks lost as torn, and counters_unavailable
+ * ({"gpu": "why"}) for requested counters that could not be had.
+ *
  * Invariants of the output: per (pid, tid) timestamps never decrease in file order; B/E nest
  * strictly, each E carries exactly the name of the B it closes and no args; nothing is left
  * open. Events are written as text straight into the output buffer:
@@ -333,6 +337,21 @@ static uint64_t cw_stacks_lost(const struct cw *w)
     return (uint64_t)sum;
 }
 
+/* ,"counters_unavailable":{"gpu":"why",...} for the requested counters that could not be had. */
+static void cw_unavailable(struct xbuf *b, const char *const *u)
+{
+    if (!u || !u[0])
+        return;
+    xb_puts(b, ",\"counters_unavailable\":{");
+    for (size_t i = 0; u[i] && u[i + 1]; i += 2) {
+        xb_puts(b, i ? "," : "");
+        xb_jstr(b, u[i]);
+        xb_put(b, ":", 1);
+        xb_jstr(b, u[i + 1]);
+    }
+    xb_put(b, "}", 1);
+}
+
 static void cw_other_data(struct cw *w)
 {
     const struct history *h = w->h;
@@ -349,6 +368,7 @@ static void cw_other_data(struct cw *w)
     xb_u64(w->b, h->dropped_runs);
     xb_puts(w->b, ",\"stacks_lost\":");
     xb_u64(w->b, cw_stacks_lost(w));
+    cw_unavailable(w->b, w->p->o->unavailable);
     xb_puts(w->b, "}}\n");
 }
 

@@ -623,7 +623,11 @@ START_TEST(test_chrome_counters_instants)
     char path[256], seq[1024];
     json_object *doc, *ev, *other;
 
+    static const char *const unavailable[] = {"gpu", "nvidia-smi: not found on PATH", "npu",
+                                              "no \"NPU\" found", NULL};
+
     build(&h, &s);
+    o.unavailable = unavailable;
     doc = export_parse(&h, &o, "counters.json", path, sizeof(path));
     ev = get(doc, "traceEvents");
     process_seq(ev, P0, seq, sizeof(seq));
@@ -643,6 +647,15 @@ START_TEST(test_chrome_counters_instants)
     ck_assert_str_eq(gets(other, "host"), "node01");
     ck_assert_str_eq(gets(other, "tool"), "ranktop");
     ck_assert_str_eq(gets(other, "version"), "9.9-test");
+    /* Requested counters that could not be had, each with why. */
+    ck_assert_str_eq(gets(get(other, "counters_unavailable"), "gpu"),
+                     "nvidia-smi: not found on PATH");
+    ck_assert_str_eq(gets(get(other, "counters_unavailable"), "npu"), "no \"NPU\" found");
+    ck_assert_int_eq(json_object_object_length(get(other, "counters_unavailable")), 2);
+    json_object_put(doc);
+    o.unavailable = NULL;
+    doc = export_parse(&h, &o, "counters2.json", path, sizeof(path));
+    ck_assert(!has(get(doc, "otherData"), "counters_unavailable"));
     json_object_put(doc);
     ck_assert_int_eq(run_checker(path, "--threads 3 --counter gpu7 --instant 'rank 0 exited'"), 0);
     tb_free(&h);

@@ -6,7 +6,9 @@
  * backward, optimizer), holding each for 3-7 samples. It times the exports into /dev/null
  * (formatting alone), then writes the hour as Chrome JSON, speedscope JSON and collapsed
  * stacks with export_write (temp file, fsync, rename: disk speed) and prints wall time, size
- * and throughput. Goals (issue 4): history <= 200 MB, export <= 10 s.
+ * and throughput. Goals (issue 4): history <= 200 MB, export <= 10 s. For traces that stay
+ * openable (issue 14) it also writes the hour as Perfetto's protobuf trace and as gzipped
+ * Chrome JSON (an output name ending in .gz), and prints their sizes beside the JSON's.
  *
  * Usage: bench_export [-k] [-r RANKS] [-s SECONDS] [OUTDIR]; -k keeps the files (to feed
  * tests/tools/trace_check.py); defaults 64 ranks, 3600 s, /tmp. Asserts nothing. */
@@ -135,7 +137,17 @@ static void build_history(struct history *h, const struct loop *l, uint64_t t0)
     }
 }
 
-static void run_export(const struct history *h, enum export_format fmt, const char *dir, bool keep)
+static const char *fmt_name(enum export_format fmt)
+{
+    return fmt == EXPORT_CHROME       ? "chrome"
+           : fmt == EXPORT_SPEEDSCOPE ? "speedscope"
+           : fmt == EXPORT_PERFETTO   ? "perfetto"
+                                      : "collapsed";
+}
+
+/* Writes the hour in fmt (gzipped when gz) and prints time and size; returns the size. */
+static double run_export(const struct history *h, enum export_format fmt, bool gz, const char *dir,
+                         bool keep)
 {
     struct export_opts o = {.format = fmt, .interval_ns = IVAL_NS, .version = "bench"};
     struct app_err err = {0};
@@ -145,23 +157,22 @@ static void run_export(const struct history *h, enum export_format fmt, const ch
     double s, mb;
     int rc;
 
-    snprintf(path, sizeof(path), "%s/bench_export%s", dir, export_format_ext(fmt));
+    snprintf(path, sizeof(path), "%s/bench_export%s%s", dir, export_format_ext(fmt),
+             gz ? ".gz" : "");
     a = clock_mono_ns();
     rc = export_write(h, &o, path, &err);
     b = clock_mono_ns();
     if (rc) {
-        printf("%-12s failed: %s\n", fmt == EXPORT_CHROME ? "chrome" : "other", err.msg);
-        return;
+        printf("%-12s failed: %s\n", fmt_name(fmt), err.msg);
+        return 0;
     }
     s = (double)(b - a) / 1e9;
     mb = stat(path, &st) ? 0 : (double)st.st_size / 1e6;
-    printf("%-12s %7.2f s  %9.1f MB  %7.1f MB/s  %s\n",
-           fmt == EXPORT_CHROME       ? "chrome"
-           : fmt == EXPORT_SPEEDSCOPE ? "speedscope"
-                                      : "collapsed",
-           s, mb, s > 0 ? mb / s : 0, path);
+    printf("%-10s%-3s %7.2f s  %9.1f MB  %7.1f MB/s  %s\n", fmt_name(fmt), gz ? ".gz" : "", s, mb,
+           s > 0 ? mb / s : 0, path);
     if (!keep)
         unlink(path);
+    return mb;
 }
 
 /* The same export into /dev/null: the CPU cost alone, without the disk. */
@@ -176,8 +187,8 @@ static void run_null(const struct history *h, enum export_format fmt)
         return;
     a = clock_mono_ns();
     if (export_stream(h, &o, f, &err) == 0)
-        printf("%-12s %7.2f s  (formatting only, into /dev/null)\n",
-               fmt == EXPORT_CHROME ? "chrome" : "speedscope", (double)(clock_mono_ns() - a) / 1e9);
+        printf("%-12s %7.2f s  (formatting only, into /dev/null)\n", fmt_name(fmt),
+               (double)(clock_mono_ns() - a) / 1e9);
     fclose(f);
 }
 
@@ -189,6 +200,7 @@ int main(int argc, char **argv)
     struct loop l = {0};
     uint64_t t0 = clock_mono_ns(), a, b;
     size_t runs = 0;
+    double chrome_mb, perfetto_mb, gz_mb, pgz_mb;
 
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-k"))
@@ -213,9 +225,18 @@ int main(int argc, char **argv)
            (double)history_memory(&h) / 1e6);
     run_null(&h, EXPORT_CHROME);
     run_null(&h, EXPORT_SPEEDSCOPE);
-    run_export(&h, EXPORT_CHROME, dir, keep);
-    run_export(&h, EXPORT_SPEEDSCOPE, dir, keep);
-    run_export(&h, EXPORT_COLLAPSED, dir, keep);
+    run_null(&h, EXPORT_PERFETTO);
+    chrome_mb = run_export(&h, EXPORT_CHROME, false, dir, keep);
+    run_export(&h, EXPORT_SPEEDSCOPE, false, dir, keep);
+    run_export(&h, EXPORT_COLLAPSED, false, dir, keep);
+    perfetto_mb = run_export(&h, EXPORT_PERFETTO, false, dir, keep);
+    gz_mb = run_export(&h, EXPORT_CHROME, true, dir, keep);
+    pgz_mb = run_export(&h, EXPORT_PERFETTO, true, dir, keep);
+    if (chrome_mb > 0 && perfetto_mb > 0 && gz_mb > 0 && pgz_mb > 0)
+        printf("sizes: chrome json %.1f MB; perfetto %.1f MB (%.1fx smaller); chrome .gz %.1f MB "
+               "(%.1fx); perfetto .gz %.1f MB (%.1fx)\n",
+               chrome_mb, perfetto_mb, chrome_mb / perfetto_mb, gz_mb, chrome_mb / gz_mb, pgz_mb,
+               chrome_mb / pgz_mb);
     history_fini(&h);
     return 0;
 }

@@ -31,6 +31,7 @@ struct rec_opts {
     double snapshot;     /* seconds, 0 = off */
     const char *trigger; /* --trigger-file */
     enum export_format fmt;
+    bool fmt_set; /* -f given; else the output's suffix chooses (export_format_from_name) */
     struct cli_hosts hosts;
     bool subprocesses; /* py-spy's: each -p PID also stands for its descendants */
     bool nonblocking;  /* py-spy's: never stop the target (refuses --native) */
@@ -89,7 +90,9 @@ static void rec_usage(FILE *f)
           "                                (default 7200; 0 = off)\n"
           "  -f, --format F                chrome (default; py-spy: chrometrace), speedscope,\n"
           "                                collapsed (py-spy: raw), flamegraph (an SVG),\n"
-          "                                perfetto (protobuf)\n"
+          "                                perfetto (protobuf); without -f, FILE's suffix\n"
+          "                                chooses (.json .speedscope.json .folded .svg\n"
+          "                                .perfetto-trace); FILE ending in .gz is gzipped\n"
           "      --trigger-file PATH       record only while PATH exists; write each window\n"
           "                                to its own time-tagged file\n"
           "      --history S               keep only the last S seconds (default: all)\n"
@@ -155,6 +158,7 @@ static int rec_option(int c, const char *arg, struct rec_opts *o)
         o->eng.mem_cap = (size_t)(v * 1048576.0);
         return 0;
     case 'f':
+        o->fmt_set = true;
         if ((int)(o->fmt = (enum export_format)export_format_parse(arg)) < 0) {
             fprintf(stderr,
                     "ranktop record: unknown --format '%s' (chrome, chrometrace, speedscope, "
@@ -528,6 +532,8 @@ int cmd_record(int argc, char **argv)
     o.eng.rate_hz = 10;
     o.eng.mem_cap = 1024u << 20;
     rc = parse_record(argc, argv, &o);
+    if (rc < 0 && !o.fmt_set && export_format_from_name(o.out) >= 0)
+        o.fmt = (enum export_format)export_format_from_name(o.out);
     if (rc >= 0 || (rc = check_output(o.out)) != 0) {
         cli_disc_fini(&o.eng.disc);
         cli_hosts_fini(&o.hosts);

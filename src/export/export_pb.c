@@ -59,7 +59,13 @@ static bool room(struct pbuf *b, size_t n)
 static void put_varint(struct pbuf *b, uint64_t v)
 {
     uint8_t tmp[PB_VARINT_MAX];
-    size_t n = pb_varint_put(tmp, v);
+    size_t n;
+
+    if (!b->full && b->cap - b->len >= PB_VARINT_MAX) { /* the common case: plenty of room */
+        b->len += pb_varint_put(b->p + b->len, v);
+        return;
+    }
+    n = pb_varint_put(tmp, v);
 
     if (room(b, n)) {
         memcpy(b->p + b->len, tmp, n);

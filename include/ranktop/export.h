@@ -73,4 +73,10 @@ int export_format_parse(const char *name);
 /* File name suffix of a format: ".json", ".speedscope.json", ".folded". */
 const char *export_format_ext(enum export_format fmt);
 
+/* The format an output name asks for by its suffix, a trailing ".gz" aside (export_write
+ * gzips such a file in any format): ".perfetto-trace" or ".pftrace" perfetto,
+ * ".speedscope.json" speedscope, ".json" chrome, ".folded" or ".collapsed" collapsed, ".svg"
+ * flamegraph; -1 for any other name (the caller's default applies). */
+int export_format_from_name(const char *path);
+
 #endif

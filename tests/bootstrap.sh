@@ -10,7 +10,10 @@ cd "$(dirname "$0")/.."
 PACKAGES="build-essential meson ninja-build pkg-config libncurses-dev libunwind-dev
 libproc2-dev libjson-c-dev check tmux python3 python3-torch procps clang openmpi-bin
 openssh-server openssh-client util-linux slurm-wlm munge pdsh strace libxml2-utils
-binutils xz-utils libc6-dbg zlib1g-dev protobuf-compiler"
+binutils xz-utils libc6-dbg zlib1g-dev protobuf-compiler chromium nodejs"
+# speedscope (npm) for the viewer test, kept where tests/viewer/speedscope.sh looks for it.
+NPM_DIR=${RANKTOP_NPM_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ranktop/npm}
+SPEEDSCOPE_VERSION=1.25.0
 
 install_missing() {
     missing=""
@@ -25,6 +28,18 @@ install_missing() {
     echo "bootstrap: installing$missing"
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
+}
+
+# install_viewer: npm (Debian's, unless the installed nodejs brings its own) and speedscope's
+# static build in $NPM_DIR. Without it the viewer test is skipped, saying why.
+install_viewer() {
+    if ! command -v npm >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ]; then
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm >/dev/null
+    fi
+    [ -f "$NPM_DIR/node_modules/speedscope/dist/release/index.html" ] && return 0
+    npm install --prefix "$NPM_DIR" --no-audit --no-fund --loglevel=error \
+        "speedscope@$SPEEDSCOPE_VERSION" >/dev/null ||
+        echo "bootstrap: npm could not install speedscope into $NPM_DIR: the viewer test will skip" >&2
 }
 
 build() { # build DIR [meson options...]
@@ -52,6 +67,7 @@ demo() {
 }
 
 run_tests() {
+    install_viewer
     build build --werror -Dtests=true
     meson test -C build --print-errorlogs --num-processes 2
     build build-asan --werror -Dtests=true -Db_sanitize=address,undefined -Db_lundef=false

@@ -428,6 +428,8 @@ static void input_apply(struct ui *u)
         snprintf(u->search, sizeof(u->search), "%s", u->edit);
         u->jump = SEARCH_HERE;
         u->search_miss = false;
+        if (!u->search[0] && u->view != VIEW_RANK) /* only a search moves these views' cursor */
+            u->lsel = u->lscroll = 0;
     } else {
         snprintf(u->filter, sizeof(u->filter), "%s", u->edit);
         u->sel = u->scroll = 0;

@@ -410,10 +410,10 @@ void view_top_fini(struct view_top *out);
 
 /* ---- Achieved sampling rate (view_rate.c) ---- */
 
-#define VIEW_RATE_POINTS 256               /* pass counts kept (the UI adds one per refresh) */
-#define VIEW_RATE_PERIODS 20               /* a window is this many sampling periods... */
-#define VIEW_RATE_MIN_NS 2000000000ull     /* ...but at least 2 s */
-#define VIEW_RATE_MAX_NS 120000000000ull   /* and at most 2 min */
+#define VIEW_RATE_POINTS 256             /* pass counts kept (the UI adds one per refresh) */
+#define VIEW_RATE_PERIODS 20             /* a window is this many sampling periods... */
+#define VIEW_RATE_MIN_NS 2000000000ull   /* ...but at least 2 s */
+#define VIEW_RATE_MAX_NS 120000000000ull /* and at most 2 min */
 
 /* Recent (time, passes) points, oldest first in a ring. Zero it to start. */
 struct view_rate {

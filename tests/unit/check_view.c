@@ -1292,7 +1292,7 @@ START_TEST(rate_needs_full_window)
     for (uint64_t k = 5; k < 1000; k++) /* the ring wraps; the rate drops */
         view_rate_add(&r, 20000000ull + k * s / 2, 21 + 5 * 4 + (k - 5) * 2 + 1);
     ck_assert(fabs(view_rate_hz(&r, w) - 4.0) < 1e-9); /* 2 passes per 0.5 s */
-    view_rate_add(&r, 20000000ull + 1000 * s / 2, 3); /* counter went back: start over */
+    view_rate_add(&r, 20000000ull + 1000 * s / 2, 3);  /* counter went back: start over */
     ck_assert(isnan(view_rate_hz(&r, w)));
 }
 END_TEST

@@ -165,7 +165,8 @@ static int slot_fill(struct pycode_cache *c, struct pycode *e, struct rmem *m,
     header_key(L, hdr, e->key);
     e->firstlineno = bytes_load_i32(hdr + L->co.firstlineno);
     e->firsttraceable = L->co.firsttraceable >= 0 ? bytes_load_i32(hdr + L->co.firsttraceable) : 0;
-    e->last_q = -2;
+    for (int k = 0; k < PYCODE_MEMO; k++)
+        e->last_q[k] = -2;
     e->serial = ++c->next_serial;
     return 0;
 fail:
@@ -370,9 +371,13 @@ int pycode_resolve_alive(struct pycode_cache *c, const uint64_t *code, size_t n,
 
 int pycode_line(struct pycode *e, int minor, long q)
 {
-    if (q == e->last_q)
-        return e->last_line;
-    e->last_q = q;
-    e->last_line = pyline_lookup(minor, e->table, e->table_len, e->firstlineno, q);
-    return e->last_line;
+    unsigned k;
+
+    for (k = 0; k < PYCODE_MEMO; k++)
+        if (e->last_q[k] == q)
+            return e->last_line[k];
+    k = e->last_next++ % PYCODE_MEMO;
+    e->last_q[k] = q;
+    e->last_line[k] = pyline_lookup(minor, e->table, e->table_len, e->firstlineno, q);
+    return e->last_line[k];
 }

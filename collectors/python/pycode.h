@@ -12,6 +12,8 @@
 #include "abi/pyabi.h"
 #include "ranktop/rmem.h"
 
+#define PYCODE_MEMO 4
+
 struct pycode {
     uint64_t addr;   /* remote address; 0 = empty slot */
     uint8_t key[48]; /* header fields that identify the object (type, names, table...) */
@@ -21,10 +23,13 @@ struct pycode {
     size_t table_len;
     int firstlineno;
     int firsttraceable; /* 3.11+: code units before the first traceable instruction */
-    long last_q;        /* memo of the last lookup */
-    int last_line;
-    uint64_t serial;  /* unique per filling: equal serials mean the same strings */
-    uint64_t checked; /* the cache epoch in which its header was last read and matched */
+    /* Memo of the last lookups: a recursive function's callers sit at its call site while the
+     * innermost frame moves, and threads run the same code at other places. */
+    long last_q[PYCODE_MEMO];
+    int last_line[PYCODE_MEMO];
+    unsigned last_next; /* the memo entry the next miss replaces */
+    uint64_t serial;    /* unique per filling: equal serials mean the same strings */
+    uint64_t checked;   /* the cache epoch in which its header was last read and matched */
 };
 
 struct pycode_cache {

@@ -64,9 +64,12 @@ struct pyhint {
      * (pywalk_prefetch): the ranges asked for and, in `stash`, the bytes that came back. */
     struct rmem_iov fetch[PYFETCH_IOV];
     int nfetch;
-    bool fetched; /* every range of `fetch` was read; consumed by the thread's next walk */
-    uint8_t *stash;
+    bool fetched;   /* every range of `fetch` was read; consumed by the thread's next walk */
+    uint8_t *stash; /* the small ranges, one after the other */
     size_t stash_cap;
+    int8_t fetch_slot[PYFETCH_IOV]; /* chunk ranges: the walk's chunk slot; else -1 */
+    uint8_t *cbuf[1 + PYHINT_OLD];  /* chunk ranges, swapped into the walk's slots */
+    size_t ccap[1 + PYHINT_OLD];
     uint64_t *chain; /* 3.8-3.10: the last whole walk's frame addresses, innermost first */
     uint32_t nchain;
     struct pyprev prev;

@@ -50,6 +50,7 @@ struct chunkset {
     uint64_t old_addr[PYHINT_OLD];
     size_t old_got[PYHINT_OLD];
     int nold;
+    int last; /* the chunk the last frame was found in */
 };
 
 static uint8_t *chunk_buf(struct pyproc *p, int i, size_t len)
@@ -332,7 +333,13 @@ static const uint8_t *frame_at(struct pyproc *p, struct chunkset *cs, uint64_t a
                                uint8_t *single, int *rc)
 {
     uint32_t fs = p->L.fr.size;
+    int last = cs->last;
 
+    /* Most frames lie in the chunk of the frame before them: look there first. A frame found
+     * in a chunk copy is as fresh as a hinted one (both came in the walk's first call). */
+    if (last < cs->n && addr >= cs->addr[last] + PYABI_CHUNK_HDR &&
+        addr + fs <= cs->addr[last] + cs->len[last])
+        return p->chunk[last] + (addr - cs->addr[last]);
     for (int i = 0; cs->hint && i < cs->hint->n; i++)
         if (cs->hread[i] && cs->hint->addr[i] == addr) {
             if (cs->nseen < PYHINT_MAX)
@@ -341,8 +348,10 @@ static const uint8_t *frame_at(struct pyproc *p, struct chunkset *cs, uint64_t a
         }
     for (int pass = 0; pass < 2; pass++) {
         for (int i = cs->n - 1; i >= 0; i--)
-            if (addr >= cs->addr[i] + PYABI_CHUNK_HDR && addr + fs <= cs->addr[i] + cs->len[i])
+            if (addr >= cs->addr[i] + PYABI_CHUNK_HDR && addr + fs <= cs->addr[i] + cs->len[i]) {
+                cs->last = i;
                 return p->chunk[i] + (addr - cs->addr[i]);
+            }
         if (pass || !cs->older || cs->n == PYPROC_MAX_CHUNKS)
             break;
         *rc = chunk_load(p, cs, cs->older, 0);
@@ -397,6 +406,8 @@ void pywalk_hint_free(struct pyhint *h)
 {
     free(h->chain);
     free(h->stash);
+    for (int i = 0; i < 1 + PYHINT_OLD; i++)
+        free(h->cbuf[i]);
     pyreuse_free(&h->prev);
 }
 
@@ -514,24 +525,74 @@ static void plan_bind(struct pyproc *p, struct chunkset *cs, struct batch *b, st
     }
 }
 
-/* Takes the thread's prefetched bytes when they are exactly what the plan asks for: as if
- * the plan's call had been made then. Returns true (with *done) when taken. */
-static bool take_fetched(struct pyhint *h, const struct plan *pl, int *done)
+/* The walk's chunk slot of range i of a plan (0 the newest, 1.. the older ones), or -1. */
+static int plan_slot(const struct plan *pl, int i)
 {
-    size_t at = 0;
+    if (i == pl->ichunk)
+        return 0;
+    return i >= pl->nfixed + pl->nhint ? 1 + i - (pl->nfixed + pl->nhint) : -1;
+}
+
+/* Takes the thread's prefetched bytes when they are exactly what the plan asks for: as if
+ * the plan's call had been made then. Chunks change hands (the walk's slot buffer and the
+ * hint's swap), the small ranges are copied. Returns true (with *done) when taken. */
+static bool take_fetched(struct pyproc *p, struct pyhint *h, const struct plan *pl, int *done)
+{
     bool match = h->fetched && h->nfetch == pl->n;
 
     h->fetched = false;
     for (int i = 0; match && i < pl->n; i++)
-        match = h->fetch[i].addr == pl->iov[i].addr && h->fetch[i].len == pl->iov[i].len;
+        match = h->fetch[i].addr == pl->iov[i].addr && h->fetch[i].len == pl->iov[i].len &&
+                h->fetch_slot[i] == plan_slot(pl, i);
     if (!match)
         return false;
     for (int i = 0; i < pl->n; i++) {
-        memcpy(pl->iov[i].buf, h->stash + at, pl->iov[i].len);
-        at += pl->iov[i].len;
+        int k = h->fetch_slot[i];
+        uint8_t *b;
+        size_t cap;
+
+        if (k < 0) {
+            memcpy(pl->iov[i].buf, h->fetch[i].buf, pl->iov[i].len);
+            continue;
+        }
+        b = p->chunk[k], cap = p->chunk_cap[k];
+        p->chunk[k] = h->cbuf[k], p->chunk_cap[k] = h->ccap[k];
+        h->cbuf[k] = b, h->ccap[k] = cap;
     }
     *done = pl->n;
     return true;
+}
+
+/* Points the plan's ranges into the hint's own buffers, for pywalk_prefetch. */
+static void plan_stash(struct pyhint *h, struct plan *pl)
+{
+    size_t small = 0;
+
+    for (int i = 0; i < pl->n; i++)
+        if (plan_slot(pl, i) < 0)
+            small += pl->iov[i].len;
+    if (h->stash_cap < small) {
+        free(h->stash);
+        h->stash = x_malloc(small);
+        h->stash_cap = small;
+    }
+    small = 0;
+    for (int i = 0; i < pl->n; i++) {
+        int k = plan_slot(pl, i);
+
+        h->fetch_slot[i] = (int8_t)k;
+        if (k < 0) {
+            pl->iov[i].buf = h->stash + small;
+            small += pl->iov[i].len;
+            continue;
+        }
+        if (h->ccap[k] < pl->iov[i].len) {
+            free(h->cbuf[k]);
+            h->cbuf[k] = x_malloc(pl->iov[i].len);
+            h->ccap[k] = pl->iov[i].len;
+        }
+        pl->iov[i].buf = h->cbuf[k];
+    }
 }
 
 /* One system call (or the bytes pywalk_prefetch read for it): the plan_batch ranges. `ts`
@@ -545,7 +606,7 @@ static int read_batch(struct pyproc *p, uint64_t ts, const struct tsview *v, str
 
     plan_batch(p, ts, v, cs, &pl);
     plan_bind(p, cs, b, &pl);
-    if (!take_fetched(cs->hint, &pl, &done))
+    if (!take_fetched(p, cs->hint, &pl, &done))
         rc = rmem_readv(p->mem, pl.iov, pl.n, &done);
     for (int i = 0; i < pl.nhint; i++)
         cs->hread[i] = done > pl.nfixed + i;
@@ -599,7 +660,6 @@ void pywalk_prefetch(struct pyproc *p, const uint64_t *tsaddr, const uint8_t *co
         struct pyhint *h = pywalk_hint(p, tsaddr[i], false);
         struct tsview v;
         struct plan pl;
-        size_t total = 0;
 
         first[i] = -1;
         h->fetched = false;
@@ -608,19 +668,9 @@ void pywalk_prefetch(struct pyproc *p, const uint64_t *tsaddr, const uint8_t *co
         plan_batch(p, tsaddr[i], &v, &cs, &pl);
         if (nall + pl.n > RMEM_IOV_MAX)
             break;
+        plan_stash(h, &pl);
         for (int k = 0; k < pl.n; k++)
-            total += pl.iov[k].len;
-        if (h->stash_cap < total) {
-            free(h->stash);
-            h->stash = x_malloc(total);
-            h->stash_cap = total;
-        }
-        total = 0;
-        for (int k = 0; k < pl.n; k++) {
-            pl.iov[k].buf = h->stash + total;
-            total += pl.iov[k].len;
             h->fetch[k] = all[nall + k] = pl.iov[k];
-        }
         h->nfetch = pl.n;
         first[i] = nall;
         nall += pl.n;
@@ -744,6 +794,7 @@ static int walk_new(struct pyproc *p, uint64_t tsaddr, const uint8_t *guess, str
     cs.older = 0;
     cs.nseen = 0;
     cs.nold = 0;
+    cs.last = 0;
     memset(cs.hread, 0, sizeof(cs.hread));
     cs.hint = pywalk_hint(p, tsaddr, true);
     rc = walk_start(p, tsaddr, guess, &cs, &frame, &o->no_python);

@@ -14,8 +14,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
-/* Level 1: an hour of JSON shrinks about as much as at the default level (its repetition is
- * local) at a few times the speed, and autosave rewrites the whole file every time. */
+/* Level 1: autosave rewrites the whole file every time. On a 92 MB Chrome trace, level 1
+ * gives 4.7 MB in 2.7 s, the default level 6 gives 3.8 MB in 4.4 s (README, Performance). */
 #define GZ_LEVEL 1
 #define GZ_OUT (256u << 10)
 

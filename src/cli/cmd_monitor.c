@@ -9,6 +9,7 @@
 #include "ranktop/util.h"
 
 #include <dirent.h>
+#include <limits.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -257,16 +258,38 @@ static void demo_stop(int *pids, int n, const char *syncdir)
     rmdir(syncdir);
 }
 
+/* Whether dir/demo_job.py can be read; path gets it. */
+static bool demo_in(const char *dir, char *path, size_t len)
+{
+    return snprintf(path, len, "%s/demo_job.py", dir) < (int)len && access(path, R_OK) == 0;
+}
+
+/* Where demo_job.py is, first found: $RANKTOP_DATADIR; the data directory of an installed
+ * binary, found from the binary's own place (BINDIR/../share/ranktop as configured), so that
+ * an install copied or installed with --destdir elsewhere finds its own copy, not a checkout's;
+ * the source tree of a binary run from its build directory; the configured install datadir. */
 static const char *demo_script(void)
 {
-    static char path[1024];
-    const char *dir = getenv("RANKTOP_DATADIR");
+    static char path[PATH_MAX + 32];
+    char exe[PATH_MAX], dir[PATH_MAX + 64];
+    const char *env = getenv("RANKTOP_DATADIR");
+    ssize_t n;
 
-    snprintf(path, sizeof(path), "%s/demo_job.py", dir ? dir : RANKTOP_DATADIR);
-    if (access(path, R_OK) == 0)
+    if (env && env[0])
+        return demo_in(env, path, sizeof(path)) ? path : NULL;
+    n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n > 0 && RANKTOP_BIN_TO_DATA[0]) {
+        exe[n] = '\0';
+        *strrchr(exe, '/') = '\0'; /* the kernel's path is absolute */
+        snprintf(dir, sizeof(dir), "%s/%s", exe, RANKTOP_BIN_TO_DATA);
+        /* Resolved: the ranks' command lines and frames show .../share/ranktop, not bin/.. */
+        if (realpath(dir, exe) && demo_in(exe, path, sizeof(path)))
+            return path;
+    }
+    if (demo_in(RANKTOP_DATADIR, path, sizeof(path)) ||
+        demo_in(RANKTOP_INSTALL_DATADIR, path, sizeof(path)))
         return path;
-    snprintf(path, sizeof(path), "%s/demo_job.py", RANKTOP_INSTALL_DATADIR);
-    return access(path, R_OK) == 0 ? path : NULL;
+    return NULL;
 }
 
 int cmd_demo(int argc, char **argv)
@@ -280,10 +303,13 @@ int cmd_demo(int argc, char **argv)
     o.ui.hang_after_s = 10;
     rc = parse_monitor(argc, argv, &o, "demo");
     if (rc >= 0 || !script || !mkdtemp(syncdir)) {
-        if (rc < 0)
-            fprintf(stderr, "ranktop demo: %s\n",
-                    !script ? "cannot find demo_job.py (set RANKTOP_DATADIR)"
-                            : "cannot create a temporary directory");
+        if (rc < 0 && !script)
+            fprintf(stderr, "ranktop demo: cannot find demo_job.py (looked in %s)\n",
+                    getenv("RANKTOP_DATADIR") ? "$RANKTOP_DATADIR"
+                                              : "the binary's share/ranktop, " RANKTOP_DATADIR
+                                                ", " RANKTOP_INSTALL_DATADIR);
+        else if (rc < 0)
+            fprintf(stderr, "ranktop demo: cannot create a temporary directory\n");
         cli_disc_fini(&o.eng.disc);
         cli_hosts_fini(&o.hosts);
         return rc >= 0 ? rc : 1;

@@ -1,0 +1,122 @@
+#!/bin/sh
+# `meson install` works without the checkout: a copy of the source tree is configured with a
+# prefix that never exists, built, installed with --destdir, the installed tree is moved
+# elsewhere and the copy and its build are deleted. The installed binary then has only its
+# own tree: `ranktop demo` must find the installed demo_job.py (from the binary's place),
+# --help and -V answer, `man -l` renders ranktop(1) with its sections and every flag, and the
+# bash and zsh completions exist, parse, complete and know every flag of every --help.
+. "$(dirname "$0")/../ui/lib.sh"
+unset RANKTOP_DATADIR
+
+command -v git > /dev/null || fail "git is needed to copy the checkout's files"
+command -v man > /dev/null || fail "man (man-db) is not installed"
+
+# The checkout's files as they are now (tracked and new, not ignored: no build directories).
+mkdir "$WORK/src"
+(cd "$RANKTOP_SRCDIR" && git ls-files -z -co --exclude-standard |
+    tar --null -T - --ignore-failed-read -cf - 2> /dev/null) | tar -C "$WORK/src" -xf - ||
+    fail "cannot copy the checkout"
+[ -f "$WORK/src/meson.build" ] && [ -f "$WORK/src/data/demo_job.py" ] || fail "incomplete copy"
+
+NEVER="$WORK/never-there" # the configured prefix: nothing is ever put there
+meson setup "$WORK/build" "$WORK/src" --prefix="$NEVER" -Dtests=false -Dbench=false \
+    -Dman=enabled > "$WORK/setup.log" 2>&1 || fail "meson setup: $(tail -20 "$WORK/setup.log")"
+ninja -C "$WORK/build" > "$WORK/build.log" 2>&1 || fail "build: $(tail -30 "$WORK/build.log")"
+DESTDIR="$WORK/dest" meson install -C "$WORK/build" --no-rebuild > "$WORK/install.log" 2>&1 ||
+    fail "meson install: $(tail -20 "$WORK/install.log")"
+INST="$WORK/moved"
+mv "$WORK/dest$NEVER" "$INST"
+rm -rf "$WORK/src" "$WORK/build" "$WORK/dest"
+[ ! -e "$NEVER" ] || fail "the install wrote into its prefix despite --destdir"
+
+# What is installed, where.
+for f in bin/ranktop share/ranktop/demo_job.py share/man/man1/ranktop.1 \
+    share/bash-completion/completions/ranktop share/zsh/site-functions/_ranktop \
+    share/doc/ranktop/LICENSE; do
+    [ -f "$INST/$f" ] || fail "not installed: $f (installed: $(cd "$INST" && find . -type f))"
+done
+grep -q '^MIT License' "$INST/share/doc/ranktop/LICENSE" || fail "LICENSE is not the MIT text"
+# shellcheck disable=SC2034 # app_pid (ui/lib.sh) looks for this name
+RANKTOP_BIN="$INST/bin/ranktop"
+R="$INST/bin/ranktop"
+
+# --help lists the commands, -V and the exit statuses; -V prints the version.
+"$R" --help > "$WORK/help.txt" || fail "--help exited $?"
+for w in 'commands:' '^  demo ' '^  ls ' '^  dump ' '^  record ' '^  agent ' '-V, --version' \
+    'Exit status' '2 a usage error'; do
+    grep -Eq -- "$w" "$WORK/help.txt" || fail "--help lacks '$w': $(cat "$WORK/help.txt")"
+done
+"$R" -V | grep -Eqx 'ranktop [0-9]+\.[0-9]+\.[0-9]+' || fail "-V: $("$R" -V)"
+
+# The man page renders, with its sections, and names every flag of every command's --help.
+MANWIDTH=250 man --nh --nj -l "$INST/share/man/man1/ranktop.1" > "$WORK/man.txt" 2> "$WORK/man.err" ||
+    fail "man -l: $(cat "$WORK/man.err")"
+for s in NAME SYNOPSIS DESCRIPTION KEYS 'EXIT STATUS' ENVIRONMENT 'JSON OUTPUT' 'ranktop record' \
+    'ranktop dump' 'ranktop ls' 'ranktop agent' 'ls --json' 'dump --json'; do
+    grep -q "^ *$s$" "$WORK/man.txt" || fail "the man page has no section '$s'"
+done
+[ ! -s "$WORK/man.err" ] || fail "man -l warned: $(cat "$WORK/man.err")"
+
+# help_flags CMD: the flags a command's --help lists (the first column of its option lines).
+help_flags() {
+    # shellcheck disable=SC2086
+    "$R" $1 --help | grep -E '^ +-' | sed -E 's/^ +//; s/  .*//' |
+        grep -Eo -- '(^|, )--?[a-zA-Z][a-zA-Z0-9-]*' | sed 's/^, //' | sort -u
+}
+for cmd in "" demo ls dump record agent; do
+    help_flags "$cmd" > "$WORK/flags.txt"
+    [ -s "$WORK/flags.txt" ] || fail "no flags in 'ranktop $cmd --help'"
+    while read -r f; do
+        grep -Eq -- "(^|[^a-z-])$f([^a-z-]|$)" "$WORK/man.txt" || fail "man page lacks $f ($cmd)"
+        grep -Eq -- "(^|[^a-z-])$f([^a-z-]|$)" "$INST/share/bash-completion/completions/ranktop" ||
+            fail "bash completion lacks $f ($cmd)"
+        grep -Eq -- "(^|[^a-z-])$f([^a-z-]|$)" "$INST/share/zsh/site-functions/_ranktop" ||
+            fail "zsh completion lacks $f ($cmd)"
+    done < "$WORK/flags.txt"
+done
+
+# Completion: bash parses it and completes commands, flags and format names; zsh's is a
+# compdef file (parsed by zsh when it is installed).
+BC="$INST/share/bash-completion/completions/ranktop"
+bash -n "$BC" || fail "bash -n rejects the bash completion"
+# complete WORD...: what the bash completion offers for the last word.
+complete_words() {
+    bash --norc --noprofile -c '. "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1))
+        _ranktop; printf "%s\n" "${COMPREPLY[@]}"' sh "$BC" "$@"
+}
+[ "$(complete_words ranktop rec)" = record ] || fail "bash: 'ranktop rec' -> $(complete_words ranktop rec)"
+complete_words ranktop record --form | grep -qx -- --format || fail "bash: no --format"
+[ "$(complete_words ranktop record -f spe)" = speedscope ] || fail "bash: -f spe"
+complete_words ranktop record --format ra | grep -qx raw || fail "bash: --format ra"
+complete_words ranktop ls --j | grep -qx -- --json || fail "bash: ls --j"
+head -n 1 "$INST/share/zsh/site-functions/_ranktop" | grep -qx '#compdef ranktop' ||
+    fail "the zsh completion is not a compdef file"
+if command -v zsh > /dev/null; then
+    zsh -n "$INST/share/zsh/site-functions/_ranktop" || fail "zsh -n rejects the zsh completion"
+fi
+
+# demo without its data: says where it looked, exits 1 (no terminal needed: it fails first).
+rc=0
+RANKTOP_DATADIR="$WORK/nothing" "$R" demo 2> "$WORK/nodata.err" || rc=$?
+[ $rc -eq 1 ] || fail "demo without demo_job.py exited $rc"
+grep -q '^ranktop demo: cannot find demo_job.py' "$WORK/nodata.err" ||
+    fail "demo without data: $(cat "$WORK/nodata.err")"
+
+# demo from the installed tree: its four ranks run the installed demo_job.py.
+ui_start demo 160 45 -- "$R" demo
+wait_screen '^ +RANK +PID ' 60 || fail "the installed ranktop demo did not draw its rank table"
+APP=$(app_pid)
+[ -n "$APP" ] || fail "the installed ranktop is not running"
+installed_ranks() {
+    n=0
+    for p in $(pgrep -P "$APP" -f demo_job.py); do
+        tr '\0' ' ' < "/proc/$p/cmdline" | grep -qF "$INST/share/ranktop/demo_job.py" && n=$((n + 1))
+    done
+    [ $n -eq 4 ]
+}
+wait_for installed_ranks ||
+    fail "expected 4 ranks running $INST/share/ranktop/demo_job.py: $(pgrep -a -P "$APP")"
+wait_screen 'demo_job\.py' 60 || fail "no demo_job.py frame on the screen"
+keys q
+wait_screen '^EXITED 0$' 20 || fail "q did not exit the installed ranktop with status 0"
+echo ok

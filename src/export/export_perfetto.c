@@ -108,8 +108,9 @@ struct pw {
     uint64_t devices_uuid, next_uuid;
     uint32_t *open; /* frames of the open slices, outermost first */
     size_t nopen, capopen;
-    uint64_t track; /* the thread track being written */
-    size_t dropped; /* packets that did not fit (none with PF_STR_MAX strings) */
+    uint64_t track;   /* the thread track being written */
+    size_t dropped;   /* packets that did not fit (none with PF_STR_MAX strings) */
+    bool clock_named; /* the primary trace clock is set */
 };
 
 static void names_init(struct pf_names *n, size_t nframes)
@@ -171,6 +172,9 @@ static void pkt_end(struct pw *w)
     xb_put(w->b, (const char *)w->m.p, w->m.len);
 }
 
+/* A clock snapshot of two clocks read at one instant. The first one written also names
+ * MONOTONIC the trace's clock: trace processor takes that only before it converts any
+ * timestamp, and then needs no conversion for ours. */
 static void clock_pair(struct pw *w, uint32_t id_a, uint64_t ts_a, uint32_t id_b, uint64_t ts_b)
 {
     size_t snap, c;
@@ -185,7 +189,9 @@ static void clock_pair(struct pw *w, uint32_t id_a, uint64_t ts_a, uint32_t id_b
     pb_uint(&w->m, CLK_ID, id_b);
     pb_uint(&w->m, CLK_TS, ts_b);
     pb_end(&w->m, c);
-    pb_uint(&w->m, CS_PRIMARY, CLOCK_ID_MONOTONIC);
+    if (!w->clock_named)
+        pb_uint(&w->m, CS_PRIMARY, CLOCK_ID_MONOTONIC);
+    w->clock_named = true;
     pb_end(&w->m, snap);
     pkt_end(w);
 }

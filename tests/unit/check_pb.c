@@ -12,7 +12,8 @@
  * end of the file, and tests/tools/perfetto_check.py decodes it with protoc against
  * tests/data/perfetto/perfetto_subset.proto and checks tracks, interning and balanced slices.
  * Each format is written to NAME.gz with export_write and read back with zlib: a gzip file
- * (magic, whole member) whose content is what export_stream writes. RANKTOP_SRCDIR (set by
+ * (magic, whole member) whose content is what export_stream writes; one that cannot be
+ * written whole (RLIMIT_FSIZE) keeps the previous file. RANKTOP_SRCDIR (set by
  * meson) locates the checker; python3 and protoc must be on PATH. Single-threaded. */
 #include "export_pb.h"
 #include "export_priv.h"
@@ -22,9 +23,12 @@
 #include "tsupport.h"
 
 #include <check.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -426,6 +430,51 @@ START_TEST(test_gzip)
 }
 END_TEST
 
+/* A gzip file that cannot be written whole (RLIMIT_FSIZE: the failure shows only when the
+ * stream is finished, at fclose) leaves the previous file as it was and no temp beside it. */
+START_TEST(test_gzip_fail)
+{
+    struct history h;
+    struct export_opts o = opts(EXPORT_CHROME);
+    char dir[] = "/tmp/check_pb.XXXXXX", path[128], buf[64] = "";
+    pid_t pid;
+    FILE *f;
+    int st;
+
+    build(&h);
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/out.json.gz", dir);
+    f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("previous export", f);
+    fclose(f);
+    pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        struct rlimit rl = {64, 64};
+        struct app_err err = {0};
+
+        signal(SIGXFSZ, SIG_IGN);
+        if (setrlimit(RLIMIT_FSIZE, &rl))
+            _exit(3);
+        if (export_write(&h, &o, path, &err) != APP_E_IO)
+            _exit(1);
+        _exit(strstr(err.msg, "File too large") ? 0 : 2);
+    }
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert(WIFEXITED(st));
+    ck_assert_int_eq(WEXITSTATUS(st), 0);
+    f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_ptr_nonnull(fgets(buf, sizeof(buf), f));
+    fclose(f);
+    ck_assert_str_eq(buf, "previous export");
+    unlink(path);
+    ck_assert_int_eq(rmdir(dir), 0); /* the temp file was removed */
+    history_fini(&h);
+}
+END_TEST
+
 START_TEST(test_format_from_name)
 {
     ck_assert_int_eq(export_format_from_name("x.json"), EXPORT_CHROME);
@@ -456,6 +505,7 @@ int main(void)
     tcase_add_test(tc, test_full);
     tcase_add_test(tc, test_perfetto);
     tcase_add_test(tc, test_gzip);
+    tcase_add_test(tc, test_gzip_fail);
     tcase_add_test(tc, test_format_from_name);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);

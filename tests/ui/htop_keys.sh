@@ -129,7 +129,7 @@ wait_screen_gone '\[PAUSED\]' 10 || fail "Z again did not resume"
 
 # F1: the help lists the F-keys; F1 closes it.
 keys F1
-wait_screen '^F3 or / +search the lower pane' 10 || fail "F1 did not open the help with F3"
+wait_screen '^F3 or / +search as you type' 10 || fail "F1 did not open the help with F3"
 wait_screen '^F5 +tree / flat' 10 || fail "the help lacks F5"
 keys F1
 wait_screen '^ +RANK +PID ' 10 || fail "F1 again did not close the help"

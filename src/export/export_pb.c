@@ -112,6 +112,14 @@ void pb_bytes(struct pbuf *b, uint32_t field, const void *s, size_t n)
     }
 }
 
+void pb_raw(struct pbuf *b, const void *p, size_t n)
+{
+    if (n && room(b, n)) {
+        memcpy(b->p + b->len, p, n);
+        b->len += n;
+    }
+}
+
 /* Walks s as UTF-8 within max output bytes: returns the output size; with out, writes it. */
 static size_t utf8_clean(const unsigned char *s, size_t max, uint8_t *out)
 {

@@ -39,6 +39,9 @@ void pb_bytes(struct pbuf *b, uint32_t field, const void *s, size_t n);
  * replaced by U+FFFD (readers may refuse strings that are not UTF-8). NULL is "". */
 void pb_str(struct pbuf *b, uint32_t field, const char *s, size_t max);
 
+/* Bytes already encoded as fields (a cached run of them), appended as they are. */
+void pb_raw(struct pbuf *b, const void *p, size_t n);
+
 /* A nested message: pb_begin writes the tag and returns the mark that pb_end, called after
  * the body's fields, turns into the body's length. */
 size_t pb_begin(struct pbuf *b, uint32_t field);

@@ -94,6 +94,12 @@ struct pf_names {
     uint64_t next;
 };
 
+/* A frame's BEGIN TrackEvent fields but the track, encoded once (n == 0: not yet). */
+struct pf_body {
+    uint8_t n;
+    uint8_t b[23];
+};
+
 struct pw {
     struct xbuf *b;
     const struct xplan *p;
@@ -101,10 +107,10 @@ struct pw {
     struct pbuf m;
     uint8_t buf[PF_PACKET_MAX];
     struct pf_names names;
-    uint64_t *frame_name;  /* per frame: its name's iid, 0 until first used */
-    bool *loc_sent;        /* per frame: source location interned */
-    uint64_t *lane_uuid;   /* per lane: its process track; thread k is lane_uuid + 1 + k */
-    uint64_t *series_uuid; /* per series: its counter track, 0 = nothing to show */
+    uint64_t *frame_name;       /* per frame: its name's iid, 0 until first used */
+    struct pf_body *begin_body; /* per frame: its BEGIN's fields, once interned */
+    uint64_t *lane_uuid;        /* per lane: its process track; thread k is lane_uuid + 1 + k */
+    uint64_t *series_uuid;      /* per series: its counter track, 0 = nothing to show */
     uint64_t devices_uuid, next_uuid;
     uint32_t *open; /* frames of the open slices, outermost first */
     size_t nopen, capopen;
@@ -351,28 +357,68 @@ static void slice_interned(struct pw *w, uint32_t frame, bool new_name, bool new
     pb_end(&w->m, in);
 }
 
+/* A whole slice packet straight into the output, for the events that intern nothing (all
+ * but a frame's first BEGIN): body is the TrackEvent's fields but its track. Every tag here
+ * is below 16, one byte. */
+static void pf_event_fast(struct pw *w, const uint8_t *body, size_t n, uint64_t t)
+{
+    uint8_t head[4 * PB_VARINT_MAX + 8], tail[1 + PB_VARINT_MAX], lead[1 + PB_VARINT_MAX];
+    size_t k = 0, tn = 0, ln = 0;
+
+    tail[tn++] = TE_TRACK << 3;
+    tn += pb_varint_put(tail + tn, w->track);
+    head[k++] = TP_TIMESTAMP << 3;
+    k += pb_varint_put(head + k, t);
+    head[k++] = TP_SEQ_ID << 3;
+    head[k++] = PF_SEQ;
+    head[k++] = TP_SEQ_FLAGS << 3;
+    head[k++] = SEQ_NEEDS_STATE;
+    head[k++] = TP_TRACK_EVENT << 3 | 2;
+    k += pb_varint_put(head + k, n + tn);
+    lead[ln++] = TRACE_PACKET << 3 | 2;
+    ln += pb_varint_put(lead + ln, k + n + tn);
+    xb_put(w->b, (const char *)lead, ln);
+    xb_put(w->b, (const char *)head, k);
+    xb_put(w->b, (const char *)body, n);
+    xb_put(w->b, (const char *)tail, tn);
+}
+
+/* Fills the frame's BEGIN fields but the track: category, type, name, source location. */
+static void begin_body(struct pw *w, uint32_t frame)
+{
+    struct pf_body *bd = &w->begin_body[frame];
+    struct pbuf m;
+
+    pb_init(&m, bd->b, sizeof(bd->b));
+    pb_uint(&m, TE_CATEGORY_IIDS, w->h->frames[frame].native ? CAT_NATIVE : CAT_SAMPLED);
+    pb_uint(&m, TE_TYPE, TYPE_SLICE_BEGIN);
+    pb_uint(&m, TE_NAME_IID, w->frame_name[frame]);
+    pb_uint(&m, TE_SRC_LOC_IID, (uint64_t)frame + 1);
+    bd->n = (uint8_t)m.len; /* at most 2 + 2 + 6 + 7 bytes: never full */
+}
+
 static void pf_slice(struct pw *w, bool begin, uint32_t frame, uint64_t t)
 {
-    const struct hframe *f = &w->h->frames[frame];
-    bool new_name = false, new_loc = false;
+    static const uint8_t end[] = {TE_TYPE << 3, TYPE_SLICE_END};
+    struct pf_body *bd = &w->begin_body[frame];
+    bool new_name = false;
     size_t te;
 
+    if (!begin || bd->n) {
+        pf_event_fast(w, begin ? bd->b : end, begin ? bd->n : sizeof(end), t);
+        return;
+    }
+    /* The frame's first BEGIN: its name (unless another frame had it) and source location
+     * are interned in this packet. */
+    if (!w->frame_name[frame])
+        w->frame_name[frame] = names_get(&w->names, xframe_fn(&w->h->frames[frame]), &new_name);
+    begin_body(w, frame);
     pkt_begin(w, t, SEQ_NEEDS_STATE);
     te = pb_begin(&w->m, TP_TRACK_EVENT);
-    pb_uint(&w->m, TE_TYPE, begin ? TYPE_SLICE_BEGIN : TYPE_SLICE_END);
+    pb_raw(&w->m, bd->b, bd->n);
     pb_uint(&w->m, TE_TRACK, w->track);
-    if (begin) {
-        if (!w->frame_name[frame])
-            w->frame_name[frame] = names_get(&w->names, xframe_fn(f), &new_name);
-        new_loc = !w->loc_sent[frame];
-        w->loc_sent[frame] = true;
-        pb_uint(&w->m, TE_CATEGORY_IIDS, f->native ? CAT_NATIVE : CAT_SAMPLED);
-        pb_uint(&w->m, TE_NAME_IID, w->frame_name[frame]);
-        pb_uint(&w->m, TE_SRC_LOC_IID, (uint64_t)frame + 1);
-    }
     pb_end(&w->m, te);
-    if (begin)
-        slice_interned(w, frame, new_name, new_loc);
+    slice_interned(w, frame, new_name, true);
     pkt_end(w);
 }
 
@@ -478,7 +524,7 @@ static void pf_init(struct pw *w, struct xbuf *b, const struct xplan *p)
     w->next_uuid = 1;
     names_init(&w->names, h->nframes);
     w->frame_name = x_calloc(h->nframes + 1, sizeof(*w->frame_name));
-    w->loc_sent = x_calloc(h->nframes + 1, sizeof(*w->loc_sent));
+    w->begin_body = x_calloc(h->nframes + 1, sizeof(*w->begin_body));
     w->lane_uuid = x_calloc(p->nlane + 1, sizeof(*w->lane_uuid));
     w->series_uuid = x_calloc(h->nseries + 1, sizeof(*w->series_uuid));
 }
@@ -487,7 +533,7 @@ static void pf_fini(struct pw *w)
 {
     names_fini(&w->names);
     free(w->frame_name);
-    free(w->loc_sent);
+    free(w->begin_body);
     free(w->lane_uuid);
     free(w->series_uuid);
     free(w->open);

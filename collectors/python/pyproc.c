@@ -151,6 +151,7 @@ void pyproc_get_stats(const struct pyproc *p, struct pyproc_stats *st)
     st->torn = p->stat_torn;
     st->dropped = p->stat_dropped;
     st->reused = p->stat_reused;
+    st->prefetched = p->stat_prefetched;
     st->code_hits = p->codes.hits;
     st->code_misses = p->codes.misses;
 }

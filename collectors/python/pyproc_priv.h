@@ -167,7 +167,7 @@ struct pyproc {
     uint64_t cpu_before_last;
     uint64_t last_digest; /* the thread idents and chain keys of the last sample */
 
-    uint64_t stat_samples, stat_torn, stat_dropped, stat_reused;
+    uint64_t stat_samples, stat_torn, stat_dropped, stat_reused, stat_prefetched;
 };
 
 /* Opens a reader over an already-located runtime (used by pyproc_open and by image tests):

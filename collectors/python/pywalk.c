@@ -606,8 +606,12 @@ static int read_batch(struct pyproc *p, uint64_t ts, const struct tsview *v, str
 
     plan_batch(p, ts, v, cs, &pl);
     plan_bind(p, cs, b, &pl);
-    if (!take_fetched(p, cs->hint, &pl, &done))
+    if (take_fetched(p, cs->hint, &pl, &done)) {
+        p->sample.prefetched++;
+        p->stat_prefetched++;
+    } else {
         rc = rmem_readv(p->mem, pl.iov, pl.n, &done);
+    }
     for (int i = 0; i < pl.nhint; i++)
         cs->hread[i] = done > pl.nfixed + i;
     cs->nold = 0;

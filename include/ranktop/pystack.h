@@ -60,7 +60,8 @@ struct pysample {
     unsigned reads;                 /* process_vm_readv calls this sample took */
     unsigned torn;                  /* torn thread walks seen (each retried while time allows) */
     unsigned dropped;               /* thread stacks dropped after every retry failed */
-    unsigned reused; /* thread stacks not read: the GIL shows their thread has not run since */
+    unsigned reused;     /* thread stacks not read: the GIL shows their thread has not run since */
+    unsigned prefetched; /* 3.11+ walks whose first read came in the sample's one shared call */
 };
 
 struct pyproc_opts {
@@ -75,9 +76,10 @@ struct pyproc_stats {
     uint64_t samples;
     uint64_t reads; /* process_vm_readv calls (or /proc/PID/mem reads) */
     uint64_t bytes;
-    uint64_t torn;    /* thread walks that had to be retried */
-    uint64_t dropped; /* thread stacks dropped */
-    uint64_t reused;  /* thread stacks reused unread (pysample.reused) */
+    uint64_t torn;       /* thread walks that had to be retried */
+    uint64_t dropped;    /* thread stacks dropped */
+    uint64_t reused;     /* thread stacks reused unread (pysample.reused) */
+    uint64_t prefetched; /* walks that took their first read from the shared call */
     uint64_t code_hits, code_misses;
 };
 

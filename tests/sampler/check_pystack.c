@@ -1247,6 +1247,158 @@ START_TEST(test_exact_under_motion)
 }
 END_TEST
 
+/* ---- d2. every thread in motion, deep: the shared first read of 3.11+ walks ------------- */
+
+#define ALLMOTION_THREADS "3"
+#define ALLMOTION_DEPTH "150" /* a few hundred frames: several 3.11+ data-stack chunks */
+#define ALLMOTION_SAMPLES 1500
+
+struct atally {
+    struct mtally m;
+    int threads_bad;
+    uint64_t walked, prefetched;
+};
+
+/* Why a worker thread's stack returned as complete is not whole, or NULL. */
+static const char *worker_defect(const struct mtruth *t, const struct pythread *th)
+{
+    const struct pyframe *bottom;
+    const char *f;
+    size_t n;
+    bool loop = false;
+
+    if (th->nframes == 0)
+        return "empty";
+    bottom = &th->frames[th->nframes - 1];
+    f = bottom->function;
+    n = strlen(f);
+    /* 3.11+ name it by its qualified name, Thread._bootstrap. */
+    if ((strcmp(f, "_bootstrap") != 0 && (n < 11 || strcmp(f + n - 11, "._bootstrap") != 0)) ||
+        !strstr(bottom->file, "threading"))
+        return "partial: the bottom frame is not threading's _bootstrap";
+    for (uint32_t i = 0; i < th->nframes; i++) {
+        if (strcmp(th->frames[i].file, t->script) != 0)
+            continue;
+        if (!mtruth_has(t, th->frames[i].function))
+            return "a frame of the script with a name it never defines";
+        loop |= strcmp(th->frames[i].function, "worker_loop") == 0;
+    }
+    return loop ? NULL : "no worker_loop frame";
+}
+
+static void allmotion_judge(void *ctx, const char *label, const struct pysample *s)
+{
+    struct atally *ty = ctx;
+    int mains = 0;
+
+    ty->m.samples++;
+    ty->m.torn += s->torn;
+    ty->walked += s->nthreads - s->reused;
+    ty->prefetched += s->prefetched;
+    if (s->nthreads != 3) {
+        if (ty->threads_bad++ < 5)
+            ts_fail("%s: sample %d has %u threads, not 3", label, ty->m.calls, s->nthreads);
+        return;
+    }
+    for (uint32_t i = 0; i < s->nthreads; i++) {
+        const struct pythread *th = &s->threads[i];
+        const char *why;
+
+        if (th->status < 0) {
+            ty->m.lost++;
+            continue;
+        }
+        ty->m.stacks++;
+        why = th->nframes && !strcmp(th->frames[th->nframes - 1].function, "<module>")
+                  ? (mains++ ? "a second thread with <module> at the bottom"
+                             : motion_defect(ty->m.truth, th))
+                  : worker_defect(ty->m.truth, th);
+        if (why && ty->m.bad++ < 5)
+            ts_fail("%s: sample %d, thread %u returned as complete but %s (%u frames)", label,
+                    ty->m.calls, i, why, th->nframes);
+    }
+}
+
+static int target_minor(const char *dir)
+{
+    char path[256];
+    int major = 0, minor = 0;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "%s/version", dir);
+    f = fopen(path, "r");
+    if (!f || fscanf(f, "%d.%d", &major, &minor) != 2)
+        minor = -1;
+    if (f)
+        fclose(f);
+    return major == 3 ? minor : -1;
+}
+
+static void allmotion_one(const char *python)
+{
+    const char *args[] = {ALLMOTION_THREADS, ALLMOTION_DEPTH, NULL};
+    struct ts_child *c = ts_target_start(python, "motion.py", args);
+    struct pyproc_opts po = {.no_state = true};
+    struct pyproc *p = NULL;
+    struct app_err err = {0};
+    struct mtruth t = {0};
+    struct atally ty = {0};
+    struct sample_run r = {ALLMOTION_SAMPLES, MOTION_WALL_NS, 200, allmotion_judge, &ty};
+    int rc = APP_E_STALE, minor, lost = 0;
+    double lost_pct;
+
+    if (!ts_child_wait_ready(c, python))
+        goto out;
+    if (!mtruth_load(c->dir, &t) || (minor = target_minor(c->dir)) < 0) {
+        ts_fail("%s: no ground truth in %s", python, c->dir);
+        goto out;
+    }
+    for (int i = 0; i < 5 && rc == APP_E_STALE; i++)
+        rc = pyproc_open(c->pid, &po, &p, &err);
+    if (rc != 0) {
+        ts_fail("%s: pyproc_open: %s: %s", python, app_status_str(rc), err.msg);
+        goto out;
+    }
+    ty.m.truth = &t;
+    ty.m.p = p;
+    sample_run(python, p, &r, &ty.m.calls, &lost);
+    lost_pct = ty.m.stacks + ty.m.lost ? 100.0 * ty.m.lost / (ty.m.stacks + ty.m.lost) : 100;
+    ts_info("%s: %d calls, %d whole stacks, %d lost (%.2f%%), %llu of %llu walks prefetched, "
+            "%d bad",
+            python, ty.m.calls, ty.m.stacks, ty.m.lost, lost_pct, (unsigned long long)ty.prefetched,
+            (unsigned long long)ty.walked, ty.m.bad);
+    if (lost_pct > LOST_PCT_MAX)
+        ts_fail("%s: %.2f%% of thread stacks lost as torn (limit %.1f%%)", python, lost_pct,
+                LOST_PCT_MAX);
+    /* 3.11+ walks of a sample share one first read; a reader that never took it, or took
+     * bytes that were not the ones its walk asked for, shows here or as bad stacks above. */
+    if (minor >= 11 && ty.prefetched * 2 < ty.walked)
+        ts_fail("%s: only %llu of %llu walks took the shared first read", python,
+                (unsigned long long)ty.prefetched, (unsigned long long)ty.walked);
+    if (minor < 11 && ty.prefetched)
+        ts_fail("%s: %llu walks prefetched on 3.%d (frame objects)", python,
+                (unsigned long long)ty.prefetched, minor);
+out:
+    if (p)
+        pyproc_free(p);
+    ts_child_kill(c);
+}
+
+START_TEST(test_all_threads_motion)
+{
+    struct ts_pylist l;
+
+    ts_pythons_discover(&l, 8, true);
+    for (int i = 0; i < l.n; i++) {
+        ts_watchdog_arm(l.v[i].path, MOTION_WATCHDOG_S);
+        allmotion_one(l.v[i].path);
+        ts_watchdog_disarm();
+    }
+    ts_pylist_free(&l);
+    ts_assert_clean();
+}
+END_TEST
+
 /* ---- suite -------------------------------------------------------------------------------- */
 
 /* ---- e. frames recycled at the same addresses (issue 12's chain reuse) ---------------- */
@@ -1502,6 +1654,7 @@ int main(void)
     ts_add_case(s, "frame_reuse", test_frame_reuse, 900);
     ts_add_case(s, "gil_quiet", test_gil_quiet, 900);
     ts_add_case(s, "exact_under_motion", test_exact_under_motion, 1500);
+    ts_add_case(s, "all_threads_motion", test_all_threads_motion, 1500);
     ts_add_case(s, "no_such_process", test_open_no_such_process, 900);
     ts_add_case(s, "not_python", test_open_not_python, 900);
     ts_add_case(s, "unsupported_version", test_open_unsupported_version, 900);

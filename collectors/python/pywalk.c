@@ -33,6 +33,7 @@
 #define FRAME_MAX 128
 #define CHUNK_SLACK 512   /* bytes read past the predicted top: the stack may grow meanwhile */
 #define PYFETCH_BATCH 256 /* threads whose first calls pywalk_prefetch joins */
+#define PY_OWNER_THREAD 0
 #define PY_OWNER_FRAME_OBJECT 2
 
 struct chunkset {
@@ -208,6 +209,24 @@ static const uint8_t *ahead_frame(struct pyproc *p, struct ahead *a, uint64_t fr
     return p->chain_buf;
 }
 
+/* 3.8-3.10: a chain ends at the first frame whose f_back is NULL, which is the thread's
+ * outermost frame only if nothing tore the walk. A thread keeps its outermost frame for its
+ * whole life, so a chain that ends elsewhere than the last whole walk did is checked: while
+ * the old outermost frame is still a live frame with no caller, the new chain stopped short
+ * of it (issue 14: stacks that began mid-stack, their callers
+ * missing). One read, only when the outermost frame changed. */
+static bool old_base_kept(struct pyproc *p, const struct pyhint *h, uint64_t outer)
+{
+    const struct py_layout *L = &p->L;
+    uint64_t base = h->nchain ? h->chain[h->nchain - 1] : 0;
+    uint8_t f[FRAME_MAX];
+
+    if (!base || base == outer || rmem_read(p->mem, base, f, L->fr.size) < 0)
+        return true;
+    return !(old_frame_alive(L, f) && !bytes_load_u64(f + L->fr.prev) &&
+             bytes_load_u64(f + L->fr.code));
+}
+
 /* Follows f_back from `frame`: the top frame read singly, then the frames the last walk of
  * this thread found below it, fetched ahead a window per call (ahead_frame), the rest one
  * read each. */
@@ -262,7 +281,7 @@ static int walk_old(struct pyproc *p, struct pyhint *h, uint64_t frame, struct p
         if (frame == at || chain_loops(&lc, frame))
             return APP_E_STALE;
     }
-    if (frame)
+    if (frame || (n > 0 && !old_base_kept(p, h, p->chain_new[n - 1])))
         return APP_E_STALE;
     if (h->nchain < (uint32_t)n || !h->chain) { /* the whole chain, for the next walk */
         free(h->chain);
@@ -767,15 +786,32 @@ static bool shim_consistent(const struct py_layout *L, uint64_t shim[2], int own
     return *seen == code;
 }
 
+/* 3.11+: no Python frame on the thread's data stack, as the walk's fresh thread state shows
+ * it: no top yet, or the top back at data[1] of the root chunk (a non-root chunk is freed
+ * when its last frame pops). */
+static bool datastack_empty(const struct pyproc *p)
+{
+    struct tsview v;
+
+    ts_parse(&p->L, p->tsfresh, &v);
+    return !v.live || (v.chunk && v.live <= v.chunk + PYABI_CHUNK_HDR + 8);
+}
+
 /* 3.11+: a thread's outermost Python frame is the first one pushed on its data stack, which
  * CPython puts at data[1] of the root chunk (previous NULL) so that popping it never frees
  * that chunk. A chain whose outermost frame lies anywhere else stopped early on stale bytes.
- * A generator resumed from C with nothing under it is the one exception. */
+ * A generator resumed from C with nothing under it may be outermost; then the chain's own
+ * data-stack frames (outermost: outer_ds, 0 if none) must be the whole data stack. A chain
+ * cut under a generator by a stale entry shim whose `previous` reads NULL shows the generator
+ * outermost while its callers are still on the data stack (issue 14: stacks that began at
+ * all_reduce.<locals>.<genexpr>); this rejects it as torn. */
 static bool outer_anchored(const struct pyproc *p, const struct chunkset *cs, uint64_t outer,
-                           bool gen)
+                           bool gen, uint64_t outer_ds)
 {
+    if (gen && !outer_ds)
+        return datastack_empty(p);
     if (gen)
-        return true;
+        outer = outer_ds;
     for (int i = 0; i < cs->n; i++)
         if (outer >= cs->addr[i] && outer < cs->addr[i] + cs->len[i])
             return outer == cs->addr[i] + PYABI_CHUNK_HDR + 8 &&
@@ -789,7 +825,7 @@ static int walk_new(struct pyproc *p, uint64_t tsaddr, const uint8_t *guess, str
     uint32_t limit = p->opts.max_frames + 1024, steps = 0;
     static _Thread_local struct chunkset cs;
     uint8_t single[FRAME_MAX];
-    uint64_t frame = 0, outer = 0, shim[2] = {0, 0};
+    uint64_t frame = 0, outer = 0, outer_ds = 0, shim[2] = {0, 0};
     bool outer_gen = false;
     struct loopcheck lc = {0};
     int n = 0, rc;
@@ -819,6 +855,8 @@ static int walk_new(struct pyproc *p, uint64_t tsaddr, const uint8_t *guess, str
             return APP_E_STALE;
         if (owner < L->fr.owner_skip && code)
             outer = frame, outer_gen = owner == L->fr.owner_gen;
+        if (owner == PY_OWNER_THREAD && code) /* on the thread's data stack */
+            outer_ds = frame;
         frame = prev;
         if (owner >= L->fr.owner_skip && n > 0) /* 3.12+: an entry shim under the frame before */
             p->raw[n - 1].entry = 1;
@@ -840,7 +878,7 @@ static int walk_new(struct pyproc *p, uint64_t tsaddr, const uint8_t *guess, str
     hint_save(&cs);
     if (frame)
         return APP_E_STALE;
-    if (outer && !outer_anchored(p, &cs, outer, outer_gen)) {
+    if (outer && !outer_anchored(p, &cs, outer, outer_gen, outer_ds)) {
         cs.hint->n = 0; /* next time through the chunks, not a stale single copy */
         return APP_E_STALE;
     }

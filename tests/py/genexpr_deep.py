@@ -1,0 +1,52 @@
+"""Torn-stack target: the main thread and a worker thread each call down DEPTH levels (default
+12) and there run sum() over a generator expression that stats files (as the demo job's
+all_reduce does), then sleep a moment, in a loop. Every call makes and ends a generator (its
+frame lives outside the data stack and is entered from C, through sum), so a reader that
+catches a generator as it starts or finishes sees a chain that may end at the generator.
+A whole stack starts at <module> (main thread) or Thread._bootstrap (worker). Writes
+"ready TID" to READY_FILE (argv[1]) once both threads run, TID the worker's native thread
+id; runs until killed. PAUSE (seconds, default 0.001) is slept after each descent; 0 makes
+the loop hot."""
+import os
+import sys
+import threading
+import time
+
+DEPTH = int(os.environ.get("DEPTH", "12"))
+PAUSE = float(os.environ.get("PAUSE", "0.001"))
+started = threading.Event()
+
+
+def reduce_all(values):
+    return sum(os.path.exists(os.path.join("/nonexistent", str(v))) for v in values)
+
+
+def level(k, values):
+    if k == 0:
+        return reduce_all(values)
+    return level(k - 1, values)
+
+
+def hot_loop():
+    values = list(range(8))
+    if threading.current_thread().name == "reducer":
+        started.set()
+    while True:
+        level(DEPTH, values)
+        if PAUSE:
+            time.sleep(PAUSE)
+
+
+def main():
+    worker = threading.Thread(target=hot_loop, name="reducer", daemon=True)
+    worker.start()
+    started.wait()
+    if len(sys.argv) > 1:
+        with open(sys.argv[1] + ".tmp", "w") as f:
+            f.write("ready %d\n" % worker.native_id)
+        os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+    hot_loop()
+
+
+if __name__ == "__main__":
+    main()

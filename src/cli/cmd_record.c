@@ -340,6 +340,128 @@ static bool nothing_recorded(const struct history *h)
     return true;
 }
 
+/* Lines already told on stderr (reasons a target could not be read, requested counters that
+ * could not be had), so that each is said once however often the engine repeats it. The
+ * recorder runs once per process, on the main thread. */
+#define TOLD_MAX 64
+static struct {
+    char line[TOLD_MAX][200];
+    size_t n;
+    char why[2][256]; /* per enum smi_kind: why its requested counters cannot be had */
+    bool said[2];
+    const char *pairs[5]; /* export_opts.unavailable: "gpu", why, "npu", why, NULL */
+} rec_told;
+
+/* Prints "ranktop record: LINE" unless it was said before; returns true when it was new. */
+static bool tell_once(const char *line)
+{
+    for (size_t i = 0; i < rec_told.n; i++)
+        if (!strncmp(rec_told.line[i], line, sizeof(rec_told.line[i]) - 1))
+            return false;
+    if (rec_told.n < TOLD_MAX)
+        snprintf(rec_told.line[rec_told.n++], sizeof(rec_told.line[0]), "%s", line);
+    fprintf(stderr, "ranktop record: %s\n", line);
+    return true;
+}
+
+/* tell_once for each part of a "; "-joined list (engine_last_errors). */
+static void tell_lines(const char *joined)
+{
+    char buf[1024], *save = NULL;
+
+    snprintf(buf, sizeof(buf), "%s", joined);
+    for (char *t = strtok_r(buf, ";", &save); t; t = strtok_r(NULL, ";", &save)) {
+        while (*t == ' ')
+            t++;
+        if (*t)
+            tell_once(t);
+    }
+}
+
+/* Why a target cannot be read (another user's, not Python...), as dump says it: said once
+ * each, while recording. */
+static void tell_unreadable(struct engine *e)
+{
+    struct engine_unread u[16];
+    size_t n = engine_unreadable(e, u, 16);
+
+    for (size_t i = 0; i < n && i < 16; i++)
+        tell_once(u[i].why);
+}
+
+/* The discovery errors about kind's tools (nvidia-smi and NVML, npu-smi and DCMI). */
+static void kind_errors(const char *joined, enum smi_kind kind, char *out, size_t len)
+{
+    static const char *const tool[2][2] = {{"nvidia-smi", "NVML"}, {"npu-smi", "DCMI"}};
+    char buf[1024], *save = NULL;
+    size_t n = 0;
+
+    out[0] = '\0';
+    snprintf(buf, sizeof(buf), "%s", joined);
+    for (char *t = strtok_r(buf, ";", &save); t && n < len; t = strtok_r(NULL, ";", &save)) {
+        while (*t == ' ')
+            t++;
+        if (strstr(t, tool[kind][0]) || strstr(t, tool[kind][1]))
+            n += (size_t)snprintf(out + n, len - n, "%s%s", n ? "; " : "", t);
+    }
+}
+
+static bool have_devices(struct engine *e, enum smi_kind kind)
+{
+    struct smi_device *devs = NULL;
+    struct engine_rank_live *ranks = NULL;
+    size_t nd = 0, nr = 0;
+    bool found = false;
+
+    engine_snapshot_live(e, &devs, &nd, &ranks, &nr);
+    for (size_t i = 0; i < nd; i++)
+        found |= devs[i].kind == kind;
+    free(devs);
+    free(ranks);
+    return found;
+}
+
+/* --gpu-usage / --npu-usage without such a device: said once on stderr with the reason (the
+ * tool's error, else none found) as soon as the tool has answered, or at the end (final),
+ * and kept for the trace's metadata (rec_told.pairs). A device that shows up later clears it. */
+static void check_counters(struct engine *e, const struct rec_opts *o, bool final)
+{
+    static const char *const flag[2] = {"--gpu-usage", "--npu-usage"};
+    static const char *const what[2] = {"GPU", "NPU"};
+    bool want[2] = {o->eng.gpu, o->eng.npu};
+    char errs[1024], why[256], line[400];
+    size_t n = 0;
+
+    engine_last_errors(e, errs, sizeof(errs));
+    for (int k = 0; k < 2; k++) {
+        if (!want[k] || (!final && rec_told.why[k][0]))
+            continue;
+        if (have_devices(e, (enum smi_kind)k)) {
+            rec_told.why[k][0] = '\0';
+            continue;
+        }
+        kind_errors(errs, (enum smi_kind)k, why, sizeof(why));
+        if (!why[0] && !final)
+            continue; /* the tool has not answered yet */
+        if (!rec_told.why[k][0] || why[0])
+            snprintf(rec_told.why[k], sizeof(rec_told.why[k]), "%s",
+                     why[0] ? why
+                     : k    ? "no NPU found"
+                            : "no GPU found");
+        if (!rec_told.said[k]) {
+            snprintf(line, sizeof(line), "%s: no %s counters: %s", flag[k], what[k],
+                     rec_told.why[k]);
+            rec_told.said[k] = tell_once(line);
+        }
+    }
+    for (int k = 0; k < 2; k++)
+        if (rec_told.why[k][0]) {
+            rec_told.pairs[n++] = smi_kind_name((enum smi_kind)k);
+            rec_told.pairs[n++] = rec_told.why[k];
+        }
+    rec_told.pairs[n] = NULL;
+}
+
 /* Exports the engine's history (or the window from..to) to path; reports failures once per
  * message so a full disk does not flood the terminal. Returns 0, 1 (nothing to write) or -1. */
 static int save(struct engine *e, const struct rec_opts *o, const char *path, uint64_t from,
@@ -351,7 +473,8 @@ static int save(struct engine *e, const struct rec_opts *o, const char *path, ui
                              .from = from,
                              .to = to,
                              .interval_ns = (uint64_t)(1e9 / o->eng.rate_hz),
-                             .version = RANKTOP_VERSION};
+                             .version = RANKTOP_VERSION,
+                             .unavailable = rec_told.pairs[0] ? rec_told.pairs : NULL};
     struct history h;
     struct app_err err = {0};
     int rc;
@@ -433,6 +556,8 @@ static void tick(struct engine *e, const struct rec_opts *o, struct rec_state *s
 {
     char path[4200];
 
+    tell_unreadable(e);
+    check_counters(e, o, false);
     if (o->trigger) {
         bool exists = access(o->trigger, F_OK) == 0;
 
@@ -463,10 +588,11 @@ static void tick(struct engine *e, const struct rec_opts *o, struct rec_state *s
     }
 }
 
-/* Nothing was recorded from processes the user named, and the sampler kept no reason (it
- * gives a process a moment to finish an exec): ask each -p process once more, for the reason
- * as it stands now. */
-static void explain_named(const struct discovery_opts *d)
+/* Asks each -p process once more why it cannot be read (no such process, not Python,
+ * another user's...), as dump does, and says each reason once: the sampler gives a process
+ * a moment to finish an exec before it keeps a reason, so a short run may have none. Returns
+ * how many could not be read. */
+static int explain_pids(const struct discovery_opts *d)
 {
     struct pyproc_opts po = {.main_only = true, .no_state = true, .no_names = true};
     int told = 0;
@@ -476,12 +602,18 @@ static void explain_named(const struct discovery_opts *d)
         struct pyproc *p = NULL;
 
         if (pyproc_open(d->pids[i], &po, &p, &err) < 0) {
-            fprintf(stderr, "ranktop record: %s\n", err.msg);
+            tell_once(err.msg);
             told++;
         }
         pyproc_free(p);
     }
-    if (!told)
+    return told;
+}
+
+/* Nothing was recorded from processes the user named, and none gave a reason. */
+static void explain_named(const struct discovery_opts *d)
+{
+    if (!explain_pids(d))
         fprintf(stderr, "ranktop record: no Python stack of the given processes was read while "
                         "it ran (too short a run for the rate?)\n");
 }
@@ -491,6 +623,9 @@ static int finish(struct engine *e, const struct rec_opts *o, struct rec_state *
     int rc = 0;
 
     engine_stop(e);
+    tell_unreadable(e);
+    explain_pids(&o->eng.disc);
+    check_counters(e, o, true);
     if (!o->trigger) {
         rc = save(e, o, o->out, 0, 0);
         if (rc == 1)
@@ -500,20 +635,19 @@ static int finish(struct engine *e, const struct rec_opts *o, struct rec_state *
     }
     summary(e);
     /* Why nothing was recorded; or, with a trace, why device input the user asked for by name
-     * (a recording to replay, device counters) is not in it. */
-    if (!s->wrote || o->eng.disc.dev.nvidia_smi_file || o->eng.disc.dev.npu_smi_file ||
-        o->eng.gpu || o->eng.npu) {
+     * (a recording to replay) is not in it. Requested counters were told by check_counters. */
+    if (!s->wrote || o->eng.disc.dev.nvidia_smi_file || o->eng.disc.dev.npu_smi_file) {
         const struct discovery_opts *d = &o->eng.disc;
         bool named = d->npids || d->nchildren_of || d->match;
         char errs[1024];
 
         /* Processes named by the user: the device tools are beside the point. */
-        if (named && !o->eng.gpu && !o->eng.npu && !d->dev.nvidia_smi_file && !d->dev.npu_smi_file)
+        if (named && !d->dev.nvidia_smi_file && !d->dev.npu_smi_file)
             engine_attach_error(e, errs, sizeof(errs));
         else
             engine_last_errors(e, errs, sizeof(errs));
         if (errs[0])
-            fprintf(stderr, "ranktop record: %s\n", errs);
+            tell_lines(errs);
         else if (!s->wrote && named)
             explain_named(d);
     }

@@ -193,7 +193,8 @@ void pywalk_hint_free(struct pyhint *h);
 /* 3.11+: makes the first system call of the walks of n threads (states at tsaddr[i], copies
  * guess[i] as the thread list just read them) in one call, so that each walk that follows
  * finds its bytes already read; a walk whose ranges differ from what was fetched, or that were
- * not all read, reads for itself as before. Does nothing for 3.8-3.10 or fewer than 2 threads. */
+ * not all read, reads for itself as before. Does nothing for 3.8-3.10. One thread alone gains
+ * the code headers its last walk ran, read in its own first call. */
 void pywalk_prefetch(struct pyproc *p, const uint64_t *tsaddr, const uint8_t *const *guess, int n);
 
 /* Keeps the n raw frames a whole walk of thread `ident` (state at tsaddr) left in p->raw,

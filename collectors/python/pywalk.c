@@ -675,7 +675,7 @@ void pywalk_prefetch(struct pyproc *p, const uint64_t *tsaddr, const uint8_t *co
     static _Thread_local struct rmem_iov all[RMEM_IOV_MAX];
     int nall = 0, done = 0, ncode, first[PYFETCH_BATCH];
 
-    if (p->L.fr.object || n < 2)
+    if (p->L.fr.object || n < 1)
         return;
     for (int i = 0; i < n && i < PYFETCH_BATCH; i++)
         (void)pywalk_hint(p, tsaddr[i], true); /* may move the hints: no pointer kept yet */

@@ -4,11 +4,12 @@
  * from a synthetic training loop: each rank's main thread walks a cycle of a few hundred
  * distinct stacks 20-40 frames deep (data loading, forward through 24 transformer blocks,
  * backward, optimizer), holding each for 3-7 samples. It times the exports into /dev/null
- * (formatting alone), then writes the hour as Chrome JSON, speedscope JSON and collapsed
- * stacks with export_write (temp file, fsync, rename: disk speed) and prints wall time, size
- * and throughput. Goals (issue 4): history <= 200 MB, export <= 10 s. For traces that stay
- * openable (issue 14) it also writes the hour as Perfetto's protobuf trace and as gzipped
- * Chrome JSON (an output name ending in .gz), and prints their sizes beside the JSON's.
+ * (formatting alone), then writes the hour as Chrome JSON, speedscope JSON, collapsed stacks
+ * and a flame graph SVG with export_write (temp file, fsync, rename: disk speed) and prints
+ * wall time, size and throughput. Goals (issue 4): history <= 200 MB, export <= 10 s. For
+ * traces that stay openable (issue 14) it also writes the hour as Perfetto's protobuf trace
+ * and as gzipped Chrome JSON (an output name ending in .gz), and prints their sizes beside
+ * the JSON's.
  *
  * Usage: bench_export [-k] [-r RANKS] [-s SECONDS] [OUTDIR]; -k keeps the files (to feed
  * tests/tools/trace_check.py); defaults 64 ranks, 3600 s, /tmp. Asserts nothing. */
@@ -142,6 +143,7 @@ static const char *fmt_name(enum export_format fmt)
     return fmt == EXPORT_CHROME       ? "chrome"
            : fmt == EXPORT_SPEEDSCOPE ? "speedscope"
            : fmt == EXPORT_PERFETTO   ? "perfetto"
+           : fmt == EXPORT_FLAMEGRAPH ? "flamegraph"
                                       : "collapsed";
 }
 
@@ -229,6 +231,7 @@ int main(int argc, char **argv)
     chrome_mb = run_export(&h, EXPORT_CHROME, false, dir, keep);
     run_export(&h, EXPORT_SPEEDSCOPE, false, dir, keep);
     run_export(&h, EXPORT_COLLAPSED, false, dir, keep);
+    run_export(&h, EXPORT_FLAMEGRAPH, false, dir, keep);
     perfetto_mb = run_export(&h, EXPORT_PERFETTO, false, dir, keep);
     gz_mb = run_export(&h, EXPORT_CHROME, true, dir, keep);
     pgz_mb = run_export(&h, EXPORT_PERFETTO, true, dir, keep);

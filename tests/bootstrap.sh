@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 PACKAGES="build-essential meson ninja-build pkg-config libncurses-dev libunwind-dev
 libproc2-dev libjson-c-dev check tmux python3 python3-torch procps clang openmpi-bin
 openssh-server openssh-client util-linux slurm-wlm munge pdsh strace libxml2-utils
-binutils xz-utils libc6-dbg zlib1g-dev protobuf-compiler chromium nodejs scdoc man-db git"
+binutils xz-utils libc6-dbg zlib1g-dev protobuf-compiler chromium nodejs scdoc man-db git zsh"
 # speedscope (npm) for the viewer test, kept where tests/viewer/speedscope.sh looks for it.
 NPM_DIR=${RANKTOP_NPM_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ranktop/npm}
 SPEEDSCOPE_VERSION=1.25.0

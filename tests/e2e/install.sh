@@ -76,7 +76,7 @@ for cmd in "" demo ls dump record agent; do
 done
 
 # Completion: bash parses it and completes commands, flags and format names; zsh's is a
-# compdef file (parsed by zsh when it is installed).
+# compdef file that zsh parses.
 BC="$INST/share/bash-completion/completions/ranktop"
 bash -n "$BC" || fail "bash -n rejects the bash completion"
 # complete WORD...: what the bash completion offers for the last word.
@@ -91,9 +91,8 @@ complete_words ranktop record --format ra | grep -qx raw || fail "bash: --format
 complete_words ranktop ls --j | grep -qx -- --json || fail "bash: ls --j"
 head -n 1 "$INST/share/zsh/site-functions/_ranktop" | grep -qx '#compdef ranktop' ||
     fail "the zsh completion is not a compdef file"
-if command -v zsh > /dev/null; then
-    zsh -n "$INST/share/zsh/site-functions/_ranktop" || fail "zsh -n rejects the zsh completion"
-fi
+command -v zsh > /dev/null || fail "zsh is not installed (tests/bootstrap.sh installs it)"
+zsh -n "$INST/share/zsh/site-functions/_ranktop" || fail "zsh -n rejects the zsh completion"
 
 # demo without its data: says where it looked, exits 1 (no terminal needed: it fails first).
 rc=0

@@ -8,7 +8,8 @@
  * (real pid, the lane's name), one thread track per exported thread (real pid and tid, thread
  * name), one counter track per counter series under its rank's process, or under a global "<host>
  * devices" track; then per thread the sampled stacks as TYPE_SLICE_BEGIN/END events, per
- * rank its start and exit as instants, per series its values as TYPE_COUNTER events.
+ * rank its start and exit as instants, per series its values as TYPE_COUNTER events, and
+ * the counters asked for that could not be had as instants on a global "ranktop" track.
  *
  * Slices follow the Chrome exporter (export_trace.c): consecutive runs are compared root
  * first, a slice lasts while its frame keeps function, file, line and kind, ends are written
@@ -492,6 +493,33 @@ static void pf_instant(struct pw *w, uint64_t track, const char *label, const ch
     pkt_end(w);
 }
 
+/* The counters asked for that could not be had (export_opts.unavailable): an instant each
+ * at the start, "gpu counters unavailable: why", on a global "ranktop" track. */
+static void pf_unavailable(struct pw *w)
+{
+    const char *const *u = w->p->o->unavailable;
+    uint64_t t = w->p->o->from > w->h->t0 ? w->p->o->from : w->h->t0;
+    uint64_t track = w->next_uuid++;
+    char name[512];
+    size_t d, te;
+
+    if (!u || !u[0] || !u[1])
+        return;
+    d = track_begin(w, track, 0);
+    pb_str(&w->m, TD_NAME, "ranktop", PF_STR_MAX);
+    track_end(w, d);
+    for (size_t i = 0; u[i] && u[i + 1]; i += 2) {
+        snprintf(name, sizeof(name), "%s counters unavailable: %s", u[i], u[i + 1]);
+        pkt_begin(w, t, SEQ_NEEDS_STATE);
+        te = pb_begin(&w->m, TP_TRACK_EVENT);
+        pb_uint(&w->m, TE_TYPE, TYPE_INSTANT);
+        pb_uint(&w->m, TE_TRACK, track);
+        pb_str(&w->m, TE_NAME, name, PF_STR_MAX);
+        pb_end(&w->m, te);
+        pkt_end(w);
+    }
+}
+
 static void pf_counter_values(struct pw *w, const struct hseries *s, uint64_t track)
 {
     for (size_t i = 0; i < s->n; i++) {
@@ -548,6 +576,7 @@ void export_perfetto_stream(struct xbuf *b, const struct xplan *p)
     for (size_t i = 0; i < p->nlane; i++)
         lane_tracks(w, i);
     counter_tracks(w);
+    pf_unavailable(w);
     for (size_t i = 0; i < p->nlane; i++) {
         const struct xlane *l = &p->lane[i];
 

@@ -14,7 +14,8 @@ tests/data/perfetto/perfetto_subset.proto, parses protoc's text output and check
 - counter events only on counter tracks, each with counter_value or double_counter_value.
 Options add expectations: --fn NAME (an interned event name), --pid PID (a process track),
 --thread NAME (a thread track's name), --counter TEXT (a counter track whose name contains TEXT
-and has a value), --min-slices N. Prints a one-line JSON summary; exits 1 on a failed check.
+and has a value), --instant TEXT (an instant whose name contains TEXT), --min-slices N.
+Prints a one-line JSON summary; exits 1 on a failed check.
 """
 import argparse
 import codecs
@@ -105,6 +106,7 @@ class Checker:
         self.names, self.cats, self.locs = {}, set(), {}
         self.tracks = {}  # uuid -> descriptor
         self.events = []  # (ts, file order, track, event)
+        self.instants = []  # names
 
     def interned(self, pkt):
         for d in pkt.get("interned_data", []):
@@ -195,7 +197,9 @@ class Checker:
                 if v is None:
                     fail("packet %d: counter event without a value" % i)
                 counters.setdefault(one(td, "name"), []).append(v)
-            elif kind != "TYPE_INSTANT":
+            elif kind == "TYPE_INSTANT":
+                self.instants.append(one(te, "name", ""))
+            else:
                 fail("packet %d: event of type %r" % (i, kind))
         open_ = {t: d for t, d in depth.items() if d}
         if open_:
@@ -210,6 +214,7 @@ def main():
     ap.add_argument("--pid", action="append", type=int, default=[])
     ap.add_argument("--thread", action="append", default=[])
     ap.add_argument("--counter", action="append", default=[])
+    ap.add_argument("--instant", action="append", default=[])
     ap.add_argument("--min-slices", type=int, default=1)
     a = ap.parse_args()
     trace, size = decode(a.file)
@@ -235,6 +240,9 @@ def main():
     for text in a.counter:
         if not any(text in name and vals for name, vals in counters.items()):
             fail("no counter values for %r (have %r)" % (text, sorted(counters)))
+    for text in a.instant:
+        if not any(text in name for name in c.instants):
+            fail("no instant named with %r (have %r)" % (text, c.instants))
     if slices < a.min_slices:
         fail("%d slices, wanted at least %d" % (slices, a.min_slices))
     print(json.dumps({"bytes": size, "packets": len(packets), "slices": slices,

@@ -6,8 +6,10 @@
 # read back by tests/tools/flamegraph_dump.py: "all" at the bottom, ranks above it, threads
 # above them, the known functions by name, widths that add up, every 1000 frames of the deep
 # thread, hostile names made safe. When Chromium starts, the file is loaded headless with a
-# few lines appended that zoom on rank 0 and search for phase_b: the page must show the
-# zoomed layout and the matched share computed here; a screenshot stays in meson-logs.
+# few lines appended that zoom on rank 0 and search for phase_b, as a click and the search
+# prompt would: rank 0 must span the width, other ranks hide, the matched share must be the
+# one computed here; resetting both must put every frame back as the file drew it. A
+# screenshot of the zoomed search stays in meson-logs (skipped, saying why, without Chromium).
 . "$(dirname "$0")/lib.sh"
 NONE="--nvidia-smi /nonexistent --npu-smi /nonexistent --tool-timeout 1"
 PY=$(command -v python3)
@@ -105,24 +107,53 @@ if ! chrome --dump-dom about:blank | grep -qi '<html'; then
     echo ok
     exit 0
 fi
-# The file's own script, then a zoom on rank 0 and a search, as a click and a prompt would.
-sed 's|</svg>|<script><![CDATA[zoom(frames.filter(function (f) { return f.name === "rank 0"; })[0]);\
-search("^phase_b ");]]></script></svg>|' "$WORK/f.svg" > "$WORK/z.svg"
-chrome --dump-dom "file://$WORK/z.svg" > "$WORK/z.dom" || fail "chromium --dump-dom failed"
-"$PY" - "$WORK/z.dom" "$WORK/expect" <<'PY' || fail "the flame graph's script in Chromium"
+# The file's own script, then what a click on rank 0 and a search for phase_b do (z.svg, also
+# the screenshot); r.svg notes that state in attributes, then undoes both as Esc does.
+ACT='var r0 = frames.filter(function (f) { return f.name === "rank 0"; })[0];
+zoom(r0);
+search("^phase_b ");'
+NOTE='var s = document.documentElement;
+s.setAttribute("data-matched", byId("matched").textContent);
+s.setAttribute("data-hidden", document.querySelectorAll("g.f.hide").length);
+s.setAttribute("data-r0", r0.r.getAttribute("x") + " " + r0.r.getAttribute("width"));
+s.setAttribute("data-unzoom", byId("unzoom").getAttribute("class"));
+unzoom();
+clearSearch();'
+# append FILE JS...: FILE with one more script at its end.
+append() {
+    f=$1
+    shift
+    head -n -1 "$f"
+    printf '<script><![CDATA[\n%s\n]]></script>\n</svg>\n' "$*"
+}
+tail -n 1 "$WORK/f.svg" | grep -qx '</svg>' || fail "the SVG does not end with </svg>"
+append "$WORK/f.svg" "$ACT" > "$WORK/z.svg"
+append "$WORK/f.svg" "$ACT" "$NOTE" > "$WORK/r.svg"
+xmllint --noout "$WORK/z.svg" "$WORK/r.svg" || fail "test copies are not XML"
+chrome --dump-dom "file://$WORK/r.svg" > "$WORK/r.dom" || fail "chromium --dump-dom failed"
+"$PY" - "$WORK/r.dom" "$WORK/expect" "$WORK/f.svg" <<'PY' || fail "the flame graph's script in Chromium"
 import re, sys
 dom = open(sys.argv[1], encoding="utf-8").read()
 matched, nframes = open(sys.argv[2]).read().split("\n")[:2]
-ready = re.search(r'data-ready="(\d+)"', dom)
-assert ready and ready.group(1) == nframes, (ready and ready.group(1), nframes)
-got = re.search(r'<text id="matched"[^>]*>([^<]*)<', dom)
-assert got and got.group(1).startswith(matched + " ("), (got and got.group(1), matched)
-assert re.search(r'<text id="unzoom" class="btn"', dom), "Reset zoom not shown"
-# rank 0 spans the whole width; the other ranks are hidden.
-g = re.search(r'<g class="f( up)?"[^>]*><title>rank 0\n[^<]*</title><rect x="([\d.]+)" '
-              r'y="[\d.]+" width="([\d.]+)"', dom)
-assert g and float(g.group(2)) == 10 and float(g.group(3)) == 1180, g and g.groups()
-assert len(re.findall(r'<g class="f hide"', dom)) > 0
+orig = open(sys.argv[3], encoding="utf-8").read()
+attr = lambda name: (re.search(r'<svg [^>]*\b%s="([^"]*)"' % name, dom) or [None, None])[1]
+assert attr("data-ready") == nframes, (attr("data-ready"), nframes)
+# Zoomed on rank 0, phase_b searched:
+assert attr("data-matched").startswith(matched + " ("), (attr("data-matched"), matched)
+assert int(attr("data-hidden")) > 0, attr("data-hidden")
+assert attr("data-r0") == "10.00 1180.00", attr("data-r0")
+assert attr("data-unzoom") == "btn", attr("data-unzoom")
+# Then reset: every frame back where the file put it, colours too, no match shown.
+rects = lambda s: re.findall(r'<rect x="([^"]*)" y="([^"]*)" width="([^"]*)" height="([^"]*)" '
+                             r'fill="([^"]*)"', s)
+now, was = rects(dom), rects(orig)
+assert len(now) == len(was) == int(nframes), (len(now), len(was), nframes)
+for a, b in zip(now, was):  # the script rounds as toFixed does, the file as printf does
+    assert a[1:] == b[1:] and abs(float(a[0]) - float(b[0])) < 0.011, (a, b)
+    assert abs(float(a[2]) - float(b[2])) < 0.011, (a, b)
+assert 'class="f hide"' not in dom and 'class="f up"' not in dom
+assert re.search(r'<text id="matched"[^>]*(/>|></text>)', dom), "matched share still shown"
+assert re.search(r'<text id="unzoom" class="btn hide"', dom), "Reset zoom still shown"
 PY
 LOGS=$(cd "$(dirname "$RANKTOP_BIN")/../.." && pwd)/meson-logs
 if [ -d "$LOGS" ]; then

@@ -131,10 +131,14 @@ GILP=$T
 run_rc 0 "$RANKTOP_BIN" record -p "$GILP" --all-threads -d 1 -f raw -o "$WORK/all.folded" $NONE
 grep -q 'main_waiter' "$WORK/all.folded" || fail "without --gil the waiting main thread is missing"
 grep -q 'spin_holder' "$WORK/all.folded" || fail "without --gil the spinning thread is missing"
-run_rc 0 "$RANKTOP_BIN" record -p "$GILP" --all-threads -d 1 --gil -f raw -o "$WORK/gil.folded" $NONE
-grep -q 'spin_holder' "$WORK/gil.folded" || fail "--gil lost the GIL holder: $(cat "$WORK/gil.folded")"
-! grep -q 'main_waiter' "$WORK/gil.folded" || fail "--gil kept a thread that does not hold the GIL"
-grep -q ' 0 errors ' "$WORK/err" || fail "--gil counted the left-out samples as errors: $(cat "$WORK/err")"
+for py in $ALL_PYTHONS; do # the GIL holder as every supported CPython keeps it
+    start_ready "$py" "$WORK/gil.py"
+    run_rc 0 "$RANKTOP_BIN" record -p "$T" --all-threads -d 1 --gil -f raw -o "$WORK/gil.folded" $NONE
+    grep -q 'spin_holder' "$WORK/gil.folded" || fail "$py: --gil lost the GIL holder"
+    ! grep -q 'main_waiter' "$WORK/gil.folded" || fail "$py: --gil kept a thread without the GIL"
+    grep -q ' 0 errors ' "$WORK/err" || fail "$py: --gil counted left-out samples as errors: $(cat "$WORK/err")"
+    kill_tree "$T"
+done
 # --gil-stats: the GIL counters (what --gil was before), published once a second.
 run_rc 0 "$RANKTOP_BIN" record -p "$GILP" -d 4 --gil-stats -o "$WORK/gs.json" $NONE
 json_check "$WORK/gs.json" "any(e.get('ph') == 'C' and e['name'].startswith('GIL') for e in d['traceEvents'])"

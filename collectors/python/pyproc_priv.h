@@ -99,6 +99,7 @@ struct tslist {
     struct rmem_iov *iov;
     size_t n, cap;
     uint64_t interp; /* the interpreter whose whole list this is; 0: none (partial, torn) */
+    bool preread;    /* copy[] was read again in this sample's first call (read_runtime) */
 };
 
 /* A thread ident threading._active did not name: looked for again after retry_ns, with a
@@ -133,6 +134,7 @@ struct pyproc {
 
     /* Scratch for one walk. */
     struct tslist ts;
+    struct rmem_iov rt_iov[8];          /* read_runtime's ranges before a thread list exists */
     uint8_t tsfresh[PYPROC_TSTATE_MAX]; /* the thread state as the last walk re-read it */
     struct pyhint *hints;
     size_t nhints, caphints;

@@ -19,6 +19,7 @@
 #define WALK_TRIES 6
 #define WALK_BUDGET_NS (250 * 1000) /* per thread, for its retries */
 #define PREFETCH_MAX 256            /* threads whose first walk reads share one system call */
+#define RT_IOV 8                    /* ranges of read_runtime besides the thread states */
 
 static void gil_parse(const struct py_layout *L, const uint8_t *gil, struct pygilview *g)
 {
@@ -61,25 +62,33 @@ static int read_runtime(struct pyproc *p, uint64_t *interp, struct pygilview *g,
     const struct py_layout *L = &p->L;
     uint64_t head = 0, fin = 0;
     uint8_t gil[GIL_READ];
-    struct rmem_iov iov[8] = {
-        {p->runtime + L->rt.interp_head, &head, 8},
-        {p->runtime + L->rt.finalizing, &fin, 8},
-        {p->runtime + (uint64_t)(L->rt.gil >= 0 ? L->rt.gil : 0), gil, sizeof(gil)},
-    };
-    int nrt = L->rt.gil >= 0 ? 3 : 2, n = nrt, nif = 0, done = 0, rc;
+    struct tslist *l = &p->ts;
+    struct rmem_iov *iov = l->iov ? l->iov : p->rt_iov;
+    int nrt = L->rt.gil >= 0 ? 3 : 2, n = nrt, nif = 0, ngil = 0, done = 0, rc;
 
+    iov[0] = (struct rmem_iov){p->runtime + L->rt.interp_head, &head, 8};
+    iov[1] = (struct rmem_iov){p->runtime + L->rt.finalizing, &fin, 8};
+    iov[2] = (struct rmem_iov){p->runtime + (uint64_t)(L->rt.gil >= 0 ? L->rt.gil : 0), gil,
+                               sizeof(gil)};
     *pre = (struct ifields){0};
+    l->preread = false;
     if (p->pred_interp)
         n += nif = ifields_iov(L, p->pred_interp, pre, iov + n);
     if (nif && p->pred_gilp)
-        iov[n++] = (struct rmem_iov){p->pred_gilp, pre->gil, sizeof(pre->gil)};
+        iov[n++] = (struct rmem_iov){p->pred_gilp, pre->gil, sizeof(pre->gil)}, ngil = 1;
+    /* The first interpreter's thread states where the last sample found them: checked to
+     * still form its list before use (read_tstates_again). */
+    if (nif && l->iov && l->interp == p->pred_interp && l->n && l->n <= RMEM_IOV_MAX - RT_IOV)
+        for (size_t i = 0; i < l->n; i++)
+            iov[n++] = (struct rmem_iov){l->addr[i], l->copy[i], L->ts.size};
     rc = rmem_readv(p->mem, iov, n, &done);
     if (rc < 0 && done < nrt)
         return rc;
     if (done < nrt + nif)
         pre->addr = 0;
-    else if (done == n && n > nrt + nif)
+    else if (ngil && done >= nrt + nif + 1)
         pre->gil_at = p->pred_gilp;
+    l->preread = pre->addr && n > nrt + nif + ngil && done == n;
     if (fin)
         return APP_E_EXITING;
     if (!head)
@@ -248,11 +257,14 @@ static bool read_tstates_again(struct pyproc *p, uint64_t interp, uint64_t head,
     const struct py_layout *L = &p->L;
     struct rmem_iov *iov = l->iov;
 
+    bool preread = l->preread;
+
+    l->preread = false;
     if (l->interp != interp || !l->n || l->n > RMEM_IOV_MAX || l->addr[0] != head)
         return false;
-    for (size_t i = 0; i < l->n; i++)
+    for (size_t i = 0; i < l->n && !preread; i++)
         iov[i] = (struct rmem_iov){l->addr[i], l->copy[i], L->ts.size};
-    if (rmem_readv(p->mem, iov, (int)l->n, NULL) < 0)
+    if (!preread && rmem_readv(p->mem, iov, (int)l->n, NULL) < 0)
         return false;
     for (size_t i = 0; i < l->n; i++) {
         uint64_t next = bytes_load_u64(l->copy[i] + L->ts.next);
@@ -281,7 +293,7 @@ static int read_tstates(struct pyproc *p, uint64_t interp, uint64_t head, struct
             l->cap = l->cap ? l->cap * 2 : 16;
             l->copy = x_reallocarray(l->copy, l->cap, sizeof(*l->copy));
             l->addr = x_reallocarray(l->addr, l->cap, sizeof(*l->addr));
-            l->iov = x_reallocarray(l->iov, l->cap, sizeof(*l->iov));
+            l->iov = x_reallocarray(l->iov, l->cap + RT_IOV, sizeof(*l->iov));
         }
         if (ts & 7)
             return APP_E_STALE;

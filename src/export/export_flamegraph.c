@@ -14,7 +14,8 @@
  * Size bound: frames narrower than 0.1% of all samples (about a pixel) are left out together
  * with everything standing on them; their samples still count in their caller's width. So at
  * most 1000 frames are drawn per level however long the trace, and an hour-long record gives
- * a file of the same order as a minute-long one.
+ * a file of the same order as a minute-long one (bench_export: an hour of 64 ranks, 0.3 MB).
+ * The price: a zoom shows no frame under 0.1% of the whole trace.
  *
  * XML: names come from the targets, so every one goes through fg_text: bytes that are not
  * UTF-8, C0 and C1 controls and U+FFFE/U+FFFF (XML 1.0 cannot carry most of these, not even
@@ -72,15 +73,23 @@ static void fg_printf(struct xbuf *b, const char *fmt, ...) __attribute__((forma
 /* Numbers and constant text only; names go through fg_text. */
 static void fg_printf(struct xbuf *b, const char *fmt, ...)
 {
-    char tmp[256];
-    va_list ap;
+    char tmp[256], *big;
+    va_list ap, again;
     int n;
 
     va_start(ap, fmt);
+    va_copy(again, ap);
     n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+    if (n > 0 && (size_t)n < sizeof(tmp)) {
+        xb_put(b, tmp, (size_t)n);
+    } else if (n > 0) {
+        big = x_malloc((size_t)n + 1);
+        vsnprintf(big, (size_t)n + 1, fmt, again);
+        xb_put(b, big, (size_t)n);
+        free(big);
+    }
+    va_end(again);
     va_end(ap);
-    if (n > 0)
-        xb_put(b, tmp, (size_t)n < sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1);
 }
 
 /* The code point at s: its length in *len (1 for a stray byte), and whether it may stand as

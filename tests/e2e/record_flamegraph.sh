@@ -92,6 +92,13 @@ print("Matched: %.2f%%" % (100.0 * total / fr[0]["w"]))
 print(len(fr))
 PY
 
+# Without -f, an output named .svg is a flame graph too.
+# shellcheck disable=SC2086
+"$RANKTOP_BIN" record -p "$PH" -r 50 -d 1 -o "$WORK/g.svg" $NONE 2> "$WORK/g.err" ||
+    fail "record -o g.svg: $(cat "$WORK/g.err")"
+xmllint --noout "$WORK/g.svg" || fail "xmllint rejects g.svg"
+grep -q '<title>phase_[abc] (phases.py:' "$WORK/g.svg" || fail "g.svg is not phases.py's flame graph"
+
 CHROME=$(command -v chromium || command -v chromium-browser || true)
 if [ -z "$CHROME" ]; then
     echo "viewer check skipped: no chromium on PATH (Debian package chromium)"

@@ -104,6 +104,8 @@ json_check "$WORK/t.speedscope" "d['\$schema'].startswith('https://www.speedscop
 run_rc 0 "$RANKTOP_BIN" record -p "$TARGET" -d 1 --format=raw -o "$WORK/t.folded" $NONE
 grep -Eq '^[^ ].*;.* [0-9]+$' "$WORK/t.folded" || fail "raw is not collapsed stacks: $(head -c 300 "$WORK/t.folded")"
 ! grep -q '^[{[]' "$WORK/t.folded" || fail "raw wrote JSON"
+run_rc 0 "$RANKTOP_BIN" record -p "$TARGET" -d 1 -f flamegraph -o "$WORK/t.svg" $NONE
+grep -q '^<svg ' "$WORK/t.svg" || fail "flamegraph is not an SVG: $(head -c 300 "$WORK/t.svg")"
 
 # 6. --idle and --nonblocking are accepted (and change nothing); --nonblocking refuses --native.
 run_rc 0 "$RANKTOP_BIN" record -p "$TARGET" -d 1 --idle --nonblocking -o "$WORK/idle.json" $NONE

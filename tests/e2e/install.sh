@@ -8,14 +8,20 @@
 . "$(dirname "$0")/../ui/lib.sh"
 unset RANKTOP_DATADIR
 
-command -v git > /dev/null || fail "git is needed to copy the checkout's files"
 command -v man > /dev/null || fail "man (man-db) is not installed"
 
-# The checkout's files as they are now (tracked and new, not ignored: no build directories).
+# The checkout's files as they are now: tracked and new, not ignored (no build directories);
+# without git (or where git refuses a checkout of another user), everything but .git and
+# build*.
 mkdir "$WORK/src"
-(cd "$RANKTOP_SRCDIR" && git ls-files -z -co --exclude-standard |
-    tar --null -T - --ignore-failed-read -cf - 2> /dev/null) | tar -C "$WORK/src" -xf - ||
-    fail "cannot copy the checkout"
+cd "$RANKTOP_SRCDIR" || fail "no $RANKTOP_SRCDIR"
+if git -c safe.directory='*' ls-files -z -co --exclude-standard > "$WORK/files" 2> /dev/null &&
+    [ -s "$WORK/files" ]; then
+    tar --null -T "$WORK/files" --ignore-failed-read -cf - 2> /dev/null
+else
+    tar --exclude=./.git --exclude='./build*' -cf - .
+fi | tar -C "$WORK/src" -xf - || fail "cannot copy the checkout"
+cd "$WORK" || fail "no $WORK"
 [ -f "$WORK/src/meson.build" ] && [ -f "$WORK/src/data/demo_job.py" ] || fail "incomplete copy"
 
 NEVER="$WORK/never-there" # the configured prefix: nothing is ever put there

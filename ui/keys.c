@@ -369,7 +369,7 @@ static const struct ui_key keys[] = {
      NULL,
      0,
      "E",
-     "export, asking for the format (chrome, speedscope, collapsed)",
+     "export in a format the prompt asks for (5 formats: c s f g p)",
      false},
     {{'q', KEY_F(10)}, act_quit, "F10", "Quit", UI_BAR_RIGHT, "q / F10", "quit", false},
     {{'?', KEY_F(1), 'h'}, act_help, "F1", "Help", 1, "? / F1", "this help", true},
@@ -474,6 +474,8 @@ static void key_input(struct ui *u, int ch)
         int f = ch == 'c'   ? EXPORT_CHROME
                 : ch == 's' ? EXPORT_SPEEDSCOPE
                 : ch == 'f' ? EXPORT_COLLAPSED
+                : ch == 'g' ? EXPORT_FLAMEGRAPH
+                : ch == 'p' ? EXPORT_PERFETTO
                             : -1;
         u->input = INPUT_NONE;
         if (f >= 0)

@@ -146,7 +146,7 @@ static void draw_header(struct ui *u)
 {
     const struct layout_rect *r = &u->lay.header;
     size_t live = 0;
-    char prompt[160], hist[16], hosts[96], hz[32] = "--", flags[128];
+    char prompt[200], hist[16], hosts[96], hz[32] = "--", flags[128];
     double rate = engine_rate(u->e), got = view_rate_hz(&u->rate, view_rate_window(rate));
 
     for (size_t i = 0; i < u->hist.nranks; i++)
@@ -176,9 +176,10 @@ static void draw_header(struct ui *u)
         put(u, r->y + 1, r->x, r->w, ROLE_BANNER, true, u->hang.text);
     if (u->input != INPUT_NONE) {
         snprintf(prompt, sizeof(prompt), "%s%s_%s",
-                 u->input == INPUT_SEARCH   ? "search: "
-                 : u->input == INPUT_FILTER ? "filter ranks: "
-                                            : "export format: c)hrome s)peedscope f)olded",
+                 u->input == INPUT_SEARCH ? "search: "
+                 : u->input == INPUT_FILTER
+                     ? "filter ranks: "
+                     : "export format: c)hrome s)peedscope f)olded g)flamegraph p)erfetto",
                  u->input == INPUT_FORMAT ? "" : u->edit,
                  u->input == INPUT_SEARCH && u->search_miss ? "   (no match)"
                  : u->input == INPUT_SEARCH && u->search[0] ? "   (F3: next, Shift-F3: previous)"

@@ -43,6 +43,24 @@ python3 "$RANKTOP_SRCDIR/tests/tools/trace_check.py" --lanes 4 --slice load_batc
     --slice all_reduce "$TRACE" > "$WORK/check.log" 2>&1 ||
     fail "the exported trace does not pass the checker: $(head -n 20 "$WORK/check.log")"
 
+# E asks for the format: g writes a flame graph, p a Perfetto trace.
+keys E
+wait_screen 'export format: .*g\)flamegraph p\)erfetto' 10 || fail "E shows no format prompt"
+keys g
+wait_screen "exported $WORK/export/ranktop-[0-9]{8}-[0-9]{6}\\.svg" 30 ||
+    fail "the status line does not report the flame graph"
+SVG=$(ls "$WORK"/export/ranktop-*.svg | head -n 1)
+python3 -c 'import sys, xml.dom.minidom as m; d = m.parse(sys.argv[1]); t = d.documentElement.toxml(); sys.exit(0 if "all_reduce" in t and "load_batch_slowly" in t else 1)' \
+    "$SVG" || fail "the flame graph $SVG is not XML naming all_reduce and load_batch_slowly"
+keys E
+wait_screen 'export format:' 10 || fail "E shows no format prompt the second time"
+keys p
+wait_screen "exported $WORK/export/ranktop-[0-9]{8}-[0-9]{6}\\.perfetto-trace" 30 ||
+    fail "the status line does not report the Perfetto trace"
+PFT=$(ls "$WORK"/export/ranktop-*.perfetto-trace | head -n 1)
+python3 "$RANKTOP_SRCDIR/tests/tools/perfetto_check.py" --fn all_reduce "$PFT" > "$WORK/pf.log" 2>&1 ||
+    fail "the exported Perfetto trace does not decode: $(head -n 20 "$WORK/pf.log")"
+
 keys q
 wait_screen '^EXITED 0$' 20 || fail "q did not exit ranktop with status 0"
 echo ok

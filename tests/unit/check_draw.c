@@ -381,15 +381,17 @@ START_TEST(keys_help_lines)
         "Enter / Right      drill into the selected rank; in the Rank view fold a thread",
         "Esc / Backspace    back to the merged view, clear search and filter",
         "1-6 / Tab          views: Merged, Rank, Top, GIL, Memory, Hosts",
-        "/                  search frames          \\  filter ranks (rank, pid, frame)",
+        "F3 or /            search as you type (Esc cancels); F3/Shift-F3: next/previous",
+        "F4 or \\            filter ranks as you type (rank, pid, frame); Esc clears",
+        "F5                 tree / flat (top functions) in the Merged and Rank views",
         "s / F6             sort: rank, CPU, RSS, stuck time, GIL",
-        "Space              tag a rank             p  pause the display (sampling continues)",
+        "Space              tag a rank             p / Z  pause the display (sampling continues)",
         "m                  memory baseline (and mapping growth of the selected rank)",
         "t                  main thread / all threads",
         "n                  native (C/C++) frames of the selected rank on/off (2 samples/s)",
         "+ / -              double / halve the sampling rate",
         "e                  export the history window as a Chrome trace to --export-dir",
-        "E                  export, asking for the format (chrome, speedscope, collapsed)",
+        "E                  export in a format the prompt asks for (5 formats: c s f g p)",
         "q / F10            quit                   ? / F1  this help",
     };
     char lines[32][UI_HELP_W];
@@ -404,8 +406,8 @@ END_TEST
 
 START_TEST(keys_bar_and_codes)
 {
-    static const char *bar[] = {"F1Help", "/Search", "\\Filter", "F6Sort", "SpcTag",
-                                "pPause", "mBase",   "tThreads", "+-Rate", "eExport"};
+    static const char *bar[] = {"F1Help", "F3Search", "F4Filter", "F5Tree", "F6Sort", "SpcTag",
+                                "ZPause", "mBase",    "tThreads", "+-Rate", "eExport"};
     int seen[32], nseen = 0, right = 0;
     size_t n;
     const struct ui_key *k = ui_keys(&n);
@@ -418,7 +420,7 @@ START_TEST(keys_bar_and_codes)
             ck_assert_str_eq(label, "F10Quit");
             right++;
         } else if (k[i].bar_pos > 0) {
-            ck_assert_int_le(k[i].bar_pos, 10);
+            ck_assert_int_le(k[i].bar_pos, 11);
             snprintf(label, sizeof(label), "%s%s", k[i].bar_key, k[i].bar_text);
             ck_assert_str_eq(label, bar[k[i].bar_pos - 1]);
             seen[nseen++] = k[i].bar_pos;
@@ -429,7 +431,7 @@ START_TEST(keys_bar_and_codes)
                     ck_assert_int_ne(k[i].codes[c], k[j].codes[d]);
     }
     ck_assert_int_eq(right, 1);
-    ck_assert_int_eq(nseen, 10);
+    ck_assert_int_eq(nseen, 11);
     for (int a = 0; a < nseen; a++) /* each position once */
         for (int b = a + 1; b < nseen; b++)
             ck_assert_int_ne(seen[a], seen[b]);

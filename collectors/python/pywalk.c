@@ -745,7 +745,9 @@ static int walk_start(struct pyproc *p, uint64_t tsaddr, const uint8_t *guess, s
         *no_python = L->ts.cframe < 0 || (f.cframe >= tsaddr && f.cframe < tsaddr + L->ts.size);
         return *no_python ? 0 : APP_E_STALE;
     }
-    if (b.chunk == f.chunk && chunk_adopt(p, cs, f.chunk, b.got))
+    /* A thread with no data stack yet (its only frame a generator resumed from C) has no chunk
+     * to adopt: slot 0 may never have been allocated. */
+    if (b.chunk && b.chunk == f.chunk && chunk_adopt(p, cs, f.chunk, b.got))
         return 0;
     if (!b.got && cs->hint->chunk == g.chunk)
         cs->hint->chunk_size = 0;
@@ -756,11 +758,13 @@ static int walk_start(struct pyproc *p, uint64_t tsaddr, const uint8_t *guess, s
 }
 
 /* Where a 3.11+ chain may end: the thread's first entry frame. 3.11 marks it is_entry and
- * the thread owns it; 3.12+ put an entry shim (owner >= owner_skip) under every thread. */
+ * the thread owns it, or it is a generator resumed from C with nothing under it (outer_anchored
+ * then wants an empty data stack under it); 3.12+ put an entry shim (owner >= owner_skip)
+ * under every thread. */
 static bool frame_is_base(const struct py_layout *L, const uint8_t *f, int owner)
 {
     if (L->fr.entry >= 0)
-        return f[L->fr.entry] != 0 && owner == 0;
+        return f[L->fr.entry] != 0 && (owner == PY_OWNER_THREAD || owner == L->fr.owner_gen);
     return owner >= L->fr.owner_skip;
 }
 

@@ -6,7 +6,10 @@ catches a generator as it starts or finishes sees a chain that may end at the ge
 A whole stack starts at <module> (main thread) or Thread._bootstrap (worker). Writes
 "ready TID" to READY_FILE (argv[1]) once both threads run, TID the worker's native thread
 id; runs until killed. PAUSE (seconds, default 0.001) is slept after each descent; 0 makes
-the loop hot."""
+the loop hot. With CGEN=1 a third thread, started by _thread.start_new_thread(next, ...),
+runs a generator resumed from C with nothing under it (its whole stack starts at spin_gen),
+calling spin() now and then."""
+import _thread
 import os
 import sys
 import threading
@@ -37,7 +40,26 @@ def hot_loop():
             time.sleep(PAUSE)
 
 
+def spin():
+    x = 0
+    for i in range(200):
+        x += i
+    return x
+
+
+def spin_gen():
+    n = 0
+    while True:
+        n += 1
+        if n % 2:
+            spin()
+        if n < 0:
+            yield n
+
+
 def main():
+    if os.environ.get("CGEN") == "1":
+        _thread.start_new_thread(next, (spin_gen(),))
     worker = threading.Thread(target=hot_loop, name="reducer", daemon=True)
     worker.start()
     started.wait()

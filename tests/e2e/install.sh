@@ -81,8 +81,7 @@ for cmd in "" demo ls dump record agent; do
     done < "$WORK/flags.txt"
 done
 
-# Completion: bash parses it and completes commands, flags and format names; zsh's is a
-# compdef file that zsh parses.
+# Completion: bash and zsh parse theirs and complete commands, flags and format names.
 BC="$INST/share/bash-completion/completions/ranktop"
 bash -n "$BC" || fail "bash -n rejects the bash completion"
 # complete WORD...: what the bash completion offers for the last word.
@@ -99,6 +98,16 @@ head -n 1 "$INST/share/zsh/site-functions/_ranktop" | grep -qx '#compdef ranktop
     fail "the zsh completion is not a compdef file"
 command -v zsh > /dev/null || fail "zsh is not installed (tests/bootstrap.sh installs it)"
 zsh -n "$INST/share/zsh/site-functions/_ranktop" || fail "zsh -n rejects the zsh completion"
+# zcomplete LINE: what zsh offers for LINE, one word a line, from the installed _ranktop.
+zcomplete() {
+    timeout 60 zsh -f "$RANKTOP_SRCDIR/tests/tools/zsh_complete.zsh" \
+        "$INST/share/zsh/site-functions" "$1" | tr '\n' ' '
+}
+[ "$(zcomplete 'ranktop rec')" = "record " ] || fail "zsh: 'ranktop rec' -> $(zcomplete 'ranktop rec')"
+[ "$(zcomplete 'ranktop record --form')" = "--format " ] || fail "zsh: record --form"
+[ "$(zcomplete 'ranktop record -f ')" = "chrome chrometrace collapsed flamegraph perfetto raw speedscope " ] ||
+    fail "zsh: record -f -> $(zcomplete 'ranktop record -f ')"
+[ "$(zcomplete 'ranktop ls --j')" = "--json " ] || fail "zsh: ls --j -> $(zcomplete 'ranktop ls --j')"
 
 # demo without its data: says where it looked, exits 1 (no terminal needed: it fails first).
 rc=0

@@ -240,12 +240,13 @@ static void lane_names(struct xlane *l)
         snprintf(l->label, sizeof(l->label), "unknown");
     if (r->rank >= 0 && r->pid > 0)
         n += (size_t)snprintf(parts + n, sizeof(parts) - n, "pid %d", history_key_pid(r->pid));
-    if (l->pid != history_key_pid(r->pid) && n < sizeof(parts))
-        n += (size_t)snprintf(parts + n, sizeof(parts) - n, "%sshown as %d", n ? ", " : "", l->pid);
     if (r->host[0] && n < sizeof(parts))
         n += (size_t)snprintf(parts + n, sizeof(parts) - n, "%s%.64s", n ? ", " : "", r->host);
     if (r->device[0] && n < sizeof(parts))
-        snprintf(parts + n, sizeof(parts) - n, "%s%.32s", n ? ", " : "", r->device);
+        n += (size_t)snprintf(parts + n, sizeof(parts) - n, "%s%.32s", n ? ", " : "", r->device);
+    /* Last, so that "rank 3 (pid 5263, node02" still reads as everywhere else. */
+    if (l->pid != history_key_pid(r->pid) && n < sizeof(parts))
+        snprintf(parts + n, sizeof(parts) - n, "%sshown as %d", n ? ", " : "", l->pid);
     if (parts[0])
         snprintf(l->name, sizeof(l->name), "%s (%s)", l->label, parts);
     else

@@ -522,9 +522,9 @@ START_TEST(test_chrome_ids)
     ev = get(doc, "traceEvents");
     ck_assert_str_eq(meta(ev, "process_name", 4242, -1), "rank 0 (pid 4242, node01)");
     ck_assert_str_eq(meta(ev, "process_name", key_b, -1),
-                     "rank 1 (pid 4242, shown as 4198546, node02)");
+                     "rank 1 (pid 4242, node02, shown as 4198546)");
     ck_assert_str_eq(meta(ev, "process_name", PDEV, -1),
-                     "rank 2 (pid 4242, shown as 2130706432, node01)");
+                     "rank 2 (pid 4242, node01, shown as 2130706432)");
     ck_assert_str_eq(meta(ev, "thread_name", 4242, 4242), "MainThread (tid 4242)");
     ck_assert_str_eq(meta(ev, "thread_name", 4242, PDEV), "nameless");
     ck_assert_str_eq(meta(ev, "thread_name", 4242, PDEV + 1), "twin (tid 4242)");

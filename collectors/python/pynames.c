@@ -32,13 +32,6 @@
 #define BATCH_IOV 512
 #define BATCH_MAX_BAD 16
 
-struct walk {
-    struct rmem *m;
-    const struct py_layout *L;
-    const struct py_names_offsets *N; /* &L->names */
-    uint64_t dict_type; /* ob_type of the modules dict, i.e. &PyDict_Type in the target */
-};
-
 /* A local copy of the entries of one keys object. */
 struct dview {
     uint8_t *ent;
@@ -166,7 +159,7 @@ static int keys_geom_old(const uint8_t *h, struct dview *v, size_t *eoff)
 
 /* Copies the entries of the keys object at `keys`; one read for small tables. `split` says
  * whether the values live outside the entries (a split dict or an object's shared keys). */
-static int keys_load(struct walk *w, uint64_t keys, bool split, struct dview *v)
+static int keys_load(struct pynames_walk *w, uint64_t keys, bool split, struct dview *v)
 {
     uint8_t head[KEYS_SPECULATIVE];
     size_t eoff = 0, need;
@@ -196,7 +189,7 @@ static int keys_load(struct walk *w, uint64_t keys, bool split, struct dview *v)
 
 /* Checks a copied dict header: type, keys pointer, used count. The first dict seen (the
  * modules dict, which is always a real dict) teaches us the address of PyDict_Type. */
-static int dict_check(struct walk *w, const uint8_t *hdr)
+static int dict_check(struct pynames_walk *w, const uint8_t *hdr)
 {
     uint64_t type = bytes_load_u64(hdr + PYABI_OB_TYPE);
     int64_t used = (int64_t)bytes_load_u64(hdr + PYABI_DICT_USED);
@@ -212,7 +205,7 @@ static int dict_check(struct walk *w, const uint8_t *hdr)
 }
 
 /* Loads the dict at addr whose header is already in hdr (PYABI_DICT_HDR bytes). */
-static int dict_load_hdr(struct walk *w, const uint8_t *hdr, struct dview *v)
+static int dict_load_hdr(struct pynames_walk *w, const uint8_t *hdr, struct dview *v)
 {
     uint64_t values = bytes_load_u64(hdr + PYABI_DICT_VALUES);
     int st = dict_check(w, hdr);
@@ -226,7 +219,7 @@ static int dict_load_hdr(struct walk *w, const uint8_t *hdr, struct dview *v)
     return st;
 }
 
-static int dict_load(struct walk *w, uint64_t addr, struct dview *v, uint8_t *hdr)
+static int dict_load(struct pynames_walk *w, uint64_t addr, struct dview *v, uint8_t *hdr)
 {
     int st;
 
@@ -251,8 +244,8 @@ static bool str_is_ascii(const struct py_layout *L, const uint8_t *hdr, size_t l
 
 /* Looks for the str s among entries [at, at + k) of v (k <= FIND_CHUNK): one batched read of
  * every key's length and state, then one of the characters of the keys of the right length. */
-static int find_chunk(struct walk *w, const struct dview *v, size_t at, size_t k, const char *s,
-                      size_t *ix)
+static int find_chunk(struct pynames_walk *w, const struct dview *v, size_t at, size_t k,
+                      const char *s, size_t *ix)
 {
     uint64_t addr[FIND_CHUNK] = {0};
     size_t cidx[FIND_CHUNK], len = strlen(s), nc = 0;
@@ -285,7 +278,7 @@ static int find_chunk(struct walk *w, const struct dview *v, size_t at, size_t k
 /* Finds the entry whose key is the str s (ASCII, at most STR_LEN characters), chunk by chunk
  * so that a key near the front of a large dict costs two reads. Returns 0 with *ix set,
  * APP_E_NOTFOUND, or a read status. */
-static int dv_find_str(struct walk *w, const struct dview *v, const char *s, size_t *ix)
+static int dv_find_str(struct pynames_walk *w, const struct dview *v, const char *s, size_t *ix)
 {
     int st = APP_E_NOTFOUND;
 
@@ -297,7 +290,7 @@ static int dv_find_str(struct walk *w, const struct dview *v, const char *s, siz
 }
 
 /* The value of entry ix: from the entry itself, or from values[ix] of a split table. */
-static int dv_get(struct walk *w, const struct dview *v, size_t ix, uint64_t *val)
+static int dv_get(struct pynames_walk *w, const struct dview *v, size_t ix, uint64_t *val)
 {
     if (!v->split) {
         *val = dv_value(v, ix);
@@ -311,7 +304,7 @@ static int dv_get(struct walk *w, const struct dview *v, size_t ix, uint64_t *va
 /* Returns 0 when the dict at addr still has the header (hdr0) and entry count (n0) it had when
  * it was loaded, else APP_E_STALE: any insert, delete or resize changes ma_used, the version
  * tag (to 3.13), ma_keys or dk_nentries. One read. */
-static int dict_unchanged(struct walk *w, uint64_t addr, const uint8_t *hdr0, size_t n0)
+static int dict_unchanged(struct pynames_walk *w, uint64_t addr, const uint8_t *hdr0, size_t n0)
 {
     uint8_t hdr[PYABI_DICT_HDR], kh[40];
     struct rmem_iov iov[2] = {{addr, hdr, sizeof(hdr)},
@@ -329,7 +322,7 @@ static int dict_unchanged(struct walk *w, uint64_t addr, const uint8_t *hdr0, si
 /* Looks up the str key s in the dict at addr; *val gets the value object. APP_E_NOTFOUND is
  * only returned when the dict did not change during the lookup (else APP_E_STALE), so a dict
  * being resized under us is never mistaken for a missing key. */
-static int dict_lookup_str(struct walk *w, uint64_t addr, const char *s, uint64_t *val)
+static int dict_lookup_str(struct pynames_walk *w, uint64_t addr, const char *s, uint64_t *val)
 {
     uint8_t hdr[PYABI_DICT_HDR];
     struct dview v;
@@ -347,7 +340,8 @@ static int dict_lookup_str(struct walk *w, uint64_t addr, const char *s, uint64_
 }
 
 /* interp -> modules dict -> threading module -> its md_dict -> the _active dict. */
-static int find_active(struct walk *w, uint64_t interp, uint64_t *active, struct app_err *err)
+static int find_active(struct pynames_walk *w, uint64_t interp, uint64_t *active,
+                       struct app_err *err)
 {
     uint64_t modules = 0, mod = 0, md = 0;
     int st = rmem_read(w->m, interp + w->L->is.modules, &modules, sizeof(modules));
@@ -435,7 +429,7 @@ static bool hash_matches(uint64_t ident, uint64_t hash)
 }
 
 /* Reads the int key of every slot. Idents of three digits (>= 2^60) take one more read. */
-static int idents_read(struct walk *w, struct tslot *s, size_t n)
+static int idents_read(struct pynames_walk *w, struct tslot *s, size_t n)
 {
     uint64_t *addr = x_calloc(n + 1, sizeof(*addr));
     uint8_t *buf = x_malloc((n + 1) * LONG_READ), big[PYABI_LONG_DIGITS + 12];
@@ -465,7 +459,7 @@ static int idents_read(struct walk *w, struct tslot *s, size_t n)
 }
 
 /* Reads each Thread's header and, for managed dicts, the words in front of it. */
-static int objects_read(struct walk *w, struct tslot *s, size_t n)
+static int objects_read(struct pynames_walk *w, struct tslot *s, size_t n)
 {
     size_t pre = w->N->dict_ptr != PYABI_NONE ? PRE_HDR : 0, len = pre + 16;
     uint64_t *addr = x_calloc(n + 1, sizeof(*addr));
@@ -505,7 +499,7 @@ static int type_parse(const struct py_names_offsets *N, const uint8_t *b, struct
 }
 
 /* Reads each distinct type once (a handful: Thread, _MainThread, _DummyThread, subclasses). */
-static int types_read(struct walk *w, struct tslot *s, size_t n, struct ttype **out)
+static int types_read(struct pynames_walk *w, struct tslot *s, size_t n, struct ttype **out)
 {
     size_t len = w->N->ht_cached_keys + 8, k = 0;
     uint64_t *addr = x_calloc(n + 1, sizeof(*addr));
@@ -567,7 +561,7 @@ static int slot_resolve(const struct py_names_offsets *N, const struct ttype *t,
 
 /* Reads the probes: an inline values header {capacity, size, embedded, valid} selects the
  * shared keys when valid (else the managed dict stays); a tp_dictoffset slot gives the dict. */
-static int probes_read(struct walk *w, struct tslot *s, size_t n, const struct ttype *t)
+static int probes_read(struct pynames_walk *w, struct tslot *s, size_t n, const struct ttype *t)
 {
     uint64_t *addr = x_calloc(n + 1, sizeof(*addr));
     uint8_t *buf = x_malloc((n + 1) * 8);
@@ -600,7 +594,7 @@ static int probes_read(struct walk *w, struct tslot *s, size_t n, const struct t
 
 /* Opens the attribute dicts: a split one yields shared keys + values, a combined one is
  * searched for "_name" directly (rare: only after attributes were deleted or overflowed). */
-static int dicts_read(struct walk *w, struct tslot *s, size_t n)
+static int dicts_read(struct pynames_walk *w, struct tslot *s, size_t n)
 {
     uint64_t *addr = x_calloc(n + 1, sizeof(*addr));
     uint8_t *buf = x_malloc((n + 1) * PYABI_DICT_HDR);
@@ -619,7 +613,7 @@ static int dicts_read(struct walk *w, struct tslot *s, size_t n)
             s[i].keys = bytes_load_u64(b + PYABI_DICT_KEYS);
             s[i].values = bytes_load_u64(b + PYABI_DICT_VALUES) + w->N->values_off;
         } else if (st == 0) {
-            st = dict_lookup_str(w, s[i].dict, "_name", &s[i].name);
+            st = dict_lookup_str(w, s[i].dict, w->attr, &s[i].name);
         }
         if (st == APP_E_NOTFOUND) {
             s[i].noname = true;
@@ -633,7 +627,7 @@ static int dicts_read(struct walk *w, struct tslot *s, size_t n)
 
 /* Index of "_name" in the shared keys at `keys` (SIZE_MAX when absent), memoised per keys
  * object in ix_keys/ix_val. Shared keys only ever grow in place, so a miss is genuine. */
-static int shared_index(struct walk *w, uint64_t keys, uint64_t *ix_keys, size_t *ix_val,
+static int shared_index(struct pynames_walk *w, uint64_t keys, uint64_t *ix_keys, size_t *ix_val,
                         size_t *nix, size_t *ix)
 {
     struct dview v;
@@ -647,7 +641,7 @@ static int shared_index(struct walk *w, uint64_t keys, uint64_t *ix_keys, size_t
     }
     st = keys_load(w, keys, true, &v);
     if (st == 0)
-        st = dv_find_str(w, &v, "_name", ix);
+        st = dv_find_str(w, &v, w->attr, ix);
     free(v.ent);
     if (st == APP_E_NOTFOUND) {
         *ix = SIZE_MAX;
@@ -662,7 +656,7 @@ static int shared_index(struct walk *w, uint64_t keys, uint64_t *ix_keys, size_t
 
 /* For split attributes: finds "_name" in each distinct shared keys object, then reads every
  * values[ix] pointer in one batch. */
-static int split_names(struct walk *w, struct tslot *s, size_t n)
+static int split_names(struct pynames_walk *w, struct tslot *s, size_t n)
 {
     uint64_t *addr = x_calloc(n + 1, sizeof(*addr)), *ix_keys = x_calloc(n + 1, 8);
     size_t *ix_val = x_calloc(n + 1, sizeof(size_t)), nix = 0, ix = 0;
@@ -698,7 +692,7 @@ static int split_names(struct walk *w, struct tslot *s, size_t n)
 }
 
 /* Resolves every slot's _name str object. */
-static int names_locate(struct walk *w, struct tslot *s, size_t n)
+static int names_locate(struct pynames_walk *w, struct tslot *s, size_t n)
 {
     struct ttype *t = NULL;
     int st = objects_read(w, s, n);
@@ -718,8 +712,8 @@ static int names_locate(struct walk *w, struct tslot *s, size_t n)
 }
 
 /* Decodes the names into a new array of *n records, leaving out threads without a _name. */
-static int names_decode(struct walk *w, const struct tslot *s, size_t ns, struct pyname **out,
-                        size_t *n)
+static int names_decode(struct pynames_walk *w, const struct tslot *s, size_t ns,
+                        struct pyname **out, size_t *n)
 {
     struct pyname *v = x_calloc(ns + 1, sizeof(*v));
     size_t k = 0;
@@ -743,7 +737,7 @@ static int names_decode(struct walk *w, const struct tslot *s, size_t ns, struct
     return st;
 }
 
-static int active_walk(struct walk *w, uint64_t active, struct pyname **out, size_t *n)
+static int active_walk(struct pynames_walk *w, uint64_t active, struct pyname **out, size_t *n)
 {
     uint8_t hdr0[PYABI_DICT_HDR];
     struct dview v;
@@ -766,19 +760,95 @@ static int active_walk(struct walk *w, uint64_t active, struct pyname **out, siz
     return st;
 }
 
+int pynames_walk_init(struct pynames_walk *w, struct rmem *m, const struct py_layout *L,
+                      struct app_err *err)
+{
+    *w = (struct pynames_walk){.m = m, .L = L, .N = L ? &L->names : NULL, .attr = "_name"};
+    if (!w->N || w->N->ht_cached_keys == 0 || L->is.modules == 0 || L->str.length != STR_FROM ||
+        L->str.state + 4 > STR_FROM + STR_LEN)
+        return app_err_set(err, APP_E_VERSION, "no object layout for 3.%d", L ? L->minor : 0);
+    return 0;
+}
+
+int pynames_module_get(struct pynames_walk *w, uint64_t interp, const char *module,
+                       const char *name, uint64_t *val)
+{
+    uint64_t modules = 0, mod = 0, md = 0;
+    int st = rmem_read(w->m, interp + w->L->is.modules, &modules, sizeof(modules));
+
+    if (st == 0 && modules == 0)
+        st = APP_E_NOTFOUND;
+    if (st == 0)
+        st = dict_lookup_str(w, modules, module, &mod);
+    if (st == 0)
+        st = read_ptr(w->m, mod + PYABI_MOD_DICT, &md);
+    if (st == 0)
+        st = dict_lookup_str(w, md, name, val);
+    return st;
+}
+
+int pynames_attr(struct pynames_walk *w, uint64_t obj, const char *attr, uint64_t *val)
+{
+    struct tslot s = {.obj = obj};
+    const char *saved = w->attr;
+    int st;
+
+    if (!bytes_ptr_ok(obj))
+        return APP_E_STALE;
+    w->attr = attr;
+    st = names_locate(w, &s, 1);
+    w->attr = saved;
+    if (st == 0 && s.noname)
+        st = APP_E_NOTFOUND;
+    if (st == 0)
+        *val = s.name;
+    return st;
+}
+
+int pynames_dict_items(struct pynames_walk *w, uint64_t dict, uint64_t *keys, uint64_t *vals,
+                       size_t max, size_t *n)
+{
+    uint8_t hdr[PYABI_DICT_HDR];
+    struct dview v;
+    int st = dict_load(w, dict, &v, hdr);
+
+    *n = 0;
+    if (st == 0 && v.split)
+        st = APP_E_STALE; /* a plain dict ({}) is never split */
+    for (size_t i = 0; st == 0 && i < v.n && *n < max; i++) {
+        if (!dv_live(&v, i))
+            continue;
+        keys[*n] = dv_key(&v, i);
+        vals[(*n)++] = dv_value(&v, i);
+        if (!bytes_ptr_ok(keys[*n - 1]) || !bytes_ptr_ok(vals[*n - 1]))
+            st = APP_E_STALE;
+    }
+    if (st == 0)
+        st = dict_unchanged(w, dict, hdr, v.n);
+    free(v.ent);
+    return st;
+}
+
+int pynames_long(struct pynames_walk *w, uint64_t obj, uint64_t *val)
+{
+    uint8_t b[PYABI_LONG_DIGITS + 12];
+    int st = rmem_read(w->m, obj, b, sizeof(b));
+
+    return st < 0 ? st : long_decode(b, long_ndigits(w->N, b), val);
+}
+
 int pynames_read(struct rmem *m, const struct py_layout *L, uint64_t interp, struct pyname **out,
                  size_t *n, struct app_err *err)
 {
-    struct walk w = {.m = m, .L = L};
+    struct pynames_walk w;
     uint64_t active = 0;
     int st;
 
     *out = NULL;
     *n = 0;
-    w.N = L ? &L->names : NULL;
-    if (!w.N || w.N->ht_cached_keys == 0 || L->is.modules == 0 || L->str.length != STR_FROM ||
-        L->str.state + 4 > STR_FROM + STR_LEN)
-        return app_err_set(err, APP_E_VERSION, "no thread-name layout for 3.%d", L ? L->minor : 0);
+    st = pynames_walk_init(&w, m, L, err);
+    if (st < 0)
+        return st;
     if (!bytes_ptr_ok(interp))
         return app_err_set(err, APP_E_STALE, "bad interpreter address");
     st = find_active(&w, interp, &active, err);

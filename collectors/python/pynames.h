@@ -30,4 +30,32 @@ int pynames_read(struct rmem *m, const struct py_layout *L, uint64_t interp, str
 /* Frees an array returned by pynames_read; NULL is a no-op. */
 void pynames_free(struct pyname *v, size_t n);
 
+/* The object walk behind pynames_read, for other readers of Python objects (pyasync.c): dict
+ * lookups by str key, instance attributes, ints. Same rules: every pointer validated, every
+ * loop bounded, APP_E_STALE for torn data, APP_E_NOTFOUND only for a key really missing. The
+ * first dict a walk opens must be a real dict (the modules dict): it teaches PyDict_Type. */
+struct pynames_walk {
+    struct rmem *m;
+    const struct py_layout *L;
+    const struct py_names_offsets *N; /* &L->names */
+    uint64_t dict_type; /* ob_type of the modules dict, i.e. &PyDict_Type in the target */
+    const char *attr;   /* the instance attribute names_locate looks up ("_name") */
+};
+
+/* Sets up w; APP_E_VERSION when the layout has no object part. */
+int pynames_walk_init(struct pynames_walk *w, struct rmem *m, const struct py_layout *L,
+                      struct app_err *err);
+/* sys.modules[module].name (both ASCII, at most 24 characters) of the interpreter at interp. */
+int pynames_module_get(struct pynames_walk *w, uint64_t interp, const char *module,
+                       const char *name, uint64_t *val);
+/* The instance attribute attr (ASCII, <= 24 characters) of the object at obj, whose type must
+ * be a heap type (a Python class). */
+int pynames_attr(struct pynames_walk *w, uint64_t obj, const char *attr, uint64_t *val);
+/* The live (key, value) pairs of the combined dict at dict, at most max; checks afterwards that
+ * the dict did not change meanwhile. */
+int pynames_dict_items(struct pynames_walk *w, uint64_t dict, uint64_t *keys, uint64_t *vals,
+                       size_t max, size_t *n);
+/* A non-negative int object below 2^64 (at most three 30-bit digits, the last one small). */
+int pynames_long(struct pynames_walk *w, uint64_t obj, uint64_t *val);
+
 #endif

@@ -72,7 +72,7 @@ _ranktop()
         ;;
     demo) flags=$monitor ;;
     ls) flags="-j --json -h --help $disc $nodes" ;;
-    dump) flags="-p --pid --ranks --native -j --json --max-frames -h --help $nodes" ;;
+    dump) flags="-p --pid --ranks --native --async -j --json --max-frames -h --help $nodes" ;;
     record)
         flags="-o --output -i --interval -r --rate -d --duration -f --format --all-threads
             --gpu-usage --npu-usage --cpu-mem-usage --gil-stats --gil --idle --nonblocking

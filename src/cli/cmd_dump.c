@@ -9,6 +9,7 @@
 #include "ranktop/native.h"
 #include "ranktop/procenv.h"
 #include "ranktop/procscan.h"
+#include "ranktop/pyasync.h"
 #include "ranktop/pystack.h"
 #include "ranktop/util.h"
 
@@ -25,7 +26,7 @@
 struct dump_opts {
     int *pids;
     int npids;
-    bool json, ranks, native;
+    bool json, ranks, native, tasks;
     struct pyproc_opts py;
     struct cli_hosts hosts;
     struct engine_remote_opts remote;
@@ -43,6 +44,8 @@ static void dump_usage(FILE *f)
           "      --ranks              every rank discovery finds (as ranktop ls), on every host\n"
           "      --native             native (C/C++) frames too, merged with the Python ones:\n"
           "                           each thread is stopped briefly with ptrace\n"
+          "      --async              asyncio tasks too, under the thread running their loop:\n"
+          "                           name, state, awaiting tasks and await chain (3.8-3.13)\n"
           "  -j, --json               JSON output (see README for the shape)\n"
           "      --max-frames N       frames kept per thread (default 4096)\n"
           "  -h, --help               this help\n",
@@ -56,10 +59,13 @@ static void dump_usage(FILE *f)
 
 static int parse_dump_args(int argc, char **argv, struct dump_opts *o)
 {
-    static const struct option own[] = {
-        {"pid", required_argument, NULL, 'p'},        {"json", no_argument, NULL, 'j'},
-        {"max-frames", required_argument, NULL, 'F'}, {"ranks", no_argument, NULL, 'R'},
-        {"native", no_argument, NULL, 'N'},           {"help", no_argument, NULL, 'h'}};
+    static const struct option own[] = {{"pid", required_argument, NULL, 'p'},
+                                        {"json", no_argument, NULL, 'j'},
+                                        {"max-frames", required_argument, NULL, 'F'},
+                                        {"ranks", no_argument, NULL, 'R'},
+                                        {"native", no_argument, NULL, 'N'},
+                                        {"help", no_argument, NULL, 'h'},
+                                        {"async", no_argument, NULL, 'A'}};
     struct option longs[sizeof(own) / sizeof(*own) + 8];
     char err[160];
     int c, k = 0;
@@ -77,8 +83,8 @@ static int parse_dump_args(int argc, char **argv, struct dump_opts *o)
             return 2;
         if (h == 1)
             continue;
-        if (c == 'R' || c == 'N') {
-            *(c == 'R' ? &o->ranks : &o->native) = true;
+        if (c == 'R' || c == 'N' || c == 'A') {
+            *(c == 'R' ? &o->ranks : c == 'N' ? &o->native : &o->tasks) = true;
             continue;
         }
         if (c == 'p' && cli_parse_pids(optarg, &o->pids, &o->npids, err, sizeof(err)) < 0) {
@@ -160,6 +166,93 @@ struct dump_native {
     struct native_ctx *ctx;  /* owns the frames' names */
 };
 
+/* --async: the process's asyncio tasks and the sample's thread each is shown under (the
+ * thread running its loop, else the main thread: tid == pid, or the last thread listed). */
+struct dump_async {
+    bool on;
+    struct pyasync_list l;
+    uint32_t *owner; /* thread index per task */
+    char err[512];   /* why the tasks could not be read */
+};
+
+static void gather_async(struct pyproc *p, int pid, const struct pysample *s, struct dump_async *as)
+{
+    struct app_err err = {0};
+    uint32_t main_ix;
+
+    if (!as->on || !p || !s || s->nthreads == 0)
+        return;
+    if (pyasync_read(p, &as->l, &err) < 0) {
+        snprintf(as->err, sizeof(as->err), "%s", err.msg);
+        return;
+    }
+    main_ix = s->nthreads - 1;
+    for (uint32_t i = 0; i < s->nthreads; i++)
+        if (s->threads[i].tid == pid)
+            main_ix = i;
+    as->owner = x_calloc(as->l.n + 1, sizeof(*as->owner));
+    for (size_t t = 0; t < as->l.n; t++) {
+        as->owner[t] = main_ix;
+        for (uint32_t i = 0; as->l.tasks[t].thread && i < s->nthreads; i++)
+            if (s->threads[i].ident == as->l.tasks[t].thread)
+                as->owner[t] = i;
+    }
+}
+
+static void async_done(struct dump_async *as)
+{
+    pyasync_free(&as->l);
+    free(as->owner);
+}
+
+static json_object *task_json(const struct pyasync_list *l, const struct pyasync_task *t)
+{
+    json_object *o = json_object_new_object(), *by = json_object_new_array(),
+                *frames = json_object_new_array();
+
+    json_object_object_add(o, "name", cli_json_str(t->name));
+    json_object_object_add(o, "state", cli_json_str(pyasync_state_name(t->state)));
+    for (size_t i = 0; i < t->nawaited_by; i++)
+        json_object_array_add(by, cli_json_str(l->tasks[t->awaited_by[i]].name));
+    json_object_object_add(o, "awaited_by", by);
+    for (size_t i = 0; i < t->nframes; i++) {
+        json_object *fo = json_object_new_object();
+
+        json_object_object_add(fo, "function", cli_json_str(t->frames[i].function));
+        json_object_object_add(fo, "file", cli_json_str(t->frames[i].file));
+        json_object_object_add(
+            fo, "line", t->frames[i].line > 0 ? json_object_new_int(t->frames[i].line) : NULL);
+        json_object_array_add(frames, fo);
+    }
+    json_object_object_add(o, "frames", frames);
+    /* false: its loop's thread is unknown (the loop is not running), shown under main */
+    json_object_object_add(o, "thread_known", json_object_new_boolean(t->thread != 0));
+    json_object_object_add(o, "truncated", json_object_new_boolean(t->chain_truncated));
+    return o;
+}
+
+static void tasks_text(const struct dump_async *as, uint32_t ix)
+{
+    for (size_t k = 0; as->on && k < as->l.n; k++) {
+        const struct pyasync_task *t = &as->l.tasks[k];
+
+        if (as->owner[k] != ix)
+            continue;
+        printf("  Task \"%s\" (%s)", text_safe(t->name), pyasync_state_name(t->state));
+        for (size_t i = 0; i < t->nawaited_by; i++)
+            printf("%s\"%s\"", i ? ", " : " awaited by ",
+                   text_safe(as->l.tasks[t->awaited_by[i]].name));
+        printf("%s\n", t->thread ? "" : " [loop thread unknown]");
+        for (size_t i = 0; i < t->nframes; i++)
+            if (t->frames[i].line > 0)
+                printf("      %s (%s:%d)\n", text_safe(t->frames[i].function),
+                       text_safe(t->frames[i].file), t->frames[i].line);
+            else
+                printf("      %s (%s)\n", text_safe(t->frames[i].function),
+                       text_safe(t->frames[i].file));
+    }
+}
+
 static json_object *pyframe_json(const struct pyframe *f, bool kind)
 {
     json_object *fo = json_object_new_object();
@@ -187,7 +280,8 @@ static json_object *natframe_json(const struct native_frame *f)
 }
 
 static json_object *thread_json(const struct pythread *t, const struct dump_native *nv,
-                                const struct thread_native *tn)
+                                const struct thread_native *tn, const struct dump_async *as,
+                                uint32_t ix)
 {
     json_object *o = json_object_new_object(), *frames = json_object_new_array();
 
@@ -211,11 +305,20 @@ static json_object *thread_json(const struct pythread *t, const struct dump_nati
     json_object_object_add(o, "no_python", json_object_new_boolean(t->no_python));
     /* The frame cap (--max-frames) was hit: "frames" holds the innermost ones only. */
     json_object_object_add(o, "truncated", json_object_new_boolean(t->truncated));
+    if (as->on) { /* --async: the tasks of the loop this thread runs */
+        json_object *tasks = json_object_new_array();
+
+        for (size_t k = 0; as->owner && k < as->l.n; k++)
+            if (as->owner[k] == ix)
+                json_object_array_add(tasks, task_json(&as->l, &as->l.tasks[k]));
+        json_object_object_add(o, "tasks", tasks);
+    }
     return o;
 }
 
 static json_object *process_json(int pid, int rank, const char *python, const char *error,
-                                 const struct pysample *s, const struct dump_native *nv)
+                                 const struct pysample *s, const struct dump_native *nv,
+                                 const struct dump_async *as)
 {
     json_object *o = json_object_new_object(), *threads = json_object_new_array();
 
@@ -225,8 +328,11 @@ static json_object *process_json(int pid, int rank, const char *python, const ch
     json_object_object_add(o, "error", error ? cli_json_str(error) : NULL);
     if (nv->on) /* only with --native: the output is otherwise exactly as before */
         json_object_object_add(o, "native_error", nv->err[0] ? cli_json_str(nv->err) : NULL);
+    if (as->on) /* only with --async */
+        json_object_object_add(o, "async_error", as->err[0] ? cli_json_str(as->err) : NULL);
     for (uint32_t i = 0; s && i < s->nthreads; i++)
-        json_object_array_add(threads, thread_json(&s->threads[i], nv, nv->t ? &nv->t[i] : NULL));
+        json_object_array_add(threads,
+                              thread_json(&s->threads[i], nv, nv->t ? &nv->t[i] : NULL, as, i));
     json_object_object_add(o, "threads", threads);
     return o;
 }
@@ -274,7 +380,8 @@ static void thread_text(const struct pythread *t, const struct thread_native *tn
 }
 
 static void process_text(int pid, int rank, const char *python, const char *error,
-                         const struct pysample *s, const struct dump_native *nv)
+                         const struct pysample *s, const struct dump_native *nv,
+                         const struct dump_async *as)
 {
     char cmd[512] = "";
 
@@ -289,8 +396,12 @@ static void process_text(int pid, int rank, const char *python, const char *erro
         printf("error: %s\n", text_safe(error));
     if (nv->err[0])
         printf("native: %s\n", text_safe(nv->err));
-    for (uint32_t i = 0; s && i < s->nthreads; i++)
+    if (as->err[0])
+        printf("%s\n", text_safe(as->err));
+    for (uint32_t i = 0; s && i < s->nthreads; i++) {
         thread_text(&s->threads[i], nv->t ? &nv->t[i] : NULL);
+        tasks_text(as, i);
+    }
 }
 
 /* The hook's read: the stopped thread's Python stack, from a second reader so that the
@@ -393,6 +504,7 @@ static int dump_one(const struct dump_opts *o, int pid, json_object *arr, bool f
     struct pyproc *p = NULL;
     const struct pysample *s = NULL;
     struct dump_native nv = {.on = o->native};
+    struct dump_async as = {.on = o->tasks};
     struct rank_ident id;
     int rank, rc;
 
@@ -404,14 +516,18 @@ static int dump_one(const struct dump_opts *o, int pid, json_object *arr, bool f
     if (rc < 0)
         s = NULL;
     gather_native(pid, o, s, &nv);
+    gather_async(p, pid, s, &as);
     if (o->json) {
         json_object_array_add(arr, process_json(pid, rank, p ? pyproc_version(p) : NULL,
-                                                rc < 0 ? err.msg : NULL, s, &nv));
+                                                rc < 0 ? err.msg : NULL, s, &nv, &as));
     } else {
         if (!first)
             fputs("\n", stdout);
-        process_text(pid, rank, p ? pyproc_version(p) : NULL, rc < 0 ? err.msg : NULL, s, &nv);
+        process_text(pid, rank, p ? pyproc_version(p) : NULL, rc < 0 ? err.msg : NULL, s, &nv, &as);
     }
+    if (as.err[0] && o->json)
+        fprintf(stderr, "ranktop: %s\n", as.err);
+    async_done(&as);
     if (rc < 0 && o->json)
         fprintf(stderr, "ranktop: %s\n", err.msg);
     if (nv.err[0])
@@ -493,15 +609,18 @@ static int remote_one(const struct dump_opts *o, const struct cli_remote_result 
 static int dump_remote(const struct dump_opts *o, json_object *arr)
 {
     char frames[32];
-    const char *args[] = {"dump", "--ranks", "--this-node", o->json ? "--json" : NULL,
-                          NULL,   NULL,      NULL};
+    const char *args[8] = {"dump", "--ranks", "--this-node"};
     struct cli_remote_result *res;
-    int failed = 0;
+    int failed = 0, k = 3;
 
+    if (o->json)
+        args[k++] = "--json";
+    if (o->tasks)
+        args[k++] = "--async";
     if (o->py.max_frames) {
         snprintf(frames, sizeof(frames), "%u", o->py.max_frames);
-        args[o->json ? 4 : 3] = "--max-frames";
-        args[o->json ? 5 : 4] = frames;
+        args[k++] = "--max-frames";
+        args[k++] = frames;
     }
     cli_remote_run(&o->remote, args, 30000, &res);
     for (size_t i = 0; i < o->remote.nhosts; i++)

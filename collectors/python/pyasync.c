@@ -1,0 +1,614 @@
+/* asyncio tasks read from outside the process (CPython 3.8-3.13, C Task objects).
+ *
+ * The registries: asyncio.tasks._all_tasks (3.8-3.11) or _scheduled_tasks (3.12+), WeakSets
+ * whose `data` set holds weak references to the tasks, plus the plain set _eager_tasks (3.12+)
+ * and the dict _current_tasks {loop: task} that says which task each loop runs now. All are
+ * the _asyncio module's own objects, re-exported by asyncio.tasks, and reached from
+ * sys.modules with the object walk of pynames.c. For each task the TaskObj fields (loop,
+ * state, fut_waiter, coro, name) come from the per-minor table below, measured on live
+ * interpreters and checked against Modules/_asynciomodule.c; the await chain follows what
+ * CPython's _PyGen_yf does: a coroutine suspended in an await has the awaited object on top of
+ * its frame's value stack (3.8/3.9 f_stacktop[-1], 3.10 f_valuestack[f_stackdepth - 1], 3.11+
+ * localsplus[stacktop - 1] of the frame embedded in the coroutine). Only objects whose type is
+ * coroutine or generator are followed, so a frame suspended in a plain yield ends the chain.
+ * A task awaits another when its fut_waiter is that task, or a gather() future whose
+ * _children list holds it. The thread of a loop is its _thread_id attribute (set by
+ * run_forever). Sets and dicts are checked unchanged after they were read, so a registry
+ * changing mid-read is a retry (APP_E_STALE), never a mixed answer. Runs on the pyproc's
+ * owner thread. */
+#include "pyproc_priv.h"
+
+#include "pynames.h"
+#include "pystr.h"
+#include "ranktop/bytes.h"
+#include "ranktop/pyasync.h"
+#include "ranktop/util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SET_MAX_LOG2 20 /* 1M slots */
+#define SET_HDR 48      /* ob_type 8, fill 16, used 24, mask 32, table 40 */
+#define TYPE_HDR 264    /* up to tp_base (256) */
+#define TP_NAME 24
+#define TP_BASE 256
+#define TYPE_DEPTH 8
+#define TYPE_CACHE 64
+#define LIST_MAX 10000
+#define TRIES 3
+
+/* Field offsets of one minor's TaskObj, coroutine and frame (x86-64, GIL builds). */
+struct async_offsets {
+    int minor;
+    int16_t loop, state, waiter, coro, name;     /* TaskObj (FutureObj_HEAD first) */
+    int16_t gi_frame;                            /* 3.8-3.10: PyFrameObject *gi_frame */
+    int16_t gi_iframe, gi_state;                 /* 3.11+: embedded frame, int8 gi_frame_state */
+    int16_t f_stacktop;                          /* 3.8/3.9: NULL unless suspended */
+    int16_t f_valuestack, f_stackdepth, f_state; /* 3.10 */
+    int16_t if_stacktop, if_localsplus;          /* 3.11+ _PyInterpreterFrame */
+};
+
+/* gi_frame_state / f_state of a frame suspended in an await: 3.10-3.12 FRAME_SUSPENDED, 3.13
+ * FRAME_SUSPENDED_YIELD_FROM; both -1. */
+#define SUSPENDED (-1)
+
+static const struct async_offsets TABLE[] = {
+    {8, 16, 72, 104, 112, 120, 16, -1, -1, 72, -1, -1, -1, -1, -1},
+    {9, 16, 80, 144, 152, 160, 16, -1, -1, 72, -1, -1, -1, -1, -1},
+    {10, 16, 88, 152, 160, 168, 16, -1, -1, -1, 64, 80, 108, -1, -1},
+    {11, 16, 88, 128, 136, 144, -1, 80, 75, -1, -1, -1, -1, 64, 72},
+    {12, 16, 88, 128, 136, 144, -1, 72, 67, -1, -1, -1, -1, 64, 72},
+    {13, 16, 96, 112, 120, 128, -1, 72, 67, -1, -1, -1, -1, 64, 72},
+};
+
+enum kind { K_OTHER, K_TASK, K_FUTURE, K_GATHER, K_CORO, K_GEN, K_INT, K_STR, K_LIST, K_NONE };
+
+struct tkind {
+    uint64_t type;
+    enum kind kind;
+};
+
+struct raw {
+    uint64_t addr, loop, waiter, coro, name;
+    int state;
+};
+
+struct actx {
+    struct pyproc *p;
+    struct rmem *m;
+    const struct async_offsets *A;
+    struct pynames_walk w;
+    struct tkind types[TYPE_CACHE];
+    size_t ntypes;
+    uint64_t *cur; /* tasks that are the current task of their loop */
+    size_t ncur;
+    uint64_t *loops, *idents; /* loop -> thread ident */
+    size_t nloops;
+};
+
+const char *pyasync_state_name(enum pyasync_state s)
+{
+    static const char *const names[] = {"pending", "running", "done", "cancelled"};
+
+    return (unsigned)s < 4 ? names[s] : "?";
+}
+
+static const struct async_offsets *offsets_for(int minor)
+{
+    for (size_t i = 0; i < sizeof(TABLE) / sizeof(TABLE[0]); i++)
+        if (TABLE[i].minor == minor)
+            return &TABLE[i];
+    return NULL;
+}
+
+static int read_u64(struct rmem *m, uint64_t addr, uint64_t *out)
+{
+    return rmem_read(m, addr, out, sizeof(*out));
+}
+
+/* The kind of one type from its name, or that of its bases for Task and Future subclasses. */
+static enum kind name_kind(const char *s, int depth)
+{
+    static const struct {
+        const char *name;
+        enum kind kind;
+        bool base; /* also matches as a base class */
+    } known[] = {{"_asyncio.Task", K_TASK, true}, {"_asyncio.Future", K_FUTURE, true},
+                 {"coroutine", K_CORO, false},    {"generator", K_GEN, false},
+                 {"int", K_INT, false},           {"str", K_STR, false},
+                 {"list", K_LIST, false},         {"NoneType", K_NONE, false}};
+
+    for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+        if ((depth == 0 || known[i].base) && strcmp(s, known[i].name) == 0)
+            return known[i].kind;
+    return K_OTHER;
+}
+
+/* Classifies a type object by walking tp_name up the tp_base chain (bounded); cached. */
+static int type_kind(struct actx *a, uint64_t type, enum kind *out)
+{
+    uint64_t t = type;
+    bool gather = false;
+    enum kind k = K_OTHER;
+
+    for (size_t i = 0; i < a->ntypes; i++)
+        if (a->types[i].type == type)
+            return *out = a->types[i].kind, 0;
+    for (int depth = 0; depth < TYPE_DEPTH && t && k == K_OTHER; depth++) {
+        uint8_t hdr[TYPE_HDR];
+        char name[40] = {0};
+        long got;
+        int st;
+
+        if (!bytes_ptr_ok(t))
+            return APP_E_STALE;
+        st = rmem_read(a->m, t, hdr, sizeof(hdr));
+        if (st < 0)
+            return st;
+        got = rmem_read_some(a->m, bytes_load_u64(hdr + TP_NAME), name, sizeof(name) - 1);
+        if (got <= 0)
+            return got < 0 ? (int)got : APP_E_STALE;
+        if (depth == 0 && strcmp(name, "_GatheringFuture") == 0)
+            gather = true;
+        k = name_kind(name, depth);
+        t = bytes_load_u64(hdr + TP_BASE);
+    }
+    if (k == K_FUTURE && gather)
+        k = K_GATHER;
+    if (a->ntypes < TYPE_CACHE)
+        a->types[a->ntypes++] = (struct tkind){type, k};
+    *out = k;
+    return 0;
+}
+
+static int obj_kind(struct actx *a, uint64_t obj, enum kind *out)
+{
+    uint64_t type = 0;
+    int st;
+
+    if (!bytes_ptr_ok(obj))
+        return APP_E_STALE;
+    st = read_u64(a->m, obj + PYABI_OB_TYPE, &type);
+    return st < 0 ? st : type_kind(a, type, out);
+}
+
+static void push(uint64_t **v, size_t *n, uint64_t x)
+{
+    if ((*n & (*n - 1)) == 0 || *n == 0)
+        *v = x_reallocarray(*v, *n ? *n * 2 : 8, sizeof(**v));
+    (*v)[(*n)++] = x;
+}
+
+/* The live keys of the set at addr (dummy slots have hash -1), appended to *keys. */
+static int set_keys(struct actx *a, uint64_t addr, uint64_t **keys, size_t *n)
+{
+    uint8_t h0[SET_HDR], h1[SET_HDR], *tab;
+    uint64_t mask, table;
+    int64_t fill, used;
+    int st = rmem_read(a->m, addr, h0, sizeof(h0));
+
+    if (st < 0)
+        return st;
+    fill = (int64_t)bytes_load_u64(h0 + 16);
+    used = (int64_t)bytes_load_u64(h0 + 24);
+    mask = bytes_load_u64(h0 + 32);
+    table = bytes_load_u64(h0 + 40);
+    if (mask < 7 || mask >= (1ull << SET_MAX_LOG2) || ((mask + 1) & mask) != 0 || used < 0 ||
+        fill < used || (uint64_t)fill > mask + 1 || !bytes_ptr_ok(table))
+        return APP_E_STALE;
+    tab = x_malloc((mask + 1) * 16);
+    st = rmem_read(a->m, table, tab, (mask + 1) * 16);
+    for (uint64_t i = 0, seen = 0; st == 0 && i <= mask; i++) {
+        uint64_t key = bytes_load_u64(tab + i * 16);
+
+        if (key == 0 || (int64_t)bytes_load_u64(tab + i * 16 + 8) == -1)
+            continue;
+        if (!bytes_ptr_ok(key) || ++seen > (uint64_t)used)
+            st = APP_E_STALE;
+        else
+            push(keys, n, key);
+    }
+    free(tab);
+    if (st == 0)
+        st = rmem_read(a->m, addr, h1, sizeof(h1));
+    if (st == 0 && memcmp(h0 + 16, h1 + 16, SET_HDR - 16) != 0)
+        st = APP_E_STALE;
+    return st;
+}
+
+/* The referents of the weak references in a WeakSet's data set: live tasks only (a dead
+ * reference points at None). */
+static int weakset_tasks(struct actx *a, uint64_t ws, uint64_t **tasks, size_t *n)
+{
+    uint64_t data = 0, *refs = NULL;
+    size_t nrefs = 0;
+    int st = pynames_attr(&a->w, ws, "data", &data);
+
+    if (st == 0)
+        st = set_keys(a, data, &refs, &nrefs);
+    for (size_t i = 0; st == 0 && i < nrefs; i++) {
+        uint64_t obj = 0;
+        enum kind k = K_OTHER;
+
+        st = read_u64(a->m, refs[i] + 16, &obj); /* PyWeakReference.wr_object */
+        if (st == 0 && bytes_ptr_ok(obj))
+            st = obj_kind(a, obj, &k);
+        if (st == 0 && k == K_TASK)
+            push(tasks, n, obj);
+    }
+    free(refs);
+    return st;
+}
+
+/* asyncio.tasks.<name>, or APP_E_NOTFOUND. */
+static int tasks_attr(struct actx *a, uint64_t interp, const char *name, uint64_t *val)
+{
+    return pynames_module_get(&a->w, interp, "asyncio.tasks", name, val);
+}
+
+/* Every registered task (weak set, and the eager set on 3.12+) and the current tasks. */
+static int collect(struct actx *a, uint64_t interp, uint64_t **tasks, size_t *n)
+{
+    uint64_t ws = 0, eager = 0, cur = 0, *eg = NULL, keys[256], vals[256];
+    size_t neg = 0, ncur = 0;
+    int st = tasks_attr(a, interp, a->A->minor >= 12 ? "_scheduled_tasks" : "_all_tasks", &ws);
+
+    if (st == 0)
+        st = weakset_tasks(a, ws, tasks, n);
+    if (st == 0 && a->A->minor >= 12 && (st = tasks_attr(a, interp, "_eager_tasks", &eager)) == 0)
+        st = set_keys(a, eager, &eg, &neg);
+    for (size_t i = 0; st == 0 && i < neg; i++) {
+        enum kind k = K_OTHER;
+
+        st = obj_kind(a, eg[i], &k);
+        if (st == 0 && k == K_TASK)
+            push(tasks, n, eg[i]);
+    }
+    free(eg);
+    if (st == 0 && (st = tasks_attr(a, interp, "_current_tasks", &cur)) == 0)
+        st = pynames_dict_items(&a->w, cur, keys, vals, 256, &ncur);
+    for (size_t i = 0; st == 0 && i < ncur; i++)
+        push(&a->cur, &a->ncur, vals[i]);
+    if (*n > PYASYNC_MAX_TASKS)
+        *n = PYASYNC_MAX_TASKS;
+    return st;
+}
+
+/* The ident of the thread that runs loop: its _thread_id (None when not running: 0). */
+static int loop_thread(struct actx *a, uint64_t loop, uint64_t *ident)
+{
+    uint64_t v = 0;
+    enum kind k = K_OTHER;
+    int st;
+
+    for (size_t i = 0; i < a->nloops; i++)
+        if (a->loops[i] == loop)
+            return *ident = a->idents[i], 0;
+    *ident = 0;
+    st = pynames_attr(&a->w, loop, "_thread_id", &v);
+    if (st == APP_E_NOTFOUND)
+        st = 0;
+    else if (st == 0 && (st = obj_kind(a, v, &k)) == 0 && k == K_INT)
+        st = pynames_long(&a->w, v, ident);
+    if (st < 0)
+        return st;
+    push(&a->idents, &(size_t){a->nloops}, *ident);
+    push(&a->loops, &a->nloops, loop);
+    return 0;
+}
+
+/* Task.get_name(): a str, or (3.13 defers the formatting) the int N of "Task-N". */
+static int task_name(struct actx *a, uint64_t obj, char **out)
+{
+    enum kind k = K_OTHER;
+    uint64_t v = 0;
+    int st = obj_kind(a, obj, &k);
+    char buf[32];
+
+    if (st == 0 && k == K_STR) {
+        *out = pystr_read(a->m, &a->p->L, obj, &st);
+        return *out ? 0 : st < 0 ? st : APP_E_STALE;
+    }
+    if (st == 0 && k != K_INT)
+        st = APP_E_STALE;
+    if (st == 0)
+        st = pynames_long(&a->w, obj, &v);
+    if (st == 0) {
+        snprintf(buf, sizeof(buf), "Task-%llu", (unsigned long long)v);
+        *out = x_strdup(buf);
+    }
+    return st;
+}
+
+/* One step of a 3.8-3.10 chain: the coroutine's PyFrameObject gives (code, q) and, when the
+ * frame is suspended in an await, the awaited object (*next). */
+static int step_old(struct actx *a, uint64_t coro, uint64_t *code, long *q, uint64_t *next)
+{
+    const struct py_layout *L = &a->p->L;
+    const struct async_offsets *A = a->A;
+    uint8_t f[128];
+    uint64_t frame = 0, slot = 0;
+    int lasti, st = read_u64(a->m, coro + (uint64_t)A->gi_frame, &frame);
+
+    *code = 0;
+    if (st < 0 || frame == 0) /* finished: no frame */
+        return st;
+    if (!bytes_ptr_ok(frame))
+        return APP_E_STALE;
+    st = rmem_read(a->m, frame, f, sizeof(f));
+    if (st < 0)
+        return st;
+    *code = bytes_load_u64(f + L->fr.code);
+    lasti = bytes_load_i32(f + L->fr.instr);
+    *q = lasti < 0 ? -1 : L->fr.lasti_units ? 2L * lasti : lasti;
+    if (lasti < 0)
+        return 0;
+    if (A->f_stacktop >= 0) { /* 3.8/3.9: f_stacktop is set only while suspended */
+        slot = bytes_load_u64(f + A->f_stacktop);
+        slot = slot ? slot - 8 : 0;
+    } else if ((int8_t)f[A->f_state] == SUSPENDED) {
+        int depth = bytes_load_i32(f + A->f_stackdepth);
+
+        if (depth < 1 || depth > 1 << 16)
+            return APP_E_STALE;
+        slot = bytes_load_u64(f + A->f_valuestack) + 8 * (uint64_t)(depth - 1);
+    }
+    if (slot && !bytes_ptr_ok(slot))
+        return APP_E_STALE;
+    return slot ? read_u64(a->m, slot, next) : 0;
+}
+
+/* One step of a 3.11+ chain, from the frame embedded in the coroutine object. */
+static int step_new(struct actx *a, uint64_t coro, uint64_t *code, long *q, uint64_t *next)
+{
+    const struct py_layout *L = &a->p->L;
+    const struct async_offsets *A = a->A;
+    uint8_t c[160];
+    const uint8_t *f = c + A->gi_iframe;
+    uint64_t instr;
+    int8_t state;
+    int top, st = rmem_read(a->m, coro, c, (size_t)(A->gi_iframe + A->if_localsplus));
+
+    *code = 0;
+    if (st < 0)
+        return st;
+    state = (int8_t)c[A->gi_state];
+    if (state > 0) /* completed or cleared */
+        return 0;
+    *code = bytes_load_u64(f + L->fr.code) & (L->fr.code_tagged ? ~(uint64_t)7 : ~(uint64_t)0);
+    instr = bytes_load_u64(f + L->fr.instr);
+    *q = instr ? (long)(instr - (*code + (uint64_t)L->co.code_adaptive)) : -1;
+    if (state != SUSPENDED)
+        return 0;
+    top = bytes_load_i32(f + A->if_stacktop);
+    if (top < 1 || top > 1 << 16)
+        return APP_E_STALE;
+    return read_u64(
+        a->m, coro + (uint64_t)(A->gi_iframe + A->if_localsplus) + 8 * (uint64_t)(top - 1), next);
+}
+
+/* Follows the await chain from the task's coroutine; frames come out innermost first. */
+static int chain_read(struct actx *a, uint64_t coro, struct pyasync_task *t)
+{
+    uint64_t codes[PYASYNC_MAX_CHAIN];
+    long qs[PYASYNC_MAX_CHAIN];
+    struct pycode *res[PYASYNC_MAX_CHAIN];
+    size_t n = 0;
+    int st = 0;
+
+    while (coro && st == 0) {
+        enum kind k = K_OTHER;
+        uint64_t next = 0;
+
+        st = obj_kind(a, coro, &k);
+        if (st < 0 || (k != K_CORO && k != K_GEN))
+            break;
+        if (n == PYASYNC_MAX_CHAIN) {
+            t->chain_truncated = true;
+            break;
+        }
+        st = a->A->gi_frame >= 0 ? step_old(a, coro, &codes[n], &qs[n], &next)
+                                 : step_new(a, coro, &codes[n], &qs[n], &next);
+        if (st == 0 && codes[n])
+            n++;
+        coro = next;
+    }
+    if (st < 0)
+        return st;
+    st = pycode_resolve(&a->p->codes, a->m, &a->p->L, a->p->pycode_type, codes, n, res);
+    if (st != 0)
+        return st < 0 ? st : APP_E_STALE;
+    t->frames = x_calloc(n + 1, sizeof(*t->frames));
+    for (size_t i = 0; i < n; i++) {
+        struct pycode *e = res[n - 1 - i];
+        long q = qs[n - 1 - i];
+
+        t->frames[i].function = x_strdup(e->function ? e->function : "?");
+        t->frames[i].file = x_strdup(e->file ? e->file : "?");
+        t->frames[i].line = q < 0 ? e->firstlineno : pycode_line(e, a->p->L.minor, q);
+    }
+    t->nframes = n;
+    return 0;
+}
+
+static bool in(const uint64_t *v, size_t n, uint64_t x)
+{
+    for (size_t i = 0; i < n; i++)
+        if (v[i] == x)
+            return true;
+    return false;
+}
+
+/* Reads one task's object, name, thread and chain. */
+static int task_read(struct actx *a, uint64_t addr, struct raw *r, struct pyasync_task *t)
+{
+    const struct async_offsets *A = a->A;
+    uint8_t b[192];
+    int st = rmem_read(a->m, addr, b, (size_t)A->name + 8);
+
+    if (st < 0)
+        return st;
+    *r = (struct raw){addr,
+                      bytes_load_u64(b + A->loop),
+                      bytes_load_u64(b + A->waiter),
+                      bytes_load_u64(b + A->coro),
+                      bytes_load_u64(b + A->name),
+                      bytes_load_i32(b + A->state)};
+    if (r->state < 0 || r->state > 2 || !bytes_ptr_ok(r->loop) || !bytes_ptr_ok(r->name) ||
+        (r->coro && !bytes_ptr_ok(r->coro)) || (r->waiter && !bytes_ptr_ok(r->waiter)))
+        return APP_E_STALE;
+    t->addr = addr;
+    t->state = r->state == 1               ? PYASYNC_CANCELLED
+               : r->state == 2             ? PYASYNC_DONE
+               : in(a->cur, a->ncur, addr) ? PYASYNC_RUNNING
+                                           : PYASYNC_PENDING;
+    st = task_name(a, r->name, &t->name);
+    if (st == 0)
+        st = loop_thread(a, r->loop, &t->thread);
+    if (st == 0 && r->state == 0 && r->coro)
+        st = chain_read(a, r->coro, t);
+    return st;
+}
+
+static size_t task_index(const struct raw *r, size_t n, uint64_t addr)
+{
+    for (size_t i = 0; i < n; i++)
+        if (r[i].addr == addr)
+            return i;
+    return SIZE_MAX;
+}
+
+static void awaited_add(struct pyasync_task *t, size_t by)
+{
+    t->awaited_by = x_reallocarray(t->awaited_by, t->nawaited_by + 1, sizeof(size_t));
+    t->awaited_by[t->nawaited_by++] = by;
+}
+
+/* The children of a gather() future: its _children list. */
+static int gather_children(struct actx *a, uint64_t fut, uint64_t *items, size_t *n)
+{
+    uint8_t h[40];
+    uint64_t list = 0;
+    enum kind k = K_OTHER;
+    int64_t size;
+    int st = pynames_attr(&a->w, fut, "_children", &list);
+
+    *n = 0;
+    if (st == 0)
+        st = obj_kind(a, list, &k);
+    if (st == 0 && k != K_LIST)
+        return APP_E_STALE;
+    if (st == 0)
+        st = rmem_read(a->m, list, h, sizeof(h));
+    if (st < 0)
+        return st;
+    size = (int64_t)bytes_load_u64(h + 16);
+    if (size < 0 || size > LIST_MAX || (size && !bytes_ptr_ok(bytes_load_u64(h + 24))))
+        return APP_E_STALE;
+    *n = (size_t)size;
+    return size ? rmem_read(a->m, bytes_load_u64(h + 24), items, (size_t)size * 8) : 0;
+}
+
+/* awaited_by: a task whose fut_waiter is another task, or a gather() of tasks, awaits them. */
+static int link_waiters(struct actx *a, const struct raw *r, struct pyasync_list *l)
+{
+    uint64_t *items = x_malloc(LIST_MAX * 8);
+    int st = 0;
+
+    for (size_t i = 0; st == 0 && i < l->n; i++) {
+        size_t j = r[i].waiter ? task_index(r, l->n, r[i].waiter) : SIZE_MAX, nit = 0;
+        enum kind k = K_OTHER;
+
+        if (j != SIZE_MAX) {
+            awaited_add(&l->tasks[j], i);
+            continue;
+        }
+        if (!r[i].waiter || (st = obj_kind(a, r[i].waiter, &k)) < 0 || k != K_GATHER)
+            continue;
+        st = gather_children(a, r[i].waiter, items, &nit);
+        for (size_t c = 0; st == 0 && c < nit; c++)
+            if ((j = task_index(r, l->n, items[c])) != SIZE_MAX)
+                awaited_add(&l->tasks[j], i);
+    }
+    free(items);
+    return st;
+}
+
+static int read_once(struct actx *a, uint64_t interp, struct pyasync_list *l)
+{
+    uint64_t *addrs = NULL;
+    size_t n = 0;
+    struct raw *r = NULL;
+    int st = collect(a, interp, &addrs, &n);
+
+    if (st == APP_E_NOTFOUND) /* asyncio (or a registry) not there yet: no tasks */
+        st = 0, n = 0;
+    l->tasks = x_calloc(n + 1, sizeof(*l->tasks));
+    r = x_calloc(n + 1, sizeof(*r));
+    for (size_t i = 0; st == 0 && i < n; i++, l->n++)
+        st = task_read(a, addrs[i], &r[i], &l->tasks[i]);
+    if (st == 0)
+        st = link_waiters(a, r, l);
+    free(addrs);
+    free(r);
+    return st;
+}
+
+static void actx_reset(struct actx *a)
+{
+    free(a->cur);
+    free(a->loops);
+    free(a->idents);
+    a->cur = a->loops = a->idents = NULL;
+    a->ncur = a->nloops = a->ntypes = 0;
+}
+
+int pyasync_read(struct pyproc *p, struct pyasync_list *out, struct app_err *err)
+{
+    struct actx a = {.p = p, .m = p->mem, .A = offsets_for(p->L.minor)};
+    uint64_t interp = 0;
+    int st = APP_E_STALE;
+
+    memset(out, 0, sizeof(*out));
+    if (!a.A)
+        return app_err_set(err, APP_E_VERSION, "asyncio tasks: not supported on 3.%d yet",
+                           p->L.minor);
+    if (pynames_walk_init(&a.w, p->mem, &p->L, err) < 0)
+        return APP_E_VERSION;
+    pycode_cache_next_epoch(&p->codes);
+    for (int i = 0; i < TRIES && st == APP_E_STALE; i++) {
+        pyasync_free(out);
+        actx_reset(&a);
+        a.w.dict_type = 0;
+        st = read_u64(p->mem, p->runtime + p->L.rt.interp_head, &interp);
+        if (st == 0 && !bytes_ptr_ok(interp))
+            st = APP_E_STARTING;
+        if (st == 0)
+            st = read_once(&a, interp, out);
+    }
+    actx_reset(&a);
+    if (st < 0) {
+        pyasync_free(out);
+        return app_err_set(err, st, "asyncio tasks: %s", app_status_str(st));
+    }
+    return 0;
+}
+
+void pyasync_free(struct pyasync_list *l)
+{
+    for (size_t i = 0; l->tasks && i < l->n; i++) {
+        struct pyasync_task *t = &l->tasks[i];
+
+        free(t->name);
+        free(t->awaited_by);
+        for (size_t j = 0; j < t->nframes; j++) {
+            free(t->frames[j].function);
+            free(t->frames[j].file);
+        }
+        free(t->frames);
+    }
+    free(l->tasks);
+    l->tasks = NULL;
+    l->n = 0;
+}

@@ -1,0 +1,83 @@
+#!/bin/sh
+# dump --async on every interpreter (pyenv's 3.8-3.13 and Debian's static python3.11): the
+# tasks of tests/py/async_tasks.py (nested tasks, gather, a Queue, to_thread, non-ASCII names,
+# a second loop in another thread whose current task blocks it) as the target itself saw them
+# (asyncio.all_tasks, _fut_waiter, cr_await chains): under the thread running each loop, the
+# same task names, states, awaiting tasks and whole await chains (function, file, line,
+# innermost first). The text output shows the same tasks; a process without asyncio has none.
+. "$(dirname "$0")/lib.sh"
+
+PY="$RANKTOP_SRCDIR/tests/py/async_tasks.py"
+
+compare() { # DUMP.json TRUTH.json
+    python3 - "$1" "$2" <<'PYEOF'
+import json, sys
+d = json.load(open(sys.argv[1], encoding="utf-8"))
+truth = json.load(open(sys.argv[2], encoding="utf-8"))
+p = d["processes"][0]
+assert p["error"] is None and p["async_error"] is None, (p["error"], p["async_error"])
+threads = {t["tid"]: t for t in p["threads"]}
+seen = 0
+for loop in truth["loops"]:
+    th = threads.get(loop["tid"])
+    assert th is not None, "no thread %d in the dump" % loop["tid"]
+    got = {t["name"]: t for t in th["tasks"] if t["state"] in ("pending", "running")}
+    want = {t["name"]: t for t in loop["tasks"]}
+    assert sorted(got) == sorted(want), ("task names", sorted(got), sorted(want))
+    for name, w in want.items():
+        g = got[name]
+        assert g["state"] == w["state"], (name, g["state"], w["state"])
+        assert sorted(g["awaited_by"]) == w["awaited_by"], (name, g["awaited_by"], w["awaited_by"])
+        gf = [(f["function"], f["file"], f["line"]) for f in g["frames"]]
+        wf = [(f["function"], f["file"], f["line"]) for f in w["frames"]]
+        assert gf == wf, (name, gf, wf)
+        assert g["thread_known"] and not g["truncated"], name
+        seen += 1
+# The shapes the target was built to have, so that a truth gone wrong cannot pass either.
+names = {t["name"]: t for loop in truth["loops"] for t in loop["tasks"]}
+assert names["inner"]["awaited_by"] == ["outer-ü"]
+assert [f["function"] for f in names["inner"]["frames"]][1:] == ["level2", "level1"]
+assert names["g-1"]["awaited_by"] == ["gatherer"] and names["g-2"]["awaited_by"] == ["gatherer"]
+assert names["side-blocker"]["state"] == "running" and names["side-blocker"]["awaited_by"] == ["side-main"]
+assert names["задача-函数-😀"]["frames"][-1]["function"] == "ждать_ü"
+assert names["queue-waiter"]["frames"][0]["function"].endswith("get")
+assert seen >= 13, seen
+print("compared", seen, "tasks")
+PYEOF
+}
+
+n=0
+for py in $ALL_PYTHONS; do
+    [ -x "$py" ] || continue
+    n=$((n + 1))
+    start_ready "$py" "$PY"
+    $RANKTOP_BIN dump --async --json -p "$T" > "$WORK/a.json" 2> "$WORK/a.err" ||
+        fail "$py: dump --async failed: $(cat "$WORK/a.err")"
+    compare "$WORK/a.json" "$WORK/ready.json" || fail "$py: tasks differ from the target's own view"
+    $RANKTOP_BIN dump --async -p "$T" > "$WORK/a.txt" 2> "$WORK/a.err" || fail "$py: text dump"
+    grep -q '^  Task "inner" (pending) awaited by "outer-ü"$' "$WORK/a.txt" || fail "$py: text: inner"
+    grep -q '^  Task "side-blocker" (running) awaited by "side-main"$' "$WORK/a.txt" ||
+        fail "$py: text: side-blocker"
+    grep -q '^      ждать_ü (.*async_tasks.py:[0-9]*)$' "$WORK/a.txt" || fail "$py: text: frames"
+    # Without --async the JSON has no task keys at all.
+    $RANKTOP_BIN dump --json -p "$T" > "$WORK/p.json" || fail "$py: dump without --async"
+    json_check "$WORK/p.json" "'async_error' not in d['processes'][0] and not any('tasks' in t for t in d['processes'][0]['threads'])" ||
+        fail "$py: dump without --async changed"
+    kill "$T"
+done
+[ "$n" -ge 2 ] || fail "fewer than two interpreters found: $ALL_PYTHONS"
+
+# A process that never imported asyncio: no tasks, no error.
+rm -f "$WORK/ready"
+python3 -c 'import sys, threading
+sys.path.insert(0, sys.argv[2])
+from readyfile import write_ready
+write_ready(sys.argv[1])
+threading.Event().wait()' "$WORK/ready" "$RANKTOP_SRCDIR/tests/py" &
+T=$!
+PIDS="$PIDS $T"
+wait_for test -s "$WORK/ready" || fail "the no-asyncio target did not start"
+$RANKTOP_BIN dump --async --json -p "$T" > "$WORK/n.json" || fail "no asyncio: dump failed"
+json_check "$WORK/n.json" "d['processes'][0]['async_error'] is None and all(t['tasks'] == [] for t in d['processes'][0]['threads'])" ||
+    fail "no asyncio: tasks or an error"
+echo ok

@@ -1,0 +1,191 @@
+"""asyncio tasks for `ranktop dump --async` to read (tests/e2e/dump_async.sh).
+
+Usage: async_tasks.py READYFILE. The main thread's loop runs nested tasks (outer-ü awaits the
+task inner, whose coroutine sits two coroutines deep in an Event.wait), a gather() of two
+tasks, a task awaiting a Queue forever, a task awaiting a to_thread call (run_in_executor on
+3.8), a task with a non-ASCII name; a second thread runs its own loop, whose task side-blocker
+blocks that thread synchronously (it stays the loop's current task: running) while awaited by
+side-main. When every task sits at its final await, a loop callback (no task is running then)
+writes the ground truth to READYFILE.json: per loop its thread, and per task (asyncio.all_tasks)
+the name, state, awaiting tasks (via _fut_waiter, and a gather's _children) and the coroutine
+chain followed through cr_await from get_coro(), innermost first. Then the ready file, and the
+process waits forever.
+"""
+import asyncio
+import json
+import os
+import sys
+import threading
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from readyfile import write_ready  # noqa: E402
+
+READY = sys.argv[1]
+NEVER = threading.Event()  # never set: threads block on it for good
+
+
+def function_name(code):
+    return getattr(code, "co_qualname", code.co_name)
+
+
+def chain(coro):
+    """The await chain from coro, innermost first, as CPython's cr_await exposes it."""
+    frames = []
+    c = coro
+    while c is not None and type(c).__name__ in ("coroutine", "generator"):
+        f = c.cr_frame if type(c).__name__ == "coroutine" else c.gi_frame
+        if f is None:
+            break
+        frames.append({"function": function_name(f.f_code), "file": f.f_code.co_filename,
+                       "line": f.f_lineno})
+        c = c.cr_await if type(c).__name__ == "coroutine" else c.gi_yieldfrom
+    return frames[::-1]
+
+
+def innermost(coro):
+    """What the innermost coroutine of the chain awaits (None while it runs)."""
+    c = coro
+    while type(c).__name__ in ("coroutine", "generator"):
+        nxt = c.cr_await if type(c).__name__ == "coroutine" else c.gi_yieldfrom
+        if nxt is None:
+            return None
+        c = nxt
+    return c
+
+
+def settled(tasks):
+    """Every task is suspended awaiting a future (its final place)."""
+    return all(innermost(t.get_coro()) is not None for t in tasks)
+
+
+def awaited_by(tasks):
+    by = {t: [] for t in tasks}
+    for t in tasks:
+        w = t._fut_waiter
+        for child in [w] + list(getattr(w, "_children", None) or []):
+            if child in by:
+                by[child].append(t.get_name())
+    return by
+
+
+def loop_truth(loop, ident, native):
+    tasks = list(asyncio.all_tasks(loop))
+    cur = asyncio.tasks._current_tasks.get(loop)
+    by = awaited_by(tasks)
+    out = []
+    for t in tasks:
+        state = ("cancelled" if t.cancelled() else "done" if t.done()
+                 else "running" if t is cur else "pending")
+        out.append({"name": t.get_name(), "state": state, "awaited_by": sorted(by[t]),
+                    "frames": chain(t.get_coro())})
+    return {"ident": ident, "tid": native, "tasks": out}
+
+
+# --- the second thread's loop ---------------------------------------------------------------
+SIDE = {}
+SIDE_READY = threading.Event()
+
+
+async def side_wait(ev):
+    await ev.wait()
+
+
+def block_here():
+    SIDE_READY.set()
+    NEVER.wait()
+
+
+async def side_blocker():
+    me = asyncio.current_task()
+    while not settled([t for t in asyncio.all_tasks() if t is not me]):
+        await asyncio.sleep(0)
+    block_here()
+
+
+async def side_main():
+    asyncio.current_task().set_name("side-main")
+    ev = asyncio.Event()
+    asyncio.ensure_future(side_wait(ev)).set_name("side-waiter")
+    blocker = asyncio.ensure_future(side_blocker())
+    blocker.set_name("side-blocker")
+    SIDE["loop"] = asyncio.get_running_loop()
+    SIDE["ident"] = threading.get_ident()
+    SIDE["tid"] = threading.get_native_id()
+    await blocker
+
+
+# --- the main thread's loop -----------------------------------------------------------------
+async def level2(ev):
+    await ev.wait()
+
+
+async def level1(ev):
+    await level2(ev)
+
+
+async def outer(t):
+    await t
+
+
+async def queue_wait(q):
+    await q.get()
+
+
+async def ждать_ü(ev):
+    await ev.wait()
+
+
+def blocking():
+    NEVER.wait()
+
+
+async def in_thread():
+    if sys.version_info >= (3, 9):
+        await asyncio.to_thread(blocking)
+    else:
+        await asyncio.get_running_loop().run_in_executor(None, blocking)
+
+
+async def gathered(ev):
+    await asyncio.gather(level2(ev), return_exceptions=True)
+
+
+def write_truth(loop):
+    truth = {"loops": [loop_truth(loop, threading.get_ident(), threading.get_native_id()),
+                       loop_truth(SIDE["loop"], SIDE["ident"], SIDE["tid"])]}
+    with open(READY + ".json.tmp", "w", encoding="utf-8") as f:
+        json.dump(truth, f, ensure_ascii=False)
+    os.rename(READY + ".json.tmp", READY + ".json")
+    write_ready(READY)
+
+
+async def main():
+    loop = asyncio.get_running_loop()
+    ev = asyncio.Event()
+    threading.Thread(target=lambda: asyncio.run(side_main()), name="side-loop",
+                     daemon=True).start()
+    await loop.run_in_executor(None, SIDE_READY.wait)
+    inner = asyncio.ensure_future(level1(ev))
+    inner.set_name("inner")
+    asyncio.ensure_future(outer(inner)).set_name("outer-ü")
+    g1 = asyncio.ensure_future(level2(ev))
+    g1.set_name("g-1")
+    g2 = asyncio.ensure_future(gathered(ev))
+    g2.set_name("g-2")
+    gatherer = asyncio.ensure_future(gather_both(g1, g2))
+    gatherer.set_name("gatherer")
+    asyncio.ensure_future(queue_wait(asyncio.Queue())).set_name("queue-waiter")
+    asyncio.ensure_future(in_thread()).set_name("threaded")
+    asyncio.ensure_future(ждать_ü(ev)).set_name("задача-函数-😀")
+    me = asyncio.current_task()
+    while not settled([t for t in asyncio.all_tasks() if t is not me]):
+        await asyncio.sleep(0)
+    loop.call_soon(write_truth, loop)
+    await loop.create_future()
+
+
+async def gather_both(a, b):
+    await asyncio.gather(a, b)
+
+
+asyncio.run(main())

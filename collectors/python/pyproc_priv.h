@@ -72,6 +72,8 @@ struct pyhint {
     size_t ccap[1 + PYHINT_OLD];
     uint64_t *chain; /* 3.8-3.10: the last whole walk's frame addresses, innermost first */
     uint32_t nchain;
+    uint8_t base_misses;      /* 3.8-3.10: samples in a row that refused a new outermost frame */
+    uint64_t base_miss_epoch; /* the sample (code-cache epoch) of the last one */
     struct pyprev prev;
 };
 

@@ -136,7 +136,7 @@ static void header_key(const struct py_layout *L, const uint8_t *hdr, uint8_t ke
     int32_t qual = L->co.qualname >= 0 ? L->co.qualname : (int32_t)L->co.name;
 
     memset(key, 0, 48);
-    memcpy(key, hdr + PYABI_OB_TYPE, 8);
+    memcpy(key, hdr + L->ob_type, 8);
     memcpy(key + 8, hdr + L->co.filename, 8);
     memcpy(key + 16, hdr + L->co.name, 8);
     memcpy(key + 24, hdr + qual, 8);
@@ -182,7 +182,7 @@ static struct pycode *resolve_one(struct pycode_cache *c, struct rmem *m, const 
     uint8_t key[48];
     struct pycode *e;
 
-    if (pycode_type && bytes_load_u64(hdr + PYABI_OB_TYPE) != pycode_type)
+    if (pycode_type && bytes_load_u64(hdr + L->ob_type) != pycode_type)
         return NULL;
     header_key(L, hdr, key);
     e = &c->slots[slot_index(c, addr)];

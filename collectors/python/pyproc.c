@@ -7,6 +7,7 @@
  * target that exits mid-sample ends the sample with APP_E_GONE. Every loop has a bound. */
 #include "pyproc_priv.h"
 
+#include "ranktop/bytes.h"
 #include "ranktop/elfsym.h"
 #include "ranktop/procmaps.h"
 #include "ranktop/util.h"
@@ -40,7 +41,9 @@ static void version_text(uint32_t hex, char *buf, size_t len)
 }
 
 /* Chooses the layout for the version: 3.13+ from the target's own _Py_DebugOffsets, falling
- * back to the compiled table where the minor has one; older minors from their table. */
+ * back to the compiled table where the minor has one (never for a free-threaded build, which
+ * no compiled table describes); older minors from their table. A minor newer than the newest
+ * known is refused by name: its layout cannot be guessed. */
 static int choose_layout(struct pyproc *p, struct app_err *err)
 {
     int minor = (int)((p->version_hex >> 16) & 0xFF);
@@ -48,10 +51,15 @@ static int choose_layout(struct pyproc *p, struct app_err *err)
     uint8_t dbg[PYABI_DEBUG_OFFSETS_MAX];
     long got;
 
+    if (!abi && p->version_hex >> 24 == 3 && minor > PYABI_MAX_MINOR)
+        return app_err_set(err, APP_E_VERSION,
+                           "process %d: CPython %s: layout not known to this ranktop (newest "
+                           "supported: 3.%d)",
+                           p->pid, p->version, PYABI_MAX_MINOR);
     if (!abi)
         return app_err_set(err, APP_E_VERSION, "process %d runs Python %s; supported %s", p->pid,
                            p->version, pyproc_supported_range());
-    if (!abi->debug) {
+    if (!abi->debug[0]) {
         p->L = abi->layout;
         return 0;
     }
@@ -61,7 +69,8 @@ static int choose_layout(struct pyproc *p, struct app_err *err)
                            app_status_str((int)got));
     if (pyabi_from_debug_offsets(dbg, (size_t)got, p->version_hex, &p->L, err) == 0)
         return 0;
-    if (!abi->compiled)
+    if (!abi->compiled ||
+        (got >= 24 && !memcmp(dbg, "xdebugpy", 8) && bytes_load_u64(dbg + 16) != 0))
         return err->code;
     p->L = abi->layout;
     return 0;

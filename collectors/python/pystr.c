@@ -43,7 +43,7 @@ static int str_header(const struct py_layout *L, const uint8_t *obj, int64_t *n,
     uint32_t state;
 
     *n = (int64_t)bytes_load_u64(obj + L->str.length);
-    state = bytes_load_u32(obj + L->str.state);
+    state = bytes_load_u32(obj + L->str.state) >> L->str.state_shift;
     *kind = (state >> 2) & 7;
     if (*n < 0 || (*kind != 1 && *kind != 2 && *kind != 4))
         return -1;

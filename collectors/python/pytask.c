@@ -266,7 +266,7 @@ const char *pytask_name(struct pyproc *p, uint64_t interp, uint64_t ident)
     struct pyname_miss *m;
     uint64_t now;
 
-    if (s)
+    if (s || p->L.names.off) /* free-threaded builds: threading._active is not walked */
         return s;
     now = clock_mono_ns();
     m = miss_find(p, ident);

@@ -1,11 +1,14 @@
-/* What the reader knows about each CPython minor version's ABI (x86-64, GIL builds): every
- * structure offset the stack reader, the thread-name walk and the GIL prober use.
+/* What the reader knows about each CPython minor version's ABI (x86-64): every structure
+ * offset the stack reader, the thread-name walk and the GIL prober use.
  *
  * There is one descriptor per minor version, in pyabi_versions.c. 3.8-3.13 carry compiled
  * tables verified against live interpreters; 3.13 and later also describe their own layout in
  * _Py_DebugOffsets, which pyabi_debug.c parses with the slot order recorded in the minor's
- * descriptor, because that struct changes shape between minors. Supporting a new minor means
- * adding its descriptor there and nothing elsewhere. All offsets are bytes from the start of
+ * descriptor, because that struct changes shape between minors (3.15 even between its
+ * pre-releases: a minor may list several shapes, and the one the target's values fit is taken).
+ * Free-threaded builds (3.13t and later) are read only through _Py_DebugOffsets: their object
+ * header is 16 bytes larger, so every object field moves. Supporting a new minor means adding
+ * its descriptor there and nothing elsewhere. All offsets are bytes from the start of
  * the struct named by the sub-struct; the constants below are the same in every supported
  * version. */
 #ifndef RANKTOP_PYABI_H
@@ -21,7 +24,7 @@
 
 /* Oldest and newest minor with a descriptor; pyabi_versions.c checks its table against them. */
 #define PYABI_MIN_MINOR 8
-#define PYABI_MAX_MINOR 14
+#define PYABI_MAX_MINOR 15
 
 /* At most this many bytes of a PyThreadState are copied; every field used lies below. */
 #define PYABI_TSTATE_READ 512
@@ -30,7 +33,7 @@
 #define PYABI_DEBUG_OFFSETS_MAX 2048
 
 /* Version-independent offsets of the objects the thread-name walk reads. */
-#define PYABI_OB_TYPE 8         /* PyObject.ob_type */
+#define PYABI_OB_TYPE 8         /* PyObject.ob_type (GIL builds; free-threaded: 24) */
 #define PYABI_DICT_USED 16      /* PyDictObject.ma_used */
 #define PYABI_DICT_KEYS 32      /* PyDictObject.ma_keys */
 #define PYABI_DICT_VALUES 40    /* PyDictObject.ma_values */
@@ -64,6 +67,9 @@ enum py_gil_flag {
     PY_GILFLAG_STATUS, /* bit 5 of the u32 tstate->_status (3.13) */
     PY_GILFLAG_INT,    /* an int tstate->holds_gil (3.14+) */
 };
+
+/* Most _Py_DebugOffsets shapes one minor may have (3.15 changed it during its alphas). */
+#define PYABI_SHAPES 2
 
 /* Where the GIL drop request lives. */
 enum py_drop_kind {
@@ -106,6 +112,7 @@ struct py_tstate_offsets { /* PyThreadState */
 struct py_frame_offsets { /* PyFrameObject (<=3.10) or _PyInterpreterFrame (3.11+) */
     bool object;          /* PyFrameObject chain */
     uint32_t size, prev, code, instr, owner;
+    int32_t tlbc;     /* free-threaded 3.14+: int32 tlbc_index, the copy instr is in; 0: none */
     bool lasti_units; /* 3.10: f_lasti counts 2-byte code units */
     bool code_tagged; /* 3.14+: f_executable is a _PyStackRef */
     int owner_gen;    /* FRAME_OWNED_BY_GENERATOR */
@@ -124,11 +131,15 @@ struct py_code_offsets { /* PyCodeObject */
     int32_t qualname;       /* 3.11+ */
     int32_t code_adaptive;  /* 3.11+ inline bytecode */
     int32_t firsttraceable; /* 3.11+ */
+    int32_t tlbc;           /* free-threaded 3.14+: _PyCodeArray *co_tlbc; 0: none */
     uint32_t read;          /* bytes of the code header we read */
 };
 
 struct py_str_offsets { /* PyUnicodeObject */
     uint32_t length, state, ascii_size, compact_size;
+    /* How far state's kind/compact/ascii bits sit above bits 2/5/6: 8 bits more (6 = 8 - 2)
+     * in free-threaded 3.14+, where `interned` is a byte of its own. */
+    uint32_t state_shift;
 };
 
 struct py_bytes_offsets { /* PyBytesObject */
@@ -158,11 +169,14 @@ struct py_names_offsets {
     uint32_t values_off;     /* values[] inside PyDictValues: 3.13 adds a 4-byte header */
     uint32_t ht_cached_keys; /* PyHeapTypeObject: shared keys of the instances */
     bool long_tag;           /* 3.12+ ints: digit count in lv_tag >> 3, sign in the low bits */
+    bool off; /* not walked: free-threaded builds, or type layouts the target does not confirm */
 };
 
 /* The offsets one target uses, whether compiled or read from its _Py_DebugOffsets. */
 struct py_layout {
     int minor;
+    bool free_threaded; /* no GIL to read; thread names are not walked */
+    uint32_t ob_type;   /* PyObject.ob_type */
     struct py_runtime_offsets rt;
     struct py_interp_offsets is;
     struct py_tstate_offsets ts;
@@ -184,14 +198,24 @@ struct py_debug_shape {
         ts_status;
     uint16_t fr_size, fr_prev, fr_exec, fr_instr, fr_owner;
     uint16_t co_size, co_filename, co_name, co_qualname, co_linetable, co_firstlineno, co_adaptive;
-    uint16_t ob_type, str_size, str_state, str_length, str_ascii_size, bytes_size, bytes_ob_size,
-        bytes_sval;
-    /* Not exported by that minor; taken from its compiled headers. */
-    int32_t co_firsttraceable;
+    uint16_t ob_size, ob_type, str_size, str_state, str_length, str_ascii_size, bytes_size,
+        bytes_ob_size, bytes_sval;
+    /* 0 where the shape has no such slot: interpreter_state.gc and gc.collecting (3.15: the gc
+     * group moves with the shape), thread_state.holds_gil (3.15), the free-threaded
+     * interpreter_frame.tlbc_index and code_object.co_tlbc (3.14+), heap_type_object.
+     * ht_cached_keys (3.15), debugger_support.eval_breaker (3.14+). */
+    uint16_t is_gc, gc_coll, ts_holds_gil, fr_tlbc, co_tlbc, ht_cached_keys, eval_breaker;
+    /* 3.15: type_object.tp_flags, tp_basicsize, tp_dictoffset, checked against the constants
+     * the thread-name walk uses (0: not in the shape). */
+    uint16_t tp_flags, tp_basicsize, tp_dictoffset;
+    /* Not exported by that minor; taken from its headers. _co_firsttraceable lies this many
+     * bytes before co_code_adaptive (GIL build, free-threaded build: co_tlbc sits between). */
+    int32_t co_firsttraceable_back, co_firsttraceable_back_ft;
     int32_t threads_main_rel; /* interp threads.main relative to threads.head, 0 if absent */
     int32_t holds_gil_int;    /* tstate offset of an int holds_gil (3.14), 0 if absent */
     int fr_owner_skip;
-    bool fr_code_tagged; /* f_executable is a _PyStackRef (3.14) */
+    bool fr_code_tagged;   /* f_executable is a _PyStackRef (3.14) */
+    uint32_t str_shift_ft; /* py_str_offsets.state_shift of the free-threaded build */
 };
 
 /* Everything known about one minor version. */
@@ -200,7 +224,8 @@ struct py_abi {
      * names are set: the rest must come from the target's _Py_DebugOffsets. */
     struct py_layout layout;
     bool compiled;
-    const struct py_debug_shape *debug; /* 3.13+: shape of _Py_DebugOffsets, else NULL */
+    /* 3.13+: the shapes of _Py_DebugOffsets, newest first, NULL-padded; else all NULL. */
+    const struct py_debug_shape *debug[PYABI_SHAPES];
 };
 
 /* The descriptor of 3.<minor>; NULL for minors outside PYABI_MIN_MINOR..PYABI_MAX_MINOR. */
@@ -208,9 +233,10 @@ const struct py_abi *pyabi_for_minor(int minor);
 
 /* Fills out from a copy of the target's _Py_DebugOffsets (`dbg`, `len` bytes, read from
  * _PyRuntime + 0) for PY_VERSION_HEX `version`, with the names and GIL-side parts of that
- * minor's descriptor. Pure. Returns 0, APP_E_VERSION when the shape of that minor is unknown
- * or the build is free-threaded, or APP_E_PARSE when the struct fails validation (cookie,
- * version, sizes). */
+ * minor's descriptor, using the first of the minor's shapes whose values validate. Pure.
+ * Returns 0, APP_E_VERSION when the minor has no known shape or none of its shapes fits the
+ * values (an unknown pre-release or a garbled copy: never guessed), or APP_E_PARSE when the
+ * cookie or version is missing. */
 int pyabi_from_debug_offsets(const uint8_t *dbg, size_t len, uint32_t version,
                              struct py_layout *out, struct app_err *err);
 

@@ -38,6 +38,8 @@
 #define PY_OWNER_THREAD 0
 #define PY_OWNER_FRAME_OBJECT 2
 
+#define TLBC_MAX 4096 /* free-threaded: the most per-thread bytecode copies believed */
+
 struct chunkset {
     uint64_t addr[PYPROC_MAX_CHUNKS];
     size_t len[PYPROC_MAX_CHUNKS]; /* valid bytes from addr */
@@ -856,6 +858,35 @@ static bool outer_anchored(const struct pyproc *p, const struct chunkset *cs, ui
     return false;
 }
 
+/* Free-threaded 3.14+: a frame whose tlbc_index is not 0 runs its thread's own copy of the
+ * code's bytecode, entries[tlbc_index] of the code's _PyCodeArray {Py_ssize_t size; char
+ * *entries[]} (entries[0] is co_code_adaptive itself), so its instruction offset is taken from
+ * there. Two reads, made only for such frames; a copy that cannot be had makes the walk torn,
+ * never a line computed against the wrong bytecode. */
+static int tlbc_offset(struct pyproc *p, uint64_t code, int32_t idx, uint64_t instr, long *q)
+{
+    uint64_t arr = 0, size = 0, base = 0;
+    struct rmem_iov iov[2];
+    int rc;
+
+    if (idx < 0 || idx >= TLBC_MAX)
+        return APP_E_STALE;
+    rc = rmem_read(p->mem, code + (uint64_t)p->L.co.tlbc, &arr, 8);
+    if (rc == 0 && !bytes_ptr_ok(arr))
+        rc = APP_E_STALE;
+    if (rc == 0) {
+        iov[0] = (struct rmem_iov){arr, &size, 8};
+        iov[1] = (struct rmem_iov){arr + 8 + 8 * (uint64_t)idx, &base, 8};
+        rc = rmem_readv(p->mem, iov, 2, NULL);
+    }
+    if (rc < 0)
+        return rc == APP_E_GONE ? rc : APP_E_STALE;
+    if ((uint64_t)idx >= size || size > TLBC_MAX || !bytes_ptr_ok(base) || instr < base)
+        return APP_E_STALE;
+    *q = (long)(instr - base);
+    return 0;
+}
+
 static int walk_new(struct pyproc *p, uint64_t tsaddr, const uint8_t *guess, struct pywalk_out *o)
 {
     const struct py_layout *L = &p->L;
@@ -906,6 +937,11 @@ static int walk_new(struct pyproc *p, uint64_t tsaddr, const uint8_t *guess, str
         }
         p->raw[n].code = code;
         p->raw[n].q = instr ? (long)(instr - (code + (uint64_t)L->co.code_adaptive)) : -1;
+        if (instr && L->fr.tlbc > 0 && bytes_load_i32(f + L->fr.tlbc) != 0) {
+            rc = tlbc_offset(p, code, bytes_load_i32(f + L->fr.tlbc), instr, &p->raw[n].q);
+            if (rc < 0)
+                return rc;
+        }
         p->raw[n].is_gen = owner == L->fr.owner_gen;
         p->raw[n].entry = L->fr.entry >= 0 && f[L->fr.entry] != 0; /* 3.11's is_entry */
         n++;

@@ -275,7 +275,8 @@ static int collect(struct actx *a, uint64_t interp, uint64_t **tasks, size_t *n)
     return st;
 }
 
-/* The ident of the thread that runs loop: its _thread_id (None when not running: 0). */
+/* The ident of the thread that runs loop: its _thread_id (None when not running: 0). Unreadable
+ * is unknown (0) too, never a guess: the task is then shown under the main thread. */
 static int loop_thread(struct actx *a, uint64_t loop, uint64_t *ident)
 {
     uint64_t v = 0;
@@ -287,12 +288,12 @@ static int loop_thread(struct actx *a, uint64_t loop, uint64_t *ident)
             return *ident = a->idents[i], 0;
     *ident = 0;
     st = pynames_attr(&a->w, loop, "_thread_id", &v);
-    if (st == APP_E_NOTFOUND)
-        st = 0;
-    else if (st == 0 && (st = obj_kind(a, v, &k)) == 0 && k == K_INT)
+    if (st == 0 && (st = obj_kind(a, v, &k)) == 0 && k == K_INT)
         st = pynames_long(&a->w, v, ident);
-    if (st < 0)
+    if (st == APP_E_GONE || st == APP_E_PERM)
         return st;
+    if (st < 0) /* no _thread_id, or a loop type without an instance dict: thread unknown */
+        *ident = 0;
     push(&a->idents, &(size_t){a->nloops}, *ident);
     push(&a->loops, &a->nloops, loop);
     return 0;

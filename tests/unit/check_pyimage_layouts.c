@@ -50,7 +50,8 @@ enum f {
     FR_SIZE, FR_PREV, FR_EXEC, FR_INSTR, FR_OWNER, FR_TLBC,
     CO_SIZE, CO_FILE, CO_NAME, CO_QUAL, CO_TABLE, CO_FIRST, CO_ADAPT, CO_TLBC,
     OB_SIZE, OB_TYPE, TP_FLAGS, TP_BASIC, TP_DICTOFF, HT_KEYS,
-    BY_SIZE, BY_OBSIZE, BY_SVAL, STR_SIZE, STR_STATE, STR_LEN, STR_ASCII,
+    BY_SIZE, BY_OBSIZE, BY_SVAL, STR_SIZE, STR_STATE, STR_LEN, STR_ASCII, GC_SIZE, GC_COLL,
+    EVAL_BREAKER,
     NF
 };
 
@@ -93,7 +94,9 @@ static const uint8_t shape_315[SHAPE_MAX] = {
     CO_SIZE, CO_FILE, CO_NAME, CO_QUAL, CO_TABLE, CO_FIRST, X, X, X, CO_ADAPT, CO_TLBC,
     OB_SIZE, OB_TYPE, X, X, X, TP_FLAGS, TP_BASIC, TP_DICTOFF, X, HT_KEYS,
     X, X, X, X, X, X, X, X, X, X, X, X, X, X, X, X, X, X, /* tuple, list, set, dict, float, long */
-    BY_SIZE, BY_OBSIZE, BY_SVAL, STR_SIZE, STR_STATE, STR_LEN, STR_ASCII};
+    BY_SIZE, BY_OBSIZE, BY_SVAL, STR_SIZE, STR_STATE, STR_LEN, STR_ASCII, X,
+    GC_SIZE, GC_COLL, X, X, X, X, X, X, X, X, X, /* gc, gen_object, llist_node */
+    EVAL_BREAKER};
 
 /* 3.15's earlier alphas: no last_profiled_frame_seq, no tp_basicsize/tp_dictoffset, no
  * heap_type_object. */
@@ -108,7 +111,9 @@ static const uint8_t shape_315a[SHAPE_MAX] = {
     CO_SIZE, CO_FILE, CO_NAME, CO_QUAL, CO_TABLE, CO_FIRST, X, X, X, CO_ADAPT, CO_TLBC,
     OB_SIZE, OB_TYPE, X, X, X, TP_FLAGS,
     X, X, X, X, X, X, X, X, X, X, X, X, X, X, X, X, X, X, /* tuple, list, set, dict, float, long */
-    BY_SIZE, BY_OBSIZE, BY_SVAL, STR_SIZE, STR_STATE, STR_LEN, STR_ASCII};
+    BY_SIZE, BY_OBSIZE, BY_SVAL, STR_SIZE, STR_STATE, STR_LEN, STR_ASCII,
+    GC_SIZE, GC_COLL, X, X, X, X, X, X, X, /* gc, gen_object, llist_node */
+    EVAL_BREAKER};
 
 /* One target: version, build, shape and the struct offsets its _Py_DebugOffsets carries. */
 struct target {
@@ -128,7 +133,7 @@ struct target {
     [IS_NEXT] = 7272, [IS_HEAD] = 7344, [IS_GC] = 7400, [IS_MODULES] = 7664, [IS_GILP] = 16,    \
     [IS_GIL] = 7760, [IS_LOCKED] = 7776, [IS_HOLDER] = 7768, [IS_CODEGEN] = 7968,              \
     [TS_SIZE] = 400, [TS_NEXT] = 8, [TS_INTERP] = 16, [TS_FRAME] = 72, [TS_CHUNK] = 232,        \
-    [TS_STATUS] = 32, [HT_KEYS] = 896
+    [TS_STATUS] = 32, [HT_KEYS] = 896, [GC_SIZE] = 400, [GC_COLL] = 8, [EVAL_BREAKER] = 24
 /* Where threads.main, the thread ids and the type offsets are, unless a target says else. */
 #define USUAL_VALUES [IS_MAIN] = 7360, [TS_TID] = 152, [TS_NATIVE] = 160
 
@@ -311,6 +316,7 @@ static void put_tstate(struct img *im, uint8_t *ts, uint64_t next, uint64_t fram
     put32(ts, V(im, TS_NATIVE), (uint32_t)tid);
     put64(ts, V(im, TS_CHUNK), chunk);
     put64(ts, V(im, TS_CHUNK) + 8, chunk + 32 + (uint64_t)nframes * V(im, FR_SIZE));
+    put64(ts, V(im, EVAL_BREAKER), holds); /* bit 0: the GIL drop request, for its holder */
     if (!im->t->ft && V(im, TS_HOLDS))
         put32(ts, V(im, TS_HOLDS), holds);
     else if (!im->t->ft)
@@ -337,6 +343,8 @@ static void build(struct img *im)
     put64(im->interp, V(im, IS_GILP), INTERP + V(im, IS_GIL));
     put32(im->interp, V(im, IS_LOCKED), 1);
     put64(im->interp, V(im, IS_HOLDER), TS2);
+    put64(im->interp, V(im, IS_LOCKED) + 8, 41); /* switch_number */
+    put32(im->interp, V(im, IS_GC) + V(im, GC_COLL), 1);
     put64(im->chunk1, 8, 16384);
     put_frame(im, im->cstack, 0x10, 0, 0, 3, false);
     put_frame(im, im->cstack + fs, 0x10, 0, 0, 3, false);
@@ -496,6 +504,36 @@ START_TEST(test_3130t_image)
 }
 END_TEST
 
+/* 3.15's GIL probe: holder, switch count, drop request (eval_breaker), gc.collecting, from
+ * where each shape's _Py_DebugOffsets puts them. */
+START_TEST(test_315_gil_probe)
+{
+    const struct target *ts[] = {&t3150, &t315a};
+
+    for (size_t i = 0; i < 2; i++) {
+        struct img *im = img_new(ts[i]);
+        struct app_err err = {0};
+        struct pygil_sample gs;
+        int rc;
+        struct pyproc *p = img_open(im, ts[i]->version, &rc, &err);
+        struct pygil *g;
+
+        ck_assert_int_eq(rc, 0);
+        g = pygil_new(p);
+        ck_assert_ptr_nonnull(g);
+        ck_assert_int_eq(pygil_sample(g, &gs, &err), 0);
+        ck_assert(gs.known && gs.locked);
+        ck_assert_uint_eq(gs.holder_ident, 0x7f0000002000);
+        ck_assert_uint_eq(gs.switch_number, 41);
+        ck_assert(gs.drop_known && gs.drop_request);
+        ck_assert_int_eq(gs.in_gc, 1);
+        pygil_free(g);
+        pyproc_free(p);
+        free(im);
+    }
+}
+END_TEST
+
 /* Opens the image of t after writing len bytes at off of its runtime copy (its
  * _Py_DebugOffsets); returns the status and leaves the message in err. */
 static int open_patched(const struct target *t, uint32_t version, size_t off, uint64_t value,
@@ -619,6 +657,7 @@ static Suite *layouts_suite(void)
 
     tcase_add_test(tc, test_3150_image);
     tcase_add_test(tc, test_315_alpha_image);
+    tcase_add_test(tc, test_315_gil_probe);
     tcase_add_test(tc, test_3140t_image);
     tcase_add_test(tc, test_3150t_image);
     tcase_add_test(tc, test_3130t_image);

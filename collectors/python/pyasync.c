@@ -18,6 +18,7 @@
  * owner thread. */
 #include "pyproc_priv.h"
 
+#include "pyasync_priv.h"
 #include "pynames.h"
 #include "pystr.h"
 #include "ranktop/bytes.h"
@@ -28,26 +29,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SET_MAX_LOG2 20 /* 1M slots */
-#define SET_HDR 48      /* ob_type 8, fill 16, used 24, mask 32, table 40 */
-#define TYPE_HDR 264    /* up to tp_base (256) */
+#define TYPE_HDR 264 /* up to tp_base (256) */
 #define TP_NAME 24
 #define TP_BASE 256
 #define TYPE_DEPTH 8
 #define TYPE_CACHE 64
 #define LIST_MAX 10000
 #define TRIES 3
-
-/* Field offsets of one minor's TaskObj, coroutine and frame (x86-64, GIL builds). */
-struct async_offsets {
-    int minor;
-    int16_t loop, state, waiter, coro, name;     /* TaskObj (FutureObj_HEAD first) */
-    int16_t gi_frame;                            /* 3.8-3.10: PyFrameObject *gi_frame */
-    int16_t gi_iframe, gi_state;                 /* 3.11+: embedded frame, int8 gi_frame_state */
-    int16_t f_stacktop;                          /* 3.8/3.9: NULL unless suspended */
-    int16_t f_valuestack, f_stackdepth, f_state; /* 3.10 */
-    int16_t if_stacktop, if_localsplus;          /* 3.11+ _PyInterpreterFrame */
-};
 
 /* gi_frame_state / f_state of a frame suspended in an await: 3.10-3.12 FRAME_SUSPENDED, 3.13
  * FRAME_SUSPENDED_YIELD_FROM; both -1. */
@@ -94,7 +82,7 @@ const char *pyasync_state_name(enum pyasync_state s)
     return (unsigned)s < 4 ? names[s] : "?";
 }
 
-static const struct async_offsets *offsets_for(int minor)
+const struct async_offsets *pyasync_offsets(int minor)
 {
     for (size_t i = 0; i < sizeof(TABLE) / sizeof(TABLE[0]); i++)
         if (TABLE[i].minor == minor)
@@ -180,39 +168,60 @@ static void push(uint64_t **v, size_t *n, uint64_t x)
     (*v)[(*n)++] = x;
 }
 
-/* The live keys of the set at addr (dummy slots have hash -1), appended to *keys. */
-static int set_keys(struct actx *a, uint64_t addr, uint64_t **keys, size_t *n)
+int pyasync_set_header(const uint8_t *h, struct pyasync_set *s)
 {
-    uint8_t h0[SET_HDR], h1[SET_HDR], *tab;
-    uint64_t mask, table;
-    int64_t fill, used;
-    int st = rmem_read(a->m, addr, h0, sizeof(h0));
+    int64_t fill = (int64_t)bytes_load_u64(h + 16);
 
-    if (st < 0)
-        return st;
-    fill = (int64_t)bytes_load_u64(h0 + 16);
-    used = (int64_t)bytes_load_u64(h0 + 24);
-    mask = bytes_load_u64(h0 + 32);
-    table = bytes_load_u64(h0 + 40);
-    if (mask < 7 || mask >= (1ull << SET_MAX_LOG2) || ((mask + 1) & mask) != 0 || used < 0 ||
-        fill < used || (uint64_t)fill > mask + 1 || !bytes_ptr_ok(table))
+    s->used = (int64_t)bytes_load_u64(h + 24);
+    s->mask = bytes_load_u64(h + 32);
+    s->table = bytes_load_u64(h + 40);
+    if (s->mask < 7 || s->mask >= (1ull << PYASYNC_SET_MAX_LOG2) || ((s->mask + 1) & s->mask) ||
+        s->used < 0 || fill < s->used || (uint64_t)fill > s->mask + 1 || !bytes_ptr_ok(s->table))
         return APP_E_STALE;
-    tab = x_malloc((mask + 1) * 16);
-    st = rmem_read(a->m, table, tab, (mask + 1) * 16);
-    for (uint64_t i = 0, seen = 0; st == 0 && i <= mask; i++) {
+    return 0;
+}
+
+int pyasync_set_table(const uint8_t *tab, const struct pyasync_set *s, uint64_t *keys, size_t *n)
+{
+    *n = 0;
+    for (uint64_t i = 0; i <= s->mask; i++) {
         uint64_t key = bytes_load_u64(tab + i * 16);
 
         if (key == 0 || (int64_t)bytes_load_u64(tab + i * 16 + 8) == -1)
             continue;
-        if (!bytes_ptr_ok(key) || ++seen > (uint64_t)used)
-            st = APP_E_STALE;
-        else
-            push(keys, n, key);
+        if (!bytes_ptr_ok(key) || (int64_t)*n >= s->used)
+            return APP_E_STALE;
+        keys[(*n)++] = key;
     }
+    return 0;
+}
+
+/* The live keys of the set at addr, appended to *keys; the header is read again afterwards,
+ * so that a set that changed meanwhile is a retry. */
+static int set_keys(struct actx *a, uint64_t addr, uint64_t **keys, size_t *n)
+{
+    uint8_t h0[PYASYNC_SET_HDR], h1[PYASYNC_SET_HDR], *tab = NULL;
+    uint64_t *got = NULL;
+    struct pyasync_set s;
+    size_t k = 0;
+    int st = rmem_read(a->m, addr, h0, sizeof(h0));
+
+    if (st == 0)
+        st = pyasync_set_header(h0, &s);
+    if (st < 0)
+        return st;
+    tab = x_malloc((s.mask + 1) * 16);
+    got = x_malloc((s.mask + 1) * 8);
+    st = rmem_read(a->m, s.table, tab, (s.mask + 1) * 16);
+    if (st == 0)
+        st = pyasync_set_table(tab, &s, got, &k);
+    for (size_t i = 0; st == 0 && i < k; i++)
+        push(keys, n, got[i]);
     free(tab);
+    free(got);
     if (st == 0)
         st = rmem_read(a->m, addr, h1, sizeof(h1));
-    if (st == 0 && memcmp(h0 + 16, h1 + 16, SET_HDR - 16) != 0)
+    if (st == 0 && memcmp(h0 + 16, h1 + 16, PYASYNC_SET_HDR - 16) != 0)
         st = APP_E_STALE;
     return st;
 }
@@ -322,71 +331,87 @@ static int task_name(struct actx *a, uint64_t obj, char **out)
     return st;
 }
 
-/* One step of a 3.8-3.10 chain: the coroutine's PyFrameObject gives (code, q) and, when the
- * frame is suspended in an await, the awaited object (*next). */
-static int step_old(struct actx *a, uint64_t coro, uint64_t *code, long *q, uint64_t *next)
+int pyasync_step_old(const struct async_offsets *A, const struct py_layout *L, const uint8_t *f,
+                     struct pyasync_step *s)
 {
-    const struct py_layout *L = &a->p->L;
-    const struct async_offsets *A = a->A;
-    uint8_t f[128];
-    uint64_t frame = 0, slot = 0;
-    int lasti, st = read_u64(a->m, coro + (uint64_t)A->gi_frame, &frame);
+    int lasti = bytes_load_i32(f + L->fr.instr);
 
-    *code = 0;
-    if (st < 0 || frame == 0) /* finished: no frame */
-        return st;
-    if (!bytes_ptr_ok(frame))
+    s->code = bytes_load_u64(f + L->fr.code);
+    s->q = lasti < 0 ? -1 : L->fr.lasti_units ? 2L * lasti : lasti;
+    s->slot = 0;
+    if (!bytes_ptr_ok(s->code))
         return APP_E_STALE;
-    st = rmem_read(a->m, frame, f, sizeof(f));
-    if (st < 0)
-        return st;
-    *code = bytes_load_u64(f + L->fr.code);
-    lasti = bytes_load_i32(f + L->fr.instr);
-    *q = lasti < 0 ? -1 : L->fr.lasti_units ? 2L * lasti : lasti;
     if (lasti < 0)
         return 0;
     if (A->f_stacktop >= 0) { /* 3.8/3.9: f_stacktop is set only while suspended */
-        slot = bytes_load_u64(f + A->f_stacktop);
-        slot = slot ? slot - 8 : 0;
+        uint64_t top = bytes_load_u64(f + A->f_stacktop);
+
+        s->slot = top ? top - 8 : 0;
     } else if ((int8_t)f[A->f_state] == SUSPENDED) {
         int depth = bytes_load_i32(f + A->f_stackdepth);
 
         if (depth < 1 || depth > 1 << 16)
             return APP_E_STALE;
-        slot = bytes_load_u64(f + A->f_valuestack) + 8 * (uint64_t)(depth - 1);
+        s->slot = bytes_load_u64(f + A->f_valuestack) + 8 * (uint64_t)(depth - 1);
     }
-    if (slot && !bytes_ptr_ok(slot))
-        return APP_E_STALE;
-    return slot ? read_u64(a->m, slot, next) : 0;
+    return s->slot && !bytes_ptr_ok(s->slot) ? APP_E_STALE : 0;
 }
 
-/* One step of a 3.11+ chain, from the frame embedded in the coroutine object. */
-static int step_new(struct actx *a, uint64_t coro, uint64_t *code, long *q, uint64_t *next)
+size_t pyasync_coro_bytes(const struct async_offsets *A)
 {
-    const struct py_layout *L = &a->p->L;
-    const struct async_offsets *A = a->A;
-    uint8_t c[160];
-    const uint8_t *f = c + A->gi_iframe;
-    uint64_t instr;
-    int8_t state;
-    int top, st = rmem_read(a->m, coro, c, (size_t)(A->gi_iframe + A->if_localsplus));
+    return (size_t)(A->gi_iframe + A->if_localsplus);
+}
 
-    *code = 0;
-    if (st < 0)
-        return st;
-    state = (int8_t)c[A->gi_state];
+int pyasync_step_new(const struct async_offsets *A, const struct py_layout *L, const uint8_t *c,
+                     uint64_t coro, struct pyasync_step *s)
+{
+    const uint8_t *f = c + A->gi_iframe;
+    int8_t state = (int8_t)c[A->gi_state];
+    uint64_t instr;
+    int top;
+
+    *s = (struct pyasync_step){0, -1, 0};
     if (state > 0) /* completed or cleared */
         return 0;
-    *code = bytes_load_u64(f + L->fr.code) & (L->fr.code_tagged ? ~(uint64_t)7 : ~(uint64_t)0);
+    s->code = bytes_load_u64(f + L->fr.code) & (L->fr.code_tagged ? ~(uint64_t)7 : ~(uint64_t)0);
     instr = bytes_load_u64(f + L->fr.instr);
-    *q = instr ? (long)(instr - (*code + (uint64_t)L->co.code_adaptive)) : -1;
+    s->q = instr ? (long)(instr - (s->code + (uint64_t)L->co.code_adaptive)) : -1;
+    if (!bytes_ptr_ok(s->code))
+        return APP_E_STALE;
     if (state != SUSPENDED)
         return 0;
     top = bytes_load_i32(f + A->if_stacktop);
     if (top < 1 || top > 1 << 16)
         return APP_E_STALE;
-    return read_u64(
-        a->m, coro + (uint64_t)(A->gi_iframe + A->if_localsplus) + 8 * (uint64_t)(top - 1), next);
+    s->slot = coro + pyasync_coro_bytes(A) + 8 * (uint64_t)(top - 1);
+    return 0;
+}
+
+/* One step of the chain: reads the coroutine (3.11+) or its frame (3.8-3.10), decodes it, and
+ * reads the awaited object when it is suspended in an await. */
+static int step(struct actx *a, uint64_t coro, struct pyasync_step *s, uint64_t *next)
+{
+    uint8_t buf[PYASYNC_FRAME_READ + 64];
+    uint64_t frame = 0;
+    int st;
+
+    *next = 0;
+    *s = (struct pyasync_step){0, -1, 0};
+    if (a->A->gi_frame < 0) {
+        st = rmem_read(a->m, coro, buf, pyasync_coro_bytes(a->A));
+        if (st == 0)
+            st = pyasync_step_new(a->A, &a->p->L, buf, coro, s);
+    } else {
+        st = read_u64(a->m, coro + (uint64_t)a->A->gi_frame, &frame);
+        if (st < 0 || frame == 0) /* finished: no frame */
+            return st;
+        if (!bytes_ptr_ok(frame))
+            return APP_E_STALE;
+        st = rmem_read(a->m, frame, buf, PYASYNC_FRAME_READ);
+        if (st == 0)
+            st = pyasync_step_old(a->A, &a->p->L, buf, s);
+    }
+    return st == 0 && s->slot ? read_u64(a->m, s->slot, next) : st;
 }
 
 /* Follows the await chain from the task's coroutine; frames come out innermost first. */
@@ -400,6 +425,7 @@ static int chain_read(struct actx *a, uint64_t coro, struct pyasync_task *t)
 
     while (coro && st == 0) {
         enum kind k = K_OTHER;
+        struct pyasync_step one;
         uint64_t next = 0;
 
         st = obj_kind(a, coro, &k);
@@ -409,10 +435,11 @@ static int chain_read(struct actx *a, uint64_t coro, struct pyasync_task *t)
             t->chain_truncated = true;
             break;
         }
-        st = a->A->gi_frame >= 0 ? step_old(a, coro, &codes[n], &qs[n], &next)
-                                 : step_new(a, coro, &codes[n], &qs[n], &next);
-        if (st == 0 && codes[n])
-            n++;
+        st = step(a, coro, &one, &next);
+        if (st == 0 && one.code) {
+            codes[n] = one.code;
+            qs[n++] = one.q;
+        }
         coro = next;
     }
     if (st < 0)
@@ -567,7 +594,7 @@ static void actx_reset(struct actx *a)
 
 int pyasync_read(struct pyproc *p, struct pyasync_list *out, struct app_err *err)
 {
-    struct actx a = {.p = p, .m = p->mem, .A = offsets_for(p->L.minor)};
+    struct actx a = {.p = p, .m = p->mem, .A = pyasync_offsets(p->L.minor)};
     uint64_t interp = 0;
     int st = APP_E_STALE;
 

@@ -1,0 +1,62 @@
+/* The pure decoders of pyasync.c (asyncio tasks), shared with the unit tests that feed them
+ * hand-made buffers: a set's header and table, and one step of a coroutine chain. */
+#ifndef RANKTOP_PYASYNC_PRIV_H
+#define RANKTOP_PYASYNC_PRIV_H
+
+#include "abi/pyabi.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PYASYNC_SET_HDR 48      /* PySetObject: ob_type 8, fill 16, used 24, mask 32, table 40 */
+#define PYASYNC_SET_MAX_LOG2 20 /* 1M slots */
+#define PYASYNC_FRAME_READ 128  /* bytes of a 3.8-3.10 PyFrameObject copied */
+
+/* Field offsets of one minor's TaskObj, coroutine and frame (x86-64, GIL builds); -1 where the
+ * version has no such field. */
+struct async_offsets {
+    int minor;
+    int16_t loop, state, waiter, coro, name;     /* TaskObj (FutureObj_HEAD first) */
+    int16_t gi_frame;                            /* 3.8-3.10: PyFrameObject *gi_frame */
+    int16_t gi_iframe, gi_state;                 /* 3.11+: embedded frame, int8 gi_frame_state */
+    int16_t f_stacktop;                          /* 3.8/3.9: NULL unless suspended */
+    int16_t f_valuestack, f_stackdepth, f_state; /* 3.10 */
+    int16_t if_stacktop, if_localsplus;          /* 3.11+ _PyInterpreterFrame */
+};
+
+/* The offsets of 3.<minor>; NULL for versions whose task layout is not known. */
+const struct async_offsets *pyasync_offsets(int minor);
+
+struct pyasync_set {
+    uint64_t mask, table;
+    int64_t used;
+};
+
+/* Checks a copied PySetObject header; 0 or APP_E_STALE. */
+int pyasync_set_header(const uint8_t *h, struct pyasync_set *s);
+
+/* The live keys of a copied set table (s->mask + 1 entries {key, hash}) into keys, which has
+ * room for s->mask + 1; empty slots and dummies (hash -1) are skipped. APP_E_STALE when a key
+ * is not a plausible pointer or there are more live keys than s->used. */
+int pyasync_set_table(const uint8_t *tab, const struct pyasync_set *s, uint64_t *keys, size_t *n);
+
+/* One coroutine of an await chain. */
+struct pyasync_step {
+    uint64_t code; /* its code object; 0 when it has no frame any more (finished) */
+    long q;        /* byte offset of its instruction; -1 when not started */
+    uint64_t slot; /* where the awaited object's pointer lies (its value stack's top) when it is
+                    * suspended in an await, else 0 */
+};
+
+/* Bytes of a 3.11+ coroutine object that pyasync_step_new decodes. */
+size_t pyasync_coro_bytes(const struct async_offsets *A);
+
+/* 3.11+: decodes c, a copy of the coroutine at remote address coro. 0 or APP_E_STALE. */
+int pyasync_step_new(const struct async_offsets *A, const struct py_layout *L, const uint8_t *c,
+                     uint64_t coro, struct pyasync_step *s);
+
+/* 3.8-3.10: decodes f, a copy (PYASYNC_FRAME_READ bytes) of the coroutine's frame. */
+int pyasync_step_old(const struct async_offsets *A, const struct py_layout *L, const uint8_t *f,
+                     struct pyasync_step *s);
+
+#endif

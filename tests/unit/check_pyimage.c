@@ -264,7 +264,8 @@ START_TEST(test_3145_image)
 }
 END_TEST
 
-/* Reading with the wrong minor's shape must fail cleanly, not walk garbage. */
+/* Reading with the wrong minor's shape must fail cleanly, not walk garbage (the 3.15 and
+ * free-threaded layouts themselves: check_pyimage_layouts.c). */
 START_TEST(test_bad_debug_offsets)
 {
     struct app_err err = {0};
@@ -280,7 +281,7 @@ START_TEST(test_bad_debug_offsets)
     img_free(im);
 
     im = img_new(&v3140);
-    put64(im->rt, 16, 1); /* free-threaded */
+    put64(im->rt, 16, 1); /* a free-threaded flag on a GIL build's values: no shape fits */
     rmem_image_write(im->m, RUNTIME, im->rt, 24);
     p = img_open(im, v3140.version, &rc, &err);
     ck_assert_int_eq(rc, APP_E_VERSION);
@@ -288,7 +289,7 @@ START_TEST(test_bad_debug_offsets)
     img_free(im);
 
     im = img_new(&v3140);
-    put64(im->rt, 8, 0x030f00f0); /* 3.15: shape unknown */
+    put64(im->rt, 8, 0x030f00f0); /* 3.14 values under 3.15: no 3.15 shape fits */
     rmem_image_write(im->m, RUNTIME, im->rt, 16);
     p = img_open(im, 0x030f00f0, &rc, &err);
     ck_assert_int_eq(rc, APP_E_VERSION);

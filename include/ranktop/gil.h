@@ -45,7 +45,7 @@ struct pygil_stats {
 /* A prober for the process p is attached to. Copies the layout and runtime address; for a
  * live process it opens its own reader, so p may be freed or used by another thread. For a
  * memory image (tests) it borrows p's image: p must then outlive it, on the same thread.
- * Returns NULL when p's Python has no GIL layout (never for the supported versions). */
+ * Returns NULL when p's Python has no GIL to probe: free-threaded builds (3.13t and later). */
 struct pygil *pygil_new(const struct pyproc *p);
 
 void pygil_free(struct pygil *g);

@@ -35,19 +35,19 @@
 #define TYPE_DEPTH 8
 #define TYPE_CACHE 64
 #define LIST_MAX 10000
-#define TRIES 3
+#define TRIES 5
 
 /* gi_frame_state / f_state of a frame suspended in an await: 3.10-3.12 FRAME_SUSPENDED, 3.13
  * FRAME_SUSPENDED_YIELD_FROM; both -1. */
 #define SUSPENDED (-1)
 
 static const struct async_offsets TABLE[] = {
-    {8, 16, 72, 104, 112, 120, 16, -1, -1, 72, -1, -1, -1, -1, -1},
-    {9, 16, 80, 144, 152, 160, 16, -1, -1, 72, -1, -1, -1, -1, -1},
-    {10, 16, 88, 152, 160, 168, 16, -1, -1, -1, 64, 80, 108, -1, -1},
-    {11, 16, 88, 128, 136, 144, -1, 80, 75, -1, -1, -1, -1, 64, 72},
-    {12, 16, 88, 128, 136, 144, -1, 72, 67, -1, -1, -1, -1, 64, 72},
-    {13, 16, 96, 112, 120, 128, -1, 72, 67, -1, -1, -1, -1, 64, 72},
+    {8, 16, 72, 104, 112, 120, 16, -1, -1, 72, -1, -1, -1, -1, -1, -1, -1},
+    {9, 16, 80, 144, 152, 160, 16, -1, -1, 72, -1, -1, -1, -1, -1, -1, -1},
+    {10, 16, 88, 152, 160, 168, 16, -1, -1, -1, 64, 80, 108, -1, -1, -1, -1},
+    {11, 16, 88, 128, 136, 144, -1, 80, 75, -1, -1, -1, -1, 64, 72, 151, 150}, /* RESUME_QUICK */
+    {12, 16, 88, 128, 136, 144, -1, 72, 67, -1, -1, -1, -1, 64, 72, 151, 240}, /* INSTRUMENTED_ */
+    {13, 16, 96, 112, 120, 128, -1, 72, 67, -1, -1, -1, -1, 64, 72, -1, -1},
 };
 
 enum kind { K_OTHER, K_TASK, K_FUTURE, K_GATHER, K_CORO, K_GEN, K_INT, K_STR, K_LIST, K_NONE };
@@ -275,10 +275,19 @@ static int collect(struct actx *a, uint64_t interp, uint64_t **tasks, size_t *n)
             push(tasks, n, eg[i]);
     }
     free(eg);
+    /* {loop: task} changes at every step of every task (_enter_task, _leave_task): taken as
+     * the read finds each entry, whose value must still be a task. */
     if (st == 0 && (st = tasks_attr(a, interp, "_current_tasks", &cur)) == 0)
-        st = pynames_dict_items(&a->w, cur, keys, vals, 256, &ncur);
-    for (size_t i = 0; st == 0 && i < ncur; i++)
-        push(&a->cur, &a->ncur, vals[i]);
+        st = pynames_dict_items(&a->w, cur, keys, vals, 256, &ncur, false);
+    for (size_t i = 0; st == 0 && i < ncur; i++) {
+        enum kind k = K_OTHER;
+
+        st = obj_kind(a, vals[i], &k);
+        if (st == 0 && k != K_TASK)
+            st = APP_E_STALE;
+        if (st == 0)
+            push(&a->cur, &a->ncur, vals[i]);
+    }
     if (*n > PYASYNC_MAX_TASKS)
         *n = PYASYNC_MAX_TASKS;
     return st;
@@ -370,7 +379,7 @@ int pyasync_step_new(const struct async_offsets *A, const struct py_layout *L, c
     uint64_t instr;
     int top;
 
-    *s = (struct pyasync_step){0, -1, 0};
+    *s = (struct pyasync_step){0, -1, 0, 0};
     if (state > 0) /* completed or cleared */
         return 0;
     s->code = bytes_load_u64(f + L->fr.code) & (L->fr.code_tagged ? ~(uint64_t)7 : ~(uint64_t)0);
@@ -381,10 +390,22 @@ int pyasync_step_new(const struct async_offsets *A, const struct py_layout *L, c
     if (state != SUSPENDED)
         return 0;
     top = bytes_load_i32(f + A->if_stacktop);
-    if (top < 1 || top > 1 << 16)
+    if (top < 0 || top > 1 << 16 || (top == 0 && A->resume_op < 0))
         return APP_E_STALE;
+    if (top == 0) /* 3.11/3.12: suspended in a plain yield with nothing on its stack */
+        return 0;
     s->slot = coro + pyasync_coro_bytes(A) + 8 * (uint64_t)(top - 1);
-    return 0;
+    if (A->resume_op >= 0)
+        s->resume_at = instr + 2;
+    return !s->resume_at || (instr >= 4096 && instr < (1ull << 57) && !(instr & 1)) ? 0
+                                                                                    : APP_E_STALE;
+}
+
+bool pyasync_resume_await(const struct async_offsets *A, uint16_t unit)
+{
+    int op = unit & 0xff, arg = unit >> 8;
+
+    return (op == A->resume_op || op == A->resume_op2) && arg >= 2;
 }
 
 /* One step of the chain: reads the coroutine (3.11+) or its frame (3.8-3.10), decodes it, and
@@ -396,7 +417,7 @@ static int step(struct actx *a, uint64_t coro, struct pyasync_step *s, uint64_t 
     int st;
 
     *next = 0;
-    *s = (struct pyasync_step){0, -1, 0};
+    *s = (struct pyasync_step){0, -1, 0, 0};
     if (a->A->gi_frame < 0) {
         st = rmem_read(a->m, coro, buf, pyasync_coro_bytes(a->A));
         if (st == 0)
@@ -410,6 +431,13 @@ static int step(struct actx *a, uint64_t coro, struct pyasync_step *s, uint64_t 
         st = rmem_read(a->m, frame, buf, PYASYNC_FRAME_READ);
         if (st == 0)
             st = pyasync_step_old(a->A, &a->p->L, buf, s);
+    }
+    if (st == 0 && s->resume_at) {
+        uint16_t unit = 0;
+
+        st = rmem_read(a->m, s->resume_at, &unit, sizeof(unit));
+        if (st == 0 && !pyasync_resume_await(a->A, unit))
+            s->slot = 0; /* suspended in a plain yield: nothing awaited */
     }
     return st == 0 && s->slot ? read_u64(a->m, s->slot, next) : st;
 }
@@ -555,6 +583,8 @@ static int link_waiters(struct actx *a, const struct raw *r, struct pyasync_list
         if (!r[i].waiter || (st = obj_kind(a, r[i].waiter, &k)) < 0 || k != K_GATHER)
             continue;
         st = gather_children(a, r[i].waiter, items, &nit);
+        if (st == APP_E_NOTFOUND) /* no _children (yet, or any more): nothing to link */
+            st = 0, nit = 0;
         for (size_t c = 0; st == 0 && c < nit; c++)
             if ((j = task_index(r, l->n, items[c])) != SIZE_MAX)
                 awaited_add(&l->tasks[j], i);
@@ -578,6 +608,8 @@ static int read_once(struct actx *a, uint64_t interp, struct pyasync_list *l)
         st = task_read(a, addrs[i], &r[i], &l->tasks[i]);
     if (st == 0)
         st = link_waiters(a, r, l);
+    if (st == APP_E_NOTFOUND) /* an attribute of an object freed under the read: torn */
+        st = APP_E_STALE;
     free(addrs);
     free(r);
     return st;

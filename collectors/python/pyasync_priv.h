@@ -5,6 +5,7 @@
 
 #include "abi/pyabi.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -22,6 +23,10 @@ struct async_offsets {
     int16_t f_stacktop;                          /* 3.8/3.9: NULL unless suspended */
     int16_t f_valuestack, f_stackdepth, f_state; /* 3.10 */
     int16_t if_stacktop, if_localsplus;          /* 3.11+ _PyInterpreterFrame */
+    /* 3.11/3.12: FRAME_SUSPENDED covers yield and await alike; as in _PyGen_yf, the code unit
+     * after the last instruction must be RESUME (or its quickened / instrumented form) with an
+     * oparg >= 2 for the value stack's top to be the awaited object. -1 elsewhere. */
+    int16_t resume_op, resume_op2;
 };
 
 /* The offsets of 3.<minor>; NULL for versions whose task layout is not known. */
@@ -46,7 +51,13 @@ struct pyasync_step {
     long q;        /* byte offset of its instruction; -1 when not started */
     uint64_t slot; /* where the awaited object's pointer lies (its value stack's top) when it is
                     * suspended in an await, else 0 */
+    uint64_t resume_at; /* 3.11/3.12: the code unit that must pass pyasync_resume_await for
+                         * slot to be used; 0 when no check is needed */
 };
+
+/* Whether the code unit (opcode in the low byte, oparg in the high one) is a RESUME after an
+ * await or yield from, in the layout A. */
+bool pyasync_resume_await(const struct async_offsets *A, uint16_t unit);
 
 /* Bytes of a 3.11+ coroutine object that pyasync_step_new decodes. */
 size_t pyasync_coro_bytes(const struct async_offsets *A);

@@ -806,7 +806,7 @@ int pynames_attr(struct pynames_walk *w, uint64_t obj, const char *attr, uint64_
 }
 
 int pynames_dict_items(struct pynames_walk *w, uint64_t dict, uint64_t *keys, uint64_t *vals,
-                       size_t max, size_t *n)
+                       size_t max, size_t *n, bool recheck)
 {
     uint8_t hdr[PYABI_DICT_HDR];
     struct dview v;
@@ -823,7 +823,7 @@ int pynames_dict_items(struct pynames_walk *w, uint64_t dict, uint64_t *keys, ui
         if (!bytes_ptr_ok(keys[*n - 1]) || !bytes_ptr_ok(vals[*n - 1]))
             st = APP_E_STALE;
     }
-    if (st == 0)
+    if (st == 0 && recheck)
         st = dict_unchanged(w, dict, hdr, v.n);
     free(v.ent);
     return st;

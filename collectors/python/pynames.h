@@ -2,6 +2,7 @@
 #ifndef RANKTOP_PYNAMES_H
 #define RANKTOP_PYNAMES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -51,10 +52,12 @@ int pynames_module_get(struct pynames_walk *w, uint64_t interp, const char *modu
 /* The instance attribute attr (ASCII, <= 24 characters) of the object at obj, whose type must
  * be a heap type (a Python class). */
 int pynames_attr(struct pynames_walk *w, uint64_t obj, const char *attr, uint64_t *val);
-/* The live (key, value) pairs of the combined dict at dict, at most max; checks afterwards that
- * the dict did not change meanwhile. */
+/* The live (key, value) pairs of the combined dict at dict, at most max; with recheck, checks
+ * afterwards that the dict did not change meanwhile (any mutation, even of another entry, is
+ * then APP_E_STALE); without, each pair is as some moment of the read left it and the caller
+ * validates what the values point to. */
 int pynames_dict_items(struct pynames_walk *w, uint64_t dict, uint64_t *keys, uint64_t *vals,
-                       size_t max, size_t *n);
+                       size_t max, size_t *n, bool recheck);
 /* A non-negative int object below 2^64 (at most three 30-bit digits, the last one small). */
 int pynames_long(struct pynames_walk *w, uint64_t obj, uint64_t *val);
 

@@ -4,7 +4,8 @@
 # a second loop in another thread whose current task blocks it) as the target itself saw them
 # (asyncio.all_tasks, _fut_waiter, cr_await chains): under the thread running each loop, the
 # same task names, states, awaiting tasks and whole await chains (function, file, line,
-# innermost first). The text output shows the same tasks; a process without asyncio has none.
+# innermost first). The text output shows the same tasks; under task churn every read is whole
+# or says it was torn; a process without asyncio has none.
 . "$(dirname "$0")/lib.sh"
 
 PY="$RANKTOP_SRCDIR/tests/py/async_tasks.py"
@@ -66,6 +67,25 @@ for py in $ALL_PYTHONS; do
     kill "$T"
 done
 [ "$n" -ge 2 ] || fail "fewer than two interpreters found: $ALL_PYTHONS"
+
+# Tasks created and finished as fast as the loop runs: every dump exits 0 with valid JSON and
+# either one line saying the read was torn, or tasks that include "steady" with its whole
+# chain (a registry that changed under the read is never reported mixed or half-read).
+for py in $ALL_PYTHONS; do
+    [ -x "$py" ] || continue
+    start_ready "$py" "$RANKTOP_SRCDIR/tests/py/async_churn.py"
+    i=0
+    while [ $i -lt 15 ]; do
+        i=$((i + 1))
+        $RANKTOP_BIN dump --async --json -p "$T" > "$WORK/c.json" 2> /dev/null ||
+            fail "$py: churn: dump failed"
+        json_check "$WORK/c.json" "(p := d['processes'][0])['error'] is None and (
+(p['async_error'] or '').startswith('asyncio tasks: ') or
+[[f['function'].split('.')[-1] for f in t['frames']][1:] for th in p['threads'] for t in th['tasks'] if t['name'] == 'steady'] == [['steady_inner', 'steady_outer']])" ||
+            fail "$py: churn: a wrong answer"
+    done
+    kill "$T"
+done
 
 # A process that never imported asyncio: no tasks, no error.
 rm -f "$WORK/ready"

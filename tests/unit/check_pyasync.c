@@ -119,6 +119,18 @@ START_TEST(step_new_layouts)
         ck_assert_uint_eq(s.code, CODE);
         ck_assert_int_eq(s.q, 4);
         ck_assert_uint_eq(s.slot, CORO + (uint64_t)A->gi_iframe + 72 + 16);
+        /* 3.11/3.12 cannot tell await from yield by the state: the code unit after the
+         * instruction must be checked (RESUME, oparg >= 2); 3.13 has its own state for it. */
+        if (minor <= 12) {
+            ck_assert_uint_eq(s.resume_at, CODE + (uint64_t)L->co.code_adaptive + 4 + 2);
+            ck_assert(pyasync_resume_await(A, 151 | 3 << 8));  /* RESUME after await */
+            ck_assert(pyasync_resume_await(A, 151 | 2 << 8));  /* after yield from */
+            ck_assert(!pyasync_resume_await(A, 151 | 1 << 8)); /* after a plain yield */
+            ck_assert(!pyasync_resume_await(A, 100 | 3 << 8)); /* another instruction */
+            ck_assert(pyasync_resume_await(A, (uint16_t)(A->resume_op2 | 3 << 8)));
+        } else {
+            ck_assert_uint_eq(s.resume_at, 0);
+        }
         /* Running (the task's frames are on its thread): a frame, nothing awaited. */
         coro_new(A, L, c, 0, 3);
         ck_assert_int_eq(pyasync_step_new(A, L, c, CORO, &s), 0);
@@ -132,8 +144,13 @@ START_TEST(step_new_layouts)
         coro_new(A, L, c, 4, 3);
         ck_assert_int_eq(pyasync_step_new(A, L, c, CORO, &s), 0);
         ck_assert_uint_eq(s.code, 0);
-        /* Torn: an empty or absurd value stack, or no code object. */
+        /* An empty value stack: a plain yield on 3.11/3.12 (nothing awaited), torn on 3.13
+         * (FRAME_SUSPENDED_YIELD_FROM always has the awaited object on it). */
         coro_new(A, L, c, -1, 0);
+        ck_assert_int_eq(pyasync_step_new(A, L, c, CORO, &s), minor <= 12 ? 0 : APP_E_STALE);
+        ck_assert_uint_eq(s.slot, 0);
+        /* Torn: an absurd value stack, or no code object. */
+        coro_new(A, L, c, -1, -1);
         ck_assert_int_eq(pyasync_step_new(A, L, c, CORO, &s), APP_E_STALE);
         coro_new(A, L, c, -1, 1 << 20);
         ck_assert_int_eq(pyasync_step_new(A, L, c, CORO, &s), APP_E_STALE);

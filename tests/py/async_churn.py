@@ -1,0 +1,47 @@
+"""Tasks that come and go as fast as the loop can run them, beside one steady task, for
+`ranktop dump --async` under churn (tests/e2e/dump_async.sh).
+
+Usage: async_churn.py READYFILE. The task "steady" waits two coroutines deep (steady_outer ->
+steady_inner -> Event.wait) for good; the main task creates, runs and finishes batches of
+short tasks (each a two-coroutine chain that yields a few times) forever, so the task
+registries change under every read. The ready file is written once steady is suspended.
+"""
+import asyncio
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from readyfile import write_ready  # noqa: E402
+
+
+async def steady_inner(ev):
+    await ev.wait()
+
+
+async def steady_outer(ev):
+    await steady_inner(ev)
+
+
+async def hop(n):
+    for _ in range(n):
+        await asyncio.sleep(0)
+
+
+async def short(i):
+    await hop(i % 4 + 1)
+
+
+async def main():
+    steady = asyncio.ensure_future(steady_outer(asyncio.Event()))
+    steady.set_name("steady")
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    write_ready(sys.argv[1])
+    i = 0
+    while True:
+        batch = [asyncio.ensure_future(short(i + k)) for k in range(50)]
+        i += 50
+        await asyncio.gather(*batch)
+
+
+asyncio.run(main())

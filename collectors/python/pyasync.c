@@ -624,6 +624,25 @@ static void actx_reset(struct actx *a)
     a->ncur = a->nloops = a->ntypes = 0;
 }
 
+/* The main interpreter: the last of the list (new interpreters are pushed at its head). */
+static int main_interp(struct pyproc *p, uint64_t *interp)
+{
+    uint64_t next = 0;
+    int st = read_u64(p->mem, p->runtime + p->L.rt.interp_head, interp);
+
+    for (int i = 0; st == 0 && i < PYPROC_MAX_INTERPS; i++) {
+        if (!bytes_ptr_ok(*interp))
+            return APP_E_STARTING;
+        st = read_u64(p->mem, *interp + p->L.is.next, &next);
+        if (st == 0 && next == 0)
+            return 0;
+        if (st == 0 && !bytes_ptr_ok(next))
+            return APP_E_STALE;
+        *interp = next;
+    }
+    return st < 0 ? st : APP_E_STALE;
+}
+
 int pyasync_read(struct pyproc *p, struct pyasync_list *out, struct app_err *err)
 {
     struct actx a = {.p = p, .m = p->mem, .A = pyasync_offsets(p->L.minor)};
@@ -631,6 +650,9 @@ int pyasync_read(struct pyproc *p, struct pyasync_list *out, struct app_err *err
     int st = APP_E_STALE;
 
     memset(out, 0, sizeof(*out));
+    if (p->L.free_threaded) /* 32-byte object headers: every TaskObj offset moves */
+        return app_err_set(err, APP_E_VERSION,
+                           "asyncio tasks: not supported on free-threaded builds yet");
     if (!a.A)
         return app_err_set(err, APP_E_VERSION, "asyncio tasks: not supported on 3.%d yet",
                            p->L.minor);
@@ -641,9 +663,7 @@ int pyasync_read(struct pyproc *p, struct pyasync_list *out, struct app_err *err
         pyasync_free(out);
         actx_reset(&a);
         a.w.dict_type = 0;
-        st = read_u64(p->mem, p->runtime + p->L.rt.interp_head, &interp);
-        if (st == 0 && !bytes_ptr_ok(interp))
-            st = APP_E_STARTING;
+        st = main_interp(p, &interp);
         if (st == 0)
             st = read_once(&a, interp, out);
     }

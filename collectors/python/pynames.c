@@ -764,8 +764,8 @@ int pynames_walk_init(struct pynames_walk *w, struct rmem *m, const struct py_la
                       struct app_err *err)
 {
     *w = (struct pynames_walk){.m = m, .L = L, .N = L ? &L->names : NULL, .attr = "_name"};
-    if (!w->N || w->N->ht_cached_keys == 0 || L->is.modules == 0 || L->str.length != STR_FROM ||
-        L->str.state + 4 > STR_FROM + STR_LEN)
+    if (!w->N || w->N->off || w->N->ht_cached_keys == 0 || L->is.modules == 0 ||
+        L->str.length != STR_FROM || L->str.state + 4 > STR_FROM + STR_LEN)
         return app_err_set(err, APP_E_VERSION, "no object layout for 3.%d", L ? L->minor : 0);
     return 0;
 }

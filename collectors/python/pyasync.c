@@ -408,38 +408,55 @@ bool pyasync_resume_await(const struct async_offsets *A, uint16_t unit)
     return (op == A->resume_op || op == A->resume_op2) && arg >= 2;
 }
 
-/* One step of the chain: reads the coroutine (3.11+) or its frame (3.8-3.10), decodes it, and
- * reads the awaited object when it is suspended in an await. */
-static int step(struct actx *a, uint64_t coro, struct pyasync_step *s, uint64_t *next)
+/* One step of the chain: reads the object (3.11+: the coroutine with its frame, in one read),
+ * stops unless it is a coroutine or generator (*more false), decodes it (3.8-3.10: from its
+ * frame), and reads the awaited object (with, on 3.11/3.12, the code unit that says whether it
+ * is one) when it is suspended in an await. */
+static int step(struct actx *a, uint64_t coro, struct pyasync_step *s, uint64_t *next, bool *more)
 {
     uint8_t buf[PYASYNC_FRAME_READ + 64];
+    size_t want = a->A->gi_frame < 0 ? pyasync_coro_bytes(a->A) : (size_t)a->A->gi_frame + 8;
     uint64_t frame = 0;
+    uint16_t unit = 0;
+    enum kind k = K_OTHER;
+    long got;
     int st;
 
     *next = 0;
+    *more = false;
     *s = (struct pyasync_step){0, -1, 0, 0};
+    if (!bytes_ptr_ok(coro))
+        return APP_E_STALE;
+    got = rmem_read_some(a->m, coro, buf, want); /* a smaller object may end a page */
+    if (got < 0 || got < 16)
+        return got < 0 ? (int)got : APP_E_STALE;
+    st = type_kind(a, bytes_load_u64(buf + PYABI_OB_TYPE), &k);
+    if (st < 0 || (k != K_CORO && k != K_GEN))
+        return st;
+    *more = true;
+    if ((size_t)got < want)
+        return APP_E_STALE;
     if (a->A->gi_frame < 0) {
-        st = rmem_read(a->m, coro, buf, pyasync_coro_bytes(a->A));
-        if (st == 0)
-            st = pyasync_step_new(a->A, &a->p->L, buf, coro, s);
+        st = pyasync_step_new(a->A, &a->p->L, buf, coro, s);
     } else {
-        st = read_u64(a->m, coro + (uint64_t)a->A->gi_frame, &frame);
-        if (st < 0 || frame == 0) /* finished: no frame */
-            return st;
-        if (!bytes_ptr_ok(frame))
-            return APP_E_STALE;
-        st = rmem_read(a->m, frame, buf, PYASYNC_FRAME_READ);
+        frame = bytes_load_u64(buf + a->A->gi_frame);
+        if (frame == 0) /* finished: no frame */
+            return 0;
+        st = bytes_ptr_ok(frame) ? rmem_read(a->m, frame, buf, PYASYNC_FRAME_READ) : APP_E_STALE;
         if (st == 0)
             st = pyasync_step_old(a->A, &a->p->L, buf, s);
     }
-    if (st == 0 && s->resume_at) {
-        uint16_t unit = 0;
+    if (st < 0 || !s->slot)
+        return st;
+    if (s->resume_at) {
+        struct rmem_iov iov[2] = {{s->resume_at, &unit, sizeof(unit)}, {s->slot, next, 8}};
 
-        st = rmem_read(a->m, s->resume_at, &unit, sizeof(unit));
+        st = rmem_readv(a->m, iov, 2, NULL);
         if (st == 0 && !pyasync_resume_await(a->A, unit))
-            s->slot = 0; /* suspended in a plain yield: nothing awaited */
+            *next = 0; /* suspended in a plain yield: nothing awaited */
+        return st;
     }
-    return st == 0 && s->slot ? read_u64(a->m, s->slot, next) : st;
+    return read_u64(a->m, s->slot, next);
 }
 
 /* Follows the await chain from the task's coroutine; frames come out innermost first. */
@@ -452,18 +469,17 @@ static int chain_read(struct actx *a, uint64_t coro, struct pyasync_task *t)
     int st = 0;
 
     while (coro && st == 0) {
-        enum kind k = K_OTHER;
         struct pyasync_step one;
         uint64_t next = 0;
+        bool more = false;
 
-        st = obj_kind(a, coro, &k);
-        if (st < 0 || (k != K_CORO && k != K_GEN))
+        st = step(a, coro, &one, &next, &more);
+        if (!more)
             break;
         if (n == PYASYNC_MAX_CHAIN) {
             t->chain_truncated = true;
             break;
         }
-        st = step(a, coro, &one, &next);
         if (st == 0 && one.code) {
             codes[n] = one.code;
             qs[n++] = one.q;

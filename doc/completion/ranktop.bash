@@ -76,7 +76,7 @@ _ranktop()
     record)
         flags="-o --output -i --interval -r --rate -d --duration -f --format --all-threads
             --gpu-usage --npu-usage --cpu-mem-usage --gil-stats --gil --idle --nonblocking
-            --subprocesses --native --autosave-interval --autosave-snapshot-interval
+            --subprocesses --native --async --autosave-interval --autosave-snapshot-interval
             --trigger-file --history --memory-cap --sampler-threads -h --help $disc $nodes"
         ;;
     agent)

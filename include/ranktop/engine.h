@@ -61,6 +61,11 @@ struct engine_opts {
     /* Native (C/C++) frames merged into every sample of every rank (record and agent
      * --native): each thread is stopped briefly at every sample (collectors/native). */
     bool native;
+    /* asyncio tasks (record --async, the monitor's `a`): each rank's tasks are read at most
+     * ENGINE_ASYNC_HZ times a second (a read walks every task, much more than a stack sample)
+     * and recorded as task pseudo-threads of the rank (hthread.task), each task's await chain
+     * its stack; a task that finished or vanished ends its lane. */
+    bool async;
     /* Threads that read the ranks' stacks, 1 to 4; 0: as many as keep the rate, from 1 up to
      * 4 and no more than the CPUs online. */
     int sampler_threads;
@@ -103,6 +108,11 @@ void engine_get_stats(struct engine *e, struct engine_stats *st);
 /* Changes the stack sampling rate (Hz, clamped to 0.1..1000). */
 void engine_set_rate(struct engine *e, double hz);
 double engine_rate(struct engine *e);
+
+/* Turns the asyncio task reads (engine_opts.async) on or off while running. */
+#define ENGINE_ASYNC_HZ 10
+void engine_set_async(struct engine *e, bool on);
+bool engine_async_on(struct engine *e);
 
 /* Native frames for one rank (the monitor's `n`): its samples, taken at a low rate while on,
  * merge each thread's native stack with its Python stack. A rank on another host is

@@ -53,6 +53,12 @@ struct hthread {
     uint64_t first, last; /* first and last sample that saw it */
     bool gone;            /* no longer present at `last` + one interval */
     bool seen;            /* scratch for the sampler: seen in the current sample */
+    /* An asyncio task of the rank (record --async, the monitor's `a`): a pseudo-thread whose
+     * stacks are the task's await chain and whose name is the task's. ident is
+     * history_task_ident(); task_thread is the ident of the thread running its loop (0
+     * unknown). Tasks are never main, and the views of threads leave them out. */
+    bool task;
+    uint64_t task_thread;
     struct hrun *runs;
     size_t nruns, cap;
 };
@@ -158,6 +164,14 @@ struct hthread *history_thread(struct hrank *r, uint64_t ident, int tid, const c
  * shows them, while every view of ranks (main thread, merged tree, verdicts) ignores them. */
 struct hthread *history_worker_thread(struct hrank *r, int worker, uint64_t ident, int tid,
                                       const char *name);
+
+/* A task's pseudo-thread ident: stable for one task (its address and name), with the top bit
+ * set, which no thread ident (a pthread_t address) has. */
+uint64_t history_task_ident(uint64_t addr, const char *name);
+
+/* The pseudo-thread of the asyncio task at addr within r (created on first use): named
+ * `name`, its loop running on thread `thread` (0 unknown). */
+struct hthread *history_task(struct hrank *r, uint64_t addr, const char *name, uint64_t thread);
 
 /* Records that thread t showed `stack` at time t (ns): extends the last run or starts one. */
 void history_observe(struct hthread *t, uint32_t stack, uint64_t now);

@@ -248,6 +248,7 @@ struct view_rank_thread {
     const struct hthread *t; /* borrowed */
     const char *name;        /* its name; "MainThread" for an unnamed main thread, else "?" */
     int worker;              /* pid of the worker process it lives in; 0: the rank's own */
+    bool task;               /* an asyncio task (view_rank_tasks), shown under its thread */
     uint32_t stack;          /* view_thread_stack */
     uint64_t since;          /* view_since_fchange */
 };
@@ -265,6 +266,12 @@ struct view_rank {
 void view_rank(const struct history *h, int pid, bool all_threads, uint64_t now,
                struct view_rank *out);
 void view_rank_fini(struct view_rank *out);
+
+/* The same with the rank's live asyncio tasks (task pseudo-threads, record --async or the
+ * monitor's `a`) when tasks is set: each task right under the thread running its loop (under
+ * the main thread when that thread is unknown or not shown), tasks of a thread by name. */
+void view_rank_tasks(const struct history *h, int pid, bool all_threads, bool tasks, uint64_t now,
+                     struct view_rank *out);
 
 /* ---- Merged tree (view_merge.c) ---- */
 

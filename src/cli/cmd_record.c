@@ -50,6 +50,7 @@ enum {
     OPT_NONBLOCKING,
     OPT_SUBPROCESSES,
     OPT_NATIVE,
+    OPT_ASYNC,
     OPT_TRIGGER,
     OPT_HISTORY,
     OPT_MEMCAP,
@@ -84,6 +85,9 @@ static void rec_usage(FILE *f)
           "      --native                  native (C/C++) frames merged into every sample,\n"
           "                                marked native; each thread is stopped for about\n"
           "                                0.2 ms per sample, so keep the rate low (10 Hz)\n"
+          "      --async                   asyncio tasks as lanes of their own, one per task,\n"
+          "                                named 'task NAME', showing its await chain; read\n"
+          "                                at most 10 times a second\n"
           "      --autosave-interval S     rewrite FILE every S seconds (default 30; 0 = off)\n"
           "      --autosave-snapshot-interval S\n"
           "                                also keep a time-tagged copy every S seconds\n"
@@ -190,7 +194,8 @@ static int rec_option(int c, const char *arg, struct rec_opts *o)
         o->nonblocking |= c == OPT_NONBLOCKING;
         o->subprocesses |= c == OPT_SUBPROCESSES;
         o->eng.native |= c == OPT_NATIVE;
-        return c >= OPT_ALL && c <= OPT_NATIVE ? 0 : 1; /* OPT_IDLE: nothing to change */
+        o->eng.async |= c == OPT_ASYNC;
+        return c >= OPT_ALL && c <= OPT_ASYNC ? 0 : 1; /* OPT_IDLE: nothing to change */
     }
 }
 
@@ -246,6 +251,7 @@ static int parse_record(int argc, char **argv, struct rec_opts *o)
         {"nonblocking", no_argument, NULL, OPT_NONBLOCKING},
         {"subprocesses", no_argument, NULL, OPT_SUBPROCESSES},
         {"native", no_argument, NULL, OPT_NATIVE},
+        {"async", no_argument, NULL, OPT_ASYNC},
         {"autosave-interval", required_argument, NULL, OPT_AUTOSAVE},
         {"autosave-snapshot-interval", required_argument, NULL, OPT_SNAPSHOT},
         {"format", required_argument, NULL, 'f'},

@@ -11,6 +11,7 @@
 #include "engine_priv.h"
 
 #include "ranktop/procscan.h"
+#include "ranktop/pyasync.h"
 #include "ranktop/pystack.h"
 #include "ranktop/util.h"
 
@@ -39,6 +40,7 @@ struct slot {
     bool stopped;      /* still, and stopped (SIGSTOP, a debugger) when last looked */
     uint64_t state_at; /* when to look at a still process's state again */
     struct engine_native nat;
+    uint64_t async_at; /* next asyncio task read (engine_opts.async), UINT64_MAX: refused */
     /* What this pass's read left for the record step (read_slot, then record_slot). */
     int rc;             /* SLOT_IDLE, 0 with `sample`, or the read's negative status */
     bool attach_failed; /* rc came from attaching; err says why */
@@ -84,6 +86,7 @@ struct sampler {
     int calm;             /* consecutive passes that fewer threads would have kept */
     int used;             /* threads the last pass ran on (no more than targets) */
     double load;          /* smoothed single-thread read time over the period */
+    bool async;           /* engine_opts.async as of this pass */
 };
 
 /* Adds slots for targets not seen before (the target list comes from discovery). */
@@ -116,6 +119,7 @@ static void sync_targets(struct sampler *sp)
     for (size_t k = 0; k < sp->n; k++) /* a worker follows the rank it serves */
         sp->s[k].nat_want =
             engine_native_wanted_locked(e, sp->s[k].t.owner ? sp->s[k].t.owner : sp->s[k].t.pid);
+    sp->async = e->o.async;
     pthread_mutex_unlock(&e->lock);
 }
 
@@ -306,7 +310,8 @@ static void observe_locked(struct sampler *sp, struct slot *sl, uint32_t n, uint
         history_observe(th, sp->ids[i], t);
     }
     for (size_t i = 0; i < r->nthreads; i++)
-        if (r->threads[i].worker == worker && !r->threads[i].seen && !r->threads[i].gone)
+        if (r->threads[i].worker == worker && !r->threads[i].task && !r->threads[i].seen &&
+            !r->threads[i].gone)
             history_thread_gone(&r->threads[i], t);
 }
 
@@ -331,6 +336,75 @@ static void record_sample(struct sampler *sp, struct slot *sl, const struct pysa
     observe_locked(sp, sl, n, t, pyproc_version(sl->py));
     count_loss_locked(e, sl, torn, dropped, t);
     pthread_mutex_unlock(&e->lock);
+}
+
+/* The tasks of one read as task pseudo-threads of the slot's rank, each its await chain
+ * (innermost first, as the history interns it); tasks finished or gone since the last read
+ * end their lanes; with the lock held. */
+static void observe_tasks_locked(struct sampler *sp, struct slot *sl, const struct pyasync_list *l,
+                                 uint64_t now)
+{
+    struct hrank *r = slot_rank_locked(sp->e, sl);
+
+    for (size_t i = 0; i < r->nthreads; i++)
+        r->threads[i].seen = false;
+    for (size_t i = 0; i < l->n; i++) {
+        const struct pyasync_task *pt = &l->tasks[i];
+        struct hthread *th;
+        uint32_t n = (uint32_t)pt->nframes, stack = HSTACK_NONE;
+
+        if (pt->state == PYASYNC_DONE || pt->state == PYASYNC_CANCELLED)
+            continue;
+        if (n + 1 > sp->scratch_cap) {
+            sp->scratch_cap = n + 1;
+            sp->scratch = x_reallocarray(sp->scratch, sp->scratch_cap, sizeof(struct hframe));
+        }
+        for (uint32_t k = 0; k < n; k++)
+            sp->scratch[k] = (struct hframe){pt->frames[k].function, pt->frames[k].file,
+                                             pt->frames[k].line, false};
+        if (pt->chain_truncated)
+            sp->scratch[n++] =
+                (struct hframe){"[outer coroutines not read: chain cap]", "", 0, false};
+        if (n)
+            stack = history_intern_stack(&sp->e->hist, sp->scratch, n);
+        th = history_task(r, pt->addr, pt->name ? pt->name : "", pt->thread);
+        th->seen = true;
+        history_observe(th, stack, now);
+    }
+    for (size_t i = 0; i < r->nthreads; i++)
+        if (r->threads[i].task && !r->threads[i].seen && !r->threads[i].gone)
+            history_thread_gone(&r->threads[i], now);
+}
+
+/* A rank's asyncio tasks, read at most ENGINE_ASYNC_HZ times a second while engine_opts.async
+ * is on. On the sampler thread, after the rank's sample was recorded: the task read shares the
+ * reader's code cache, whose strings the sample's frames borrow. The read takes no lock. A
+ * read torn under every retry leaves the lanes as they were until the next; a version without
+ * a known task layout is not asked again. */
+static void record_tasks(struct sampler *sp, struct slot *sl)
+{
+    struct engine *e = sp->e;
+    struct pyasync_list l;
+    struct app_err err = {0};
+    uint64_t now = clock_mono_ns();
+    int rc;
+
+    if (!sp->async || sl->t.owner || !sl->py || now < sl->async_at)
+        return;
+    sl->async_at = now + 1000000000ull / ENGINE_ASYNC_HZ;
+    rc = pyasync_read(sl->py, &l, &err);
+    pthread_mutex_lock(&e->lock);
+    if (rc == 0)
+        observe_tasks_locked(sp, sl, &l, now);
+    else if (rc != APP_E_STALE && rc != APP_E_STARTING)
+        e->errs++;
+    if (rc == APP_E_VERSION) {
+        sl->async_at = UINT64_MAX;
+        snprintf(e->attach_err, sizeof(e->attach_err), "%s", err.msg);
+    }
+    pthread_mutex_unlock(&e->lock);
+    if (rc == 0)
+        pyasync_free(&l);
 }
 
 /* A rank that exits is marked exited; a worker that exits takes only its threads along. */
@@ -491,6 +565,7 @@ static void record_slot(struct sampler *sp, struct slot *sl)
             count_error(e);
     } else {
         record_sample(sp, sl, sl->sample, sl->now);
+        record_tasks(sp, sl);
         if (!sl->t.owner) {
             pthread_mutex_lock(&e->lock);
             engine_live_locked(e, sl->t.pid)->stopped = sl->stopped;

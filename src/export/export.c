@@ -284,7 +284,9 @@ static void thread_add(struct xlane *l, const struct hthread *t, bool is_main, i
     x->t = t;
     x->order = (int)l->nth++;
     x->tid = is_main ? l->pid : id_claim(tids, (*ntid)++, t->tid, 0);
-    if (t->worker) /* a DataLoader-style worker's thread, shown in its rank's process */
+    if (t->task) /* an asyncio task (record --async): a lane of its own, named by the task */
+        snprintf(x->name, sizeof(x->name), "task %.58s", t->name);
+    else if (t->worker) /* a DataLoader-style worker's thread, shown in its rank's process */
         snprintf(x->name, sizeof(x->name), "worker %d %.40s", t->worker,
                  t->name[0] ? t->name : "thread");
     else if (t->name[0])
@@ -315,7 +317,7 @@ static void lane_threads(struct xlane *l, const struct export_opts *o)
     for (size_t i = 0; i < r->nthreads; i++) {
         const struct hthread *t = &r->threads[i];
 
-        if (i == main_i || !t->nruns || !(o->all_threads || t->main))
+        if (i == main_i || !t->nruns || !(o->all_threads || t->main || t->task))
             continue;
         thread_add(l, t, false, tids, &ntid);
     }

@@ -339,6 +339,39 @@ struct hthread *history_worker_thread(struct hrank *r, int worker, uint64_t iden
     return thread_of(r, worker, ident, tid, name, false);
 }
 
+uint64_t history_task_ident(uint64_t addr, const char *name)
+{
+    uint64_t h = addr * 0x9e3779b97f4a7c15ull;
+
+    for (const unsigned char *c = (const unsigned char *)name; c && *c; c++)
+        h = (h ^ *c) * 0x100000001b3ull;
+    return h | (1ull << 63);
+}
+
+/* Cuts s to at most max bytes without splitting a UTF-8 sequence. */
+static void utf8_cut(char *s, size_t max)
+{
+    size_t n = strlen(s);
+
+    if (n <= max)
+        return;
+    n = max;
+    while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80) /* s[n] continues a sequence */
+        n--;
+    s[n] = '\0';
+}
+
+struct hthread *history_task(struct hrank *r, uint64_t addr, const char *name, uint64_t thread)
+{
+    struct hthread *t = thread_of(r, 0, history_task_ident(addr, name), 0, name, false);
+
+    /* Short enough for "task NAME" to fit a thread name, and still UTF-8. */
+    utf8_cut(t->name, sizeof(t->name) - 6);
+    t->task = true;
+    t->task_thread = thread;
+    return t;
+}
+
 void history_observe(struct hthread *t, uint32_t stack, uint64_t now)
 {
     struct hrun *last = t->nruns ? &t->runs[t->nruns - 1] : NULL;

@@ -95,7 +95,7 @@ static void collect_rank(struct builder *b, const struct hrank *r, uint64_t now,
     }
     /* The tree compares ranks: a worker's threads are shown under its rank, not merged here. */
     for (size_t i = 0; i < r->nthreads; i++)
-        if (!r->threads[i].gone && !r->threads[i].worker)
+        if (!r->threads[i].gone && !r->threads[i].worker && !r->threads[i].task)
             add_thread(b, id, &r->threads[i], now, true);
     /* A live rank with no live thread still shows up, as having no stack. */
     if (b->nc == before)

@@ -121,8 +121,71 @@ static void rank_title(const struct hrank *r, char *buf, size_t len)
     snprintf(buf, len, "%s%s  %s  Python %s%s", who, pid, r->device, r->python, how);
 }
 
+static int cmp_task(const void *a, const void *b)
+{
+    const struct view_rank_thread *x = a, *y = b;
+
+    return strcmp(x->name, y->name);
+}
+
+/* Where a task goes: after the shown thread running its loop, else after the first (main). */
+static size_t task_parent(const struct view_rank *out, size_t nthreads, const struct hthread *t)
+{
+    for (size_t i = 0; i < nthreads; i++)
+        if (!out->threads[i].worker && out->threads[i].t->ident == t->task_thread)
+            return i;
+    return 0;
+}
+
+/* Appends the rank's live tasks (out->threads has room for every thread record) and moves
+ * each right after its thread. */
+static void rank_tasks(const struct history *h, uint64_t now, struct view_rank *out)
+{
+    size_t nthreads = out->n, ntasks = 0, k = 0;
+    struct view_rank_thread *all;
+    size_t *parent;
+
+    for (size_t i = 0; i < out->r->nthreads; i++) {
+        const struct hthread *t = &out->r->threads[i];
+        struct view_rank_thread *v = &out->threads[nthreads + ntasks];
+
+        if (!t->task || t->gone)
+            continue;
+        *v = (struct view_rank_thread){.t = t, .name = t->name, .task = true};
+        v->stack = view_thread_stack(h, t);
+        v->since = view_since_fchange(h, t, now);
+        ntasks++;
+    }
+    if (!ntasks || !nthreads) { /* no thread to put them under: tasks alone, by name */
+        out->n = nthreads + ntasks;
+        x_qsort(out->threads + nthreads, ntasks, sizeof(*out->threads), cmp_task);
+        return;
+    }
+    x_qsort(out->threads + nthreads, ntasks, sizeof(*out->threads), cmp_task);
+    parent = x_calloc(ntasks, sizeof(*parent));
+    for (size_t j = 0; j < ntasks; j++)
+        parent[j] = task_parent(out, nthreads, out->threads[nthreads + j].t);
+    all = x_calloc(nthreads + ntasks, sizeof(*all));
+    for (size_t i = 0; i < nthreads; i++) {
+        all[k++] = out->threads[i];
+        for (size_t j = 0; j < ntasks; j++)
+            if (parent[j] == i)
+                all[k++] = out->threads[nthreads + j];
+    }
+    memcpy(out->threads, all, k * sizeof(*all));
+    out->n = k;
+    free(all);
+    free(parent);
+}
+
 void view_rank(const struct history *h, int pid, bool all_threads, uint64_t now,
                struct view_rank *out)
+{
+    view_rank_tasks(h, pid, all_threads, false, now, out);
+}
+
+void view_rank_tasks(const struct history *h, int pid, bool all_threads, bool tasks, uint64_t now,
+                     struct view_rank *out)
 {
     memset(out, 0, sizeof(*out));
     for (size_t i = h->nranks; i-- > 0 && !out->r;)
@@ -137,7 +200,7 @@ void view_rank(const struct history *h, int pid, bool all_threads, uint64_t now,
         struct view_rank_thread *v = &out->threads[out->n];
 
         /* Main-thread mode shows each worker's main thread too (the sampler reads no other). */
-        if (t->gone || (!all_threads && !t->worker && t != view_main_thread(out->r)))
+        if (t->gone || t->task || (!all_threads && !t->worker && t != view_main_thread(out->r)))
             continue;
         v->t = t;
         v->name = t->name[0] ? t->name : t->main ? "MainThread" : "?";
@@ -147,6 +210,8 @@ void view_rank(const struct history *h, int pid, bool all_threads, uint64_t now,
         out->n++;
     }
     x_qsort(out->threads, out->n, sizeof(*out->threads), cmp_rank_thread);
+    if (tasks)
+        rank_tasks(h, now, out);
 }
 
 void view_rank_fini(struct view_rank *out)

@@ -51,7 +51,10 @@ uint64_t view_top_interval(const struct history *h)
     for (size_t i = 0; i < h->nranks; i++)
         for (size_t k = 0; k < h->ranks[i].nthreads; k++) {
             const struct hthread *t = &h->ranks[i].threads[k];
-            size_t r = t->nruns > GAPS_PER_THREAD ? t->nruns - GAPS_PER_THREAD : 1;
+            /* Tasks are read at their own, lower rate (ENGINE_ASYNC_HZ): not the interval. */
+            size_t r = t->task                      ? t->nruns
+                       : t->nruns > GAPS_PER_THREAD ? t->nruns - GAPS_PER_THREAD
+                                                    : 1;
 
             for (; r < t->nruns; r++) {
                 if (t->runs[r].t0 <= t->runs[r - 1].t1)
@@ -247,7 +250,8 @@ static bool weigh_ranks(struct topb *b, int rank_pid, bool all_threads)
             continue;
         }
         for (size_t k = 0; k < r->nthreads; k++)
-            if (!r->threads[k].worker) /* the rank's own process, as the GIL view */
+            /* The rank's own threads, as the GIL view (tasks would count their loop twice). */
+            if (!r->threads[k].worker && !r->threads[k].task)
                 weigh_thread(b, r, &r->threads[k]);
     }
     return found;

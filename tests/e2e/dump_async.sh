@@ -1,10 +1,11 @@
 #!/bin/sh
 # dump --async on every interpreter (pyenv's 3.8-3.13 and Debian's static python3.11): the
 # tasks of tests/py/async_tasks.py (nested tasks, gather, a Queue, to_thread, non-ASCII names,
-# a second loop in another thread whose current task blocks it) as the target itself saw them
-# (asyncio.all_tasks, _fut_waiter, cr_await chains): under the thread running each loop, the
-# same task names, states, awaiting tasks and whole await chains (function, file, line,
-# innermost first). The text output shows the same tasks; under task churn every read is whole
+# a second loop in another thread whose current task blocks it, a loop never run, finished
+# tasks kept alive, a subinterpreter) as the target itself saw them (asyncio.all_tasks,
+# _fut_waiter, cr_await chains): under the thread running each loop (the main thread, marked
+# unknown, for the loop never run), the same task names, states, awaiting tasks and whole
+# await chains (function, file, line, innermost first); the finished ones done or cancelled. The text output shows the same tasks; under task churn every read is whole
 # or says it was torn; a process without asyncio has none.
 . "$(dirname "$0")/lib.sh"
 
@@ -18,22 +19,31 @@ truth = json.load(open(sys.argv[2], encoding="utf-8"))
 p = d["processes"][0]
 assert p["error"] is None and p["async_error"] is None, (p["error"], p["async_error"])
 threads = {t["tid"]: t for t in p["threads"]}
-seen = 0
+main_tid = truth["loops"][0]["tid"]
+want_by = {}  # thread -> the live tasks of the loops it runs (unknown: the main thread)
 for loop in truth["loops"]:
-    th = threads.get(loop["tid"])
-    assert th is not None, "no thread %d in the dump" % loop["tid"]
+    for t in loop["tasks"]:
+        want_by.setdefault(loop["tid"] or main_tid, {})[t["name"]] = (t, loop["tid"] is not None)
+seen = 0
+for tid, want in want_by.items():
+    th = threads.get(tid)
+    assert th is not None, "no thread %d in the dump" % tid
     got = {t["name"]: t for t in th["tasks"] if t["state"] in ("pending", "running")}
-    want = {t["name"]: t for t in loop["tasks"]}
     assert sorted(got) == sorted(want), ("task names", sorted(got), sorted(want))
-    for name, w in want.items():
+    for name, (w, known) in want.items():
         g = got[name]
         assert g["state"] == w["state"], (name, g["state"], w["state"])
         assert sorted(g["awaited_by"]) == w["awaited_by"], (name, g["awaited_by"], w["awaited_by"])
         gf = [(f["function"], f["file"], f["line"]) for f in g["frames"]]
         wf = [(f["function"], f["file"], f["line"]) for f in w["frames"]]
         assert gf == wf, (name, gf, wf)
-        assert g["thread_known"] and not g["truncated"], name
+        assert g["thread_known"] == known and not g["truncated"], name
         seen += 1
+# Finished tasks still referenced: in the registry, under their loop's thread, no frames.
+done = {t["name"]: t for t in threads[main_tid]["tasks"] if t["state"] in ("done", "cancelled")}
+for h in truth["held"]:
+    assert h["name"] in done and done[h["name"]]["state"] == h["state"], (h, sorted(done))
+    assert done[h["name"]]["frames"] == [], h
 # The shapes the target was built to have, so that a truth gone wrong cannot pass either.
 names = {t["name"]: t for loop in truth["loops"] for t in loop["tasks"]}
 assert names["inner"]["awaited_by"] == ["outer-ü"]
@@ -42,7 +52,9 @@ assert names["g-1"]["awaited_by"] == ["gatherer"] and names["g-2"]["awaited_by"]
 assert names["side-blocker"]["state"] == "running" and names["side-blocker"]["awaited_by"] == ["side-main"]
 assert names["задача-函数-😀"]["frames"][-1]["function"] == "ждать_ü"
 assert names["queue-waiter"]["frames"][0]["function"].endswith("get")
-assert seen >= 13, seen
+assert names["idle-task"]["frames"][0]["function"] == "never_started"
+assert sorted(h["state"] for h in truth["held"]) == ["cancelled", "done"]
+assert seen >= 14, seen
 print("compared", seen, "tasks")
 PYEOF
 }
@@ -60,6 +72,9 @@ for py in $ALL_PYTHONS; do
     grep -q '^  Task "side-blocker" (running) awaited by "side-main"$' "$WORK/a.txt" ||
         fail "$py: text: side-blocker"
     grep -q '^      ждать_ü (.*async_tasks.py:[0-9]*)$' "$WORK/a.txt" || fail "$py: text: frames"
+    grep -q '^  Task "idle-task" (pending) \[loop thread unknown\]$' "$WORK/a.txt" ||
+        fail "$py: text: idle-task"
+    grep -q '^  Task "cancelled-one" (cancelled)$' "$WORK/a.txt" || fail "$py: text: cancelled"
     # Without --async the JSON has no task keys at all.
     $RANKTOP_BIN dump --json -p "$T" > "$WORK/p.json" || fail "$py: dump without --async"
     json_check "$WORK/p.json" "'async_error' not in d['processes'][0] and not any('tasks' in t for t in d['processes'][0]['threads'])" ||

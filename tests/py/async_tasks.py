@@ -5,7 +5,9 @@ task inner, whose coroutine sits two coroutines deep in an Event.wait), a gather
 tasks, a task awaiting a Queue forever, a task awaiting a to_thread call (run_in_executor on
 3.8), a task with a non-ASCII name; a second thread runs its own loop, whose task side-blocker
 blocks that thread synchronously (it stays the loop's current task: running) while awaited by
-side-main; a subinterpreter exists where the build offers one. When every task sits at its final await, a loop callback (no task is running then)
+side-main; a loop that never runs holds the task idle-task (its thread unknown); two finished
+tasks, one done and one cancelled, are kept alive; a subinterpreter exists where the build
+offers one. When every task sits at its final await, a loop callback (no task is running then)
 writes the ground truth to READYFILE.json: per loop its thread, and per task (asyncio.all_tasks)
 the name, state, awaiting tasks (via _fut_waiter, and a gather's _children) and the coroutine
 chain followed through cr_await from get_coro(), innermost first. Then the ready file, and the
@@ -152,7 +154,10 @@ async def gathered(ev):
 
 def write_truth(loop):
     truth = {"loops": [loop_truth(loop, threading.get_ident(), threading.get_native_id()),
-                       loop_truth(SIDE["loop"], SIDE["ident"], SIDE["tid"])]}
+                       loop_truth(SIDE["loop"], SIDE["ident"], SIDE["tid"]),
+                       loop_truth(IDLE, None, None)],
+             "held": [{"name": t.get_name(), "state": "cancelled" if t.cancelled() else "done"}
+                      for t in HELD]}
     with open(READY + ".json.tmp", "w", encoding="utf-8") as f:
         json.dump(truth, f, ensure_ascii=False)
     os.rename(READY + ".json.tmp", READY + ".json")
@@ -173,9 +178,29 @@ def subinterpreter():
 SUB = subinterpreter()
 
 
+async def never_started():
+    await asyncio.sleep(0)
+
+
+async def quick():
+    return 1
+
+
+IDLE = asyncio.new_event_loop()  # never run: its task's thread is unknown
+HELD = []  # finished tasks kept alive: still in the registry, done or cancelled
+
+
 async def main():
     loop = asyncio.get_running_loop()
     ev = asyncio.Event()
+    IDLE.create_task(never_started()).set_name("idle-task")
+    HELD.append(asyncio.ensure_future(quick()))
+    HELD[0].set_name("finished")
+    HELD.append(asyncio.ensure_future(level2(ev)))
+    HELD[1].set_name("cancelled-one")
+    await asyncio.sleep(0)
+    HELD[1].cancel()
+    await asyncio.wait(HELD)
     threading.Thread(target=lambda: asyncio.run(side_main()), name="side-loop",
                      daemon=True).start()
     await loop.run_in_executor(None, SIDE_READY.wait)

@@ -2,13 +2,17 @@
  * buffers: a set's header and table (the WeakSet's data set and the eager-task set), and one
  * step of a coroutine chain for every supported layout (3.8/3.9 f_stacktop, 3.10 f_state and
  * f_stackdepth, 3.11-3.13 the frame embedded in the coroutine). Torn or implausible copies must
- * be refused (APP_E_STALE), never decoded into a wrong awaited-object address. (The whole
+ * be refused (APP_E_STALE), never decoded into a wrong awaited-object address; unknown versions
+ * and free-threaded builds are refused in one line. (The whole
  * reader runs against real interpreters in tests/e2e/dump_async.sh.) */
 #include "pyasync_priv.h"
+#include "pyproc_priv.h"
+#include "ranktop/pyasync.h"
 #include "ranktop/bytes.h"
 #include "tsupport.h"
 
 #include <check.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void put64(uint8_t *b, size_t off, uint64_t v)
@@ -226,6 +230,28 @@ START_TEST(versions_known)
 }
 END_TEST
 
+/* Versions and builds without a known task layout: one line, before any read (the reader has
+ * no memory to read here). */
+START_TEST(refusals_say_why)
+{
+    struct pyproc *p = calloc(1, sizeof(*p));
+    struct pyasync_list l;
+    struct app_err e = {0};
+
+    p->L.minor = 14;
+    ck_assert_int_eq(pyasync_read(p, &l, &e), APP_E_VERSION);
+    ck_assert_str_eq(e.msg, "asyncio tasks: not supported on 3.14 yet");
+    ck_assert_uint_eq(l.n, 0);
+    p->L.minor = 13;
+    p->L.free_threaded = true;
+    ck_assert_int_eq(pyasync_read(p, &l, &e), APP_E_VERSION);
+    ck_assert_str_eq(e.msg, "asyncio tasks: not supported on free-threaded builds yet");
+    ck_assert_str_eq(pyasync_state_name(PYASYNC_RUNNING), "running");
+    ck_assert_str_eq(pyasync_state_name(PYASYNC_CANCELLED), "cancelled");
+    free(p);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("pyasync");
@@ -237,6 +263,7 @@ static Suite *suite(void)
     tcase_add_test(tc, step_old_stacktop);
     tcase_add_test(tc, step_old_stackdepth);
     tcase_add_test(tc, versions_known);
+    tcase_add_test(tc, refusals_say_why);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -543,12 +543,43 @@ static int task_read(struct actx *a, uint64_t addr, struct raw *r, struct pyasyn
     return st;
 }
 
+/* The index of the task at addr in r, sorted by address (read_once sorts them), or SIZE_MAX. */
 static size_t task_index(const struct raw *r, size_t n, uint64_t addr)
 {
-    for (size_t i = 0; i < n; i++)
-        if (r[i].addr == addr)
-            return i;
+    size_t lo = 0, hi = n;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+
+        if (r[mid].addr == addr)
+            return mid;
+        if (r[mid].addr < addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
     return SIZE_MAX;
+}
+
+static int cmp_u64(const void *x, const void *y)
+{
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+
+    return a < b ? -1 : a > b;
+}
+
+/* Sorts the task addresses and drops duplicates (a 3.12+ eager task moving from the eager set
+ * to the weak set may be seen in both). */
+static size_t sort_unique(uint64_t *v, size_t n)
+{
+    size_t k = 0;
+
+    if (n)
+        qsort(v, n, sizeof(*v), cmp_u64);
+    for (size_t i = 0; i < n; i++)
+        if (k == 0 || v[k - 1] != v[i])
+            v[k++] = v[i];
+    return k;
 }
 
 static void awaited_add(struct pyasync_task *t, size_t by)
@@ -618,6 +649,7 @@ static int read_once(struct actx *a, uint64_t interp, struct pyasync_list *l)
 
     if (st == APP_E_NOTFOUND) /* asyncio (or a registry) not there yet: no tasks */
         st = 0, n = 0;
+    n = sort_unique(addrs, n);
     l->tasks = x_calloc(n + 1, sizeof(*l->tasks));
     r = x_calloc(n + 1, sizeof(*r));
     for (size_t i = 0; st == 0 && i < n; i++, l->n++)

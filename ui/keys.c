@@ -209,6 +209,17 @@ static void act_threads(struct ui *u, int ch)
     ui_set_status(u, u->all_threads ? "all threads" : "main thread only");
 }
 
+/* asyncio tasks in the Rank view: the engine reads them (at most ENGINE_ASYNC_HZ a second,
+ * every rank) only while they are shown, so the first press turns its reads on. */
+static void act_tasks(struct ui *u, int ch)
+{
+    (void)ch;
+    u->tasks = !u->tasks;
+    engine_set_async(u->e, u->tasks);
+    ui_set_status(u, u->tasks ? "asyncio tasks shown under their threads (a: off)"
+                              : "asyncio tasks hidden");
+}
+
 static void act_rate(struct ui *u, int ch)
 {
     engine_set_rate(u->e, engine_rate(u->e) * (ch == '-' ? 0.5 : 2.0));
@@ -346,6 +357,14 @@ static const struct ui_key keys[] = {
      0,
      "n",
      "native (C/C++) frames of the selected rank on/off (2 samples/s)",
+     false},
+    {{'a'},
+     act_tasks,
+     NULL,
+     NULL,
+     0,
+     "a",
+     "asyncio tasks under their threads in the Rank view on/off",
      false},
     {{'+', '=', '-'},
      act_rate,

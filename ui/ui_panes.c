@@ -491,18 +491,37 @@ static int rank_pid(const struct ui *u)
     return u->drill_pid ? u->drill_pid : u->table.n ? u->table.rows[u->sel].pid : 0;
 }
 
+/* A thread's or task's stack under its header line, innermost frame first. */
+static void lines_stack(struct ui *u, uint64_t id, uint32_t stack, int indent)
+{
+    if (stack == HSTACK_NONE)
+        return;
+    for (uint32_t k = u->hist.stacks[stack].nframes; k-- > 0;) {
+        const struct hframe *f = &u->hist.frames[history_stack_frames(&u->hist, stack)[k]];
+
+        if (f->native)
+            add_line(u, ROLE_NORMAL, id, "%*s%s (%s) [native]", indent, "", f->function, f->file);
+        else
+            add_line(u, ROLE_NORMAL, id, "%*s%s (%s:%d)", indent, "", f->function, f->file,
+                     f->line);
+    }
+}
+
 static void lines_rank(struct ui *u)
 {
     int pid = rank_pid(u);
     struct view_rank v;
 
-    view_rank(&u->hist, pid, u->all_threads, clock_mono_ns(), &v);
+    view_rank_tasks(&u->hist, pid, u->all_threads, u->tasks, clock_mono_ns(), &v);
     if (!v.r) {
         add_line(u, ROLE_DIM, 0, "no rank selected");
         return;
     }
     add_line(u, ROLE_TITLE, 0, "%s", v.title);
     rank_native_note(u, pid);
+    if (u->tasks)
+        add_line(u, ROLE_DIM, 0, "asyncio tasks on: read %d times a second (a: off)",
+                 ENGINE_ASYNC_HZ);
     for (size_t i = 0; i < v.n; i++) {
         const struct view_rank_thread *t = &v.threads[i];
         /* A forked worker's main thread keeps its parent's ident: the tid tells them apart. */
@@ -510,21 +529,19 @@ static void lines_rank(struct ui *u)
         char age[16], where[32] = "";
 
         draw_duration(age, sizeof(age), t->since);
+        if (t->task) {
+            add_line(u, ROLE_HEADER, id, "%s   Task \"%s\"  unchanged %s",
+                     ui_is_collapsed(u, id) ? "+" : "-", t->name, age);
+            lines_stack(u, id, t->stack, 8);
+            continue;
+        }
         if (t->worker)
             snprintf(where, sizeof(where), "Worker pid %d ", t->worker);
         add_line(u, ROLE_HEADER, id, "%s %sThread %s (tid %d)%s  unchanged %s",
                  ui_is_collapsed(u, id) ? "+" : "-", where, t->name, t->t->tid,
                  t->t->main ? " main" : "", age);
-        if (ui_is_collapsed(u, id) || t->stack == HSTACK_NONE)
-            continue;
-        for (uint32_t k = u->hist.stacks[t->stack].nframes; k-- > 0;) {
-            const struct hframe *f = &u->hist.frames[history_stack_frames(&u->hist, t->stack)[k]];
-
-            if (f->native)
-                add_line(u, ROLE_NORMAL, id, "    %s (%s) [native]", f->function, f->file);
-            else
-                add_line(u, ROLE_NORMAL, id, "    %s (%s:%d)", f->function, f->file, f->line);
-        }
+        if (!ui_is_collapsed(u, id))
+            lines_stack(u, id, t->stack, 4);
     }
     view_rank_fini(&v);
 }

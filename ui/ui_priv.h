@@ -41,6 +41,7 @@ struct ui {
     const struct ui_opts *o;
     struct engine *e;
     bool utf8, paused, help, all_threads, quit;
+    bool tasks;       /* a: the Rank view shows asyncio tasks under their threads */
     bool flat;        /* F5: the Merged and Rank views show top functions, not the tree */
     int jump;         /* search move the next draw makes: SEARCH_* */
     bool search_miss; /* the last search move found no matching line */

@@ -389,6 +389,7 @@ START_TEST(keys_help_lines)
         "m                  memory baseline (and mapping growth of the selected rank)",
         "t                  main thread / all threads",
         "n                  native (C/C++) frames of the selected rank on/off (2 samples/s)",
+        "a                  asyncio tasks under their threads in the Rank view on/off",
         "+ / -              double / halve the sampling rate",
         "e                  export the history window as a Chrome trace to --export-dir",
         "E                  export in a format the prompt asks for (5 formats: c s f g p)",

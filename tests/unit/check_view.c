@@ -1269,6 +1269,78 @@ START_TEST(rank_view_workers)
 }
 END_TEST
 
+/* asyncio tasks (record --async, the monitor's `a`) are pseudo-threads of their rank: the Rank
+ * view shows them only when asked, each after the thread running its loop (after the main
+ * thread when that one is not shown), a thread's tasks by name; gone tasks are left out, and
+ * the merged tree and Top never count them. A task's ident has the top bit set,
+ * is stable for one task and differs for another name at the same address. */
+START_TEST(rank_view_tasks)
+{
+    struct fx f;
+    struct view_rank v;
+    struct view_tree t;
+    struct view_top top;
+    struct hrank *r;
+    const struct hframe chain[] = {{"Event.wait", "/py/locks.py", 213, false},
+                                   {"serve", "/job/serve.py", 7, false}};
+    uint32_t s;
+    uint64_t pin_ident;
+    struct hthread *gone;
+
+    fx_build(&f, 12);
+    r = &f.h.ranks[2];
+    pin_ident = r->threads[1].ident;
+    ck_assert_str_eq(r->threads[1].name, "pin_memory");
+    s = history_intern_stack(&f.h, chain, 2);
+    history_observe(history_task(r, 0x7000, "zeta", 0), s, T(12));
+    history_observe(history_task(r, 0x8000, "alpha", pin_ident), s, T(12));
+    history_observe(history_task(r, 0x9000, "beta", r->threads[0].ident), s, T(12));
+    gone = history_task(r, 0xa000, "done", 0);
+    history_observe(gone, s, T(11));
+    history_thread_gone(gone, T(12));
+    ck_assert(history_task(r, 0x7000, "zeta", 0) == &r->threads[r->nthreads - 4]);
+    ck_assert(history_task_ident(0x7000, "zeta") >> 63);
+    ck_assert_uint_ne(history_task_ident(0x7000, "zeta"), history_task_ident(0x7000, "zeta2"));
+    ck_assert(r->threads[r->nthreads - 3].task && !r->threads[r->nthreads - 3].main);
+    ck_assert_uint_eq(r->threads[r->nthreads - 3].task_thread, pin_ident);
+
+    view_rank(&f.h, PID(2), true, T(12), &v); /* tasks not asked for */
+    ck_assert_uint_eq(v.n, 2);
+    view_rank_fini(&v);
+    view_rank_tasks(&f.h, PID(2), true, true, T(12), &v);
+    ck_assert_uint_eq(v.n, 5); /* MainThread, beta, zeta, pin_memory, alpha */
+    ck_assert_str_eq(v.threads[0].name, "MainThread");
+    ck_assert(v.threads[1].task && v.threads[2].task);
+    ck_assert_str_eq(v.threads[1].name, "beta");
+    ck_assert_str_eq(v.threads[2].name, "zeta"); /* thread unknown: under the main thread */
+    ck_assert_str_eq(v.threads[3].name, "pin_memory");
+    ck_assert(!v.threads[3].task);
+    ck_assert_str_eq(v.threads[4].name, "alpha");
+    ck_assert_uint_eq(v.threads[4].stack, s);
+    view_rank_fini(&v);
+    view_rank_tasks(&f.h, PID(2), false, true, T(12), &v); /* pin_memory not shown */
+    ck_assert_uint_eq(v.n, 4);
+    ck_assert_str_eq(v.threads[0].name, "MainThread");
+    ck_assert_str_eq(v.threads[1].name, "alpha");
+    ck_assert_str_eq(v.threads[2].name, "beta");
+    ck_assert_str_eq(v.threads[3].name, "zeta");
+    view_rank_fini(&v);
+
+    struct view_merge_opts mo = {.all_threads = true};
+
+    view_merge(&f.h, T(12), &mo, &t);
+    for (size_t i = 0; i < t.nnodes; i++)
+        ck_assert_str_ne(t.nodes[i].function, "Event.wait");
+    view_merge_fini(&t);
+    ck_assert_int_eq(view_top(&f.h, T(12), T(12) - T0, PID(2), true, &top), 0);
+    for (size_t i = 0; i < top.nrows; i++)
+        ck_assert_str_ne(top.rows[i].function, "Event.wait");
+    view_top_fini(&top);
+    ck_assert_uint_eq(view_top_interval(&f.h), SEC);
+    history_fini(&f.h);
+}
+END_TEST
+
 /* A thread other than the main one holding the GIL most is named in the table row. */
 /* The achieved rate: nothing until a full window is measured (a first pass 20 ms after the
  * start is not 50 Hz), then passes over the window; a counter going back starts over. */
@@ -1359,6 +1431,7 @@ static Suite *view_suite(void)
     tcase_add_test(tc, merge_filtered);
     tcase_add_test(tc, rank_view_threads);
     tcase_add_test(tc, rank_view_workers);
+    tcase_add_test(tc, rank_view_tasks);
     tcase_add_test(tc, table_gil_holder);
     tcase_add_test(tc, rate_needs_full_window);
     suite_add_tcase(s, tc);

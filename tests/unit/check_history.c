@@ -115,6 +115,40 @@ START_TEST(test_clone_outlives_original)
 }
 END_TEST
 
+/* A task pseudo-thread (record --async): one record per task (address and name), never main,
+ * its loop's thread kept; a long name is cut to leave room for "task " in a 64-byte thread
+ * name, never inside a UTF-8 sequence; a clone keeps the task marks. */
+START_TEST(test_task_threads)
+{
+    struct history h, c;
+    struct hrank *r;
+    struct hthread *t;
+    char name[128] = "";
+
+    history_init(&h, 0, 0, "host");
+    r = history_rank(&h, 100, 0, NULL);
+    history_thread(r, 1, 100, "MainThread", true);
+    t = history_task(r, 0x5000, "serve", 1);
+    ck_assert(t->task && !t->main && t->task_thread == 1);
+    ck_assert_str_eq(t->name, "serve");
+    ck_assert(history_task(r, 0x5000, "serve", 1) == t);
+    ck_assert(history_task(r, 0x5000, "other", 1) != &r->threads[1]); /* new name: new task */
+    ck_assert_uint_eq(r->nthreads, 3);
+    for (int i = 0; i < 20; i++) /* 28 "ж" (2 bytes each), then 6 "€" (3 bytes each) */
+        strcat(name, i < 14 ? "жж" : "€");
+    ck_assert_uint_eq(strlen(name), 74);
+    t = history_task(r, 0x6000, name, 0);
+    ck_assert_uint_le(strlen(t->name), 58);
+    ck_assert_uint_eq(strlen(t->name), 56); /* the cut at 58 falls inside the first "€" */
+    ck_assert(strncmp(t->name, name, strlen(t->name)) == 0);
+    history_clone(&h, &c);
+    ck_assert(c.ranks[0].threads[3].task && c.ranks[0].threads[3].task_thread == 0);
+    ck_assert(!c.ranks[0].threads[0].task);
+    history_fini(&c);
+    history_fini(&h);
+}
+END_TEST
+
 /* A job whose call chains never repeat (a fresh, long function name every sample) under a
  * 1 s window: the interning tables, the strings and the threads stay bounded by the window, not
  * by the run; every run's stack still reads as what was observed; gone threads go; a holder
@@ -186,6 +220,7 @@ static Suite *history_suite(void)
     tcase_add_test(tc, test_native_frames_distinct);
     tcase_add_test(tc, test_intern_by_ids);
     tcase_add_test(tc, test_clone_outlives_original);
+    tcase_add_test(tc, test_task_threads);
     tcase_add_test(tc, test_compaction_bounds_memory);
     suite_add_tcase(s, tc);
     return s;

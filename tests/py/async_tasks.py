@@ -6,8 +6,9 @@ tasks, a task awaiting a Queue forever, a task awaiting a to_thread call (run_in
 3.8), a task with a non-ASCII name; a second thread runs its own loop, whose task side-blocker
 blocks that thread synchronously (it stays the loop's current task: running) while awaited by
 side-main; a loop that never runs holds the task idle-task (its thread unknown); two finished
-tasks, one done and one cancelled, are kept alive; a subinterpreter exists where the build
-offers one. When every task sits at its final await, a loop callback (no task is running then)
+tasks, one done and one cancelled, are kept alive; on 3.12+ a third thread's loop creates the
+eager task eager-blocker, which blocks that thread in its first step (so it is only in the
+eager-task set); a subinterpreter exists where the build offers one. When every task sits at its final await, a loop callback (no task is running then)
 writes the ground truth to READYFILE.json: per loop its thread, and per task (asyncio.all_tasks)
 the name, state, awaiting tasks (via _fut_waiter, and a gather's _children) and the coroutine
 chain followed through cr_await from get_coro(), innermost first. Then the ready file, and the
@@ -116,6 +117,26 @@ async def side_main():
     await blocker
 
 
+# --- 3.12+: a loop with eager tasks, whose first step blocks its thread -----------------------
+EAGER = {}
+EAGER_READY = threading.Event()
+
+
+async def eager_block():
+    # create_task names a task only after the factory returned, i.e. after this eager step
+    asyncio.current_task().set_name("eager-blocker")
+    EAGER_READY.set()
+    NEVER.wait()  # still in its eager first step: only in asyncio's eager-task set
+
+
+async def eager_main():
+    asyncio.current_task().set_name("eager-main")
+    loop = asyncio.get_running_loop()
+    EAGER.update(loop=loop, ident=threading.get_ident(), tid=threading.get_native_id())
+    loop.set_task_factory(asyncio.eager_task_factory)
+    loop.create_task(eager_block())
+
+
 # --- the main thread's loop -----------------------------------------------------------------
 async def level2(ev):
     await ev.wait()
@@ -155,7 +176,8 @@ async def gathered(ev):
 def write_truth(loop):
     truth = {"loops": [loop_truth(loop, threading.get_ident(), threading.get_native_id()),
                        loop_truth(SIDE["loop"], SIDE["ident"], SIDE["tid"]),
-                       loop_truth(IDLE, None, None)],
+                       loop_truth(IDLE, None, None)]
+             + ([loop_truth(EAGER["loop"], EAGER["ident"], EAGER["tid"])] if EAGER else []),
              "held": [{"name": t.get_name(), "state": "cancelled" if t.cancelled() else "done"}
                       for t in HELD]}
     with open(READY + ".json.tmp", "w", encoding="utf-8") as f:
@@ -204,6 +226,10 @@ async def main():
     threading.Thread(target=lambda: asyncio.run(side_main()), name="side-loop",
                      daemon=True).start()
     await loop.run_in_executor(None, SIDE_READY.wait)
+    if hasattr(asyncio, "eager_task_factory"):
+        threading.Thread(target=lambda: asyncio.run(eager_main()), name="eager-loop",
+                         daemon=True).start()
+        await loop.run_in_executor(None, EAGER_READY.wait)
     inner = asyncio.ensure_future(level1(ev))
     inner.set_name("inner")
     asyncio.ensure_future(outer(inner)).set_name("outer-ü")

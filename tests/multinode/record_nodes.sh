@@ -33,6 +33,10 @@ json_check "$WORK/ls.json" "[h['host'] for h in d['hosts'] if not h['ok']] == ['
 $RANKTOP_BIN dump --json $HOSTS > "$WORK/dump.json" && fail "dump with an unknown host exited 0"
 json_check "$WORK/dump.json" "{(p.get('host'), p['threads'][0]['frames'][0]['function']) for p in d['processes'] if p.get('threads')} == {('node01', 'all_reduce'), ('node02', 'load_batch_slowly')}"
 json_check "$WORK/dump.json" "any(p.get('host') == 'ghost' and p['error'] for p in d['processes'])"
+# dump --async reaches the other hosts' ranktop too: every thread read there has its (empty:
+# no asyncio in these ranks) task list, every process a null async_error.
+$RANKTOP_BIN dump --async --json $HOSTS > "$WORK/adump.json" && fail "dump --async with an unknown host exited 0"
+json_check "$WORK/adump.json" "{p.get('host') for p in d['processes'] if p.get('threads') and p['async_error'] is None and all(t['tasks'] == [] for t in p['threads'])} == {'node01', 'node02'}"
 
 # record: one trace, a lane per rank named with its host, both functions as slices.
 $RANKTOP_BIN record -o "$WORK/t.json" -d 4 -r 20 $HOSTS > "$WORK/rec.out" 2>&1 ||

@@ -10,7 +10,14 @@
  * line every sample and must still read as stuck there, or the banner would flicker. A live rank
  * that was never sampled (no main thread yet) cannot change, so it does not hold off the verdict;
  * it is listed with the odd ranks. Exited ranks do not count as live but are named, unless a
- * live process has taken over their rank number (an elastic restart). */
+ * live process has taken over their rank number (an elastic restart).
+ *
+ * asyncio (record --async, the monitor's `a`): a main thread that only shows its event loop
+ * waiting (BaseEventLoop._run_once in a selector's select) tells nothing of the work. When the
+ * rank's tasks were read, the rank is judged by them instead: it has kept still only as long
+ * as its main thread and every task of that loop have (a task whose await chain moved is
+ * progress), and it waits where the innermost coroutine of its deepest await chain awaits
+ * (a task awaiting another task or a gather() has the shorter chain). */
 #include "ranktop/view.h"
 
 #include <stdarg.h>
@@ -39,6 +46,68 @@ static int cmp_live_stack(const void *a, const void *b)
     return (x->rank > y->rank) - (x->rank < y->rank);
 }
 
+static bool ends_with(const char *s, const char *tail)
+{
+    size_t n = strlen(s), m = strlen(tail);
+
+    return n >= m && !strcmp(s + n - m, tail);
+}
+
+/* Whether stack is an asyncio event loop waiting for work: innermost, frames of selectors.py
+ * (the select call), then BaseEventLoop._run_once of asyncio/base_events.py. */
+static bool loop_only(const struct history *h, uint32_t stack)
+{
+    const uint32_t *ids;
+    uint32_t i;
+
+    if (stack == HSTACK_NONE)
+        return false;
+    ids = history_stack_frames(h, stack);
+    i = h->stacks[stack].nframes;
+    while (i > 0 && ends_with(h->frames[ids[i - 1]].file, "/selectors.py"))
+        i--;
+    return i > 0 && i < h->stacks[stack].nframes &&
+           ends_with(h->frames[ids[i - 1]].function, "_run_once") &&
+           ends_with(h->frames[ids[i - 1]].file, "/asyncio/base_events.py");
+}
+
+/* A rank whose main thread t only shows its loop waiting, judged by the tasks of that loop
+ * (task pseudo-threads on t's thread, or on an unknown one): v's since becomes the least of
+ * its own and theirs, its stack the longest await chain among them (of equal ones, the task
+ * still the longest, then the first in history order). Without tasks, v is left as it is. */
+static void judge_tasks(const struct history *h, const struct hrank *r, const struct hthread *t,
+                        uint64_t now, struct live *v)
+{
+    const struct hthread *still = NULL;
+    uint64_t still_for = 0, least = v->since;
+    uint32_t still_depth = 0;
+
+    if (!loop_only(h, v->stack))
+        return;
+    for (size_t i = 0; i < r->nthreads; i++) {
+        const struct hthread *k = &r->threads[i];
+        uint32_t stack = view_thread_stack(h, k), depth;
+        uint64_t since;
+
+        if (!k->task || stack == HSTACK_NONE || (k->task_thread && k->task_thread != t->ident))
+            continue;
+        since = view_since_fchange(h, k, now);
+        depth = h->stacks[stack].nframes;
+        least = since < least ? since : least;
+        /* The longest chain: a task awaiting a task (or a gather) has the shorter one, and the
+         * deepest await is where the wait is; then the task still the longest. */
+        if (!still || depth > still_depth || (depth == still_depth && since > still_for)) {
+            still = k;
+            still_for = since;
+            still_depth = depth;
+        }
+    }
+    if (!still)
+        return;
+    v->since = least;
+    v->stack = view_thread_stack(h, still);
+}
+
 static size_t collect_live(const struct history *h, uint64_t now, struct live *v)
 {
     size_t n = 0;
@@ -56,6 +125,8 @@ static size_t collect_live(const struct history *h, uint64_t now, struct live *v
                              0,
                              t != NULL,
                              view_since_fchange(h, t, now)};
+        if (t)
+            judge_tasks(h, r, t, now, &v[n]);
         v[n].fkey = view_stack_fkey(h, v[n].stack);
         n++;
     }

@@ -449,6 +449,92 @@ START_TEST(hang_verdict)
 }
 END_TEST
 
+/* asyncio: a main thread that only shows its loop waiting is judged by its loop's tasks (task
+ * pseudo-threads on its thread or an unknown one): the verdict names where the deepest await
+ * chain awaits (the task still the longest of equally deep ones), a task whose chain moved
+ * holds the verdict off, a task of another thread's loop does not; without tasks, or with a
+ * main thread doing something else, nothing changes. */
+START_TEST(hang_asyncio_tasks)
+{
+    const struct hframe loop[] = {
+        {"EpollSelector.select", "/py/selectors.py", 468, false},
+        {"BaseEventLoop._run_once", "/py/asyncio/base_events.py", 1884, false},
+        {"BaseEventLoop.run_forever", "/py/asyncio/base_events.py", 607, false},
+        {"<module>", "/job/serve.py", 30, false}};
+    const struct hframe busy[] = {{"crunch", "/job/serve.py", 3, false},
+                                  {"<module>", "/job/serve.py", 31, false}};
+    const struct hframe top[] = {{"main", "/job/serve.py", 20, false}};
+    const struct hframe wait[] = {{"Event.wait", "/py/asyncio/locks.py", 213, false},
+                                  {"fetch", "/job/serve.py", 9, false}};
+    const struct hframe get[] = {{"Queue.get", "/py/asyncio/queues.py", 158, false},
+                                 {"fetch", "/job/serve.py", 9, false}};
+    const struct hframe mv[2][1] = {{{"step_a", "/job/other.py", 1, false}},
+                                    {{"step_b", "/job/other.py", 2, false}}};
+    struct history h;
+    struct view_hang v;
+    struct hrank *r;
+    struct hthread *m, *a, *b, *c;
+    uint32_t sl, sb, st, sw, sg, smv[2];
+
+    history_init(&h, T0, 0, "host");
+    r = history_rank(&h, PID(0), 0, NULL);
+    sl = history_intern_stack(&h, loop, 4);
+    sb = history_intern_stack(&h, busy, 2);
+    st = history_intern_stack(&h, top, 1);
+    sw = history_intern_stack(&h, wait, 2);
+    sg = history_intern_stack(&h, get, 2);
+    smv[0] = history_intern_stack(&h, mv[0], 1);
+    smv[1] = history_intern_stack(&h, mv[1], 1);
+    m = history_thread(r, 1, PID(0), "MainThread", true);
+    for (int k = 0; k <= 40; k++)
+        history_observe(m, sl, T(k));
+    view_hang(&h, T(40), 30 * SEC, NULL, &v); /* no tasks: the loop's select */
+    ck_assert(v.hang);
+    ck_assert_str_eq(v.where, "EpollSelector.select (selectors.py:468)");
+    view_hang_fini(&v);
+
+    a = history_task(r, 0x1000, "Task-1", 1);
+    b = history_task(r, 0x2000, "fetch", 0);
+    c = history_task(r, 0x3000, "other-loop", 77);
+    for (int k = 0; k <= 40; k++) {
+        history_observe(a, st, T(k));
+        history_observe(b, k < 35 ? sw : sg, T(k));
+        history_observe(c, smv[k % 2], T(k));
+    }
+    view_hang(&h, T(40), 30 * SEC, NULL, &v); /* fetch moved 5 s ago: no hang */
+    ck_assert(!v.hang);
+    ck_assert_uint_eq(v.since, 5 * SEC);
+    view_hang_fini(&v);
+    view_hang(&h, T(40), 4 * SEC, NULL, &v); /* fetch's chain is deeper than Task-1's */
+    ck_assert(v.hang);
+    ck_assert_str_eq(v.where, "Queue.get (queues.py:158)");
+    ck_assert_uint_eq(v.stack, sg);
+    view_hang_fini(&v);
+    history_observe(a, sb, T(41)); /* Task-1 moves (c's moves never count) */
+    for (int k = 41; k <= 50; k++) {
+        history_observe(m, sl, T(k));
+        history_observe(b, sg, T(k));
+        history_observe(c, smv[k % 2], T(k));
+    }
+    history_observe(a, sb, T(50));
+    view_hang(&h, T(50), 15 * SEC, NULL, &v);
+    ck_assert(!v.hang);
+    ck_assert_uint_eq(v.since, 9 * SEC);
+    view_hang_fini(&v);
+    view_hang(&h, T(50), 8 * SEC, NULL, &v); /* as deep: fetch, still 15 s, over Task-1's 9 */
+    ck_assert(v.hang);
+    ck_assert_str_eq(v.where, "Queue.get (queues.py:158)");
+    view_hang_fini(&v);
+    for (int k = 51; k <= 90; k++) /* the main thread busy elsewhere: tasks are not asked */
+        history_observe(m, sb, T(k));
+    view_hang(&h, T(90), 30 * SEC, NULL, &v);
+    ck_assert(v.hang);
+    ck_assert_str_eq(v.where, "crunch (serve.py:3)");
+    view_hang_fini(&v);
+    history_fini(&h);
+}
+END_TEST
+
 START_TEST(hang_one_rank_moves)
 {
     struct fx f;
@@ -1410,6 +1496,7 @@ static Suite *view_suite(void)
     tcase_add_test(tc, merge_all_threads);
     tcase_add_test(tc, merge_node_cap);
     tcase_add_test(tc, hang_verdict);
+    tcase_add_test(tc, hang_asyncio_tasks);
     tcase_add_test(tc, hang_one_rank_moves);
     tcase_add_test(tc, hang_devices);
     tcase_add_test(tc, hang_npu_device_names);

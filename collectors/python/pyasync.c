@@ -1,21 +1,25 @@
 /* asyncio tasks read from outside the process (CPython 3.8-3.13, C Task objects).
  *
- * The registries: asyncio.tasks._all_tasks (3.8-3.11) or _scheduled_tasks (3.12+), WeakSets
- * whose `data` set holds weak references to the tasks, plus the plain set _eager_tasks (3.12+)
- * and the dict _current_tasks {loop: task} that says which task each loop runs now. All are
- * the _asyncio module's own objects, re-exported by asyncio.tasks, and reached from
- * sys.modules with the object walk of pynames.c. For each task the TaskObj fields (loop,
- * state, fut_waiter, coro, name) come from the per-minor table below, measured on live
- * interpreters and checked against Modules/_asynciomodule.c; the await chain follows what
- * CPython's _PyGen_yf does: a coroutine suspended in an await has the awaited object on top of
- * its frame's value stack (3.8/3.9 f_stacktop[-1], 3.10 f_valuestack[f_stackdepth - 1], 3.11+
- * localsplus[stacktop - 1] of the frame embedded in the coroutine). Only objects whose type is
- * coroutine or generator are followed, so a frame suspended in a plain yield ends the chain.
- * A task awaits another when its fut_waiter is that task, or a gather() future whose
- * _children list holds it. The thread of a loop is its _thread_id attribute (set by
- * run_forever). Sets and dicts are checked unchanged after they were read, so a registry
- * changing mid-read is a retry (APP_E_STALE), never a mixed answer. Runs on the pyproc's
- * owner thread. */
+ * The registries of the main interpreter: asyncio.tasks._all_tasks (3.8-3.11) or
+ * _scheduled_tasks (3.12+), WeakSets whose `data` set holds weak references to the tasks, plus
+ * the plain set _eager_tasks (3.12+: tasks in their eager first step) and the dict
+ * _current_tasks {loop: task} that says which task each loop runs now. All are the _asyncio
+ * module's own objects, re-exported by asyncio.tasks, and reached from sys.modules with the
+ * object walk of pynames.c. The TaskObj fields (loop, state, fut_waiter, coro, name) and the
+ * coroutine and frame fields come from the per-minor table below, measured on live
+ * interpreters (pyenv 3.8-3.13, Debian's 3.11.2) and held by tests/e2e/dump_async.sh. The await
+ * chain follows CPython's _PyGen_yf: a coroutine suspended in an await has the awaited object
+ * on top of its frame's value stack (3.8/3.9 f_stacktop[-1], 3.10 f_valuestack[f_stackdepth -
+ * 1], 3.11+ localsplus[stacktop - 1] of the frame embedded in the coroutine; 3.11/3.12 also
+ * need the RESUME after the last instruction to say "after an await", 3.13 has a state of its
+ * own for it). Only coroutines and generators are followed; a future ends the chain. A task
+ * awaits another when its fut_waiter is that task, or a gather() future whose _children list
+ * holds it. The thread of a loop is its _thread_id attribute (set by run_forever), else
+ * unknown. The registry sets are checked unchanged after they were read, so a registry
+ * changing mid-read is a retry (APP_E_STALE), never a mixed answer; _current_tasks, which
+ * changes at every task step, is taken entry by entry, each value checked to be a task.
+ * Every loop is bounded. Runs on the pyproc's owner thread; the strings it returns are
+ * copies. */
 #include "pyproc_priv.h"
 
 #include "pyasync_priv.h"

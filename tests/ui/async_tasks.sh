@@ -3,7 +3,11 @@
 # a gather, a Queue and a task with a non-ASCII name; before `a` the Rank view shows threads
 # only; after it, each task as `Task "NAME"` under the main thread (the one shown), with its
 # await chain innermost first (inner: Event.wait above level2 above level1); `a` again hides
-# them.
+# them. Then tests/py/async_stuck.py (no subinterpreter: a thread state of one shares the main
+# thread's ident, which keeps the main thread's stack from ever reading unchanged): the hang
+# verdict names the loop's select before `a`, and once the tasks are read the innermost
+# coroutine of the deepest await chain of the main thread's loop (Queue.get), not the
+# shallower task awaiting it nor the deeper one on another thread's loop.
 . "$(dirname "$0")/lib.sh"
 
 python3 "$RANKTOP_SRCDIR/tests/py/async_tasks.py" "$WORK/ready" &
@@ -32,5 +36,19 @@ screen | awk '/Thread MainThread/ { m = NR } /Task "inner"/ { t = NR } END { exi
 keys a
 wait_screen 'asyncio tasks hidden' 10 || fail "a did not hide the tasks"
 wait_screen_gone 'Task "' 10 || fail "tasks still shown after a again"
+keys q
+wait_screen '^EXITED 0' 20 || fail "q did not quit"
+kill "$T"
+
+python3 "$RANKTOP_SRCDIR/tests/py/async_stuck.py" "$WORK/ready2" &
+T=$!
+PIDS="$PIDS $T"
+wait_for test -s "$WORK/ready2" || fail "async_stuck.py did not start"
+ui_start as 160 50 -- "$RANKTOP_BIN" -p "$T" --hang-after 2
+wait_screen 'HANG [0-9]+s: 1 rank in [A-Za-z.]*select \(selectors\.py:[0-9]+\)' 30 ||
+    fail "no verdict in the loop's select"
+keys a
+wait_screen 'HANG [0-9]+s: 1 rank in Queue\.get \(queues\.py:[0-9]+\)' 30 ||
+    fail "the verdict does not name the deepest await (Queue.get)"
 keys q
 wait_screen '^EXITED 0' 20 || fail "q did not quit"

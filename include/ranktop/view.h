@@ -74,6 +74,16 @@ uint64_t view_stack_fkey(const struct history *h, uint32_t stack);
  * trailing runs sharing the last run's view_stack_fkey; 0 without runs. */
 uint64_t view_since_fchange(const struct history *h, const struct hthread *t, uint64_t now);
 
+/* asyncio: whether stack only shows an event loop waiting for work (innermost, frames of
+ * selectors.py, then BaseEventLoop._run_once of asyncio/base_events.py); *outer (may be
+ * NULL) gets the number of frames from the outermost down to _run_once included. */
+bool view_loop_waiting(const struct history *h, uint32_t stack, uint32_t *outer);
+
+/* Whether task (a live task pseudo-thread with a stack) belongs to the loop thread t runs:
+ * its loop's thread is t, or is unknown and t is the rank's main thread. */
+bool view_task_on(const struct hrank *r, const struct hthread *t, const struct hthread *task,
+                  const struct history *h);
+
 /* Writes the set of ranks compactly into buf (always NUL-terminated when len > 0): sorted,
  * duplicates dropped, runs of two or more consecutive ranks as "a-b": "0,2-5,9"; unknown ranks
  * (ids < 0) last, as "pid N": "0-2,pid 812". When the

@@ -41,6 +41,7 @@ struct slot {
     uint64_t state_at; /* when to look at a still process's state again */
     struct engine_native nat;
     uint64_t async_at; /* next asyncio task read (engine_opts.async), UINT64_MAX: refused */
+    bool tasks_live;   /* its rank has task pseudo-threads not ended */
     /* What this pass's read left for the record step (read_slot, then record_slot). */
     int rc;             /* SLOT_IDLE, 0 with `sample`, or the read's negative status */
     bool attach_failed; /* rc came from attaching; err says why */
@@ -376,6 +377,17 @@ static void observe_tasks_locked(struct sampler *sp, struct slot *sl, const stru
             history_thread_gone(&r->threads[i], now);
 }
 
+/* Ends every task lane of the slot's rank (the reads were turned off); with the lock held. */
+static void end_tasks_locked(struct sampler *sp, struct slot *sl, uint64_t now)
+{
+    struct hrank *r = slot_rank_locked(sp->e, sl);
+
+    for (size_t i = 0; i < r->nthreads; i++)
+        if (r->threads[i].task && !r->threads[i].gone)
+            history_thread_gone(&r->threads[i], now);
+    sl->tasks_live = false;
+}
+
 /* A rank's asyncio tasks, read at most ENGINE_ASYNC_HZ times a second while engine_opts.async
  * is on. On the sampler thread, after the rank's sample was recorded: the task read shares the
  * reader's code cache, whose strings the sample's frames borrow. The read takes no lock. A
@@ -389,14 +401,20 @@ static void record_tasks(struct sampler *sp, struct slot *sl)
     uint64_t now = clock_mono_ns();
     int rc;
 
+    if (!sp->async && sl->tasks_live) { /* turned off: no lane is left looking current */
+        pthread_mutex_lock(&e->lock);
+        end_tasks_locked(sp, sl, now);
+        pthread_mutex_unlock(&e->lock);
+    }
     if (!sp->async || sl->t.owner || !sl->py || now < sl->async_at)
         return;
     sl->async_at = now + 1000000000ull / ENGINE_ASYNC_HZ;
     rc = pyasync_read(sl->py, &l, &err);
     pthread_mutex_lock(&e->lock);
-    if (rc == 0)
+    if (rc == 0) {
         observe_tasks_locked(sp, sl, &l, now);
-    else if (rc != APP_E_STALE && rc != APP_E_STARTING)
+        sl->tasks_live = true;
+    } else if (rc != APP_E_STALE && rc != APP_E_STARTING)
         e->errs++;
     if (rc == APP_E_VERSION) {
         sl->async_at = UINT64_MAX;

@@ -100,6 +100,41 @@ uint64_t view_stack_fkey(const struct history *h, uint32_t stack)
     return k;
 }
 
+static bool ends_with(const char *s, const char *tail)
+{
+    size_t n = strlen(s), m = strlen(tail);
+
+    return n >= m && !strcmp(s + n - m, tail);
+}
+
+bool view_loop_waiting(const struct history *h, uint32_t stack, uint32_t *outer)
+{
+    const uint32_t *ids;
+    uint32_t i;
+
+    if (stack == HSTACK_NONE || stack >= h->nstacks)
+        return false;
+    ids = history_stack_frames(h, stack);
+    i = h->stacks[stack].nframes;
+    while (i > 0 && ends_with(h->frames[ids[i - 1]].file, "/selectors.py"))
+        i--;
+    if (i == 0 || i == h->stacks[stack].nframes ||
+        !ends_with(h->frames[ids[i - 1]].function, "_run_once") ||
+        !ends_with(h->frames[ids[i - 1]].file, "/asyncio/base_events.py"))
+        return false;
+    if (outer)
+        *outer = i;
+    return true;
+}
+
+bool view_task_on(const struct hrank *r, const struct hthread *t, const struct hthread *task,
+                  const struct history *h)
+{
+    if (!task->task || view_thread_stack(h, task) == HSTACK_NONE || t->worker)
+        return false;
+    return task->task_thread ? task->task_thread == t->ident : t == view_main_thread(r);
+}
+
 uint64_t view_since_fchange(const struct history *h, const struct hthread *t, uint64_t now)
 {
     uint64_t key, t0;

@@ -46,31 +46,6 @@ static int cmp_live_stack(const void *a, const void *b)
     return (x->rank > y->rank) - (x->rank < y->rank);
 }
 
-static bool ends_with(const char *s, const char *tail)
-{
-    size_t n = strlen(s), m = strlen(tail);
-
-    return n >= m && !strcmp(s + n - m, tail);
-}
-
-/* Whether stack is an asyncio event loop waiting for work: innermost, frames of selectors.py
- * (the select call), then BaseEventLoop._run_once of asyncio/base_events.py. */
-static bool loop_only(const struct history *h, uint32_t stack)
-{
-    const uint32_t *ids;
-    uint32_t i;
-
-    if (stack == HSTACK_NONE)
-        return false;
-    ids = history_stack_frames(h, stack);
-    i = h->stacks[stack].nframes;
-    while (i > 0 && ends_with(h->frames[ids[i - 1]].file, "/selectors.py"))
-        i--;
-    return i > 0 && i < h->stacks[stack].nframes &&
-           ends_with(h->frames[ids[i - 1]].function, "_run_once") &&
-           ends_with(h->frames[ids[i - 1]].file, "/asyncio/base_events.py");
-}
-
 /* A rank whose main thread t only shows its loop waiting, judged by the tasks of that loop
  * (task pseudo-threads on t's thread, or on an unknown one): v's since becomes the least of
  * its own and theirs, its stack the longest await chain among them (of equal ones, the task
@@ -82,14 +57,14 @@ static void judge_tasks(const struct history *h, const struct hrank *r, const st
     uint64_t still_for = 0, least = v->since;
     uint32_t still_depth = 0;
 
-    if (!loop_only(h, v->stack))
+    if (!view_loop_waiting(h, v->stack, NULL))
         return;
     for (size_t i = 0; i < r->nthreads; i++) {
         const struct hthread *k = &r->threads[i];
         uint32_t stack = view_thread_stack(h, k), depth;
         uint64_t since;
 
-        if (!k->task || stack == HSTACK_NONE || (k->task_thread && k->task_thread != t->ident))
+        if (!view_task_on(r, t, k, h))
             continue;
         since = view_since_fchange(h, k, now);
         depth = h->stacks[stack].nframes;

@@ -10,7 +10,12 @@
  * The build has three passes: insert each stack (creating nodes through an open-addressed
  * table keyed by id, up to the node cap), count stacks and ages along each path, then fill
  * the per-node rank arrays from one pool and order siblings by descending count. Nodes are
- * created parent first, so one pass in index order sees every parent before its children. */
+ * created parent first, so one pass in index order sees every parent before its children.
+ *
+ * asyncio: a thread whose stack only shows its event loop waiting (view_loop_waiting), when
+ * its loop's tasks were read (record --async, the monitor's `a`), takes part once per task
+ * instead: its frames down to BaseEventLoop._run_once, then the task's await chain, so ranks
+ * waiting in the same await merge into one branch that ends at the innermost coroutine. */
 #include "ranktop/view.h"
 
 #include <stdlib.h>
@@ -32,6 +37,9 @@ struct contrib {
     uint32_t stack; /* VIEW_NODE_FRAME only */
     uint64_t age;   /* ns unchanged */
     int end;        /* node it ends at; -1 when the cap left no room for it */
+    /* A task's part: the outer `outer` frames of stack (its loop), then the frames of `task`
+     * (its await chain); HSTACK_NONE for a plain stack. */
+    uint32_t outer, task;
 };
 
 struct builder {
@@ -51,7 +59,23 @@ static void add_contrib(struct builder *b, int rank, enum view_node_kind kind, u
         b->ccap = b->ccap ? b->ccap * 2 : 64;
         b->c = x_reallocarray(b->c, b->ccap, sizeof(*b->c));
     }
-    b->c[b->nc++] = (struct contrib){rank, NULL, kind, stack, age, -1};
+    b->c[b->nc++] = (struct contrib){rank, NULL, kind, stack, age, -1, 0, HSTACK_NONE};
+}
+
+/* The frames of a contribution: depth d from the outermost; how many there are. */
+static const struct hframe *contrib_frame(const struct history *h, const struct contrib *c,
+                                          uint32_t d)
+{
+    if (c->task != HSTACK_NONE && d >= c->outer)
+        return &h->frames[history_stack_frames(h, c->task)[d - c->outer]];
+    return &h->frames[history_stack_frames(h, c->stack)[d]];
+}
+
+static uint32_t contrib_depth(const struct history *h, const struct contrib *c)
+{
+    if (c->task != HSTACK_NONE)
+        return c->outer + h->stacks[c->task].nframes;
+    return h->stacks[c->stack].nframes;
 }
 
 /* The name a thread is merged under: threads of one name across ranks share a subtree. */
@@ -60,10 +84,40 @@ static const char *thread_label(const struct hthread *t)
     return t->name[0] ? t->name : t->main ? "MainThread" : "(unnamed thread)";
 }
 
-static void add_thread(struct builder *b, int rank, const struct hthread *t, uint64_t now, bool all)
+/* A thread whose stack is its loop waiting: one part per task of that loop, aged by the
+ * later change of the two; false when the loop has no task read. */
+static bool add_tasks(struct builder *b, int rank, const struct hrank *r, const struct hthread *t,
+                      uint64_t now, bool all)
+{
+    uint32_t s = view_thread_stack(b->h, t), outer;
+    uint64_t age = view_since_fchange(b->h, t, now);
+    size_t before = b->nc;
+
+    if (!view_loop_waiting(b->h, s, &outer))
+        return false;
+    for (size_t i = 0; i < r->nthreads; i++) {
+        const struct hthread *k = &r->threads[i];
+        uint64_t kage;
+
+        if (!view_task_on(r, t, k, b->h))
+            continue;
+        kage = view_since_fchange(b->h, k, now);
+        add_contrib(b, rank, VIEW_NODE_FRAME, s, kage < age ? kage : age);
+        b->c[b->nc - 1].outer = outer;
+        b->c[b->nc - 1].task = view_thread_stack(b->h, k);
+        if (all)
+            b->c[b->nc - 1].thread = thread_label(t);
+    }
+    return b->nc > before;
+}
+
+static void add_thread(struct builder *b, int rank, const struct hrank *r, const struct hthread *t,
+                       uint64_t now, bool all)
 {
     uint32_t s = view_thread_stack(b->h, t);
 
+    if (t && add_tasks(b, rank, r, t, now, all))
+        return;
     add_contrib(b, rank, s == HSTACK_NONE ? VIEW_NODE_NOSTACK : VIEW_NODE_FRAME, s,
                 view_since_fchange(b->h, t, now));
     if (all && t)
@@ -90,13 +144,13 @@ static void collect_rank(struct builder *b, const struct hrank *r, uint64_t now,
         return;
     }
     if (!all) {
-        add_thread(b, id, view_main_thread(r), now, false);
+        add_thread(b, id, r, view_main_thread(r), now, false);
         return;
     }
     /* The tree compares ranks: a worker's threads are shown under its rank, not merged here. */
     for (size_t i = 0; i < r->nthreads; i++)
         if (!r->threads[i].gone && !r->threads[i].worker && !r->threads[i].task)
-            add_thread(b, id, &r->threads[i], now, true);
+            add_thread(b, id, r, &r->threads[i], now, true);
     /* A live rank with no live thread still shows up, as having no stack. */
     if (b->nc == before)
         add_contrib(b, id, VIEW_NODE_NOSTACK, HSTACK_NONE, 0);
@@ -152,7 +206,6 @@ static int node_get(struct builder *b, int parent, enum view_node_kind kind, con
 static void insert(struct builder *b, struct contrib *c)
 {
     const struct history *h = b->h;
-    const uint32_t *ids;
     uint32_t nf;
     int at = -1;
 
@@ -163,10 +216,9 @@ static void insert(struct builder *b, struct contrib *c)
             node_get(b, at, c->kind, c->kind == VIEW_NODE_EXITED ? EXITED_NAME : NOSTACK_NAME, "");
         return;
     }
-    ids = history_stack_frames(h, c->stack);
-    nf = h->stacks[c->stack].nframes;
+    nf = contrib_depth(h, c);
     for (uint32_t d = 0; d < nf; d++) {
-        const struct hframe *f = &h->frames[ids[d]];
+        const struct hframe *f = contrib_frame(h, c, d);
         int n = node_get(b, at, VIEW_NODE_FRAME, f->function, f->file);
 
         /* At the cap the stack stops at the deepest node it still has. */
@@ -266,19 +318,19 @@ static void fill_ranks(struct builder *b)
     t->pool = x_malloc((total ? total : 1) * sizeof(*t->pool));
     for (size_t i = 0; i < b->nc; i++) {
         const struct contrib *c = &b->c[i];
-        const uint32_t *ids =
-            c->kind == VIEW_NODE_FRAME ? history_stack_frames(b->h, c->stack) : NULL;
+        bool frames = c->kind == VIEW_NODE_FRAME;
 
         if (c->end < 0)
             continue;
         t->pool[off[2 * c->end + 1] + fill[2 * c->end + 1]++] = c->rank;
         for (int n = c->end; n >= 0; n = t->nodes[n].parent) {
             size_t k = off[2 * n] + fill[2 * n]++;
+            /* A frame node's depth counts the thread node above it, when there is one. */
+            uint32_t d = (uint32_t)t->nodes[n].depth - (c->thread ? 1 : 0);
 
             t->pool[k] = c->rank;
-            lines[k] = ids && t->nodes[n].kind == VIEW_NODE_FRAME
-                           ? b->h->frames[ids[t->nodes[n].depth - (c->thread ? 1 : 0)]].line
-                           : 0;
+            lines[k] =
+                frames && t->nodes[n].kind == VIEW_NODE_FRAME ? contrib_frame(b->h, c, d)->line : 0;
         }
     }
     for (size_t i = 0; i < t->nnodes; i++) {

@@ -7,7 +7,8 @@
 # thread's ident, which keeps the main thread's stack from ever reading unchanged): the hang
 # verdict names the loop's select before `a`, and once the tasks are read the innermost
 # coroutine of the deepest await chain of the main thread's loop (Queue.get), not the
-# shallower task awaiting it nor the deeper one on another thread's loop.
+# shallower task awaiting it nor the deeper one on another thread's loop; the merged tree
+# shows the chains under the loop.
 . "$(dirname "$0")/lib.sh"
 
 python3 "$RANKTOP_SRCDIR/tests/py/async_tasks.py" "$WORK/ready" &
@@ -50,5 +51,10 @@ wait_screen 'HANG [0-9]+s: 1 rank in [A-Za-z.]*select \(selectors\.py:[0-9]+\)' 
 keys a
 wait_screen 'HANG [0-9]+s: 1 rank in Queue\.get \(queues\.py:[0-9]+\)' 30 ||
     fail "the verdict does not name the deepest await (Queue.get)"
+# The merged tree (view 1) goes down the loop into each task's chain: serve > fetch > Queue.get.
+wait_screen 'fetch \(.*async_stuck\.py:[0-9]+\)' 20 || fail "the merged tree lacks the tasks' chains"
+screen | awk '/serve \(.*async_stuck\.py/ { s = NR } /fetch \(.*async_stuck\.py/ { f = NR }
+    /Queue\.get \(.*queues\.py/ && !/HANG/ { q = NR } END { exit !(s && f && q && s < f && f < q) }' ||
+    { show_screen "merged"; fail "the merged tree does not show serve > fetch > Queue.get"; }
 keys q
 wait_screen '^EXITED 0' 20 || fail "q did not quit"

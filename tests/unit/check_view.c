@@ -535,6 +535,82 @@ START_TEST(hang_asyncio_tasks)
 }
 END_TEST
 
+/* asyncio in the merged tree: a rank whose main thread only shows its loop waiting takes part
+ * once per task of that loop, its frames down to _run_once then the task's await chain, so
+ * ranks awaiting in the same place share one branch ending at the innermost coroutine (with
+ * that line); a loop without tasks read, and a thread doing something else, show as before. */
+START_TEST(merge_asyncio_tasks)
+{
+    const struct hframe loop[] = {{"EpollSelector.select", "/py/selectors.py", 468, false},
+                                  {"_run_once", "/py/asyncio/base_events.py", 1884, false},
+                                  {"<module>", "/job/serve.py", 30, false}};
+    const struct hframe busy[] = {{"crunch", "/job/serve.py", 3, false},
+                                  {"<module>", "/job/serve.py", 31, false}};
+    const struct hframe top[] = {{"main", "/job/serve.py", 20, false}};
+    const struct hframe get[] = {{"Queue.get", "/py/asyncio/queues.py", 158, false},
+                                 {"fetch", "/job/serve.py", 9, false}};
+    struct history h;
+    struct view_tree t;
+    struct view_merge_opts all = {.all_threads = true};
+    const struct view_node *mod, *ro, *fetch, *q, *n;
+    uint32_t sl, sb, st, sg;
+    char buf[64];
+
+    history_init(&h, T0, 0, "host");
+    sl = history_intern_stack(&h, loop, 3);
+    sb = history_intern_stack(&h, busy, 2);
+    st = history_intern_stack(&h, top, 1);
+    sg = history_intern_stack(&h, get, 2);
+    for (int i = 0; i < 4; i++) {
+        struct hrank *r = history_rank(&h, PID(i), i, NULL);
+
+        history_observe(history_thread(r, 1, PID(i), "MainThread", true), i == 2 ? sb : sl, T(1));
+        if (i == 3) /* its tasks were not read */
+            continue;
+        history_observe(history_task(r, 0x100, "handler", 1), sg, T(1));
+        if (i == 0) /* its main coroutine, on an unknown thread: the main thread's loop */
+            history_observe(history_task(r, 0x200, "Task-1", 0), st, T(1));
+        if (i == 1) /* another thread's loop: not under the main thread */
+            history_observe(history_task(r, 0x300, "elsewhere", 9), st, T(1));
+    }
+    view_merge(&h, T(2), NULL, &t);
+    ck_assert_uint_eq(t.nstacks, 5); /* rank 0 twice, ranks 1, 2, 3 once */
+    mod = child_named(&t, -1, "<module>");
+    ck_assert_ptr_nonnull(mod);
+    ro = child_named(&t, idx(&t, mod), "_run_once");
+    ranks_text(ro, buf, sizeof(buf));
+    ck_assert_str_eq(buf, "0-1,3");
+    fetch = child_named(&t, idx(&t, ro), "fetch");
+    ranks_text(fetch, buf, sizeof(buf));
+    ck_assert_str_eq(buf, "0-1");
+    q = child_named(&t, idx(&t, fetch), "Queue.get");
+    ck_assert_uint_eq(q->count, 2);
+    ck_assert_int_eq(q->line, 158);
+    n = child_named(&t, idx(&t, ro), "main");
+    ranks_text(n, buf, sizeof(buf));
+    ck_assert_str_eq(buf, "0");
+    n = child_named(&t, idx(&t, ro), "EpollSelector.select");
+    ranks_text(n, buf, sizeof(buf));
+    ck_assert_str_eq(buf, "3");
+    ck_assert_ptr_nonnull(child_named(&t, idx(&t, mod), "crunch"));
+    view_merge_fini(&t);
+
+    view_merge(&h, T(2), &all, &t); /* the same under the thread's node */
+    n = child_named(&t, -1, "MainThread");
+    ck_assert_ptr_nonnull(n);
+    mod = child_named(&t, idx(&t, n), "<module>");
+    ro = child_named(&t, idx(&t, mod), "_run_once");
+    fetch = child_named(&t, idx(&t, ro), "fetch");
+    q = child_named(&t, idx(&t, fetch), "Queue.get");
+    ck_assert_uint_eq(q->count, 2);
+    ck_assert_int_eq(q->line, 158);
+    ranks_text(child_named(&t, idx(&t, ro), "main"), buf, sizeof(buf));
+    ck_assert_str_eq(buf, "0"); /* not rank 1's task of another loop */
+    view_merge_fini(&t);
+    history_fini(&h);
+}
+END_TEST
+
 START_TEST(hang_one_rank_moves)
 {
     struct fx f;
@@ -1497,6 +1573,7 @@ static Suite *view_suite(void)
     tcase_add_test(tc, merge_node_cap);
     tcase_add_test(tc, hang_verdict);
     tcase_add_test(tc, hang_asyncio_tasks);
+    tcase_add_test(tc, merge_asyncio_tasks);
     tcase_add_test(tc, hang_one_rank_moves);
     tcase_add_test(tc, hang_devices);
     tcase_add_test(tc, hang_npu_device_names);

@@ -55,6 +55,7 @@ struct pyhint {
     uint64_t addr[PYHINT_MAX];
     int n;
     uint64_t chunk, chunk_size; /* the newest chunk and its allocated size; 0 unknown */
+    uint64_t root;              /* 3.11+: the root chunk the last whole walk ended in; 0 none */
     /* 3.11+: the chunks older than the newest that the last whole walk loaded, with the
      * bytes it used of each, fetched again in the next walk's first call. */
     uint64_t old_addr[PYHINT_OLD];

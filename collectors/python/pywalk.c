@@ -844,6 +844,36 @@ static bool datastack_empty(const struct pyproc *p)
  * cut under a generator by a stale entry shim whose `previous` reads NULL shows the generator
  * outermost while its callers are still on the data stack (issue 14: stacks that began at
  * all_reduce.<locals>.<genexpr>); this rejects it as torn. */
+/* 3.11+: the chunk holding frame `outer` (the root chunk of an anchored walk), or 0. */
+static uint64_t root_chunk_of(const struct chunkset *cs, uint64_t outer)
+{
+    for (int i = 0; outer && i < cs->n; i++)
+        if (outer >= cs->addr[i] && outer < cs->addr[i] + cs->len[i])
+            return cs->addr[i];
+    return 0;
+}
+
+/* 3.11+: whether another live thread's last whole walk ended in root chunk r. A thread keeps
+ * its root chunk for life and no two threads share one; a walk that ends in another's went
+ * from a chunk this thread freed into the same memory reused by that thread between two
+ * reads of one call (seen on 3.13 under ASan: a worker shown running the main thread's
+ * callers, <module> at the bottom). */
+static bool root_of_other(struct pyproc *p, const struct pyhint *h, uint64_t r)
+{
+    const struct tslist *l = &p->ts;
+
+    for (size_t i = 0; i < l->n && i < BASE_CHECK_MAX; i++) {
+        const struct pyhint *o;
+
+        if (l->addr[i] == h->ts)
+            continue;
+        o = pywalk_hint(p, l->addr[i], false);
+        if (o && o->root == r)
+            return true;
+    }
+    return false;
+}
+
 static bool outer_anchored(const struct pyproc *p, const struct chunkset *cs, uint64_t outer,
                            bool gen, uint64_t outer_ds)
 {
@@ -893,7 +923,7 @@ static int walk_new(struct pyproc *p, uint64_t tsaddr, const uint8_t *guess, str
     uint32_t limit = p->opts.max_frames + 1024, steps = 0;
     static _Thread_local struct chunkset cs;
     uint8_t single[FRAME_MAX];
-    uint64_t frame = 0, outer = 0, outer_ds = 0, shim[2] = {0, 0};
+    uint64_t frame = 0, outer = 0, outer_ds = 0, root, shim[2] = {0, 0};
     bool outer_gen = false;
     struct loopcheck lc = {0};
     int n = 0, rc;
@@ -955,6 +985,10 @@ static int walk_new(struct pyproc *p, uint64_t tsaddr, const uint8_t *guess, str
         cs.hint->n = 0; /* next time through the chunks, not a stale single copy */
         return APP_E_STALE;
     }
+    root = outer ? root_chunk_of(&cs, outer_gen ? outer_ds : outer) : 0;
+    if (root && root_of_other(p, cs.hint, root))
+        return APP_E_STALE;
+    cs.hint->root = root;
     return n;
 }
 

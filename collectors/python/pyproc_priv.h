@@ -137,7 +137,8 @@ struct pyproc {
 
     /* Scratch for one walk. */
     struct tslist ts;
-    struct rmem_iov rt_iov[8];          /* read_runtime's ranges before a thread list exists */
+    uint64_t main_interp; /* runtime->interpreters.main as the last sample read it; 0 unknown */
+    struct rmem_iov rt_iov[12];         /* read_runtime's ranges before a thread list exists */
     uint8_t tsfresh[PYPROC_TSTATE_MAX]; /* the thread state as the last walk re-read it */
     struct pyhint *hints;
     size_t nhints, caphints;

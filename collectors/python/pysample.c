@@ -19,7 +19,7 @@
 #define WALK_TRIES 6
 #define WALK_BUDGET_NS (250 * 1000) /* per thread, for its retries */
 #define PREFETCH_MAX 256            /* threads whose first walk reads share one system call */
-#define RT_IOV 8                    /* ranges of read_runtime besides the thread states */
+#define RT_IOV 12                   /* ranges of read_runtime besides the thread states */
 
 static void gil_parse(const struct py_layout *L, const uint8_t *gil, struct pygilview *g)
 {
@@ -56,20 +56,23 @@ static int ifields_iov(const struct py_layout *L, uint64_t interp, struct ifield
 /* Reads the runtime header fields (and the runtime-wide GIL up to 3.11) in one call, which
  * also copies the first interpreter's fields and GIL where the last sample found them (*pre;
  * pre->addr is 0 when they were not copied). */
-static int read_runtime(struct pyproc *p, uint64_t *interp, struct pygilview *g,
-                        struct ifields *pre)
+static int read_runtime(struct pyproc *p, uint64_t *interp, uint64_t *main_interp,
+                        struct pygilview *g, struct ifields *pre)
 {
     const struct py_layout *L = &p->L;
-    uint64_t head = 0, fin = 0;
+    uint64_t head = 0, fin = 0, main = 0;
     uint8_t gil[GIL_READ];
     struct tslist *l = &p->ts;
     struct rmem_iov *iov = l->iov ? l->iov : p->rt_iov;
-    int nrt = L->rt.gil >= 0 ? 3 : 2, n = nrt, nif = 0, ngil = 0, done = 0, rc;
+    int nrt = L->rt.gil >= 0 ? 3 : 2, n, nif = 0, ngil = 0, done = 0, rc;
 
     iov[0] = (struct rmem_iov){p->runtime + L->rt.interp_head, &head, 8};
     iov[1] = (struct rmem_iov){p->runtime + L->rt.finalizing, &fin, 8};
     iov[2] = (struct rmem_iov){p->runtime + (uint64_t)(L->rt.gil >= 0 ? L->rt.gil : 0), gil,
                                sizeof(gil)};
+    /* runtime->interpreters.main, just after .head in every version (pygil.c reads it too) */
+    iov[nrt++] = (struct rmem_iov){p->runtime + L->rt.interp_head + 8, &main, 8};
+    n = nrt;
     *pre = (struct ifields){0};
     l->preread = false;
     if (p->pred_interp)
@@ -96,6 +99,7 @@ static int read_runtime(struct pyproc *p, uint64_t *interp, struct pygilview *g,
     if (L->rt.gil >= 0)
         gil_parse(L, gil, g);
     *interp = head;
+    *main_interp = bytes_ptr_ok(main) ? main : 0;
     return 0;
 }
 
@@ -246,7 +250,9 @@ static void describe_thread(struct pyproc *p, struct pythread *t, uint64_t inter
     if (!p->opts.no_state)
         t->state = pytask_state(p, t->ident, t->tid);
     if (!p->opts.no_names)
-        t->name = pytask_name(p, interp, t->ident);
+        /* Names live in the main interpreter's threading._active, whichever interpreter's
+         * state this is (a subinterpreter's may not even import threading). */
+        t->name = pytask_name(p, p->main_interp ? p->main_interp : interp, t->ident);
 }
 
 /* Reads, in one call, the thread states at the addresses the last sample of this interpreter
@@ -411,19 +417,51 @@ static int sample_interp(struct pyproc *p, uint64_t interp, const struct ifields
     return 0;
 }
 
+/* One OS thread has a thread state in every interpreter it entered (a subinterpreter run from
+ * the main thread leaves one there, without frames while the thread is back in the main
+ * interpreter): of the states of one ident, the sample keeps the one that shows the most
+ * frames, the later one (the main interpreter is the list's last) on a tie. */
+static void dedupe_idents(struct pyproc *p)
+{
+    uint32_t n = p->sample.nthreads, kept = 0;
+
+    for (uint32_t i = 0; i < n; i++) {
+        const struct pythread *t = &p->threads[i];
+        bool drop = false;
+
+        for (uint32_t j = 0; j < n && !drop; j++) {
+            const struct pythread *u = &p->threads[j];
+            uint32_t tn = t->status == 0 ? t->nframes + 1 : 0;
+            uint32_t un = u->status == 0 ? u->nframes + 1 : 0;
+
+            drop = j != i && u->ident == t->ident && (un > tn || (un == tn && j > i));
+        }
+        if (!drop)
+            p->threads[kept++] = *t;
+    }
+    p->sample.nthreads = kept;
+}
+
 static int sample_once(struct pyproc *p, struct tslist *l)
 {
     struct pygilview g = {0};
     struct ifields pre;
-    uint64_t interp = 0, next;
-    int rc = read_runtime(p, &interp, &g, &pre);
+    uint64_t interp = 0, main_interp = 0, next;
+    int rc = read_runtime(p, &interp, &main_interp, &g, &pre), n = 0;
 
-    for (int i = 0; rc == 0 && interp && i < PYPROC_MAX_INTERPS; i++) {
-        rc = sample_interp(p, interp, i == 0 ? &pre : NULL, &next, l, g);
+    p->main_interp = main_interp;
+
+    /* The main thread alone: of the main interpreter, not of the newest one (the list's head). */
+    if (rc == 0 && p->opts.main_only && !p->only && main_interp)
+        return sample_interp(p, main_interp, &pre, &next, l, g);
+    for (; rc == 0 && interp && n < PYPROC_MAX_INTERPS; n++) {
+        rc = sample_interp(p, interp, n == 0 ? &pre : NULL, &next, l, g);
         if (p->opts.main_only && !p->only)
             break;
         interp = next;
     }
+    if (n > 1)
+        dedupe_idents(p);
     return rc;
 }
 

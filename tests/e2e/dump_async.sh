@@ -82,6 +82,15 @@ for py in $ALL_PYTHONS; do
     $RANKTOP_BIN dump --json -p "$T" > "$WORK/p.json" || fail "$py: dump without --async"
     json_check "$WORK/p.json" "'async_error' not in d['processes'][0] and not any('tasks' in t for t in d['processes'][0]['threads'])" ||
         fail "$py: dump without --async changed"
+    # The target runs a subinterpreter (3.10+) that the main thread entered once: the main
+    # thread is listed once, with its stack (not the subinterpreter's empty state as well),
+    # and the main thread alone is that of the main interpreter, not of the list's newest.
+    json_check "$WORK/p.json" "[t['name'] for t in d['processes'][0]['threads']].count('MainThread') == 1 and [t for t in d['processes'][0]['threads'] if t['name'] == 'MainThread'][0]['frames']" ||
+        fail "$py: the main thread is not listed once with its frames: $(cat "$WORK/p.json")"
+    $RANKTOP_BIN record -p "$T" -d 1 -f collapsed -o "$WORK/m.folded" > "$WORK/m.err" 2>&1 ||
+        fail "$py: record of the main thread failed: $(cat "$WORK/m.err")"
+    grep -q '<module> (.*async_tasks.py:[0-9]*)' "$WORK/m.folded" ||
+        fail "$py: record of the main thread has no stack of the main interpreter: $(head -c 600 "$WORK/m.folded")"
     kill "$T"
 done
 [ "$n" -ge 2 ] || fail "fewer than two interpreters found: $ALL_PYTHONS"

@@ -231,23 +231,33 @@ static bool old_base_kept(struct pyproc *p, const struct pyhint *h, uint64_t out
              bytes_load_u64(f + L->fr.code));
 }
 
+/* The walk hints of the threads of the current thread list other than h's, one a call from
+ * *i on (at most BASE_CHECK_MAX looked at); NULL at the end. */
+static const struct pyhint *next_other(struct pyproc *p, const struct pyhint *h, size_t *i)
+{
+    const struct tslist *l = &p->ts;
+
+    while (*i < l->n && *i < BASE_CHECK_MAX) {
+        uint64_t ts = l->addr[(*i)++];
+        const struct pyhint *o = ts != h->ts ? pywalk_hint(p, ts, false) : NULL;
+
+        if (o)
+            return o;
+    }
+    return NULL;
+}
+
 /* 3.8-3.10: whether `outer` is the outermost frame another thread of this sample had at its
  * last whole walk. Frame objects are recycled from thread to thread; a chain that ends there
  * went from this thread's frames into that thread's through a frame freed and reused between
  * two reads, and would show this thread running the other's callers. */
 static bool base_of_other(struct pyproc *p, const struct pyhint *h, uint64_t outer)
 {
-    const struct tslist *l = &p->ts;
+    const struct pyhint *o;
 
-    for (size_t i = 0; i < l->n && i < BASE_CHECK_MAX; i++) {
-        const struct pyhint *o;
-
-        if (l->addr[i] == h->ts)
-            continue;
-        o = pywalk_hint(p, l->addr[i], false);
-        if (o && o->nchain && o->chain[o->nchain - 1] == outer)
+    for (size_t i = 0; (o = next_other(p, h, &i)) != NULL;)
+        if (o->nchain && o->chain[o->nchain - 1] == outer)
             return true;
-    }
     return false;
 }
 
@@ -860,17 +870,11 @@ static uint64_t root_chunk_of(const struct chunkset *cs, uint64_t outer)
  * callers, <module> at the bottom). */
 static bool root_of_other(struct pyproc *p, const struct pyhint *h, uint64_t r)
 {
-    const struct tslist *l = &p->ts;
+    const struct pyhint *o;
 
-    for (size_t i = 0; i < l->n && i < BASE_CHECK_MAX; i++) {
-        const struct pyhint *o;
-
-        if (l->addr[i] == h->ts)
-            continue;
-        o = pywalk_hint(p, l->addr[i], false);
-        if (o && o->root == r)
+    for (size_t i = 0; (o = next_other(p, h, &i)) != NULL;)
+        if (o->root == r)
             return true;
-    }
     return false;
 }
 

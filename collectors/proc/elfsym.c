@@ -148,6 +148,8 @@ static void elf_scan_sections(const struct elf_buf *b, const Elf64_Ehdr *eh, str
         name = elf_str(b, shstr, sh->sh_name);
         if (name && !strcmp(name, ".PyRuntime"))
             out->pyruntime_sec = sh->sh_addr;
+        if (name && !strcmp(name, ".AsyncioDebug"))
+            out->asyncio_debug = sh->sh_addr;
         if (name && !strcmp(name, ".bss")) {
             out->bss_addr = sh->sh_addr;
             out->bss_size = sh->sh_size;

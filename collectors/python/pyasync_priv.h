@@ -62,9 +62,28 @@ bool pyasync_resume_await(const struct async_offsets *A, uint16_t unit);
 /* Bytes of a 3.11+ coroutine object that pyasync_step_new decodes. */
 size_t pyasync_coro_bytes(const struct async_offsets *A);
 
-/* 3.11+: decodes c, a copy of the coroutine at remote address coro. 0 or APP_E_STALE. */
+/* 3.11+: decodes c, a copy of the coroutine at remote address coro. 0 or APP_E_STALE. On
+ * 3.14+ if_stacktop is the offset of the frame's stackpointer (a pointer, not a count) and the
+ * slot holds a tagged _PyStackRef. */
 int pyasync_step_new(const struct async_offsets *A, const struct py_layout *L, const uint8_t *c,
                      uint64_t coro, struct pyasync_step *s);
+
+/* 3.14+: the _asyncio module's _AsyncioDebug (_Py_AsyncioModuleDebugOffsets): 13 u64, the
+ * TaskObj group (size, task_name, task_awaited_by, task_is_task, task_awaited_by_is_set,
+ * task_coro, task_node), the interpreter group (size, asyncio_tasks_head) and the
+ * _PyThreadStateImpl group (size, asyncio_running_loop, asyncio_running_task,
+ * asyncio_tasks_head). */
+#define PYASYNC_DEBUG_BYTES 104
+
+struct pyasync_debug {
+    uint32_t t_size, t_name, t_awaited_by, t_is_task, t_ab_is_set, t_coro, t_node, t_state;
+    uint32_t is_head, ts_loop, ts_task, ts_head;
+};
+
+/* Checks and takes a copy of _AsyncioDebug: every offset inside the struct it names, and the
+ * TaskObj order of the 3.14 sources (awaited_by, then the int fut_state, then is_task and
+ * awaited_by_is_set), from which t_state (not exported) is taken. 0 or APP_E_VERSION. */
+int pyasync_debug_parse(const uint8_t *b, struct pyasync_debug *d);
 
 /* 3.8-3.10: decodes f, a copy (PYASYNC_FRAME_READ bytes) of the coroutine's frame. */
 int pyasync_step_old(const struct async_offsets *A, const struct py_layout *L, const uint8_t *f,

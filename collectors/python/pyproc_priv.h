@@ -123,6 +123,8 @@ struct pyproc {
     char version[24];
     uint64_t runtime;     /* remote &_PyRuntime */
     uint64_t pycode_type; /* remote &PyCode_Type, 0 if unknown */
+    uint64_t asyncio_dbg; /* 3.14+: remote &_AsyncioDebug (pyasync.c); 0 not located yet */
+    size_t asyncio_nmaps; /* mappings at the last search that found none: unchanged, not redone */
     uint64_t code_gen;    /* 3.14+: interp->_code_object_generation at the last sample */
     uint64_t pred_interp; /* the first interpreter and its GIL (3.12+) at the last sample: */
     uint64_t pred_gilp;   /* the next one copies them with the runtime's fields */

@@ -19,6 +19,7 @@ struct elf_info {
     uint64_t pyruntime;          /* st_value of _PyRuntime, 0 if absent */
     uint64_t pyruntime_size;     /* st_size of _PyRuntime */
     uint64_t pyruntime_sec;      /* sh_addr of .PyRuntime, 0 if absent */
+    uint64_t asyncio_debug;      /* sh_addr of .AsyncioDebug (3.14+ _asyncio), 0 if absent */
     uint64_t py_version;         /* st_value of Py_Version (3.11+), 0 if absent */
     uint64_t pycode_type;        /* st_value of PyCode_Type, 0 if absent */
     uint64_t bss_addr, bss_size; /* .bss, where Py_GetVersion() keeps sys.version */

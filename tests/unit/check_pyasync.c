@@ -225,7 +225,7 @@ START_TEST(versions_known)
     for (int minor = 8; minor <= 13; minor++)
         ck_assert_ptr_nonnull(pyasync_offsets(minor));
     ck_assert_ptr_null(pyasync_offsets(7));
-    ck_assert_ptr_null(pyasync_offsets(14)); /* 3.14: tasks in per-thread lists, not read yet */
+    ck_assert_ptr_null(pyasync_offsets(14)); /* 3.14: from _AsyncioDebug (check_pyasync_image) */
     ck_assert_ptr_null(pyasync_offsets(15));
 }
 END_TEST
@@ -238,9 +238,9 @@ START_TEST(refusals_say_why)
     struct pyasync_list l;
     struct app_err e = {0};
 
-    p->L.minor = 14;
+    p->L.minor = 15;
     ck_assert_int_eq(pyasync_read(p, &l, &e), APP_E_VERSION);
-    ck_assert_str_eq(e.msg, "asyncio tasks: not supported on 3.14 yet");
+    ck_assert_str_eq(e.msg, "asyncio tasks: not supported on 3.15 yet");
     ck_assert_uint_eq(l.n, 0);
     p->L.minor = 13;
     p->L.free_threaded = true;

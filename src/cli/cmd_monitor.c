@@ -272,16 +272,16 @@ static const char *demo_script(void)
 {
     static char path[PATH_MAX + 32];
     char exe[PATH_MAX], dir[PATH_MAX + 64];
-    const char *env = getenv("RANKTOP_DATADIR");
+    const char *env = getenv("RANKTOP_DATADIR"), *bin_to_data = RANKTOP_BIN_TO_DATA;
     ssize_t n;
 
     if (env && env[0])
         return demo_in(env, path, sizeof(path)) ? path : NULL;
     n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    if (n > 0 && RANKTOP_BIN_TO_DATA[0]) {
+    if (n > 0 && bin_to_data[0]) {
         exe[n] = '\0';
         *strrchr(exe, '/') = '\0'; /* the kernel's path is absolute */
-        snprintf(dir, sizeof(dir), "%s/%s", exe, RANKTOP_BIN_TO_DATA);
+        snprintf(dir, sizeof(dir), "%s/%s", exe, bin_to_data);
         /* Resolved: the ranks' command lines and frames show .../share/ranktop, not bin/.. */
         if (realpath(dir, exe) && demo_in(exe, path, sizeof(path)))
             return path;

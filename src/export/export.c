@@ -499,9 +499,12 @@ int export_format_from_name(const char *path)
         const char *suffix;
         enum export_format fmt;
     } map[] = {
-        {".perfetto-trace", EXPORT_PERFETTO}, {".pftrace", EXPORT_PERFETTO},
-        {".speedscope.json", EXPORT_SPEEDSCOPE}, {".json", EXPORT_CHROME},
-        {".folded", EXPORT_COLLAPSED}, {".collapsed", EXPORT_COLLAPSED},
+        {".perfetto-trace", EXPORT_PERFETTO},
+        {".pftrace", EXPORT_PERFETTO},
+        {".speedscope.json", EXPORT_SPEEDSCOPE},
+        {".json", EXPORT_CHROME},
+        {".folded", EXPORT_COLLAPSED},
+        {".collapsed", EXPORT_COLLAPSED},
         {".svg", EXPORT_FLAMEGRAPH},
     };
     size_t n = path ? strlen(path) : 0;

@@ -11,6 +11,7 @@
  * the path. Runs on whichever thread calls it, on a history nobody else writes. */
 #include "export_priv.h"
 
+#include "ranktop/hash.h"
 #include "ranktop/util.h"
 
 #include <errno.h>
@@ -187,6 +188,39 @@ const char *xframe_fn(const struct hframe *f)
 const char *xframe_file(const struct hframe *f)
 {
     return f->file ? f->file : "";
+}
+
+bool xframe_same(const struct history *h, uint32_t a, uint32_t b)
+{
+    const struct hframe *x = &h->frames[a], *y = &h->frames[b];
+
+    return a == b || (x->line == y->line && x->native == y->native &&
+                      hash_str_same(xframe_fn(x), xframe_fn(y)) &&
+                      hash_str_same(xframe_file(x), xframe_file(y)));
+}
+
+void xopen_move(struct xopen *o, const struct history *h, uint32_t stack, uint64_t t,
+                void (*slice)(void *ctx, bool begin, uint32_t frame, uint64_t t), void *ctx)
+{
+    const uint32_t *f = NULL;
+    size_t n = 0, k = 0;
+
+    if (stack != HSTACK_NONE) {
+        f = history_stack_frames(h, stack);
+        n = h->stacks[stack].nframes;
+    }
+    while (k < o->n && k < n && xframe_same(h, o->f[k], f[k]))
+        k++;
+    while (o->n > k)
+        slice(ctx, false, o->f[--o->n], t);
+    if (n > o->cap) {
+        o->cap = n * 2;
+        o->f = x_reallocarray(o->f, o->cap, sizeof(*o->f));
+    }
+    for (; k < n; k++) {
+        slice(ctx, true, f[k], t);
+        o->f[o->n++] = f[k];
+    }
 }
 
 void xframe_label(struct xbuf *out, const struct hframe *f)

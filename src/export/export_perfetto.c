@@ -113,11 +113,10 @@ struct pw {
     uint64_t *lane_uuid;        /* per lane: its process track; thread k is lane_uuid + 1 + k */
     uint64_t *series_uuid;      /* per series: its counter track, 0 = nothing to show */
     uint64_t devices_uuid, next_uuid;
-    uint32_t *open; /* frames of the open slices, outermost first */
-    size_t nopen, capopen;
-    uint64_t track;   /* the thread track being written */
-    size_t dropped;   /* packets that did not fit (none with PF_STR_MAX strings) */
-    bool clock_named; /* the primary trace clock is set */
+    struct xopen open; /* the lane's open slices */
+    uint64_t track;    /* the thread track being written */
+    size_t dropped;    /* packets that did not fit (none with PF_STR_MAX strings) */
+    bool clock_named;  /* the primary trace clock is set */
 };
 
 static void names_init(struct pf_names *n, size_t nframes)
@@ -398,8 +397,9 @@ static void begin_body(struct pw *w, uint32_t frame)
     bd->n = (uint8_t)m.len; /* at most 2 + 2 + 6 + 7 bytes: never full */
 }
 
-static void pf_slice(struct pw *w, bool begin, uint32_t frame, uint64_t t)
+static void pf_slice(void *ctx, bool begin, uint32_t frame, uint64_t t)
 {
+    struct pw *w = ctx;
     static const uint8_t end[] = {TE_TYPE << 3, TYPE_SLICE_END};
     struct pf_body *bd = &w->begin_body[frame];
     bool new_name = false;
@@ -423,41 +423,6 @@ static void pf_slice(struct pw *w, bool begin, uint32_t frame, uint64_t t)
     pkt_end(w);
 }
 
-/* Frames continue a slice while function, file, line and kind stay (as export_trace.c). */
-static bool frame_same(const struct history *h, uint32_t a, uint32_t b)
-{
-    const struct hframe *x = &h->frames[a], *y = &h->frames[b];
-
-    return a == b || (x->line == y->line && x->native == y->native &&
-                      hash_str_same(xframe_fn(x), xframe_fn(y)) &&
-                      hash_str_same(xframe_file(x), xframe_file(y)));
-}
-
-/* Moves the thread from its open slices to `stack` at t: ENDs for the old frames below the
- * common prefix, innermost first, then BEGINs for the new ones, outermost first. */
-static void pf_transition(struct pw *w, uint32_t stack, uint64_t t)
-{
-    const uint32_t *f = NULL;
-    size_t n = 0, k = 0;
-
-    if (stack != HSTACK_NONE) {
-        f = history_stack_frames(w->h, stack);
-        n = w->h->stacks[stack].nframes;
-    }
-    while (k < w->nopen && k < n && frame_same(w->h, w->open[k], f[k]))
-        k++;
-    while (w->nopen > k)
-        pf_slice(w, false, w->open[--w->nopen], t);
-    if (n > w->capopen) {
-        w->capopen = n * 2;
-        w->open = x_reallocarray(w->open, w->capopen, sizeof(*w->open));
-    }
-    for (; k < n; k++) {
-        pf_slice(w, true, f[k], t);
-        w->open[w->nopen++] = f[k];
-    }
-}
-
 static void pf_thread(struct pw *w, const struct xlane *l, size_t k, uint64_t track)
 {
     struct xiter it;
@@ -465,13 +430,13 @@ static void pf_thread(struct pw *w, const struct xlane *l, size_t k, uint64_t tr
     uint64_t end = 0;
 
     w->track = track;
-    w->nopen = 0;
+    w->open.n = 0;
     xiter_init(&it, w->p, l->r, l->th[k].t);
     while (xiter_next(&it, &seg)) {
-        pf_transition(w, seg.stack, seg.s);
+        xopen_move(&w->open, w->h, seg.stack, seg.s, pf_slice, w);
         end = seg.e;
     }
-    pf_transition(w, HSTACK_NONE, end);
+    xopen_move(&w->open, w->h, HSTACK_NONE, end, pf_slice, w);
 }
 
 static void pf_instant(struct pw *w, uint64_t track, const char *label, const char *what,
@@ -564,7 +529,7 @@ static void pf_fini(struct pw *w)
     free(w->begin_body);
     free(w->lane_uuid);
     free(w->series_uuid);
-    free(w->open);
+    free(w->open.f);
 }
 
 void export_perfetto_stream(struct xbuf *b, const struct xplan *p)

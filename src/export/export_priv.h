@@ -140,6 +140,22 @@ void xstacks_thread(struct xstacks *s, const struct xplan *p, const struct xlane
 /* Function and file of a frame, never NULL. */
 const char *xframe_fn(const struct hframe *f);
 const char *xframe_file(const struct hframe *f);
+
+/* Frames continue a slice while function, file, line and kind stay: a slice is one line's
+ * run (the Chrome and Perfetto writers both cut slices this way). */
+bool xframe_same(const struct history *h, uint32_t a, uint32_t b);
+
+/* The slices one lane has open, outermost first. */
+struct xopen {
+    uint32_t *f;
+    size_t n, cap;
+};
+
+/* Moves the lane from its open slices to `stack` at t: ends (begin false) for the old frames
+ * below the common prefix, innermost first, then begins for the new ones, outermost first,
+ * each through slice(ctx, begin, frame, t). HSTACK_NONE closes every slice. */
+void xopen_move(struct xopen *o, const struct history *h, uint32_t stack, uint64_t t,
+                void (*slice)(void *ctx, bool begin, uint32_t frame, uint64_t t), void *ctx);
 /* The frame's name in every export that names frames by one string (Chrome trace slices,
  * collapsed stacks): "function (file:line)", "function (file)" without a line, "function"
  * with neither. Raw bytes, appended to out; the caller escapes them for its format. */

@@ -45,8 +45,7 @@ struct cw {
     struct xbuf tail; /* per frame: the B tail, then the E tail (text after "ts":N) */
     size_t *off;      /* 2 * nframes + 1 offsets into tail.p */
     long *series_lane;
-    uint32_t *open; /* frames of the open slices, outermost first */
-    size_t nopen, capopen;
+    struct xopen open;           /* the lane's open slices */
     char head_b[64], head_e[64]; /* {"ph":"B","pid":P,"tid":T,"ts": */
     size_t len_b, len_e;
 };
@@ -91,8 +90,9 @@ static void cw_frame_tails(struct cw *w)
     xb_fini(&label);
 }
 
-static void cw_slice(struct cw *w, bool begin, uint32_t frame, uint64_t t)
+static void cw_slice(void *ctx, bool begin, uint32_t frame, uint64_t t)
 {
+    struct cw *w = ctx;
     size_t k = 2 * (size_t)frame + (begin ? 0 : 1);
 
     cw_sep(w);
@@ -102,45 +102,6 @@ static void cw_slice(struct cw *w, bool begin, uint32_t frame, uint64_t t)
         xb_put(w->b, w->head_e, w->len_e);
     cw_ts(w, t);
     xb_put(w->b, w->tail.p + w->off[k], w->off[k + 1] - w->off[k]);
-}
-
-static bool str_same(const char *a, const char *b)
-{
-    return a == b || !strcmp(a ? a : "", b ? b : "");
-}
-
-/* Frames continue a slice when function, file and line match: a slice is one line's run. */
-static bool frame_same(const struct history *h, uint32_t a, uint32_t b)
-{
-    return a == b ||
-           (h->frames[a].line == h->frames[b].line && h->frames[a].native == h->frames[b].native &&
-            str_same(h->frames[a].function, h->frames[b].function) &&
-            str_same(h->frames[a].file, h->frames[b].file));
-}
-
-/* Moves the thread from its open slices to `stack` at time t: E for the old frames below the
- * common prefix, innermost first, then B for the new ones, outermost first. */
-static void cw_transition(struct cw *w, uint32_t stack, uint64_t t)
-{
-    const uint32_t *f = NULL;
-    size_t n = 0, k = 0;
-
-    if (stack != HSTACK_NONE) {
-        f = history_stack_frames(w->h, stack);
-        n = w->h->stacks[stack].nframes;
-    }
-    while (k < w->nopen && k < n && frame_same(w->h, w->open[k], f[k]))
-        k++;
-    while (w->nopen > k)
-        cw_slice(w, false, w->open[--w->nopen], t);
-    if (n > w->capopen) {
-        w->capopen = n * 2;
-        w->open = x_reallocarray(w->open, w->capopen, sizeof(*w->open));
-    }
-    for (; k < n; k++) {
-        cw_slice(w, true, f[k], t);
-        w->open[w->nopen++] = f[k];
-    }
 }
 
 static void cw_thread(struct cw *w, const struct xlane *l, const struct xthread *x)
@@ -153,13 +114,13 @@ static void cw_thread(struct cw *w, const struct xlane *l, const struct xthread 
                                 "{\"ph\":\"B\",\"pid\":%d,\"tid\":%d,\"ts\":", l->pid, x->tid);
     w->len_e = (size_t)snprintf(w->head_e, sizeof(w->head_e),
                                 "{\"ph\":\"E\",\"pid\":%d,\"tid\":%d,\"ts\":", l->pid, x->tid);
-    w->nopen = 0;
+    w->open.n = 0;
     xiter_init(&it, w->p, l->r, x->t);
     while (xiter_next(&it, &seg)) {
-        cw_transition(w, seg.stack, seg.s);
+        xopen_move(&w->open, w->h, seg.stack, seg.s, cw_slice, w);
         end = seg.e;
     }
-    cw_transition(w, HSTACK_NONE, end);
+    xopen_move(&w->open, w->h, HSTACK_NONE, end, cw_slice, w);
 }
 
 static void cw_meta(struct cw *w, int pid, int tid, const char *what, const char *name,
@@ -416,5 +377,5 @@ void export_chrome(struct xbuf *b, const struct xplan *p)
     xb_fini(&w.tail);
     free(w.off);
     free(w.series_lane);
-    free(w.open);
+    free(w.open.f);
 }

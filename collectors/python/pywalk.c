@@ -493,16 +493,16 @@ static void ts_parse(const struct py_layout *L, const uint8_t *ts, struct tsview
 /* Bytes of the newest chunk to copy: up to the live top, plus some slack for frames pushed
  * since the copy v was taken when the chunk's allocated size is known (reading beyond an
  * allocation could fault and cut the batch short). 0 when v names no usable chunk. */
-static size_t chunk_want(const struct chunkset *cs, const struct tsview *v, bool slack)
+static size_t chunk_want(const struct pyhint *h, const struct tsview *v, bool slack)
 {
     size_t want, room;
 
     if (!v->chunk || v->live <= v->chunk + PYABI_CHUNK_HDR || v->live - v->chunk > CHUNK_MAX)
         return 0;
     want = v->live - v->chunk;
-    if (!slack || cs->hint->chunk != v->chunk || cs->hint->chunk_size < want)
+    if (!slack || h->chunk != v->chunk || h->chunk_size < want)
         return want;
-    room = cs->hint->chunk_size - want;
+    room = h->chunk_size - want;
     return want + (room < CHUNK_SLACK ? room : CHUNK_SLACK);
 }
 
@@ -542,11 +542,10 @@ struct plan {
 };
 
 static void plan_batch(const struct pyproc *p, uint64_t ts, const struct tsview *v,
-                       const struct chunkset *cs, struct plan *pl)
+                       const struct pyhint *h, struct plan *pl)
 {
     const struct py_layout *L = &p->L;
-    const struct pyhint *h = cs->hint;
-    size_t want = chunk_want(cs, v, true);
+    size_t want = chunk_want(h, v, true);
 
     pl->n = 0;
     pl->its = pl->itop = pl->ichunk = -1;
@@ -668,7 +667,7 @@ static int read_batch(struct pyproc *p, uint64_t ts, const struct tsview *v, str
     struct plan pl;
     int done = 0, rc = 0;
 
-    plan_batch(p, ts, v, cs, &pl);
+    plan_batch(p, ts, v, cs->hint, &pl);
     plan_bind(p, cs, b, &pl);
     if (take_fetched(p, cs->hint, &pl, &done)) {
         p->sample.prefetched++;
@@ -695,11 +694,11 @@ static int read_batch(struct pyproc *p, uint64_t ts, const struct tsview *v, str
 /* Appends to all[] the headers of the code objects the threads' last walks ran, to be checked
  * in this sample without a call of their own (pycode_resolve takes them); returns the new
  * count. A thread that has moved on costs only the bytes of a header it no longer needs. */
-static int prefetch_codes(struct pyproc *p, const uint64_t *tsaddr, int n, struct rmem_iov *all,
+static int prefetch_codes(struct pyproc *p, struct pyhint *const *hs, int n, struct rmem_iov *all,
                           int nall)
 {
-    for (int i = 0; i < n && i < PYFETCH_BATCH; i++) {
-        const struct pyprev *v = &pywalk_hint(p, tsaddr[i], false)->prev;
+    for (int i = 0; i < n; i++) {
+        const struct pyprev *v = &hs[i]->prev;
 
         for (uint32_t k = 0; v->raw && k < v->n && nall < RMEM_IOV_MAX; k++) {
             uint8_t *hdr;
@@ -716,43 +715,42 @@ static int prefetch_codes(struct pyproc *p, const uint64_t *tsaddr, int n, struc
 
 void pywalk_prefetch(struct pyproc *p, const uint64_t *tsaddr, const uint8_t *const *guess, int n)
 {
-    static _Thread_local struct chunkset cs;
     static _Thread_local struct rmem_iov all[RMEM_IOV_MAX];
-    int nall = 0, done = 0, ncode, first[PYFETCH_BATCH];
+    struct pyhint *hs[PYFETCH_BATCH];
+    int nall = 0, done = 0, ncode, nt = 0, first[PYFETCH_BATCH];
 
     if (p->L.fr.object || n < 1)
         return;
-    for (int i = 0; i < n && i < PYFETCH_BATCH; i++)
+    n = n < PYFETCH_BATCH ? n : PYFETCH_BATCH;
+    for (int i = 0; i < n; i++)
         (void)pywalk_hint(p, tsaddr[i], true); /* may move the hints: no pointer kept yet */
-    for (int i = 0; i < n && i < PYFETCH_BATCH; i++) {
-        struct pyhint *h = pywalk_hint(p, tsaddr[i], false);
+    for (int i = 0; i < n; i++) {
+        hs[i] = pywalk_hint(p, tsaddr[i], false);
+        hs[i]->fetched = false; /* also for a thread left out below: nothing stale is taken */
+    }
+    for (; nt < n; nt++) {
+        struct pyhint *h = hs[nt];
         struct tsview v;
         struct plan pl;
 
-        first[i] = -1;
-        h->fetched = false;
-        cs.hint = h;
-        ts_parse(&p->L, guess[i], &v);
-        plan_batch(p, tsaddr[i], &v, &cs, &pl);
+        ts_parse(&p->L, guess[nt], &v);
+        plan_batch(p, tsaddr[nt], &v, h, &pl);
         if (nall + pl.n > RMEM_IOV_MAX)
             break;
         plan_stash(h, &pl);
         for (int k = 0; k < pl.n; k++)
             h->fetch[k] = all[nall + k] = pl.iov[k];
         h->nfetch = pl.n;
-        first[i] = nall;
+        first[nt] = nall;
         nall += pl.n;
     }
     if (!nall)
         return;
     ncode = nall;
-    nall = prefetch_codes(p, tsaddr, n, all, nall);
+    nall = prefetch_codes(p, hs, nt, all, nall);
     (void)rmem_readv(p->mem, all, nall, &done); /* what failed is read again by its walk */
-    for (int i = 0; i < n && i < PYFETCH_BATCH && first[i] >= 0; i++) {
-        struct pyhint *h = pywalk_hint(p, tsaddr[i], false);
-
-        h->fetched = done >= first[i] + h->nfetch;
-    }
+    for (int i = 0; i < nt; i++)
+        hs[i]->fetched = done >= first[i] + hs[i]->nfetch;
     pycode_prefetch_done(&p->codes, done > ncode ? (size_t)(done - ncode) : 0);
 }
 
@@ -767,6 +765,7 @@ static int walk_start(struct pyproc *p, uint64_t tsaddr, const uint8_t *guess, s
     const struct py_layout *L = &p->L;
     struct batch b = {0};
     struct tsview g, f;
+    size_t want;
     int rc;
 
     ts_parse(L, guess, &g);
@@ -797,8 +796,9 @@ static int walk_start(struct pyproc *p, uint64_t tsaddr, const uint8_t *guess, s
     if (!b.got && cs->hint->chunk == g.chunk)
         cs->hint->chunk_size = 0;
     /* Without slack: the batch may have failed by reading past what is mapped. */
-    if (chunk_want(cs, &f, false))
-        return chunk_load(p, cs, f.chunk, chunk_want(cs, &f, false)) == APP_E_GONE ? APP_E_GONE : 0;
+    want = chunk_want(cs->hint, &f, false);
+    if (want)
+        return chunk_load(p, cs, f.chunk, want) == APP_E_GONE ? APP_E_GONE : 0;
     return 0;
 }
 

@@ -424,22 +424,25 @@ static int sample_interp(struct pyproc *p, uint64_t interp, const struct ifields
 static void dedupe_idents(struct pyproc *p)
 {
     uint32_t n = p->sample.nthreads, kept = 0;
+    bool *drop = x_calloc(n ? n : 1, sizeof(*drop));
 
+    /* Decided on the list as sampled, then compacted: no decision reads a moved entry. */
     for (uint32_t i = 0; i < n; i++) {
         const struct pythread *t = &p->threads[i];
-        bool drop = false;
+        uint32_t tn = t->status == 0 ? t->nframes + 1 : 0;
 
-        for (uint32_t j = 0; j < n && !drop; j++) {
+        for (uint32_t j = 0; j < n && !drop[i]; j++) {
             const struct pythread *u = &p->threads[j];
-            uint32_t tn = t->status == 0 ? t->nframes + 1 : 0;
             uint32_t un = u->status == 0 ? u->nframes + 1 : 0;
 
-            drop = j != i && u->ident == t->ident && (un > tn || (un == tn && j > i));
+            drop[i] = j != i && u->ident == t->ident && (un > tn || (un == tn && j > i));
         }
-        if (!drop)
-            p->threads[kept++] = *t;
     }
+    for (uint32_t i = 0; i < n; i++)
+        if (!drop[i])
+            p->threads[kept++] = p->threads[i];
     p->sample.nthreads = kept;
+    free(drop);
 }
 
 static int sample_once(struct pyproc *p, struct tslist *l)

@@ -52,21 +52,38 @@
 #define TYPE_CACHE 64
 #define LIST_MAX 10000
 #define TRIES 5
+#define CODE_CACHE 64
+#define CO_CODE_OLD 48 /* 3.8-3.10 PyCodeObject.co_code (measured with ctypes on each) */
 
 /* gi_frame_state / f_state of a frame suspended in an await: 3.10-3.12 FRAME_SUSPENDED, 3.13
  * FRAME_SUSPENDED_YIELD_FROM; both -1. */
 #define SUSPENDED (-1)
 
 static const struct async_offsets TABLE[] = {
-    {8, 16, 72, 104, 112, 120, 16, -1, -1, 72, -1, -1, -1, -1, -1, -1, -1},
-    {9, 16, 80, 144, 152, 160, 16, -1, -1, 72, -1, -1, -1, -1, -1, -1, -1},
-    {10, 16, 88, 152, 160, 168, 16, -1, -1, -1, 64, 80, 108, -1, -1, -1, -1},
+    {8, 16, 72, 104, 112, 120, 16, -1, -1, 72, -1, -1, -1, -1, -1, 72, -1}, /* YIELD_FROM */
+    {9, 16, 80, 144, 152, 160, 16, -1, -1, 72, -1, -1, -1, -1, -1, 72, -1},
+    {10, 16, 88, 152, 160, 168, 16, -1, -1, -1, 64, 80, 108, -1, -1, 72, -1},
     {11, 16, 88, 128, 136, 144, -1, 80, 75, -1, -1, -1, -1, 64, 72, 151, 150}, /* RESUME_QUICK */
     {12, 16, 88, 128, 136, 144, -1, 72, 67, -1, -1, -1, -1, 64, 72, 151, 240}, /* INSTRUMENTED_ */
     {13, 16, 96, 112, 120, 128, -1, 72, 67, -1, -1, -1, -1, 64, 72, -1, -1},
 };
 
-enum kind { K_OTHER, K_TASK, K_FUTURE, K_GATHER, K_CORO, K_GEN, K_INT, K_STR, K_LIST, K_NONE };
+/* K_PYTASK, K_PYFUTURE: asyncio.tasks._PyTask, asyncio.futures._PyFuture (pure Python) or a
+ * subclass of them. */
+enum kind {
+    K_OTHER,
+    K_TASK,
+    K_FUTURE,
+    K_GATHER,
+    K_CORO,
+    K_GEN,
+    K_INT,
+    K_STR,
+    K_LIST,
+    K_NONE,
+    K_PYTASK,
+    K_PYFUTURE
+};
 
 struct tkind {
     uint64_t type;
@@ -90,6 +107,12 @@ struct actx {
     size_t ncur;
     uint64_t *loops, *idents; /* loop -> thread ident */
     size_t nloops;
+    uint64_t interp;             /* the interpreter read */
+    uint64_t py_task, py_future; /* _PyTask and _PyFuture (0: absent), once py_looked */
+    bool py_looked;
+    uint64_t codes[CODE_CACHE][2]; /* 3.8-3.10: code object -> its co_code's bytes */
+    size_t ncodes;
+    uint64_t pystates[3]; /* the str objects of _PyFuture's _state, once seen */
 };
 
 const char *pyasync_state_name(enum pyasync_state s)
@@ -130,6 +153,35 @@ static enum kind name_kind(const char *s, int depth)
     return K_OTHER;
 }
 
+/* A type named Task or Future that is asyncio's pure-Python _PyTask or _PyFuture, compared by
+ * address with asyncio.tasks._PyTask and asyncio.futures._PyFuture (looked up once per read),
+ * so that a user's class of that name is not taken for one. */
+static int py_kind(struct actx *a, uint64_t type, const char *name, enum kind *k)
+{
+    int st = 0;
+
+    if (strcmp(name, "Task") != 0 && strcmp(name, "Future") != 0)
+        return 0;
+    if (!a->py_looked) {
+        st = pynames_module_get(&a->w, a->interp, "asyncio.tasks", "_PyTask", &a->py_task);
+        if (st == APP_E_NOTFOUND)
+            st = 0, a->py_task = 0;
+        if (st == 0)
+            st =
+                pynames_module_get(&a->w, a->interp, "asyncio.futures", "_PyFuture", &a->py_future);
+        if (st == APP_E_NOTFOUND)
+            st = 0, a->py_future = 0;
+        if (st < 0)
+            return st;
+        a->py_looked = true;
+    }
+    if (type && type == a->py_task)
+        *k = K_PYTASK;
+    else if (type && type == a->py_future)
+        *k = K_PYFUTURE;
+    return 0;
+}
+
 /* Classifies a type object by walking tp_name up the tp_base chain (bounded); cached. */
 static int type_kind(struct actx *a, uint64_t type, enum kind *out)
 {
@@ -157,9 +209,11 @@ static int type_kind(struct actx *a, uint64_t type, enum kind *out)
         if (depth == 0 && strcmp(name, "_GatheringFuture") == 0)
             gather = true;
         k = name_kind(name, depth);
+        if (k == K_OTHER && (st = py_kind(a, t, name, &k)) < 0)
+            return st;
         t = bytes_load_u64(hdr + TP_BASE);
     }
-    if (k == K_FUTURE && gather)
+    if ((k == K_FUTURE || k == K_PYFUTURE) && gather)
         k = K_GATHER;
     if (a->ntypes < TYPE_CACHE)
         a->types[a->ntypes++] = (struct tkind){type, k};
@@ -260,7 +314,7 @@ static int weakset_tasks(struct actx *a, uint64_t ws, uint64_t **tasks, size_t *
         st = read_u64(a->m, refs[i] + 16, &obj); /* PyWeakReference.wr_object */
         if (st == 0 && bytes_ptr_ok(obj))
             st = obj_kind(a, obj, &k);
-        if (st == 0 && k == K_TASK)
+        if (st == 0 && (k == K_TASK || k == K_PYTASK))
             push(tasks, n, obj);
     }
     free(refs);
@@ -288,7 +342,7 @@ static int collect(struct actx *a, uint64_t interp, uint64_t **tasks, size_t *n)
         enum kind k = K_OTHER;
 
         st = obj_kind(a, eg[i], &k);
-        if (st == 0 && k == K_TASK)
+        if (st == 0 && (k == K_TASK || k == K_PYTASK))
             push(tasks, n, eg[i]);
     }
     free(eg);
@@ -300,7 +354,7 @@ static int collect(struct actx *a, uint64_t interp, uint64_t **tasks, size_t *n)
         enum kind k = K_OTHER;
 
         st = obj_kind(a, vals[i], &k);
-        if (st == 0 && k != K_TASK)
+        if (st == 0 && k != K_TASK && k != K_PYTASK)
             st = APP_E_STALE;
         if (st == 0)
             push(&a->cur, &a->ncur, vals[i]);
@@ -376,8 +430,10 @@ int pyasync_step_old(const struct async_offsets *A, const struct py_layout *L, c
     } else if ((int8_t)f[A->f_state] == SUSPENDED) {
         int depth = bytes_load_i32(f + A->f_stackdepth);
 
-        if (depth < 1 || depth > 1 << 16)
+        if (depth < 0 || depth > 1 << 16)
             return APP_E_STALE;
+        if (depth == 0) /* a plain yield with nothing on its stack: nothing awaited */
+            return 0;
         s->slot = bytes_load_u64(f + A->f_valuestack) + 8 * (uint64_t)(depth - 1);
     }
     return s->slot && !bytes_ptr_ok(s->slot) ? APP_E_STALE : 0;
@@ -430,7 +486,38 @@ bool pyasync_resume_await(const struct async_offsets *A, uint16_t unit)
 {
     int op = unit & 0xff, arg = unit >> 8;
 
+    if (A->minor <= 10) /* YIELD_FROM, whatever its (unused) oparg */
+        return op == A->resume_op;
     return (op == A->resume_op || op == A->resume_op2) && arg >= 2;
+}
+
+/* 3.8-3.10: where the code unit after the frame's last instruction lies, in its code's co_code
+ * bytes (cached per read). As in _PyGen_yf, that unit must be YIELD_FROM for the top of the
+ * value stack to be the awaited object: a plain yield leaves other things there (a for loop's
+ * iterator, or a local below an empty stack). */
+static int yield_from_at(struct actx *a, struct pyasync_step *s)
+{
+    uint64_t bytes = 0;
+    size_t i = 0;
+    int st;
+
+    while (i < a->ncodes && a->codes[i][0] != s->code)
+        i++;
+    if (i < a->ncodes) {
+        bytes = a->codes[i][1];
+    } else {
+        st = read_u64(a->m, s->code + CO_CODE_OLD, &bytes);
+        if (st == 0 && !bytes_ptr_ok(bytes))
+            st = APP_E_STALE;
+        if (st < 0)
+            return st;
+        if (a->ncodes < CODE_CACHE) {
+            a->codes[a->ncodes][0] = s->code;
+            a->codes[a->ncodes++][1] = bytes;
+        }
+    }
+    s->resume_at = bytes + a->p->L.bytes.sval + (uint64_t)s->q + 2;
+    return 0;
 }
 
 /* One step of the chain: reads the object (3.11+: the coroutine with its frame, in one read),
@@ -470,6 +557,8 @@ static int step(struct actx *a, uint64_t coro, struct pyasync_step *s, uint64_t 
         st = bytes_ptr_ok(frame) ? rmem_read(a->m, frame, buf, PYASYNC_FRAME_READ) : APP_E_STALE;
         if (st == 0)
             st = pyasync_step_old(a->A, &a->p->L, buf, s);
+        if (st == 0 && s->slot && a->A->resume_op >= 0)
+            st = yield_from_at(a, s);
     }
     if (st < 0 || !s->slot)
         return st;
@@ -540,21 +629,93 @@ static bool in(const uint64_t *v, size_t n, uint64_t x)
     return false;
 }
 
+/* The object at *obj, or 0 for None (an unset _fut_waiter or _coro of a pure-Python task). */
+static int none_to_zero(struct actx *a, uint64_t *obj)
+{
+    enum kind k = K_OTHER;
+    int st = obj_kind(a, *obj, &k);
+
+    if (st == 0 && k == K_NONE)
+        *obj = 0;
+    return st;
+}
+
+/* _PyFuture._state: the str 'PENDING', 'CANCELLED' or 'FINISHED' as 0, 1, 2 (fut_state's
+ * values); each of the three str objects is decoded once per read. */
+static int pystate(struct actx *a, uint64_t obj, int *state)
+{
+    static const char *const names[] = {"PENDING", "CANCELLED", "FINISHED"};
+    enum kind k = K_OTHER;
+    char *s;
+    int st = 0;
+
+    for (int i = 0; i < 3; i++)
+        if (a->pystates[i] == obj)
+            return *state = i, 0;
+    if ((st = obj_kind(a, obj, &k)) < 0 || k != K_STR)
+        return st < 0 ? st : APP_E_STALE;
+    s = pystr_read(a->m, &a->p->L, obj, &st);
+    for (int i = 0; s && i < 3; i++)
+        if (strcmp(s, names[i]) == 0) {
+            a->pystates[i] = obj;
+            *state = i;
+            free(s);
+            return 0;
+        }
+    free(s);
+    return st < 0 ? st : APP_E_STALE;
+}
+
+/* A pure-Python task (asyncio.tasks._PyTask, or a Python subclass of it): its fields are
+ * instance attributes, looked up in its instance dict as pynames.c does for any object
+ * (3.8-3.10 tp_dictoffset dicts, 3.11 shared keys and values, 3.12 managed dicts, 3.13 inline
+ * values). _state is a class attribute until the task is cancelled or finishes, so an instance
+ * without one is pending. Fills r as task_read does for a C task. */
+static int pytask_read(struct actx *a, uint64_t addr, struct raw *r)
+{
+    static const char *const attr[] = {"_loop", "_fut_waiter", "_coro", "_name", "_state"};
+    uint64_t v[5] = {0};
+    int st = 0, state = 0;
+
+    for (int i = 0; i < 5 && st == 0; i++) {
+        st = pynames_attr(&a->w, addr, attr[i], &v[i]);
+        if (st == APP_E_NOTFOUND && i == 4)
+            st = 0, v[4] = 0;
+    }
+    if (st == 0 && v[4])
+        st = pystate(a, v[4], &state);
+    if (st == 0)
+        st = none_to_zero(a, &v[1]);
+    if (st == 0)
+        st = none_to_zero(a, &v[2]);
+    *r = (struct raw){addr, v[0], v[1], v[2], v[3], state};
+    return st == APP_E_NOTFOUND ? APP_E_STALE : st; /* a task always has the other four */
+}
+
 /* Reads one task's object, name, thread and chain. */
 static int task_read(struct actx *a, uint64_t addr, struct raw *r, struct pyasync_task *t)
 {
     const struct async_offsets *A = a->A;
     uint8_t b[192];
-    int st = rmem_read(a->m, addr, b, (size_t)A->name + 8);
+    enum kind k = K_OTHER;
+    long got = rmem_read_some(a->m, addr, b, (size_t)A->name + 8); /* may end a page */
+    int st = got < 16 ? (got < 0 ? (int)got : APP_E_STALE) : 0;
 
+    if (st == 0)
+        st = type_kind(a, bytes_load_u64(b + PYABI_OB_TYPE), &k);
+    if (st == 0 && k == K_PYTASK)
+        st = pytask_read(a, addr, r);
+    else if (st == 0 && (k != K_TASK || got < (long)A->name + 8))
+        st = APP_E_STALE;
     if (st < 0)
         return st;
-    *r = (struct raw){addr,
-                      bytes_load_u64(b + A->loop),
-                      bytes_load_u64(b + A->waiter),
-                      bytes_load_u64(b + A->coro),
-                      bytes_load_u64(b + A->name),
-                      bytes_load_i32(b + A->state)};
+    if (k == K_TASK)
+        *r = (struct raw){addr,
+                          bytes_load_u64(b + A->loop),
+                          bytes_load_u64(b + A->waiter),
+                          bytes_load_u64(b + A->coro),
+                          bytes_load_u64(b + A->name),
+                          bytes_load_i32(b + A->state)};
     if (r->state < 0 || r->state > 2 || !bytes_ptr_ok(r->loop) || !bytes_ptr_ok(r->name) ||
         (r->coro && !bytes_ptr_ok(r->coro)) || (r->waiter && !bytes_ptr_ok(r->waiter)))
         return APP_E_STALE;
@@ -970,6 +1131,9 @@ static void actx_reset(struct actx *a)
     free(a->idents);
     a->cur = a->loops = a->idents = NULL;
     a->ncur = a->nloops = a->ntypes = 0;
+    a->py_looked = false;
+    a->ncodes = 0;
+    memset(a->pystates, 0, sizeof(a->pystates));
 }
 
 /* The main interpreter: the last of the list (new interpreters are pushed at its head). */
@@ -1021,6 +1185,7 @@ int pyasync_read(struct pyproc *p, struct pyasync_list *out, struct app_err *err
         actx_reset(&a);
         a.w.dict_type = 0;
         st = main_interp(p, &interp);
+        a.interp = interp;
         if (st == 0)
             st = a.A == &a14 ? read_once14(&a, &d, interp, out) : read_once(&a, interp, out);
     }

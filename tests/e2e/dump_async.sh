@@ -6,16 +6,20 @@
 # _fut_waiter, cr_await chains): under the thread running each loop (the main thread, marked
 # unknown, for the loop never run), the same task names, states, awaiting tasks and whole
 # await chains (function, file, line, innermost first); the finished ones done or cancelled. The text output shows the same tasks; under task churn every read is whole
-# or says it was torn; a process without asyncio has none.
+# or says it was torn; a process without asyncio has none. The same target again with every
+# task a pure-Python asyncio.tasks._PyTask, made by each loop's task factory beside C futures
+# (pytask), and with the _asyncio module blocked, so that tasks, futures, gathers and the
+# registries are all pure Python (pure): the same tasks, read from their instance dicts.
 . "$(dirname "$0")/lib.sh"
 
 PY="$RANKTOP_SRCDIR/tests/py/async_tasks.py"
 
-compare() { # DUMP.json TRUTH.json
-    python3 - "$1" "$2" <<'PYEOF'
+compare() { # DUMP.json TRUTH.json MODE
+    python3 - "$1" "$2" "$3" <<'PYEOF'
 import json, sys
 d = json.load(open(sys.argv[1], encoding="utf-8"))
 truth = json.load(open(sys.argv[2], encoding="utf-8"))
+mode = sys.argv[3]
 p = d["processes"][0]
 assert p["error"] is None and p["async_error"] is None, (p["error"], p["async_error"])
 threads = {t["tid"]: t for t in p["threads"]}
@@ -46,12 +50,16 @@ for h in truth["held"]:
     assert done[h["name"]]["frames"] == [], h
 # The shapes the target was built to have, so that a truth gone wrong cannot pass either.
 names = {t["name"]: t for loop in truth["loops"] for t in loop["tasks"]}
+# A pure-Python future is awaited through Future.__await__, a generator: one frame more.
+fns = lambda t: [f["function"] for f in t["frames"] if not f["function"].endswith("__await__")]
+assert all(t["py"] == (mode != "c") for t in names.values()), [(n, t["py"]) for n, t in names.items()]
+assert (mode == "pure") == any(f["function"].endswith("__await__") for f in names["inner"]["frames"])
 assert names["inner"]["awaited_by"] == ["outer-ü"]
-assert [f["function"] for f in names["inner"]["frames"]][1:] == ["level2", "level1"]
+assert fns(names["inner"])[1:] == ["level2", "level1"]
 assert names["g-1"]["awaited_by"] == ["gatherer"] and names["g-2"]["awaited_by"] == ["gatherer"]
 assert names["side-blocker"]["state"] == "running" and names["side-blocker"]["awaited_by"] == ["side-main"]
 assert names["задача-函数-😀"]["frames"][-1]["function"] == "ждать_ü"
-assert names["queue-waiter"]["frames"][0]["function"].endswith("get")
+assert fns(names["queue-waiter"])[0].endswith("get")
 assert names["idle-task"]["frames"][0]["function"] == "never_started"
 if len(truth["loops"]) == 4:  # 3.12+: the eager loop
     assert names["eager-blocker"]["state"] == "running", names["eager-blocker"]
@@ -69,7 +77,7 @@ for py in $ALL_PYTHONS; do
     start_ready "$py" "$PY"
     $RANKTOP_BIN dump --async --json -p "$T" > "$WORK/a.json" 2> "$WORK/a.err" ||
         fail "$py: dump --async failed: $(cat "$WORK/a.err")"
-    compare "$WORK/a.json" "$WORK/ready.json" || fail "$py: tasks differ from the target's own view"
+    compare "$WORK/a.json" "$WORK/ready.json" c || fail "$py: tasks differ from the target's own view"
     $RANKTOP_BIN dump --async -p "$T" > "$WORK/a.txt" 2> "$WORK/a.err" || fail "$py: text dump"
     grep -q '^  Task "inner" (pending) awaited by "outer-ü"$' "$WORK/a.txt" || fail "$py: text: inner"
     grep -q '^  Task "side-blocker" (running) awaited by "side-main"$' "$WORK/a.txt" ||
@@ -94,6 +102,22 @@ for py in $ALL_PYTHONS; do
     kill "$T"
 done
 [ "$n" -ge 2 ] || fail "fewer than two interpreters found: $ALL_PYTHONS"
+
+# Pure-Python tasks (asyncio.tasks._PyTask), with C futures and with everything pure Python.
+for py in $ALL_PYTHONS; do
+    [ -x "$py" ] || continue
+    for mode in pytask pure; do
+        start_ready "$py" "$PY" "$mode"
+        $RANKTOP_BIN dump --async --json -p "$T" > "$WORK/a.json" 2> "$WORK/a.err" ||
+            fail "$py $mode: dump --async failed: $(cat "$WORK/a.err")"
+        compare "$WORK/a.json" "$WORK/ready.json" "$mode" ||
+            fail "$py $mode: tasks differ from the target's own view"
+        $RANKTOP_BIN dump --async -p "$T" > "$WORK/a.txt" 2> "$WORK/a.err" || fail "$py: text dump"
+        grep -q '^  Task "inner" (pending) awaited by "outer-ü"$' "$WORK/a.txt" ||
+            fail "$py $mode: text: inner"
+        kill "$T"
+    done
+done
 
 # Tasks created and finished as fast as the loop runs: every dump exits 0 with valid JSON and
 # either one line saying the read was torn, or tasks that include "steady" with its whole

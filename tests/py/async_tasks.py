@@ -1,6 +1,6 @@
 """asyncio tasks for `ranktop dump --async` to read (tests/e2e/dump_async.sh).
 
-Usage: async_tasks.py READYFILE. The main thread's loop runs nested tasks (outer-ü awaits the
+Usage: async_tasks.py READYFILE [c|pytask|pure]. The main thread's loop runs nested tasks (outer-ü awaits the
 task inner, whose coroutine sits two coroutines deep in an Event.wait), a gather() of two
 tasks, a task awaiting a Queue forever, a task awaiting a to_thread call (run_in_executor on
 3.8), a task with a non-ASCII name; a second thread runs its own loop, whose task side-blocker
@@ -13,12 +13,23 @@ writes the ground truth to READYFILE.json: per loop its thread, and per task (as
 the name, state, awaiting tasks (via _fut_waiter, and a gather's _children) and the coroutine
 chain followed through cr_await from get_coro(), innermost first. Then the ready file, and the
 process waits forever.
+
+The mode says which Task class makes every task: c (the default: _asyncio.Task), pytask (each
+loop's task factory makes asyncio.tasks._PyTask, the pure-Python Task, beside C futures), pure
+(the _asyncio module blocked before asyncio is imported: Task, Future and every registry are
+pure Python, as on a build without _asyncio). The ground truth says per task whether it is a
+_PyTask.
 """
-import asyncio
-import json
-import os
 import sys
-import threading
+
+MODE = sys.argv[2] if len(sys.argv) > 2 else "c"
+if MODE == "pure":
+    sys.modules["_asyncio"] = None  # asyncio falls back to its pure-Python classes
+
+import asyncio  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import threading  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from readyfile import write_ready  # noqa: E402
@@ -45,12 +56,19 @@ def chain(coro):
     return frames[::-1]
 
 
+# A pure-Python future is awaited through its __await__, a generator that yields the future.
+FUT_AWAIT = asyncio.futures._PyFuture.__await__.__code__
+
+
 def innermost(coro):
     """What the innermost coroutine of the chain awaits (None while it runs)."""
     c = coro
     while type(c).__name__ in ("coroutine", "generator"):
         nxt = c.cr_await if type(c).__name__ == "coroutine" else c.gi_yieldfrom
         if nxt is None:
+            if (type(c).__name__ == "generator" and c.gi_code is FUT_AWAIT
+                    and c.gi_frame is not None and c.gi_frame.f_lasti >= 0):
+                return c.gi_frame.f_locals["self"]
             return None
         c = nxt
     return c
@@ -80,8 +98,27 @@ def loop_truth(loop, ident, native):
         state = ("cancelled" if t.cancelled() else "done" if t.done()
                  else "running" if t is cur else "pending")
         out.append({"name": t.get_name(), "state": state, "awaited_by": sorted(by[t]),
-                    "frames": chain(t.get_coro())})
+                    "frames": chain(t.get_coro()),
+                    "py": isinstance(t, asyncio.tasks._PyTask)})
     return {"ident": ident, "tid": native, "tasks": out}
+
+
+def py_task_factory(loop, coro, **kw):
+    return asyncio.tasks._PyTask(coro, loop=loop, **kw)
+
+
+def new_loop():
+    loop = asyncio.new_event_loop()
+    if MODE == "pytask":
+        loop.set_task_factory(py_task_factory)
+    return loop
+
+
+def run(coro):
+    """asyncio.run, on a loop of new_loop()."""
+    loop = new_loop()
+    asyncio.set_event_loop(loop)
+    return loop.run_until_complete(coro)
 
 
 # --- the second thread's loop ---------------------------------------------------------------
@@ -133,7 +170,8 @@ async def eager_main():
     asyncio.current_task().set_name("eager-main")
     loop = asyncio.get_running_loop()
     EAGER.update(loop=loop, ident=threading.get_ident(), tid=threading.get_native_id())
-    loop.set_task_factory(asyncio.eager_task_factory)
+    loop.set_task_factory(asyncio.create_eager_task_factory(asyncio.tasks._PyTask)
+                          if MODE == "pytask" else asyncio.eager_task_factory)
     loop.create_task(eager_block())
 
 
@@ -170,7 +208,10 @@ async def in_thread():
 
 
 async def gathered(ev):
-    await asyncio.gather(level2(ev), return_exceptions=True)
+    # Named here: 3.13.0's create_task names a factory's task str(None) when given no name.
+    child = asyncio.ensure_future(level2(ev))
+    child.set_name("g-2-child")
+    await asyncio.gather(child, return_exceptions=True)
 
 
 def write_truth(loop):
@@ -208,11 +249,13 @@ async def quick():
     return 1
 
 
-IDLE = asyncio.new_event_loop()  # never run: its task's thread is unknown
+IDLE = new_loop()  # never run: its task's thread is unknown
 HELD = []  # finished tasks kept alive: still in the registry, done or cancelled
+HELD_QUEUE = []
 
 
 async def main():
+    asyncio.current_task().set_name("main")
     loop = asyncio.get_running_loop()
     ev = asyncio.Event()
     IDLE.create_task(never_started()).set_name("idle-task")
@@ -223,11 +266,11 @@ async def main():
     await asyncio.sleep(0)
     HELD[1].cancel()
     await asyncio.wait(HELD)
-    threading.Thread(target=lambda: asyncio.run(side_main()), name="side-loop",
+    threading.Thread(target=lambda: run(side_main()), name="side-loop",
                      daemon=True).start()
     await loop.run_in_executor(None, SIDE_READY.wait)
     if hasattr(asyncio, "eager_task_factory"):
-        threading.Thread(target=lambda: asyncio.run(eager_main()), name="eager-loop",
+        threading.Thread(target=lambda: run(eager_main()), name="eager-loop",
                          daemon=True).start()
         await loop.run_in_executor(None, EAGER_READY.wait)
     inner = asyncio.ensure_future(level1(ev))
@@ -239,7 +282,9 @@ async def main():
     g2.set_name("g-2")
     gatherer = asyncio.ensure_future(gather_both(g1, g2))
     gatherer.set_name("gatherer")
-    asyncio.ensure_future(queue_wait(asyncio.Queue())).set_name("queue-waiter")
+    # Held: nothing else refers to this task's queue, and asyncio keeps tasks by weak reference.
+    HELD_QUEUE.append(asyncio.ensure_future(queue_wait(asyncio.Queue())))
+    HELD_QUEUE[0].set_name("queue-waiter")
     asyncio.ensure_future(in_thread()).set_name("threaded")
     asyncio.ensure_future(ждать_ü(ev)).set_name("задача-函数-😀")
     me = asyncio.current_task()
@@ -253,4 +298,4 @@ async def gather_both(a, b):
     await asyncio.gather(a, b)
 
 
-asyncio.run(main())
+run(main())

@@ -215,8 +215,27 @@ START_TEST(step_old_stackdepth)
     ck_assert_int_eq(pyasync_step_old(A, L, f, &s), 0);
     ck_assert_uint_eq(s.slot, 0);
     f[A->f_state] = (uint8_t)-1;
-    put32(f, A->f_stackdepth, 0); /* suspended with an empty stack: torn */
+    put32(f, A->f_stackdepth, 0); /* a plain yield with an empty stack: nothing awaited */
+    ck_assert_int_eq(pyasync_step_old(A, L, f, &s), 0);
+    ck_assert_uint_eq(s.slot, 0);
+    put32(f, A->f_stackdepth, -1); /* torn */
     ck_assert_int_eq(pyasync_step_old(A, L, f, &s), APP_E_STALE);
+}
+END_TEST
+
+/* 3.8-3.10 cannot tell await from yield by the frame: as in _PyGen_yf, the code unit after
+ * f_lasti must be YIELD_FROM (72, any oparg) for the value stack's top to be awaited. */
+START_TEST(yield_from_old)
+{
+    for (int minor = 8; minor <= 10; minor++) {
+        const struct async_offsets *A = pyasync_offsets(minor);
+
+        ck_assert_int_eq(A->resume_op, 72);
+        ck_assert(pyasync_resume_await(A, 72));
+        ck_assert(pyasync_resume_await(A, 72 | 3 << 8));
+        ck_assert(!pyasync_resume_await(A, 86)); /* YIELD_VALUE: a plain yield */
+        ck_assert(!pyasync_resume_await(A, 1));  /* POP_TOP, after a yield */
+    }
 }
 END_TEST
 
@@ -262,6 +281,7 @@ static Suite *suite(void)
     tcase_add_test(tc, step_new_layouts);
     tcase_add_test(tc, step_old_stacktop);
     tcase_add_test(tc, step_old_stackdepth);
+    tcase_add_test(tc, yield_from_old);
     tcase_add_test(tc, versions_known);
     tcase_add_test(tc, refusals_say_why);
     suite_add_tcase(s, tc);

@@ -1,13 +1,10 @@
-/* asyncio tasks read from outside the process (CPython 3.8-3.14, C Task objects).
+/* asyncio tasks read from outside the process (CPython 3.8-3.15).
  *
- * 3.14 (GIL builds) has no registry sets: the _asyncio module links every native task into an
- * intrusive list (TaskObj.task_node) headed in its thread's _PyThreadStateImpl (tasks of exited
- * threads: in the interpreter's list) and exports the offsets in _AsyncioDebug (the
- * .AsyncioDebug section, found in the mapped _asyncio extension, the interpreter or libpython).
- * Those lists are walked with every node checked against its neighbour (prev), the thread's
- * asyncio_running_task is the running one, awaited_by is TaskObj's own task_awaited_by (a task
- * or a set), and the chain uses the generator and frame offsets of _Py_DebugOffsets. 3.15 and
- * free-threaded builds are refused by name. What follows describes 3.8-3.13.
+ * 3.14 and later (GIL and free-threaded builds: 3.14, 3.14t, 3.15 from 3.15.0a7, 3.15t) have
+ * no registry sets: their per-thread intrusive task lists, described by the _asyncio module's
+ * _AsyncioDebug, are read by pyasync14.c, which pyasync_read hands them to. 3.13t is refused
+ * by name: its registries (below) sit behind free-threaded dicts and weak sets. What follows
+ * describes 3.8-3.13 (GIL builds).
  *
  * The registries of the main interpreter: asyncio.tasks._all_tasks (3.8-3.11) or
  * _scheduled_tasks (3.12+), WeakSets whose `data` set holds weak references to the tasks, plus
@@ -35,12 +32,9 @@
 #include "pynames.h"
 #include "pystr.h"
 #include "ranktop/bytes.h"
-#include "ranktop/elfsym.h"
-#include "ranktop/procmaps.h"
 #include "ranktop/pyasync.h"
 #include "ranktop/util.h"
 
-#include <elf.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,8 +85,7 @@ struct tkind {
 };
 
 struct raw {
-    uint64_t addr, loop, waiter, coro, name; /* 3.14+: waiter is task_awaited_by, loop is
-                                              * task_awaited_by_is_set (1: a set of them) */
+    uint64_t addr, loop, waiter, coro, name;
     int state;
 };
 
@@ -462,14 +455,6 @@ int pyasync_step_new(const struct async_offsets *A, const struct py_layout *L, c
         return APP_E_STALE;
     if (state != SUSPENDED)
         return 0;
-    if (A->minor >= 14) { /* stackpointer: one past the top of the frame's own value stack */
-        uint64_t base = coro + pyasync_coro_bytes(A), sp = bytes_load_u64(f + A->if_stacktop);
-
-        if (sp <= base || sp > base + 8 * (1u << 16) || (sp & 7))
-            return APP_E_STALE;
-        s->slot = sp - 8;
-        return 0;
-    }
     top = bytes_load_i32(f + A->if_stacktop);
     if (top < 0 || top > 1 << 16 || (top == 0 && A->resume_op < 0))
         return APP_E_STALE;
@@ -570,10 +555,7 @@ static int step(struct actx *a, uint64_t coro, struct pyasync_step *s, uint64_t 
             *next = 0; /* suspended in a plain yield: nothing awaited */
         return st;
     }
-    st = read_u64(a->m, s->slot, next);
-    if (a->A->minor >= 14) /* a _PyStackRef: the low bits are tags */
-        *next &= ~(uint64_t)7;
-    return st;
+    return read_u64(a->m, s->slot, next);
 }
 
 /* Follows the await chain from the task's coroutine; frames come out innermost first. */
@@ -852,278 +834,6 @@ static int read_once(struct actx *a, uint64_t interp, struct pyasync_list *l)
     return st;
 }
 
-/* ---- 3.14+: per-thread task lists described by _AsyncioDebug ----------------------------- */
-
-/* Where 3.14's _Py_DebugOffsets (GIL build) keeps the slots the await chain needs:
- * interpreter_frame.localsplus and .stackpointer, and the gen_object group (size, gi_name,
- * gi_iframe, gi_frame_state), after gc and before llist_node and debugger_support. */
-#define DBG14_FR_LOCALSPLUS 280
-#define DBG14_FR_STACKPOINTER 296
-#define DBG14_GEN 664
-
-/* A task found on a list, with the thread whose list holds it (0: the interpreter's list of
- * tasks left by exited threads) and whether that thread runs it now. */
-struct tref {
-    uint64_t addr, ident;
-    bool running;
-};
-
-int pyasync_debug_parse(const uint8_t *b, struct pyasync_debug *d)
-{
-    uint64_t v[13];
-
-    for (int i = 0; i < 13; i++)
-        v[i] = bytes_load_u64(b + 8 * i);
-    if (v[0] < 64 || v[0] > 512 || v[7] < 64 || v[7] > (64u << 20) || v[9] < 64 || v[9] > 65536)
-        return APP_E_VERSION;
-    for (int i = 1; i <= 6; i++)
-        if (v[i] < 16 || v[i] + (i == 6 ? 16 : 8) > v[0])
-            return APP_E_VERSION;
-    /* TaskObj: ... PyObject *awaited_by; fut_state state; char is_task, awaited_by_is_set */
-    if (v[3] != v[2] + 12 || v[4] != v[3] + 1 || v[8] + 16 > v[7] || v[10] + 8 > v[9] ||
-        v[11] + 8 > v[9] || v[12] + 16 > v[9])
-        return APP_E_VERSION;
-    *d =
-        (struct pyasync_debug){(uint32_t)v[0], (uint32_t)v[1],  (uint32_t)v[2],  (uint32_t)v[3],
-                               (uint32_t)v[4], (uint32_t)v[5],  (uint32_t)v[6],  (uint32_t)v[3] - 4,
-                               (uint32_t)v[8], (uint32_t)v[10], (uint32_t)v[11], (uint32_t)v[12]};
-    return 0;
-}
-
-/* The coroutine offsets of the chain walk from the target's own _Py_DebugOffsets. */
-static int offsets14(struct pyproc *p, struct async_offsets *A)
-{
-    uint8_t b[DBG14_GEN + 32 - DBG14_FR_LOCALSPLUS];
-    uint64_t lp, sp, iframe, state;
-    int st = rmem_read(p->mem, p->runtime + DBG14_FR_LOCALSPLUS, b, sizeof(b));
-
-    if (st < 0)
-        return st;
-    lp = bytes_load_u64(b);
-    sp = bytes_load_u64(b + DBG14_FR_STACKPOINTER - DBG14_FR_LOCALSPLUS);
-    iframe = bytes_load_u64(b + DBG14_GEN + 16 - DBG14_FR_LOCALSPLUS);
-    state = bytes_load_u64(b + DBG14_GEN + 24 - DBG14_FR_LOCALSPLUS);
-    if (lp < 16 || lp > 128 || sp + 8 > lp || iframe < 24 ||
-        iframe + lp > PYASYNC_FRAME_READ + 64 || state < 16 || state >= iframe)
-        return APP_E_VERSION;
-    *A = (struct async_offsets){
-        14, -1, -1, -1,          -1,          -1, -1, (int16_t)iframe, (int16_t)state, -1,
-        -1, -1, -1, (int16_t)sp, (int16_t)lp, -1, -1};
-    return 0;
-}
-
-static void push_tref(struct tref **v, size_t *n, struct tref t)
-{
-    if ((*n & (*n - 1)) == 0 || *n == 0)
-        *v = x_reallocarray(*v, *n ? *n * 2 : 8, sizeof(**v));
-    (*v)[(*n)++] = t;
-}
-
-/* The tasks of the circular list headed at head (struct llist_node {next, prev}): each node
- * must lie in a task (is_task set, an _asyncio.Task type) whose prev is the node before it,
- * and the head's prev the last one, else the list changed or is garbage (APP_E_STALE). */
-static int list_walk(struct actx *a, const struct pyasync_debug *d, uint64_t head, struct tref ref,
-                     struct tref **v, size_t *n)
-{
-    uint64_t node[2], prev = head, cur;
-    int st = rmem_read(a->m, head, node, sizeof(node));
-
-    for (cur = node[0]; st == 0 && cur != head;) {
-        uint8_t tb[512];
-        uint64_t task = cur - d->t_node;
-        enum kind k = K_OTHER;
-
-        if (*n >= PYASYNC_MAX_TASKS || !bytes_ptr_ok(cur) || cur < d->t_node)
-            return APP_E_STALE;
-        st = rmem_read(a->m, task, tb, d->t_size);
-        if (st == 0 && (bytes_load_u64(tb + d->t_node + 8) != prev || tb[d->t_is_task] != 1))
-            st = APP_E_STALE;
-        if (st == 0 && (st = obj_kind(a, task, &k)) == 0 && k != K_TASK)
-            st = APP_E_STALE;
-        push_tref(v, n, (struct tref){task, ref.ident, ref.running && ref.addr == task});
-        prev = cur;
-        cur = bytes_load_u64(tb + d->t_node);
-    }
-    if (st == 0 && node[1] != prev)
-        st = APP_E_STALE;
-    return st == APP_E_GONE || st == APP_E_PERM || st == 0 ? st : APP_E_STALE;
-}
-
-/* Every thread's list (with its running task) and the interpreter's. */
-static int collect14(struct actx *a, const struct pyasync_debug *d, uint64_t interp,
-                     struct tref **v, size_t *n)
-{
-    const struct py_layout *L = &a->p->L;
-    uint64_t ts = 0;
-    int st = read_u64(a->m, interp + L->is.threads_head, &ts);
-
-    for (int i = 0; st == 0 && ts; i++) {
-        uint64_t loop = 0, task = 0, ident = 0, next = 0;
-        struct rmem_iov iov[4] = {{ts + d->ts_loop, &loop, 8},
-                                  {ts + d->ts_task, &task, 8},
-                                  {ts + L->ts.thread_id, &ident, 8},
-                                  {ts + L->ts.next, &next, 8}};
-
-        if (i == PYPROC_DEFAULT_THREADS || !bytes_ptr_ok(ts))
-            return APP_E_STALE;
-        st = rmem_readv(a->m, iov, 4, NULL);
-        if (st == 0)
-            st = list_walk(a, d, ts + d->ts_head, (struct tref){task, ident, loop != 0}, v, n);
-        ts = next;
-    }
-    if (st == 0)
-        st = list_walk(a, d, interp + d->is_head, (struct tref){0, 0, false}, v, n);
-    return st;
-}
-
-static int cmp_tref(const void *x, const void *y)
-{
-    const struct tref *a = x, *b = y;
-
-    return a->addr < b->addr ? -1 : a->addr > b->addr;
-}
-
-static int task_read14(struct actx *a, const struct pyasync_debug *d, const struct tref *t,
-                       struct raw *r, struct pyasync_task *o)
-{
-    uint8_t b[512];
-    int st = rmem_read(a->m, t->addr, b, d->t_size);
-
-    if (st < 0)
-        return st;
-    *r = (struct raw){t->addr,
-                      b[d->t_ab_is_set] != 0,
-                      bytes_load_u64(b + d->t_awaited_by),
-                      bytes_load_u64(b + d->t_coro),
-                      bytes_load_u64(b + d->t_name),
-                      bytes_load_i32(b + d->t_state)};
-    if (r->state < 0 || r->state > 2 || !bytes_ptr_ok(r->name) ||
-        (r->coro && !bytes_ptr_ok(r->coro)) || (r->waiter && !bytes_ptr_ok(r->waiter)))
-        return APP_E_STALE;
-    o->addr = t->addr;
-    o->thread = t->ident;
-    o->state = r->state == 1   ? PYASYNC_CANCELLED
-               : r->state == 2 ? PYASYNC_DONE
-               : t->running    ? PYASYNC_RUNNING
-                               : PYASYNC_PENDING;
-    st = task_name(a, r->name, &o->name);
-    if (st == 0 && r->state == 0 && r->coro)
-        st = chain_read(a, r->coro, o);
-    return st;
-}
-
-/* awaited_by of 3.14+: the awaiting future or task itself, or a set of them. */
-static int link14(struct actx *a, const struct raw *r, struct pyasync_list *l)
-{
-    int st = 0;
-
-    for (size_t i = 0; st == 0 && i < l->n; i++) {
-        uint64_t *keys = NULL;
-        size_t nk = 0, j;
-
-        if (!r[i].waiter)
-            continue;
-        if (!r[i].loop) {
-            if ((j = task_index(r, l->n, r[i].waiter)) != SIZE_MAX)
-                awaited_add(&l->tasks[i], j);
-            continue;
-        }
-        st = set_keys(a, r[i].waiter, &keys, &nk);
-        for (size_t k = 0; st == 0 && k < nk; k++)
-            if ((j = task_index(r, l->n, keys[k])) != SIZE_MAX)
-                awaited_add(&l->tasks[i], j);
-        free(keys);
-    }
-    return st;
-}
-
-static int read_once14(struct actx *a, const struct pyasync_debug *d, uint64_t interp,
-                       struct pyasync_list *l)
-{
-    struct tref *v = NULL;
-    size_t n = 0;
-    struct raw *r = NULL;
-    int st = collect14(a, d, interp, &v, &n);
-
-    if (st == 0 && n)
-        qsort(v, n, sizeof(*v), cmp_tref);
-    for (size_t i = 1; st == 0 && i < n; i++)
-        if (v[i].addr == v[i - 1].addr) /* on two lists: one changed under the read */
-            st = APP_E_STALE;
-    if (st < 0)
-        n = 0;
-    l->tasks = x_calloc(n + 1, sizeof(*l->tasks));
-    r = x_calloc(n + 1, sizeof(*r));
-    for (size_t i = 0; st == 0 && i < n; i++, l->n++)
-        st = task_read14(a, d, &v[i], &r[i], &l->tasks[i]);
-    if (st == 0)
-        st = link14(a, r, l);
-    if (st == APP_E_NOTFOUND)
-        st = APP_E_STALE;
-    free(v);
-    free(r);
-    return st;
-}
-
-/* Finds _AsyncioDebug (the .AsyncioDebug section) in the mapped _asyncio extension, or in
- * the interpreter or libpython when _asyncio is built in. Not mapped: asyncio not imported. */
-static int locate14(struct pyproc *p, struct app_err *err)
-{
-    struct procmaps maps;
-    int st = procmaps_read(p->pid, &maps, err);
-
-    /* Searching inspects ELF files: done again only once the mappings changed (an import). */
-    if (st == 0 && maps.n == p->asyncio_nmaps) {
-        procmaps_fini(&maps);
-        return 0;
-    }
-    for (size_t i = 0; st == 0 && i < maps.n && !p->asyncio_dbg; i++) {
-        const struct procmap *m = &maps.v[i];
-        const char *base = strrchr(m->path, '/');
-        struct elf_info elf;
-        struct app_err e2 = {0};
-        char path[4200];
-
-        base = base ? base + 1 : "";
-        if (m->offset != 0 || m->path[0] != '/' || strstr(m->path, " (deleted)") ||
-            (strncmp(base, "_asyncio.", 9) && strncmp(base, "libpython", 9) &&
-             strncmp(base, "python", 6)))
-            continue;
-        snprintf(path, sizeof(path), "/proc/%d/root%s", p->pid, m->path);
-        if (elf_inspect_file(path, &elf, &e2) < 0 || !elf.asyncio_debug)
-            continue;
-        p->asyncio_dbg = elf.asyncio_debug + (elf.type == ET_DYN ? m->start - elf.load_vaddr : 0);
-    }
-    if (st == 0) {
-        p->asyncio_nmaps = maps.n;
-        procmaps_fini(&maps);
-    }
-    return st;
-}
-
-/* The 3.14 setup: _AsyncioDebug and the coroutine offsets; *d NULL-free, 1 when asyncio is
- * not loaded (no tasks). */
-static int setup14(struct pyproc *p, struct pyasync_debug *d, struct async_offsets *A,
-                   struct app_err *err)
-{
-    uint8_t b[PYASYNC_DEBUG_BYTES];
-    int st = 0;
-
-    if (!p->asyncio_dbg && p->pid > 0 && (st = locate14(p, err)) < 0)
-        return st;
-    if (!p->asyncio_dbg)
-        return 1;
-    st = rmem_read(p->mem, p->asyncio_dbg, b, sizeof(b));
-    if (st < 0)
-        return app_err_set(err, st, "asyncio tasks: _AsyncioDebug: %s", app_status_str(st));
-    if (pyasync_debug_parse(b, d) < 0 || (st = offsets14(p, A)) == APP_E_VERSION)
-        return app_err_set(err, APP_E_VERSION,
-                           "asyncio tasks: CPython %s: _AsyncioDebug or the generator offsets "
-                           "fit no layout known to this ranktop",
-                           p->version);
-    return st < 0 ? app_err_set(err, st, "asyncio tasks: %s", app_status_str(st)) : 0;
-}
-
 static void actx_reset(struct actx *a)
 {
     free(a->cur);
@@ -1158,22 +868,17 @@ static int main_interp(struct pyproc *p, uint64_t *interp)
 int pyasync_read(struct pyproc *p, struct pyasync_list *out, struct app_err *err)
 {
     struct actx a = {.p = p, .m = p->mem, .A = pyasync_offsets(p->L.minor)};
-    struct pyasync_debug d;
-    struct async_offsets a14;
     uint64_t interp = 0;
     int st = APP_E_STALE;
 
     memset(out, 0, sizeof(*out));
-    if (p->L.free_threaded) /* 32-byte object headers: every TaskObj offset moves */
+    if (p->L.minor >= 14) /* per-thread task lists (pyasync14.c), GIL or free-threaded */
+        return pyasync_read14(p, out, err);
+    if (p->L.free_threaded) /* 3.13t: registries behind free-threaded dicts and weak sets */
         return app_err_set(err, APP_E_VERSION,
-                           "asyncio tasks: not supported on free-threaded builds yet");
-    if (p->L.minor == 14) {
-        int s14 = setup14(p, &d, &a14, err);
-
-        if (s14 != 0)
-            return s14 > 0 ? 0 : s14;
-        a.A = &a14;
-    }
+                           "asyncio tasks: not supported on free-threaded 3.%d (its task "
+                           "registries are dicts and weak sets of an unknown layout)",
+                           p->L.minor);
     if (!a.A)
         return app_err_set(err, APP_E_VERSION, "asyncio tasks: not supported on 3.%d yet",
                            p->L.minor);
@@ -1187,7 +892,7 @@ int pyasync_read(struct pyproc *p, struct pyasync_list *out, struct app_err *err
         st = main_interp(p, &interp);
         a.interp = interp;
         if (st == 0)
-            st = a.A == &a14 ? read_once14(&a, &d, interp, out) : read_once(&a, interp, out);
+            st = read_once(&a, interp, out);
     }
     actx_reset(&a);
     if (st < 0) {

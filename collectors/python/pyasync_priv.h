@@ -4,6 +4,7 @@
 #define RANKTOP_PYASYNC_PRIV_H
 
 #include "abi/pyabi.h"
+#include "ranktop/pyasync.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -62,9 +63,8 @@ bool pyasync_resume_await(const struct async_offsets *A, uint16_t unit);
 /* Bytes of a 3.11+ coroutine object that pyasync_step_new decodes. */
 size_t pyasync_coro_bytes(const struct async_offsets *A);
 
-/* 3.11+: decodes c, a copy of the coroutine at remote address coro. 0 or APP_E_STALE. On
- * 3.14+ if_stacktop is the offset of the frame's stackpointer (a pointer, not a count) and the
- * slot holds a tagged _PyStackRef. */
+/* 3.11-3.13: decodes c, a copy of the coroutine at remote address coro. 0 or APP_E_STALE.
+ * (3.14+ coroutines are decoded by pyasync14.c with the target's own offsets.) */
 int pyasync_step_new(const struct async_offsets *A, const struct py_layout *L, const uint8_t *c,
                      uint64_t coro, struct pyasync_step *s);
 
@@ -84,6 +84,11 @@ struct pyasync_debug {
  * TaskObj order of the 3.14 sources (awaited_by, then the int fut_state, then is_task and
  * awaited_by_is_set), from which t_state (not exported) is taken. 0 or APP_E_VERSION. */
 int pyasync_debug_parse(const uint8_t *b, struct pyasync_debug *d);
+
+/* pyasync_read for 3.14 and later (pyasync14.c): the per-thread task lists of _AsyncioDebug,
+ * GIL and free-threaded builds. */
+struct pyproc;
+int pyasync_read14(struct pyproc *p, struct pyasync_list *out, struct app_err *err);
 
 /* 3.8-3.10: decodes f, a copy (PYASYNC_FRAME_READ bytes) of the coroutine's frame. */
 int pyasync_step_old(const struct async_offsets *A, const struct py_layout *L, const uint8_t *f,

@@ -1,8 +1,8 @@
 /* asyncio tasks of a Python process, read from outside: collectors/python/pyasync.c.
  *
  * For a struct pyproc attached to a process, the tasks of its asyncio event loops, read from
- * the task registries asyncio keeps (CPython 3.8-3.13; 3.14: the per-thread task lists its
- * _AsyncioDebug describes; C Task objects of the _asyncio module),
+ * the task registries asyncio keeps (CPython 3.8-3.13; 3.14 and 3.15, GIL and free-threaded:
+ * the per-thread task lists its _AsyncioDebug describes; C Task objects of the _asyncio module),
  * with each task's name, state, loop thread, coroutine chain (the await stack) and the tasks
  * that await it. Read-only, bounded, validated reads; owned by the thread that owns the pyproc. */
 #ifndef RANKTOP_PYASYNC_H

@@ -66,6 +66,10 @@ struct engine_opts {
      * and recorded as task pseudo-threads of the rank (hthread.task), each task's await chain
      * its stack; a task that finished or vanished ends its lane. */
     bool async;
+    /* Task lanes kept per rank (0: ENGINE_TASK_LANES): at most this many live tasks have a
+     * lane (a task gets one when it is first read while there is room, and keeps it), and
+     * this many ended lanes stay, the oldest-ended beyond them folded away and counted. */
+    size_t task_lanes;
     /* Threads that read the ranks' stacks, 1 to 4; 0: as many as keep the rate, from 1 up to
      * 4 and no more than the CPUs online. */
     int sampler_threads;
@@ -88,6 +92,11 @@ struct engine_stats {
     int ranks;           /* ranks currently sampled */
     int ranks_seen;      /* ranks ever sampled */
     int sampler_threads; /* threads the last sampling pass was split over */
+    /* Task lanes (engine_opts.task_lanes): ended lanes folded away, and the most live tasks
+     * one read left without a lane, in any rank; task_lane_cap is 0 until tasks were read. */
+    size_t task_lane_cap;
+    uint64_t tasks_folded;
+    uint32_t tasks_unlaned_max;
 };
 
 struct engine;
@@ -111,6 +120,7 @@ double engine_rate(struct engine *e);
 
 /* Turns the asyncio task reads (engine_opts.async) on or off while running. */
 #define ENGINE_ASYNC_HZ 10
+#define ENGINE_TASK_LANES 256
 void engine_set_async(struct engine *e, bool on);
 bool engine_async_on(struct engine *e);
 

@@ -85,6 +85,13 @@ struct hrank {
     char python[24]; /* "3.11.7" */
     struct hthread *threads;
     size_t nthreads, cap;
+    /* Task lanes (record --async): an index of the live ones by ident (private to history.c,
+     * rebuilt from threads when NULL; a clone has none), the ended lanes folded away so far
+     * (history_tasks_fold) and the live tasks of the last read left without a lane (the
+     * engine's live-lane cap). */
+    void *task_index;
+    uint64_t tasks_folded;
+    uint32_t tasks_unlaned;
 };
 
 /* A numeric time series, exported as a Chrome `C` counter named `name` with one key `key`.
@@ -131,6 +138,11 @@ struct history {
     uint32_t *stack_remap;
     size_t nstack_remap;
     size_t compact_at; /* stacks + frames at the last compaction */
+    /* Task lanes: the per-rank cap the engine keeps them to (0: no task reads), ended task
+     * lanes folded away in all ranks, and the most live tasks one read left without a lane. */
+    size_t task_lane_cap;
+    uint64_t tasks_folded;
+    uint32_t tasks_unlaned_max;
 };
 
 void history_init(struct history *h, uint64_t t0, int64_t wall_t0_us, const char *host);
@@ -170,8 +182,18 @@ struct hthread *history_worker_thread(struct hrank *r, int worker, uint64_t iden
 uint64_t history_task_ident(uint64_t addr, const char *name);
 
 /* The pseudo-thread of the asyncio task at addr within r (created on first use): named
- * `name`, its loop running on thread `thread` (0 unknown). */
+ * `name`, its loop running on thread `thread` (0 unknown). Found through a hash index of the
+ * rank's live task lanes: constant time, whatever the number of lanes. */
 struct hthread *history_task(struct hrank *r, uint64_t addr, const char *name, uint64_t thread);
+
+/* The live (not gone) lane of the task at addr named name within r, or NULL. Constant time. */
+struct hthread *history_task_find(struct hrank *r, uint64_t addr, const char *name);
+
+/* Folds away the ended (gone) task lanes of r beyond the newest-ended `keep` (by their last
+ * sample; live lanes and threads are never touched): their lanes and runs are dropped and
+ * counted in r->tasks_folded and h->tasks_folded. Returns how many were folded. Pointers into
+ * r->threads are invalid afterwards when it returns more than 0. */
+size_t history_tasks_fold(struct history *h, struct hrank *r, size_t keep);
 
 /* Records that thread t showed `stack` at time t (ns): extends the last run or starts one. */
 void history_observe(struct hthread *t, uint32_t stack, uint64_t now);

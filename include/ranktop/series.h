@@ -27,6 +27,7 @@ enum series_id {
     SERIES_DEV_MEM,      /* per device, named "gpuN mem": used_mib */
     SERIES_STACKS_LOST,  /* "stacks lost" count: thread stacks lost as torn so far (cumulative) */
     SERIES_EXECS,        /* "exec" count: new program images the rank exec'd, re-attached to */
+    SERIES_TASKS,        /* "asyncio tasks" count: live tasks at each task read, laned or not */
     SERIES_COUNT
 };
 

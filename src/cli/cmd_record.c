@@ -55,6 +55,7 @@ enum {
     OPT_HISTORY,
     OPT_MEMCAP,
     OPT_SAMPLERS,
+    OPT_TASK_LANES,
 };
 
 static void rec_usage(FILE *f)
@@ -88,6 +89,9 @@ static void rec_usage(FILE *f)
           "      --async                   asyncio tasks as lanes of their own, one per task,\n"
           "                                named 'task NAME', showing its await chain; read\n"
           "                                at most 10 times a second\n"
+          "      --task-lanes N            with --async, at most N live task lanes per rank\n"
+          "                                (more tasks are counted, not laned) and N ended\n"
+          "                                ones (older ones folded away, counted; default 256)\n"
           "      --autosave-interval S     rewrite FILE every S seconds (default 30; 0 = off)\n"
           "      --autosave-snapshot-interval S\n"
           "                                also keep a time-tagged copy every S seconds\n"
@@ -184,6 +188,18 @@ static int rec_option(int c, const char *arg, struct rec_opts *o)
         }
         o->eng.sampler_threads = (int)v;
         return 0;
+    case OPT_TASK_LANES:
+        if (seconds_arg(arg, "--task-lanes", 1, &v) < 0)
+            return -1;
+        if (v > 100000 || v != (int)v) {
+            fprintf(stderr,
+                    "ranktop record: --task-lanes wants a whole number up to 100000, "
+                    "got '%s'\n",
+                    arg);
+            return -1;
+        }
+        o->eng.task_lanes = (size_t)v;
+        return 0;
     default:
         o->eng.all_threads |= c == OPT_ALL;
         o->eng.npu |= c == OPT_NPU;
@@ -259,6 +275,7 @@ static int parse_record(int argc, char **argv, struct rec_opts *o)
         {"history", required_argument, NULL, OPT_HISTORY},
         {"memory-cap", required_argument, NULL, OPT_MEMCAP},
         {"sampler-threads", required_argument, NULL, OPT_SAMPLERS},
+        {"task-lanes", required_argument, NULL, OPT_TASK_LANES},
         {"help", no_argument, NULL, 'h'},
     };
     static struct option longs[48];
@@ -542,6 +559,12 @@ static void summary(struct engine *e)
             (unsigned long long)st.lost, pct, (unsigned long long)st.torn);
     if (st.sampler_threads > 1)
         fprintf(stderr, "ranktop: stacks read on %d threads\n", st.sampler_threads);
+    if (st.task_lane_cap)
+        fprintf(stderr,
+                "ranktop: task lanes: %llu ended ones folded away (%zu kept per rank), at most "
+                "%u live tasks of a read without a lane (%zu per rank)\n",
+                (unsigned long long)st.tasks_folded, st.task_lane_cap, st.tasks_unlaned_max,
+                st.task_lane_cap);
     hosts_summary(e);
     {
         char why[512];

@@ -339,6 +339,9 @@ void engine_get_stats(struct engine *e, struct engine_stats *st)
     st->ranks = e->ranks_now;
     st->ranks_seen = e->ranks_seen;
     st->sampler_threads = e->sampler_threads;
+    st->task_lane_cap = e->hist.task_lane_cap;
+    st->tasks_folded = e->hist.tasks_folded;
+    st->tasks_unlaned_max = e->hist.tasks_unlaned_max;
     pthread_mutex_unlock(&e->lock);
     st->cpu_ns = clock_process_cpu_ns();
 }

@@ -339,42 +339,86 @@ static void record_sample(struct sampler *sp, struct slot *sl, const struct pysa
     pthread_mutex_unlock(&e->lock);
 }
 
-/* The tasks of one read as task pseudo-threads of the slot's rank, each its await chain
- * (innermost first, as the history interns it); tasks finished or gone since the last read
- * end their lanes; with the lock held. */
+static bool task_live(const struct pyasync_task *pt)
+{
+    return pt->state != PYASYNC_DONE && pt->state != PYASYNC_CANCELLED;
+}
+
+static const char *task_name(const struct pyasync_task *pt)
+{
+    return pt->name ? pt->name : "";
+}
+
+/* The stack of a task's await chain (innermost first, as the history interns it). */
+static uint32_t task_stack(struct sampler *sp, const struct pyasync_task *pt)
+{
+    uint32_t n = (uint32_t)pt->nframes;
+
+    if (n + 1 > sp->scratch_cap) {
+        sp->scratch_cap = n + 1;
+        sp->scratch = x_reallocarray(sp->scratch, sp->scratch_cap, sizeof(struct hframe));
+    }
+    for (uint32_t k = 0; k < n; k++)
+        sp->scratch[k] =
+            (struct hframe){pt->frames[k].function, pt->frames[k].file, pt->frames[k].line, false};
+    if (pt->chain_truncated)
+        sp->scratch[n++] = (struct hframe){"[outer coroutines not read: chain cap]", "", 0, false};
+    return n ? history_intern_stack(&sp->e->hist, sp->scratch, n) : HSTACK_NONE;
+}
+
+/* The tasks of one read as task pseudo-threads of the slot's rank, each its await chain; with
+ * the lock held. Lanes are bounded per rank (engine_opts.task_lanes): a task that has a lane
+ * keeps it, the lanes of tasks finished or gone since the last read end, and a new task gets
+ * one while fewer than the cap are live (the others of the read are counted in
+ * r->tasks_unlaned, and the views then do not judge the rank by its tasks); ended lanes
+ * beyond the cap are folded away, oldest-ended first, and counted. Lanes are found through
+ * the history's index, so a read costs its tasks, not the lanes ever seen. Every live task,
+ * laned or not, counts in the rank's SERIES_TASKS point. */
 static void observe_tasks_locked(struct sampler *sp, struct slot *sl, const struct pyasync_list *l,
                                  uint64_t now)
 {
-    struct hrank *r = slot_rank_locked(sp->e, sl);
+    struct engine *e = sp->e;
+    struct hrank *r = slot_rank_locked(e, sl);
+    size_t cap = e->o.task_lanes ? e->o.task_lanes : ENGINE_TASK_LANES, laned = 0, live = 0;
+    bool *has = x_calloc(l->n + 1, sizeof(*has));
+    uint32_t unlaned = 0;
 
     for (size_t i = 0; i < r->nthreads; i++)
         r->threads[i].seen = false;
-    for (size_t i = 0; i < l->n; i++) {
-        const struct pyasync_task *pt = &l->tasks[i];
-        struct hthread *th;
-        uint32_t n = (uint32_t)pt->nframes, stack = HSTACK_NONE;
+    for (size_t i = 0; i < l->n; i++) { /* the lanes that go on */
+        struct hthread *th = task_live(&l->tasks[i])
+                                 ? history_task_find(r, l->tasks[i].addr, task_name(&l->tasks[i]))
+                                 : NULL;
 
-        if (pt->state == PYASYNC_DONE || pt->state == PYASYNC_CANCELLED)
-            continue;
-        if (n + 1 > sp->scratch_cap) {
-            sp->scratch_cap = n + 1;
-            sp->scratch = x_reallocarray(sp->scratch, sp->scratch_cap, sizeof(struct hframe));
+        live += task_live(&l->tasks[i]);
+        if (th && !th->seen) {
+            th->seen = has[i] = true;
+            laned++;
         }
-        for (uint32_t k = 0; k < n; k++)
-            sp->scratch[k] = (struct hframe){pt->frames[k].function, pt->frames[k].file,
-                                             pt->frames[k].line, false};
-        if (pt->chain_truncated)
-            sp->scratch[n++] =
-                (struct hframe){"[outer coroutines not read: chain cap]", "", 0, false};
-        if (n)
-            stack = history_intern_stack(&sp->e->hist, sp->scratch, n);
-        th = history_task(r, pt->addr, pt->name ? pt->name : "", pt->thread);
-        th->seen = true;
-        history_observe(th, stack, now);
     }
     for (size_t i = 0; i < r->nthreads; i++)
         if (r->threads[i].task && !r->threads[i].seen && !r->threads[i].gone)
             history_thread_gone(&r->threads[i], now);
+    for (size_t i = 0; i < l->n; i++) {
+        const struct pyasync_task *pt = &l->tasks[i];
+
+        if (!task_live(pt))
+            continue;
+        if (!has[i] && laned >= cap) {
+            unlaned++;
+            continue;
+        }
+        laned += !has[i];
+        history_observe(history_task(r, pt->addr, task_name(pt), pt->thread), task_stack(sp, pt),
+                        now);
+    }
+    free(has);
+    r->tasks_unlaned = unlaned;
+    if (unlaned > e->hist.tasks_unlaned_max)
+        e->hist.tasks_unlaned_max = unlaned;
+    e->hist.task_lane_cap = cap;
+    history_tasks_fold(&e->hist, r, cap);
+    history_counter(&e->hist, SERIES_TASKS, NULL, sl->t.pid, now, (double)live);
 }
 
 /* Ends every task lane of the slot's rank (the reads were turned off); with the lock held. */
@@ -385,6 +429,7 @@ static void end_tasks_locked(struct sampler *sp, struct slot *sl, uint64_t now)
     for (size_t i = 0; i < r->nthreads; i++)
         if (r->threads[i].task && !r->threads[i].gone)
             history_thread_gone(&r->threads[i], now);
+    r->tasks_unlaned = 0;
     sl->tasks_live = false;
 }
 

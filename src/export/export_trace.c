@@ -329,6 +329,15 @@ static void cw_other_data(struct cw *w)
     xb_u64(w->b, h->dropped_runs);
     xb_puts(w->b, ",\"stacks_lost\":");
     xb_u64(w->b, cw_stacks_lost(w));
+    if (h->task_lane_cap) { /* tasks were read: what the lane cap left out */
+        xb_puts(w->b, ",\"task_lanes\":{\"cap_per_rank\":");
+        xb_u64(w->b, h->task_lane_cap);
+        xb_puts(w->b, ",\"ended_folded\":");
+        xb_u64(w->b, h->tasks_folded);
+        xb_puts(w->b, ",\"live_unlaned_max\":");
+        xb_u64(w->b, h->tasks_unlaned_max);
+        xb_put(w->b, "}", 1);
+    }
     cw_unavailable(w->b, w->p->o->unavailable);
     xb_puts(w->b, "}}\n");
 }

@@ -244,12 +244,91 @@ void history_init(struct history *h, uint64_t t0, int64_t wall_t0_us, const char
     h->intern = x_calloc(1, sizeof(struct intern));
 }
 
+/* Open-addressed set of a rank's live task lanes: thread index + 1, keyed by ident. Entries
+ * of lanes that ended since are skipped by lookups and left out of the next rebuild; any
+ * change of the threads' order (history_tasks_fold, drop_gone) frees it, and the next lookup
+ * rebuilds it. */
+struct taskix {
+    uint32_t *slot;
+    size_t cap, used;
+};
+
+static void taskix_free(struct hrank *r)
+{
+    struct taskix *x = r->task_index;
+
+    if (x)
+        free(x->slot);
+    free(x);
+    r->task_index = NULL;
+}
+
+static size_t taskix_home(uint64_t ident, size_t cap)
+{
+    return (size_t)((ident ^ (ident >> 29)) * 0x9e3779b97f4a7c15ull >> 20) & (cap - 1);
+}
+
+static void taskix_put(struct taskix *x, uint64_t ident, size_t i)
+{
+    size_t j = taskix_home(ident, x->cap);
+
+    while (x->slot[j])
+        j = (j + 1) & (x->cap - 1);
+    x->slot[j] = (uint32_t)i + 1;
+    x->used++;
+}
+
+/* A new index of r's live task lanes, with room for `more` further ones. */
+static struct taskix *taskix_build(struct hrank *r, size_t more)
+{
+    struct taskix *x = x_calloc(1, sizeof(*x));
+    size_t n = more;
+
+    for (size_t i = 0; i < r->nthreads; i++)
+        n += r->threads[i].task && !r->threads[i].gone;
+    for (x->cap = 64; x->cap < 2 * n + 2;)
+        x->cap *= 2;
+    x->slot = x_calloc(x->cap, sizeof(*x->slot));
+    for (size_t i = 0; i < r->nthreads; i++)
+        if (r->threads[i].task && !r->threads[i].gone)
+            taskix_put(x, r->threads[i].ident, i);
+    taskix_free(r);
+    r->task_index = x;
+    return x;
+}
+
+static struct hthread *taskix_find(struct hrank *r, uint64_t ident)
+{
+    struct taskix *x = r->task_index ? r->task_index : taskix_build(r, 0);
+
+    for (size_t j = taskix_home(ident, x->cap); x->slot[j]; j = (j + 1) & (x->cap - 1)) {
+        size_t i = x->slot[j] - 1;
+
+        if (i < r->nthreads && r->threads[i].ident == ident && r->threads[i].task &&
+            !r->threads[i].gone)
+            return &r->threads[i];
+    }
+    return NULL;
+}
+
+/* Indexes the lane just appended as r->threads[i]. */
+static void taskix_add(struct hrank *r, size_t i)
+{
+    struct taskix *x = r->task_index;
+
+    if (!x || (x->used + 1) * 2 > x->cap)
+        taskix_build(r, 0); /* counts the new lane, already in r->threads */
+    else
+        taskix_put(x, r->threads[i].ident, i);
+}
+
 static void free_ranks(struct history *h)
 {
     for (size_t i = 0; i < h->nranks; i++) {
         for (size_t k = 0; k < h->ranks[i].nthreads; k++)
             free(h->ranks[i].threads[k].runs);
         free(h->ranks[i].threads);
+        taskix_free(&h->ranks[i]);
     }
     free(h->ranks);
     for (size_t i = 0; i < h->nseries; i++)
@@ -361,15 +440,89 @@ static void utf8_cut(char *s, size_t max)
     s[n] = '\0';
 }
 
+struct hthread *history_task_find(struct hrank *r, uint64_t addr, const char *name)
+{
+    return taskix_find(r, history_task_ident(addr, name));
+}
+
 struct hthread *history_task(struct hrank *r, uint64_t addr, const char *name, uint64_t thread)
 {
-    struct hthread *t = thread_of(r, 0, history_task_ident(addr, name), 0, name, false);
+    uint64_t ident = history_task_ident(addr, name);
+    struct hthread *t = taskix_find(r, ident);
 
-    /* Short enough for "task NAME" to fit a thread name, and still UTF-8. */
-    utf8_cut(t->name, sizeof(t->name) - 6);
-    t->task = true;
+    if (!t) {
+        GROW(r->threads, r->nthreads, r->cap);
+        t = memset(&r->threads[r->nthreads++], 0, sizeof(*t));
+        t->ident = ident;
+        snprintf(t->name, sizeof(t->name), "%s", name ? name : "");
+        /* Short enough for "task NAME" to fit a thread name, and still UTF-8. */
+        utf8_cut(t->name, sizeof(t->name) - 6);
+        t->task = true;
+        taskix_add(r, r->nthreads - 1);
+    }
     t->task_thread = thread;
     return t;
+}
+
+static int cmp_u64(const void *x, const void *y)
+{
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+
+    return a < b ? -1 : a > b;
+}
+
+/* Drops the thread records for which drop[k] is set, keeping the others in order. */
+static void threads_drop(struct hrank *r, const bool *drop)
+{
+    size_t kept = 0;
+
+    for (size_t k = 0; k < r->nthreads; k++) {
+        if (drop[k])
+            free(r->threads[k].runs);
+        else
+            r->threads[kept++] = r->threads[k];
+    }
+    r->nthreads = kept;
+    taskix_free(r);
+}
+
+size_t history_tasks_fold(struct history *h, struct hrank *r, size_t keep)
+{
+    uint64_t *last = x_calloc(r->nthreads + 1, sizeof(*last)), cut;
+    bool *drop;
+    size_t ended = 0, fold, less = 0;
+
+    for (size_t k = 0; k < r->nthreads; k++)
+        if (r->threads[k].task && r->threads[k].gone)
+            last[ended++] = r->threads[k].last;
+    if (ended <= keep) {
+        free(last);
+        return 0;
+    }
+    /* The fold oldest-ended go: every lane that ended before cut, then as many of those that
+     * ended at cut as are still wanted. */
+    fold = ended - keep;
+    qsort(last, ended, sizeof(*last), cmp_u64);
+    cut = last[fold - 1];
+    for (size_t i = 0; i < fold; i++)
+        less += last[i] < cut;
+    drop = x_calloc(r->nthreads + 1, sizeof(*drop));
+    for (size_t k = 0, ties = fold - less; k < r->nthreads; k++) {
+        const struct hthread *t = &r->threads[k];
+
+        if (!t->task || !t->gone || t->last > cut)
+            continue;
+        if (t->last == cut && !ties)
+            continue;
+        ties -= t->last == cut;
+        drop[k] = true;
+    }
+    threads_drop(r, drop);
+    free(drop);
+    free(last);
+    r->tasks_folded += fold;
+    h->tasks_folded += fold;
+    return fold;
 }
 
 void history_observe(struct hthread *t, uint32_t stack, uint64_t now)
@@ -434,9 +587,13 @@ size_t history_memory(const struct history *h)
         b += in->str_bytes + in->strcap * sizeof(char *) +
              (in->strs.cap + in->frames.cap + in->stacks.cap) * 12 +
              in->frame_str_cap * 2 * sizeof(uint32_t);
-    for (size_t i = 0; i < h->nranks; i++)
+    for (size_t i = 0; i < h->nranks; i++) {
+        const struct taskix *x = h->ranks[i].task_index;
+
+        b += x ? sizeof(*x) + x->cap * sizeof(*x->slot) : 0;
         for (size_t k = 0; k < h->ranks[i].nthreads; k++)
             b += sizeof(struct hthread) + h->ranks[i].threads[k].cap * sizeof(struct hrun);
+    }
     for (size_t i = 0; i < h->nseries; i++)
         b += h->series[i].cap * sizeof(struct hpoint);
     return b;
@@ -562,6 +719,8 @@ static void drop_gone(struct history *h, uint64_t cut)
             }
             r->threads[kept++] = *t;
         }
+        if (kept != r->nthreads) /* the index holds thread positions */
+            taskix_free(r);
         r->nthreads = kept;
         if (r->cap > 16 && r->nthreads < r->cap / 4) {
             r->cap = r->nthreads * 2 > 16 ? r->nthreads * 2 : 16;
@@ -569,6 +728,7 @@ static void drop_gone(struct history *h, uint64_t cut)
         }
         if (r->exited && !r->nthreads && r->end < cut) {
             free(r->threads);
+            taskix_free(r);
             continue;
         }
         h->ranks[nr++] = *r;
@@ -668,6 +828,7 @@ void history_clone(const struct history *h, struct history *out)
 
         r->threads = dup_array(h->ranks[i].threads, r->nthreads, sizeof(*r->threads));
         r->cap = r->nthreads;
+        r->task_index = NULL; /* the clone is read-only */
         for (size_t k = 0; k < r->nthreads; k++) {
             struct hthread *t = &r->threads[k];
 

@@ -28,6 +28,7 @@ static const struct series_def series_defs[SERIES_COUNT] = {
     [SERIES_DEV_MEM] = {NULL, "used_mib"},
     [SERIES_STACKS_LOST] = {"stacks lost", "count"},
     [SERIES_EXECS] = {"exec", "count"},
+    [SERIES_TASKS] = {"asyncio tasks", "count"},
 };
 
 const char *series_name(enum series_id id)

@@ -49,7 +49,8 @@ static int cmp_live_stack(const void *a, const void *b)
 /* A rank whose main thread t only shows its loop waiting, judged by the tasks of that loop
  * (task pseudo-threads on t's thread, or on an unknown one): v's since becomes the least of
  * its own and theirs, its stack the longest await chain among them (of equal ones, the task
- * still the longest, then the first in history order). Without tasks, v is left as it is. */
+ * still the longest, then the first in history order). Without tasks, or when the last read
+ * left some without a lane, v is left as it is. */
 static void judge_tasks(const struct history *h, const struct hrank *r, const struct hthread *t,
                         uint64_t now, struct live *v)
 {
@@ -57,7 +58,9 @@ static void judge_tasks(const struct history *h, const struct hrank *r, const st
     uint64_t still_for = 0, least = v->since;
     uint32_t still_depth = 0;
 
-    if (!view_loop_waiting(h, v->stack, NULL))
+    /* Tasks beyond the engine's lane cap were read but have no lane: whether they moved is
+     * not known, so the tasks cannot say the rank kept still. */
+    if (!view_loop_waiting(h, v->stack, NULL) || r->tasks_unlaned)
         return;
     for (size_t i = 0; i < r->nthreads; i++) {
         const struct hthread *k = &r->threads[i];

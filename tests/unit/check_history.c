@@ -149,6 +149,71 @@ START_TEST(test_task_threads)
 }
 END_TEST
 
+/* Task lanes under churn (record --async on a server making tasks all the time): a lane is
+ * found by its task through the index, also after lanes before it were folded or trimmed
+ * away; an ended lane is never found again (the task's next lane is a new one); folding keeps
+ * the newest-ended lanes, oldest-ended first out (ties too), never a live lane or a thread,
+ * and counts what it dropped in the rank and the history; the lanes stay bounded however
+ * many tasks come and go; a clone carries no index. */
+START_TEST(test_task_lanes_fold)
+{
+    struct history h, c;
+    struct hrank *r;
+    struct hthread *t;
+    size_t folded = 0;
+
+    history_init(&h, 0, 0, "host");
+    r = history_rank(&h, 100, 0, NULL);
+    history_thread(r, 1, 100, "MainThread", true);
+    t = history_task(r, 0x10, "steady", 1);
+    history_observe(t, HSTACK_NONE, 1);
+    for (uint64_t i = 0; i < 20000; i++) { /* 20000 short tasks, each seen once at time i */
+        char name[32];
+
+        snprintf(name, sizeof(name), "Task-%llu", (unsigned long long)i);
+        t = history_task(r, 0x1000 + 64 * (i % 500), name, 1); /* addresses come back */
+        ck_assert_ptr_eq(history_task_find(r, 0x1000 + 64 * (i % 500), name), t);
+        history_observe(t, HSTACK_NONE, 10 + i);
+        history_thread_gone(t, 10 + i);
+        ck_assert_ptr_null(history_task_find(r, 0x1000 + 64 * (i % 500), name));
+        folded += history_tasks_fold(&h, r, 64);
+        ck_assert_uint_le(r->nthreads, 2 + 64);
+    }
+    ck_assert_uint_eq(folded, 20000 - 64);
+    ck_assert_uint_eq(r->tasks_folded, folded);
+    ck_assert_uint_eq(h.tasks_folded, folded);
+    /* The thread and the live task stay; the 64 ended lanes kept are the newest-ended. */
+    ck_assert_uint_eq(r->nthreads, 66);
+    ck_assert(!r->threads[0].task && r->threads[0].main);
+    ck_assert_str_eq(r->threads[1].name, "steady");
+    ck_assert_ptr_eq(history_task_find(r, 0x10, "steady"), &r->threads[1]);
+    for (size_t k = 2; k < r->nthreads; k++)
+        ck_assert_uint_ge(r->threads[k].last, 10 + 20000 - 64);
+    /* Ties: four lanes ended at once, two of them folded; the other two stay. */
+    for (uint64_t i = 0; i < 4; i++) {
+        t = history_task(r, 0x900000 + i, "tie", 0);
+        history_observe(t, HSTACK_NONE, 5);
+        history_thread_gone(t, 5);
+    }
+    ck_assert_uint_eq(history_tasks_fold(&h, r, 66), 2);
+    ck_assert_uint_eq(r->nthreads, 2 + 66);
+    ck_assert_ptr_eq(history_task_find(r, 0x10, "steady"), &r->threads[1]);
+    ck_assert_uint_eq(history_tasks_fold(&h, r, 66), 0);
+    /* The window drops gone lanes too (not counted as folded); the index follows. */
+    h.window_ns = 10;
+    history_observe(&r->threads[1], HSTACK_NONE, 100000);
+    history_trim(&h, 100000);
+    ck_assert_uint_eq(r->nthreads, 2);
+    ck_assert_ptr_eq(history_task_find(r, 0x10, "steady"), &r->threads[1]);
+    ck_assert_uint_eq(h.tasks_folded, folded + 2);
+    history_clone(&h, &c);
+    ck_assert_ptr_null(c.ranks[0].task_index);
+    ck_assert_uint_eq(c.tasks_folded, folded + 2);
+    history_fini(&c);
+    history_fini(&h);
+}
+END_TEST
+
 /* A job whose call chains never repeat (a fresh, long function name every sample) under a
  * 1 s window: the interning tables, the strings and the threads stay bounded by the window, not
  * by the run; every run's stack still reads as what was observed; gone threads go; a holder
@@ -221,6 +286,7 @@ static Suite *history_suite(void)
     tcase_add_test(tc, test_intern_by_ids);
     tcase_add_test(tc, test_clone_outlives_original);
     tcase_add_test(tc, test_task_threads);
+    tcase_add_test(tc, test_task_lanes_fold);
     tcase_add_test(tc, test_compaction_bounds_memory);
     suite_add_tcase(s, tc);
     return s;

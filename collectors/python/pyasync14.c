@@ -306,6 +306,8 @@ static int decode(struct a14 *a, const uint8_t *c, uint64_t coro, struct pyasync
         return APP_E_STALE;      /* SUSPENDED_YIELD_FROM_LOCKED: free-threaded builds only */
     if (state >= a->st_finished) /* completed or cleared: no frame */
         return 0;
+    if (f[L->fr.owner] != L->fr.owner_gen) /* the embedded frame is the generator's */
+        return APP_E_STALE;
     s->code = bytes_load_u64(f + L->fr.code) & ~(uint64_t)7; /* a tagged _PyStackRef */
     instr = bytes_load_u64(f + L->fr.instr);
     if (!bytes_ptr_ok(s->code))

@@ -380,6 +380,9 @@ START_TEST(torn_and_garbled_refused)
     /* 3.15's SUSPENDED_YIELD_FROM_LOCKED (3) exists only in free-threaded builds. */
     s8 = 3;
     check_refused(&k3150, C(2) + ks[2]->t->v[GEN_STATE], &s8, 1, APP_E_STALE, "asyncio tasks");
+    /* A coroutine whose embedded frame is not owned by a generator: not a coroutine's frame. */
+    s8 = 0;
+    check_refused(&k3150t, C(2) + 88 + 78, &s8, 1, APP_E_STALE, "asyncio tasks");
     /* A thread copy of the bytecode the code's array does not have. */
     check_refused(&k3150t, C(3) + 88 + 72, &idx, 4, APP_E_STALE, "asyncio tasks");
     /* gen_object.gi_iframe in _Py_DebugOffsets beyond any coroutine: a layout not known. */

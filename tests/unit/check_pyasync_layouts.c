@@ -420,6 +420,41 @@ START_TEST(refused_by_name)
 }
 END_TEST
 
+/* A finished task has no chain; a coroutine in the state CREATED (0 on 3.15, -3 on 3.14) awaits
+ * nothing: its chain ends with it, whatever its stack holds. */
+START_TEST(done_and_created)
+{
+    const struct acase *ks[] = {&k3150t, &k3140t, &k3150};
+
+    for (size_t i = 0; i < 3; i++) {
+        const char *z = "\xd0\x97\xd0\xb0\xd0\xb4\xd0\xb0\xd1\x87\xd0\xb0\xc3\x9f";
+        struct target tv;
+        struct img *im = async_image(ks[i], &tv);
+        struct pyproc *p = async_open(ks[i], im);
+        uint64_t sh = ks[i]->t->ft ? 16 : 0;
+        int32_t done = 2;
+        int8_t created = ks[i]->yf == 2 ? 0 : -3;
+        struct pyasync_list l;
+        struct app_err err = {0};
+        const struct pyasync_task *t;
+
+        rmem_image_write(p->mem, T(3) + 104 + sh, &done, 4);
+        rmem_image_write(p->mem, C(2) + ks[i]->t->v[GEN_STATE], &created, 1);
+        ck_assert_msg(pyasync_read(p, &l, &err) == 0, "read failed: %s", err.msg);
+        t = by_name(&l, "worker");
+        ck_assert_int_eq(t->state, PYASYNC_DONE);
+        ck_assert_uint_eq(t->nframes, 0);
+        t = by_name(&l, z);
+        ck_assert_int_eq(t->state, PYASYNC_PENDING);
+        ck_assert_uint_eq(t->nframes, 1);
+        check_frame(t, 0, "Client.fetch", 122);
+        pyasync_free(&l);
+        pyproc_free(p);
+        free(im);
+    }
+}
+END_TEST
+
 /* No _AsyncioDebug found (asyncio not imported): no tasks, on every layout. */
 START_TEST(not_loaded)
 {
@@ -448,6 +483,7 @@ static Suite *suite(void)
     tcase_add_test(tc, slots_where_the_reader_looks);
     tcase_add_test(tc, torn_and_garbled_refused);
     tcase_add_test(tc, refused_by_name);
+    tcase_add_test(tc, done_and_created);
     tcase_add_test(tc, not_loaded);
     suite_add_tcase(s, tc);
     return s;

@@ -451,9 +451,11 @@ static int chain_offsets(struct a14 *a)
     gsize = bytes_load_u64(b + s->gen);
     iframe = bytes_load_u64(b + s->gen + 16);
     state = bytes_load_u64(b + s->gen + 24);
-    if (lp < 16 || lp > 128 || lp > a->L->fr.size || sp + 8 > lp || iframe < a->L->ob_type + 16 ||
-        iframe + lp > CORO_MAX || iframe + lp > gsize || state < a->L->ob_type + 8 ||
-        state >= iframe)
+    /* Every frame field the decoder reads lies in the frame's header, before localsplus. */
+    if (lp < 16 || lp > 128 || lp > a->L->fr.size || sp + 8 > lp || a->L->fr.owner >= lp ||
+        a->L->fr.code + 8 > lp || a->L->fr.instr + 8 > lp || a->L->fr.tlbc + 4 > (int64_t)lp ||
+        iframe < a->L->ob_type + 16 || iframe + lp > CORO_MAX || iframe + lp > gsize ||
+        state < a->L->ob_type + 8 || state >= iframe)
         return APP_E_VERSION;
     a->gi_iframe = (uint32_t)iframe;
     a->gi_state = (uint32_t)state;

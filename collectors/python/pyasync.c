@@ -651,19 +651,18 @@ static int pystate(struct actx *a, uint64_t obj, int *state)
 /* A pure-Python task (asyncio.tasks._PyTask, or a Python subclass of it): its fields are
  * instance attributes, looked up in its instance dict as pynames.c does for any object
  * (3.8-3.10 tp_dictoffset dicts, 3.11 shared keys and values, 3.12 managed dicts, 3.13 inline
- * values). _state is a class attribute until the task is cancelled or finishes, so an instance
- * without one is pending. Fills r as task_read does for a C task. */
+ * values), all five at once (pynames_attrs: the object, its type and storage read once, and the
+ * places in the class's shared keys remembered, so a task costs about four reads). _state is a
+ * class attribute until the task is cancelled or finishes, so an instance without one is
+ * pending. Fills r as task_read does for a C task. */
 static int pytask_read(struct actx *a, uint64_t addr, struct raw *r)
 {
     static const char *const attr[] = {"_loop", "_fut_waiter", "_coro", "_name", "_state"};
     uint64_t v[5] = {0};
-    int st = 0, state = 0;
+    int st = pynames_attrs(&a->w, addr, attr, 5, v), state = 0;
 
-    for (int i = 0; i < 5 && st == 0; i++) {
-        st = pynames_attr(&a->w, addr, attr[i], &v[i]);
-        if (st == APP_E_NOTFOUND && i == 4)
-            st = 0, v[4] = 0;
-    }
+    if (st == 0 && (!v[0] || !v[1] || !v[2] || !v[3])) /* a task always has these four */
+        st = APP_E_STALE;
     if (st == 0 && v[4])
         st = pystate(a, v[4], &state);
     if (st == 0)
@@ -671,7 +670,7 @@ static int pytask_read(struct actx *a, uint64_t addr, struct raw *r)
     if (st == 0)
         st = none_to_zero(a, &v[2]);
     *r = (struct raw){addr, v[0], v[1], v[2], v[3], state};
-    return st == APP_E_NOTFOUND ? APP_E_STALE : st; /* a task always has the other four */
+    return st;
 }
 
 /* Reads one task's object, name, thread and chain. */
@@ -889,6 +888,7 @@ int pyasync_read(struct pyproc *p, struct pyasync_list *out, struct app_err *err
         pyasync_free(out);
         actx_reset(&a);
         a.w.dict_type = 0;
+        a.w.nmemo = 0;
         st = main_interp(p, &interp);
         a.interp = interp;
         if (st == 0)

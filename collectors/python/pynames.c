@@ -805,6 +805,110 @@ int pynames_attr(struct pynames_walk *w, uint64_t obj, const char *attr, uint64_
     return st;
 }
 
+/* The attribute dict in the object's dict slot: split (its shared keys and values go into s),
+ * or combined, then looked up name by name (0 for a name it lacks). */
+static int attrs_dict(struct pynames_walk *w, struct tslot *s, const char *const *attrs, size_t n,
+                      uint64_t *vals)
+{
+    uint8_t b[PYABI_DICT_HDR];
+    int st = rmem_read(w->m, s->dict, b, sizeof(b));
+
+    if (st == 0)
+        st = dict_check(w, b);
+    if (st == 0 && bytes_load_u64(b + PYABI_DICT_VALUES)) {
+        s->keys = bytes_load_u64(b + PYABI_DICT_KEYS);
+        s->values = bytes_load_u64(b + PYABI_DICT_VALUES) + w->N->values_off;
+        return 0;
+    }
+    for (size_t i = 0; st == 0 && i < n; i++) {
+        st = dict_lookup_str(w, s->dict, attrs[i], &vals[i]);
+        if (st == APP_E_NOTFOUND)
+            st = 0, vals[i] = 0;
+    }
+    return st;
+}
+
+/* The places of attrs in the shared keys at keys (SIZE_MAX: absent): from the memo while it
+ * holds (a miss only while the keys' nentries has not moved: one read), else searched and
+ * remembered. */
+static int attrs_places(struct pynames_walk *w, uint64_t keys, const char *const *attrs, size_t n,
+                        size_t *ix)
+{
+    struct pynames_memo *mo = NULL;
+    struct dview v;
+    uint8_t kh[40];
+    bool miss = false;
+    int st;
+
+    for (size_t j = 0; j < w->nmemo && !mo; j++)
+        if (w->memo[j].keys == keys && w->memo[j].attrs == attrs)
+            mo = &w->memo[j];
+    for (size_t i = 0; mo && i < n; i++)
+        miss |= mo->ix[i] == SIZE_MAX;
+    if (mo && miss && (st = rmem_read(w->m, keys, kh, sizeof(kh))) < 0)
+        return st;
+    if (mo && (!miss || bytes_load_u64(kh + w->N->keys_nentries) == mo->nentries)) {
+        memcpy(ix, mo->ix, n * sizeof(*ix));
+        return 0;
+    }
+    st = keys_load(w, keys, true, &v);
+    for (size_t i = 0; st == 0 && i < n; i++) {
+        st = dv_find_str(w, &v, attrs[i], &ix[i]);
+        if (st == APP_E_NOTFOUND)
+            st = 0, ix[i] = SIZE_MAX;
+    }
+    if (st == 0) {
+        if (!mo)
+            mo = &w->memo[w->nmemo < PYNAMES_MEMO ? w->nmemo++ : 0];
+        *mo = (struct pynames_memo){.keys = keys, .nentries = v.n, .attrs = attrs};
+        memcpy(mo->ix, ix, n * sizeof(*ix));
+    }
+    free(v.ent);
+    return st;
+}
+
+int pynames_attrs(struct pynames_walk *w, uint64_t obj, const char *const *attrs, size_t n,
+                  uint64_t *vals)
+{
+    struct tslot s = {.obj = obj};
+    struct ttype *t = NULL;
+    size_t ix[PYNAMES_ATTRS_MAX];
+    uint64_t addr[PYNAMES_ATTRS_MAX] = {0};
+    uint8_t buf[PYNAMES_ATTRS_MAX * 8];
+    int st;
+
+    if (n == 0 || n > PYNAMES_ATTRS_MAX || !bytes_ptr_ok(obj))
+        return APP_E_STALE;
+    memset(vals, 0, n * sizeof(*vals));
+    st = objects_read(w, &s, 1);
+    if (st == 0)
+        st = types_read(w, &s, 1, &t);
+    if (st == 0)
+        st = slot_resolve(w->N, &t[0], &s);
+    if (st == 0)
+        st = probes_read(w, &s, 1, t);
+    free(t);
+    if (st == 0 && !s.keys)
+        st = attrs_dict(w, &s, attrs, n, vals);
+    if (st < 0 || !s.keys)
+        return st;
+    st = attrs_places(w, s.keys, attrs, n, ix);
+    for (size_t i = 0; st == 0 && i < n; i++) {
+        if (ix[i] != SIZE_MAX && s.capacity && ix[i] >= s.capacity)
+            st = APP_E_STALE;
+        else if (ix[i] != SIZE_MAX)
+            addr[i] = s.values + 8 * ix[i];
+    }
+    if (st == 0)
+        st = read_batch(w->m, addr, n, 8, buf, true);
+    for (size_t i = 0; st == 0 && i < n; i++) {
+        vals[i] = addr[i] ? bytes_load_u64(buf + 8 * i) : 0; /* NULL: deleted from the values */
+        if (vals[i] && !bytes_ptr_ok(vals[i]))
+            st = APP_E_STALE;
+    }
+    return st;
+}
+
 int pynames_dict_items(struct pynames_walk *w, uint64_t dict, uint64_t *keys, uint64_t *vals,
                        size_t max, size_t *n, bool recheck)
 {

@@ -35,12 +35,28 @@ void pynames_free(struct pyname *v, size_t n);
  * lookups by str key, instance attributes, ints. Same rules: every pointer validated, every
  * loop bounded, APP_E_STALE for torn data, APP_E_NOTFOUND only for a key really missing. The
  * first dict a walk opens must be a real dict (the modules dict): it teaches PyDict_Type. */
+#define PYNAMES_ATTRS_MAX 8
+#define PYNAMES_MEMO 4
+
+/* Where each name of one attribute list (pynames_attrs) sits in one shared keys object, as of
+ * its nentries: entries of a keys object are only ever appended, so a name found stays at its
+ * index, and one not found is still absent while nentries has not moved. */
+struct pynames_memo {
+    uint64_t keys, nentries;
+    const char *const *attrs;
+    size_t ix[PYNAMES_ATTRS_MAX]; /* SIZE_MAX: absent */
+};
+
 struct pynames_walk {
     struct rmem *m;
     const struct py_layout *L;
     const struct py_names_offsets *N; /* &L->names */
     uint64_t dict_type; /* ob_type of the modules dict, i.e. &PyDict_Type in the target */
     const char *attr;   /* the instance attribute names_locate looks up ("_name") */
+    /* pynames_attrs' memo: good for one read of the target (a keys object freed and another
+     * made at its address would mislead it), so whoever starts a new read clears nmemo. */
+    struct pynames_memo memo[PYNAMES_MEMO];
+    size_t nmemo;
 };
 
 /* Sets up w; APP_E_VERSION when the layout has no object part. */
@@ -52,6 +68,14 @@ int pynames_module_get(struct pynames_walk *w, uint64_t interp, const char *modu
 /* The instance attribute attr (ASCII, <= 24 characters) of the object at obj, whose type must
  * be a heap type (a Python class). */
 int pynames_attr(struct pynames_walk *w, uint64_t obj, const char *attr, uint64_t *val);
+/* The instance attributes attrs[0..n) (n <= PYNAMES_ATTRS_MAX, each as for pynames_attr) of the
+ * object at obj into vals, 0 for one the object does not have: the object, its type and its
+ * attribute storage are read once for all of them, and where the class's shared keys hold
+ * them, their places are remembered (w->memo, keyed by the keys object and the attrs array,
+ * which must be a static array), so that the next object of the class costs a read of its
+ * values. */
+int pynames_attrs(struct pynames_walk *w, uint64_t obj, const char *const *attrs, size_t n,
+                  uint64_t *vals);
 /* The live (key, value) pairs of the combined dict at dict, at most max; with recheck, checks
  * afterwards that the dict did not change meanwhile (any mutation, even of another entry, is
  * then APP_E_STALE); without, each pair is as some moment of the read left it and the caller

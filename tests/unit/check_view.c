@@ -525,6 +525,15 @@ START_TEST(hang_asyncio_tasks)
     ck_assert(v.hang);
     ck_assert_str_eq(v.where, "Queue.get (queues.py:158)");
     view_hang_fini(&v);
+    /* The last read left tasks without a lane (the engine's lane cap): whether they moved is
+     * not known, so the tasks do not judge the rank; its loop's own stack does. */
+    r->tasks_unlaned = 3;
+    view_hang(&h, T(50), 8 * SEC, NULL, &v);
+    ck_assert(v.hang);
+    ck_assert_str_eq(v.where, "EpollSelector.select (selectors.py:468)");
+    ck_assert_uint_eq(v.since, 50 * SEC);
+    view_hang_fini(&v);
+    r->tasks_unlaned = 0;
     for (int k = 51; k <= 90; k++) /* the main thread busy elsewhere: tasks are not asked */
         history_observe(m, sb, T(k));
     view_hang(&h, T(90), 30 * SEC, NULL, &v);

@@ -8,7 +8,10 @@
  * lines it writes) and `ranktop record --all-threads -r 1000 -d SECONDS -p PID` (its thread stacks
  * and the CPU of its sampling threads from its summary line). austin's CPU is its rusage as a
  * child, which includes start-up; both rates are what each achieved. Prints both figures and
- * the ratio. Not a test: it asserts nothing.
+ * the ratio. Then the floor every 1 kHz sampler pays before it reads anything: ranktop on the
+ * same target with every thread blocked (`five300.py still`: the process's CPU clock stands,
+ * so nothing is read), and this process's own CPU for a bare 1 kHz sleep loop, and ranktop's
+ * figure less its floor. Not a test: it asserts nothing.
  *
  * Usage: bench_austin [--seconds S] [PYTHON...] */
 #include "bench_support.h"
@@ -20,6 +23,7 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <time.h>
 
 /* Runs argv with stdout and stderr into out, to its end or (stop_s > 0) until SIGINT after
  * stop_s seconds; the child's CPU seconds. */
@@ -68,7 +72,7 @@ static long austin_stacks(const char *path)
 }
 
 /* ranktop record's summary: "... N thread stacks, ... X s CPU". */
-static bool ranktop_summary(const char *path, long *stacks, double *cpu)
+static bool ranktop_summary(const char *path, long *stacks, double *cpu, long *samples_out)
 {
     FILE *f = fopen(path, "r");
     char line[1024];
@@ -81,6 +85,7 @@ static bool ranktop_summary(const char *path, long *stacks, double *cpu)
         if (sscanf(line, "ranktop: %llu samples, %llu thread stacks", &samples, &st) == 2 && c &&
             sscanf(c, " Hz achieved, %lf s CPU", cpu) == 1) {
             *stacks = (long)st;
+            *samples_out = (long)samples;
             ok = true;
         }
     }
@@ -89,13 +94,75 @@ static bool ranktop_summary(const char *path, long *stacks, double *cpu)
     return ok;
 }
 
+/* ranktop recording pid at 1 kHz for secs: CPU and samples from its summary. */
+static bool ranktop_run(const char *pid, const char *dur, const char *dir, const char *tag,
+                        long *stacks, double *cpu, long *samples)
+{
+    char out[128], err[128];
+    const char *rv[] = {BENCH_RANKTOP, "record",   "--all-threads", "-r", "1000", "-d",
+                        dur,           "--format", "collapsed",     "-o", out,    "-p",
+                        pid,           NULL};
+
+    snprintf(out, sizeof(out), "%s/%s.txt", dir, tag);
+    snprintf(err, sizeof(err), "%s/%s.err", dir, tag);
+    run_child(rv, err, 0);
+    return ranktop_summary(err, stacks, cpu, samples);
+}
+
+/* This thread's CPU per wake-up of a bare 1 kHz absolute-deadline sleep loop, in us: the
+ * kernel's and the hypervisor's price of a timer wake-up, which any 1 kHz sampler pays. */
+static double wake_floor_us(double secs)
+{
+    struct rusage a, b;
+    struct timespec t;
+    long n = (long)(secs * 1000);
+
+    getrusage(RUSAGE_THREAD, &a);
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    for (long i = 0; i < n; i++) {
+        t.tv_nsec += 1000000;
+        if (t.tv_nsec >= 1000000000) {
+            t.tv_sec++;
+            t.tv_nsec -= 1000000000;
+        }
+        clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, NULL);
+    }
+    getrusage(RUSAGE_THREAD, &b);
+    return ((double)(b.ru_utime.tv_sec - a.ru_utime.tv_sec + b.ru_stime.tv_sec -
+                     a.ru_stime.tv_sec) *
+                1e6 +
+            (double)(b.ru_utime.tv_usec - a.ru_utime.tv_usec + b.ru_stime.tv_usec -
+                     a.ru_stime.tv_usec)) /
+           (double)(n ? n : 1);
+}
+
+/* ranktop's CPU per sample on five300 with every thread blocked; -1 when it could not run. */
+static double still_floor_us(const char *python, const char *dur, const char *dir)
+{
+    const char *argv[] = {python, "-S", BENCH_TARGET, "still", NULL};
+    struct bench_target t = {0};
+    char pid[16];
+    long stacks = 0, samples = 0;
+    double cpu = 0;
+    bool ok;
+
+    if (bench_target_spawn(&t, argv) < 0 || !bench_target_ready(&t)) {
+        bench_targets_kill(&t, 1);
+        return -1;
+    }
+    snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+    ok = ranktop_run(pid, dur, dir, "still", &stacks, &cpu, &samples);
+    bench_targets_kill(&t, 1);
+    return ok && samples > 0 ? cpu * 1e6 / (double)samples : -1;
+}
+
 static void one(const char *python, double secs)
 {
     const char *argv[] = {python, "-S", BENCH_TARGET, NULL};
     struct bench_target t = {0};
-    char pid[16], dur[32], tmp[] = "/tmp/bench_austin.XXXXXX", a_out[96], r_out[96], r_err[96];
-    double a_cpu, r_cpu = 0;
-    long a_n, r_n = 0;
+    char pid[16], dur[32], tmp[] = "/tmp/bench_austin.XXXXXX", a_out[96];
+    double a_cpu, r_cpu = 0, still, wake;
+    long a_n, r_n = 0, r_samples = 0;
 
     if (!mkdtemp(tmp) || bench_target_spawn(&t, argv) < 0 || !bench_target_ready(&t)) {
         printf("%s: could not start the target\n", python);
@@ -105,8 +172,6 @@ static void one(const char *python, double secs)
     snprintf(pid, sizeof(pid), "%d", (int)t.pid);
     snprintf(dur, sizeof(dur), "%g", secs);
     snprintf(a_out, sizeof(a_out), "%s/austin.txt", tmp);
-    snprintf(r_out, sizeof(r_out), "%s/ranktop.txt", tmp);
-    snprintf(r_err, sizeof(r_err), "%s/ranktop.err", tmp);
     {
         const char *av[] = {"austin", "-i", "1000", "-o", a_out, "-p", pid, NULL};
         char log[128];
@@ -115,15 +180,8 @@ static void one(const char *python, double secs)
         a_cpu = run_child(av, log, secs);
         a_n = austin_stacks(a_out);
     }
-    {
-        const char *rv[] = {BENCH_RANKTOP, "record",   "--all-threads", "-r", "1000", "-d",
-                            dur,           "--format", "collapsed",     "-o", r_out,  "-p",
-                            pid,           NULL};
-
-        run_child(rv, r_err, 0);
-        if (!ranktop_summary(r_err, &r_n, &r_cpu))
-            r_n = 0;
-    }
+    if (!ranktop_run(pid, dur, tmp, "ranktop", &r_n, &r_cpu, &r_samples))
+        r_n = 0;
     bench_targets_kill(&t, 1);
     if (a_cpu <= 0 || a_n <= 0 || r_n <= 0) {
         printf("%s: no figures (austin %ld stacks, %.2f s; ranktop %ld stacks); see %s\n", python,
@@ -136,6 +194,14 @@ static void one(const char *python, double secs)
            "  ranktop is %.1fx cheaper per thread stack\n",
            python, secs, a_n, a_cpu, a_cpu * 1e6 / (double)a_n, r_n, r_cpu,
            r_cpu * 1e6 / (double)r_n, (a_cpu / (double)a_n) / (r_cpu / (double)r_n));
+    still = still_floor_us(python, dur, tmp);
+    wake = wake_floor_us(secs);
+    if (still > 0 && r_samples > 0)
+        printf("  floor: %.1f us per sample for ranktop on the same threads all blocked (nothing\n"
+               "         read), %.1f us per wake-up of a bare 1 kHz sleep loop on this machine\n"
+               "  ranktop less its floor: %.1f us per thread stack (%.1f per sample)\n",
+               still, wake, (r_cpu * 1e6 - still * (double)r_samples) / (double)r_n,
+               (r_cpu * 1e6 - still * (double)r_samples) / (double)r_samples);
     {
         char cmd[160];
 

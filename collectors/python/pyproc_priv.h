@@ -50,6 +50,17 @@ struct pyprev {
     uint64_t ident, interp, switches, holder;
 };
 
+/* The last resolution of one thread's walk, stored outermost first so that the unchanged
+ * outer part of the next walk is a prefix of these arrays (pysample.c, resolve_frames). */
+struct pyresolved {
+    struct pyrawframe *raw; /* raw[r]: the walk's frame r places from its outermost */
+    uint64_t *serial;       /* serial of raw[r]'s code-cache entry */
+    int32_t *out;           /* raw[r]'s frame in `frames`, -1 when hidden */
+    struct pyframe *frames; /* the frames it gave, outermost first */
+    uint64_t *key;          /* key[o]: the chain key folded over frames 0..o */
+    uint32_t n, nout, cap;
+};
+
 struct pyhint {
     uint64_t ts; /* the thread's PyThreadState address */
     uint64_t addr[PYHINT_MAX];
@@ -76,6 +87,7 @@ struct pyhint {
     uint8_t base_misses;      /* 3.8-3.10: samples in a row that refused a new outermost frame */
     uint64_t base_miss_epoch; /* the sample (code-cache epoch) of the last one */
     struct pyprev prev;
+    struct pyresolved res;
 };
 
 /* How one walk ended besides its frame count. */

@@ -122,12 +122,73 @@ static size_t reserve_frames(struct pyproc *p, size_t n)
     return p->frames_len;
 }
 
-/* Turns the raw walk into frames; returns the frame count or a negative status. */
-static int resolve_frames(struct pyproc *p, int n, bool alive, size_t *first, uint64_t *key)
+/* How many of the walk's outermost raw frames are the ones the thread's last resolution
+ * began with, code-cache entries included (equal serials: the same strings, line table and
+ * first traceable instruction), cut back so that the innermost of them gave a frame. Resolving
+ * is a function of exactly these, and a hidden frame hands its entry flag to the frame above
+ * it, so that many frames can be taken as they were. A deep stack whose caller frames sit
+ * still (the common case) resolves only the frames that moved. */
+static uint32_t res_common(const struct pyresolved *c, const struct pyrawframe *raw,
+                           struct pycode *const *res, uint32_t n)
 {
+    uint32_t s = 0;
+
+    while (s < n && s < c->n && res[n - 1 - s]->serial == c->serial[s] &&
+           raw[n - 1 - s].code == c->raw[s].code && raw[n - 1 - s].q == c->raw[s].q &&
+           raw[n - 1 - s].is_gen == c->raw[s].is_gen && raw[n - 1 - s].entry == c->raw[s].entry)
+        s++;
+    while (s > 0 && c->out[s - 1] < 0)
+        s--;
+    return s;
+}
+
+static void res_reserve(struct pyresolved *c, uint32_t n)
+{
+    if (n <= c->cap)
+        return;
+    c->cap = n < 64 ? 64 : n + n / 2;
+    c->raw = x_reallocarray(c->raw, c->cap, sizeof(*c->raw));
+    c->serial = x_reallocarray(c->serial, c->cap, sizeof(*c->serial));
+    c->out = x_reallocarray(c->out, c->cap, sizeof(*c->out));
+    c->frames = x_reallocarray(c->frames, c->cap, sizeof(*c->frames));
+    c->key = x_reallocarray(c->key, c->cap, sizeof(*c->key));
+}
+
+/* One raw frame into fr[*out] (or hidden); the memo's view of it is stored at r. */
+static void res_one(struct pyproc *p, int i, struct pyframe *fr, int *out, struct pyresolved *c,
+                    uint32_t r)
+{
+    struct pycode *e = p->raw_res[i];
+    long q = p->raw[i].q;
+    int line;
+
+    c->raw[r] = p->raw[i];
+    c->serial[r] = e->serial;
+    c->out[r] = -1;
+    /* CPython hides frames that have not reached their first traceable instruction; a hidden
+     * entry frame hands its boundary to the frame inside it. */
+    if (p->L.co.firsttraceable >= 0 && !p->raw[i].is_gen && q < 2L * e->firsttraceable) {
+        if (p->raw[i].entry && *out > 0)
+            fr[*out - 1].entry = true;
+        return;
+    }
+    line = q < 0 ? e->firstlineno : pycode_line(e, p->L.minor, q);
+    fr[*out] = (struct pyframe){e->function, e->file, line, p->raw[i].entry != 0,
+                                hash_mix(e->serial, (uint64_t)(uint32_t)line)};
+    c->out[r] = *out; /* from the top for now; turned outermost-first below */
+    (*out)++;
+}
+
+/* Turns the raw walk into frames; returns the frame count or a negative status. The chain key
+ * folds the frames outermost first, so the memo's partial keys carry over. */
+static int resolve_frames(struct pyproc *p, uint64_t tsaddr, int n, bool alive, size_t *first,
+                          uint64_t *key)
+{
+    struct pyresolved *c = &pywalk_hint(p, tsaddr, true)->res;
+    uint32_t s, so;
     int rc, out = 0;
-    size_t at;
-    uint64_t k = 0x5A17;
+    struct pyframe *fr;
+    uint64_t k;
 
     for (int i = 0; i < n; i++)
         p->raw_codes[i] = p->raw[i].code;
@@ -136,29 +197,31 @@ static int resolve_frames(struct pyproc *p, int n, bool alive, size_t *first, ui
                                 p->raw_res);
     if (rc != 0)
         return rc < 0 ? rc : APP_E_STALE;
-    at = reserve_frames(p, (size_t)n);
-    for (int i = 0; i < n; i++) {
-        struct pycode *e = p->raw_res[i];
-        long q = p->raw[i].q;
-        int line;
+    res_reserve(c, (uint32_t)n);
+    s = res_common(c, p->raw, p->raw_res, (uint32_t)n);
+    so = s ? (uint32_t)c->out[s - 1] + 1 : 0;
+    *first = reserve_frames(p, (size_t)n);
+    fr = p->frames + *first;
+    for (int i = 0; i < n - (int)s; i++)
+        res_one(p, i, fr, &out, c, (uint32_t)(n - 1 - i));
+    for (uint32_t o = 0; o < so; o++)
+        fr[out + (int)(so - 1 - o)] = c->frames[o];
+    /* the frames that moved: outermost-first indices, frames and partial keys */
+    for (uint32_t r = s; r < (uint32_t)n; r++)
+        if (c->out[r] >= 0)
+            c->out[r] = (int32_t)so + (out - 1 - c->out[r]);
+    k = so ? c->key[so - 1] : 0x5A17;
+    for (int j = out - 1; j >= 0; j--) {
+        uint32_t o = so + (uint32_t)(out - 1 - j);
 
-        /* CPython hides frames that have not reached their first traceable instruction; a
-         * hidden entry frame hands its boundary to the frame inside it. */
-        if (p->L.co.firsttraceable >= 0 && !p->raw[i].is_gen && q < 2L * e->firsttraceable) {
-            if (p->raw[i].entry && out > 0)
-                p->frames[at + (size_t)out - 1].entry = true;
-            continue;
-        }
-        line = q < 0 ? e->firstlineno : pycode_line(e, p->L.minor, q);
-        p->frames[at + (size_t)out] =
-            (struct pyframe){e->function, e->file, line, p->raw[i].entry != 0,
-                             hash_mix(e->serial, (uint64_t)(uint32_t)line)};
-        k = hash_mix(hash_mix(k, p->frames[at + (size_t)out].key), p->raw[i].entry);
-        out++;
+        k = hash_mix(hash_mix(k, fr[j].key), fr[j].entry);
+        c->frames[o] = fr[j];
+        c->key[o] = k;
     }
-    *first = at;
-    *key = hash_mix(k, (uint64_t)out);
-    return out;
+    c->n = (uint32_t)n;
+    c->nout = so + (uint32_t)out;
+    *key = hash_mix(k, (uint64_t)c->nout);
+    return (int)c->nout;
 }
 
 static void thread_done(struct pyproc *p, struct pythread *t, int n, size_t first, uint64_t key,
@@ -182,7 +245,7 @@ static bool reuse_thread(struct pyproc *p, struct pythread *t, uint64_t tsaddr, 
     uint64_t key = 0;
     int n = p->only ? -1 : pyreuse_try(p, tsaddr, interp, t->ident, g, &wo);
 
-    if (n < 0 || (n = resolve_frames(p, n, true, &first, &key)) < 0)
+    if (n < 0 || (n = resolve_frames(p, tsaddr, n, true, &first, &key)) < 0)
         return false;
     thread_done(p, t, n, first, key, &wo);
     p->sample.reused++;
@@ -209,7 +272,7 @@ static void sample_thread(struct pyproc *p, struct pythread *t, uint64_t tsaddr,
         int nraw = pywalk_thread(p, tsaddr, attempt ? p->tsfresh : ts, &wo), n = nraw;
 
         if (n >= 0)
-            n = resolve_frames(p, n, false, &first, &key);
+            n = resolve_frames(p, tsaddr, n, false, &first, &key);
         /* A whole walk may show no frame: none exists, or all are yet to start running. A
          * thread that runs Python fast can, rarely (about once in 30000 walks on 3.13), show
          * an empty but consistent-looking state while it enters a call; an empty answer is

@@ -473,6 +473,11 @@ void pywalk_hint_free(struct pyhint *h)
     for (int i = 0; i < 1 + PYHINT_OLD; i++)
         free(h->cbuf[i]);
     pyreuse_free(&h->prev);
+    free(h->res.raw);
+    free(h->res.serial);
+    free(h->res.out);
+    free(h->res.frames);
+    free(h->res.key);
 }
 
 /* The fields of a thread-state copy a 3.11+ walk starts from. */
@@ -813,13 +818,6 @@ static bool frame_is_base(const struct py_layout *L, const uint8_t *f, int owner
     return owner >= L->fr.owner_skip;
 }
 
-/* An owner no frame of a live chain has: a frame object's copy (2, the frame has returned)
- * or a value beyond the version's owners. */
-static bool owner_dead(const struct py_layout *L, int owner)
-{
-    return owner == PY_OWNER_FRAME_OBJECT || owner > (L->fr.owner_skip == 256 ? 1 : 4);
-}
-
 /* 3.12+: every entry frame of one owner carries the same code word (3.12 the interpreter's
  * trampoline code object, 3.13 None), so an "entry frame" that differs from the walk's others
  * is stale bytes on the target's C stack, which is reused as soon as a C call returns. */
@@ -921,17 +919,123 @@ static int tlbc_offset(struct pyproc *p, uint64_t code, int32_t idx, uint64_t in
     return 0;
 }
 
-static int walk_new(struct pyproc *p, uint64_t tsaddr, const uint8_t *guess, struct pywalk_out *o)
+/* The layout words the 3.11+ walk loop reads every frame, hoisted out of the loop (the stores
+ * into p->raw would otherwise make the compiler reload each one every frame). */
+struct wconst {
+    uint32_t fs, o_code, o_instr, o_owner, o_prev;
+    int32_t o_entry, o_tlbc;
+    uint64_t cmask, adaptive;
+    int skip, gen, dead_above;
+    uint32_t max_frames;
+};
+
+static void wconst_init(const struct pyproc *p, struct wconst *w)
 {
     const struct py_layout *L = &p->L;
+
+    *w = (struct wconst){.fs = L->fr.size,
+                         .o_code = L->fr.code,
+                         .o_instr = L->fr.instr,
+                         .o_owner = L->fr.owner,
+                         .o_prev = L->fr.prev,
+                         .o_entry = L->fr.entry,
+                         .o_tlbc = L->fr.tlbc,
+                         .cmask = L->fr.code_tagged ? ~(uint64_t)7 : ~(uint64_t)0,
+                         .adaptive = (uint64_t)L->co.code_adaptive,
+                         .skip = L->fr.owner_skip,
+                         .gen = L->fr.owner_gen,
+                         .dead_above = L->fr.owner_skip == 256 ? 1 : 4,
+                         .max_frames = p->opts.max_frames};
+}
+
+/* The chunk the walk is in, as a window of addresses a whole frame fits in: most frames lie
+ * in the chunk of the frame before them, so the loop looks there without a call. */
+struct wwin {
+    uint64_t lo, hi; /* frame start addresses in [lo, hi] lie in the chunk copy */
+    const uint8_t *buf;
+    uint64_t at; /* the remote address buf[0] was copied from */
+};
+
+static void wwin_set(const struct pyproc *p, const struct chunkset *cs, uint32_t fs, struct wwin *w)
+{
+    int i = cs->last;
+
+    w->lo = 1;
+    w->hi = 0;
+    if (i < cs->n && cs->len[i] >= PYABI_CHUNK_HDR + fs) {
+        w->lo = cs->addr[i] + PYABI_CHUNK_HDR;
+        w->hi = cs->addr[i] + cs->len[i] - fs;
+        w->buf = p->chunk[i];
+        w->at = cs->addr[i];
+    }
+}
+
+/* A 3.11+ walk's state between frames. */
+struct wstate {
+    uint64_t outer, outer_ds, shim[2];
+    bool outer_gen;
+    struct loopcheck lc;
+    int n;
+};
+
+/* An owner no frame of a live chain has: a frame object's copy (2, the frame has returned)
+ * or a value beyond the version's owners. */
+static inline bool is_dead(const struct wconst *w, int owner)
+{
+    return owner == PY_OWNER_FRAME_OBJECT || owner > w->dead_above;
+}
+
+/* One frame of a 3.11+ walk: its checks and raw entry; returns the next frame address via
+ * *frame, 0 to continue, or a negative status. 1: the frame cap was reached. */
+static int walk_step(struct pyproc *p, const struct wconst *w, struct wstate *st, const uint8_t *f,
+                     uint64_t *frame)
+{
+    uint64_t code = bytes_load_u64(f + w->o_code) & w->cmask;
+    uint64_t instr = bytes_load_u64(f + w->o_instr);
+    uint64_t prev = bytes_load_u64(f + w->o_prev);
+    int owner = f[w->o_owner], rc;
+    struct pyrawframe r;
+
+    if (prev == *frame || chain_loops(&st->lc, prev) || is_dead(w, owner) ||
+        (!prev && !frame_is_base(&p->L, f, owner)) ||
+        (owner >= w->skip && !shim_consistent(&p->L, st->shim, owner, code)))
+        return APP_E_STALE;
+    if (owner < w->skip && code)
+        st->outer = *frame, st->outer_gen = owner == w->gen;
+    if (owner == PY_OWNER_THREAD && code) /* on the thread's data stack */
+        st->outer_ds = *frame;
+    *frame = prev;
+    if (owner >= w->skip && st->n > 0) /* 3.12+: an entry shim under the frame before */
+        p->raw[st->n - 1].entry = 1;
+    if (owner >= w->skip || !code)
+        return 0;
+    if ((uint32_t)st->n == w->max_frames)
+        return 1;
+    r.code = code;
+    r.q = instr ? (long)(instr - (code + w->adaptive)) : -1;
+    if (instr && w->o_tlbc > 0 && bytes_load_i32(f + w->o_tlbc) != 0) {
+        rc = tlbc_offset(p, code, bytes_load_i32(f + w->o_tlbc), instr, &r.q);
+        if (rc < 0)
+            return rc;
+    }
+    r.is_gen = owner == w->gen;
+    r.entry = w->o_entry >= 0 && f[w->o_entry] != 0; /* 3.11's is_entry */
+    p->raw[st->n++] = r;
+    return 0;
+}
+
+static int walk_new(struct pyproc *p, uint64_t tsaddr, const uint8_t *guess, struct pywalk_out *o)
+{
+    struct wconst w;
     uint32_t limit = p->opts.max_frames + 1024, steps = 0;
     static _Thread_local struct chunkset cs;
     uint8_t single[FRAME_MAX];
-    uint64_t frame = 0, outer = 0, outer_ds = 0, root, shim[2] = {0, 0};
-    bool outer_gen = false;
-    struct loopcheck lc = {0};
-    int n = 0, rc;
+    uint64_t frame = 0, root;
+    struct wstate st = {0};
+    struct wwin win = {.lo = 1};
+    int rc;
 
+    wconst_init(p, &w);
     cs.n = 0;
     cs.older = 0;
     cs.nseen = 0;
@@ -942,58 +1046,37 @@ static int walk_new(struct pyproc *p, uint64_t tsaddr, const uint8_t *guess, str
     rc = walk_start(p, tsaddr, guess, &cs, &frame, &o->no_python);
 
     for (; rc == 0 && frame && steps < limit; steps++) {
-        const uint8_t *f = frame & 7 ? NULL : frame_at(p, &cs, frame, single, &rc);
-        uint64_t code, instr, prev;
-        int owner;
+        const uint8_t *f;
 
-        if (!f)
-            return rc == APP_E_GONE ? rc : APP_E_STALE;
-        code = bytes_load_u64(f + L->fr.code) & (L->fr.code_tagged ? ~(uint64_t)7 : ~(uint64_t)0);
-        instr = bytes_load_u64(f + L->fr.instr);
-        owner = f[L->fr.owner];
-        prev = bytes_load_u64(f + L->fr.prev);
-        if (prev == frame || chain_loops(&lc, prev) || owner_dead(L, owner) ||
-            (!prev && !frame_is_base(L, f, owner)) || !shim_consistent(L, shim, owner, code))
-            return APP_E_STALE;
-        if (owner < L->fr.owner_skip && code)
-            outer = frame, outer_gen = owner == L->fr.owner_gen;
-        if (owner == PY_OWNER_THREAD && code) /* on the thread's data stack */
-            outer_ds = frame;
-        frame = prev;
-        if (owner >= L->fr.owner_skip && n > 0) /* 3.12+: an entry shim under the frame before */
-            p->raw[n - 1].entry = 1;
-        if (owner >= L->fr.owner_skip || !code)
-            continue;
-        if ((uint32_t)n == p->opts.max_frames) {
+        if (frame >= win.lo && frame <= win.hi && !(frame & 7)) {
+            f = win.buf + (frame - win.at);
+        } else {
+            f = frame & 7 ? NULL : frame_at(p, &cs, frame, single, &rc);
+            if (!f)
+                return rc == APP_E_GONE ? rc : APP_E_STALE;
+            wwin_set(p, &cs, w.fs, &win);
+        }
+        rc = walk_step(p, &w, &st, f, &frame);
+        if (rc == 1) {
             o->truncated = true;
             hint_save(&cs);
-            return n;
+            return st.n;
         }
-        p->raw[n].code = code;
-        p->raw[n].q = instr ? (long)(instr - (code + (uint64_t)L->co.code_adaptive)) : -1;
-        if (instr && L->fr.tlbc > 0 && bytes_load_i32(f + L->fr.tlbc) != 0) {
-            rc = tlbc_offset(p, code, bytes_load_i32(f + L->fr.tlbc), instr, &p->raw[n].q);
-            if (rc < 0)
-                return rc;
-        }
-        p->raw[n].is_gen = owner == L->fr.owner_gen;
-        p->raw[n].entry = L->fr.entry >= 0 && f[L->fr.entry] != 0; /* 3.11's is_entry */
-        n++;
     }
     if (rc < 0)
         return rc;
     hint_save(&cs);
     if (frame)
         return APP_E_STALE;
-    if (outer && !outer_anchored(p, &cs, outer, outer_gen, outer_ds)) {
+    if (st.outer && !outer_anchored(p, &cs, st.outer, st.outer_gen, st.outer_ds)) {
         cs.hint->n = 0; /* next time through the chunks, not a stale single copy */
         return APP_E_STALE;
     }
-    root = outer ? root_chunk_of(&cs, outer_gen ? outer_ds : outer) : 0;
+    root = st.outer ? root_chunk_of(&cs, st.outer_gen ? st.outer_ds : st.outer) : 0;
     if (root && root_of_other(p, cs.hint, root))
         return APP_E_STALE;
     cs.hint->root = root;
-    return n;
+    return st.n;
 }
 
 /* 3.8-3.10 keep the top frame in the thread state itself: re-read it, check it is still the

@@ -1,0 +1,129 @@
+/* Tests for rmem_readv (collectors/proc/rmem.c) against a real child process: ranges close
+ * enough to be read as one (out of order, overlapping, touching, a few bytes apart) must come
+ * back byte for byte as single reads give them, and a call with a range the child has not
+ * mapped must report exactly the leading ranges an uncoalesced call reads. The child is a fork
+ * of this process parked in pause(), so its memory at the test's addresses is a known pattern.
+ * Single-threaded. */
+#include "ranktop/rmem.h"
+#include "tsupport.h"
+
+#include <check.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define AREA (64 * 1024)
+
+static uint8_t *area;  /* the pattern, at the same address in the child */
+static uint8_t *holed; /* three pages, the middle one unmapped in both */
+static pid_t child;
+
+static void child_start(void)
+{
+    long pg = sysconf(_SC_PAGESIZE);
+
+    area = mmap(NULL, AREA, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    holed =
+        mmap(NULL, (size_t)(3 * pg), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ck_assert(area != MAP_FAILED && holed != MAP_FAILED);
+    for (size_t i = 0; i < AREA; i++)
+        area[i] = (uint8_t)(i * 7 + (i >> 8));
+    memset(holed, 0xA5, (size_t)(3 * pg));
+    ck_assert_int_eq(munmap(holed + pg, (size_t)pg), 0);
+    child = fork();
+    ck_assert_int_ge(child, 0);
+    if (child == 0) {
+        for (;;)
+            pause();
+    }
+}
+
+static void child_stop(void)
+{
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+}
+
+/* Reads n ranges at offsets off[i] (lengths len[i]) of area in one call and singly; both must
+ * equal the pattern. */
+static void check_ranges(struct rmem *m, const size_t *off, const size_t *len, int n)
+{
+    struct rmem_iov iov[16];
+    uint8_t buf[16][4096];
+    int done = -1;
+
+    for (int i = 0; i < n; i++)
+        iov[i] = (struct rmem_iov){(uint64_t)(uintptr_t)(area + off[i]), buf[i], len[i]};
+    ck_assert_int_eq(rmem_readv(m, iov, n, &done), 0);
+    ck_assert_int_eq(done, n);
+    for (int i = 0; i < n; i++)
+        ck_assert_msg(!memcmp(buf[i], area + off[i], len[i]), "range %d (offset %zu) differs", i,
+                      off[i]);
+}
+
+START_TEST(test_close_ranges)
+{
+    struct rmem *m;
+    /* out of order, overlapping, touching, duplicated, a gap under and one over the limit */
+    const size_t off[] = {9000, 100, 0, 150, 4000, 4096, 100, 20000, 30000, 30100, 9500};
+    const size_t len[] = {200, 80, 64, 300, 96, 512, 80, 1000, 4000, 50, 1};
+    uint64_t calls;
+
+    child_start();
+    m = rmem_new_pid(child);
+    calls = rmem_calls(m);
+    check_ranges(m, off, len, (int)(sizeof(off) / sizeof(off[0])));
+    ck_assert_int_eq(rmem_calls(m) - calls, 1); /* one system call, coalesced or not */
+    check_ranges(m, off + 2, len + 2, 1);
+    rmem_free(m);
+    child_stop();
+}
+END_TEST
+
+START_TEST(test_unmapped_range)
+{
+    long pg = sysconf(_SC_PAGESIZE);
+    struct rmem *m;
+    uint8_t a[64], b[64], c[64];
+    int done = -1;
+    struct rmem_iov iov[3];
+
+    child_start();
+    /* a ends where the hole begins and b lies in it, 8 bytes on: close enough to be merged */
+    iov[0] = (struct rmem_iov){(uint64_t)(uintptr_t)(holed + pg - 64), a, 64};
+    iov[1] = (struct rmem_iov){(uint64_t)(uintptr_t)(holed + 2 * pg), c, 64};
+    iov[2] = (struct rmem_iov){(uint64_t)(uintptr_t)(holed + pg + 8), b, 64};
+    m = rmem_new_pid(child);
+    ck_assert_int_lt(rmem_readv(m, iov, 3, &done), 0);
+    ck_assert_int_eq(done, 2); /* what one uncoalesced call gives: a and c, not b */
+    ck_assert(a[0] == 0xA5 && a[63] == 0xA5 && c[0] == 0xA5 && c[63] == 0xA5);
+    /* without the unmapped range, a and c read whole */
+    memset(a, 0, sizeof(a));
+    memset(c, 0, sizeof(c));
+    ck_assert_int_eq(rmem_readv(m, iov, 2, &done), 0);
+    ck_assert_int_eq(done, 2);
+    ck_assert(a[0] == 0xA5 && c[63] == 0xA5);
+    rmem_free(m);
+    child_stop();
+}
+END_TEST
+
+static Suite *rmem_suite(void)
+{
+    Suite *s = suite_create("rmem");
+    TCase *tc = tcase_create("coalesce");
+
+    tcase_add_test(tc, test_close_ranges);
+    tcase_add_test(tc, test_unmapped_range);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return ts_run(rmem_suite());
+}

@@ -51,6 +51,22 @@ void bench_track(pid_t pid)
         tracked[ntracked++] = pid;
 }
 
+void bench_untrack(pid_t pid)
+{
+    sigset_t all, old;
+
+    /* The handler reads the table: it must see either the entry or its replacement. */
+    sigfillset(&all);
+    sigprocmask(SIG_BLOCK, &all, &old);
+    for (int i = 0; i < ntracked; i++)
+        if (tracked[i] == pid) {
+            tracked[i] = tracked[ntracked - 1];
+            ntracked--;
+            break;
+        }
+    sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
 void bench_kill_tracked(void)
 {
     kill_all();

@@ -18,6 +18,8 @@ struct bench_target {
 void bench_handlers_install(void);
 /* Tracks a child started elsewhere (at most 64 are tracked). */
 void bench_track(pid_t pid);
+/* Forgets a tracked child the caller has reaped, so that its pid, once reused, is never killed. */
+void bench_untrack(pid_t pid);
 /* Kills (SIGKILL) and reaps every tracked child, and forgets them. */
 void bench_kill_tracked(void);
 

@@ -50,6 +50,11 @@ PIDS="$PIDS $AGENT"
 wait_for sh -c "grep -q '\"fn\":\"pause\".*\"nat\":true' '$WORK/out'" || fail "agent: no native frame: $(cat "$WORK/err")"
 grep -q '"fn":"wait_in_pause"[^}]*"nat"' "$WORK/out" && fail "agent: a Python frame marked native"
 exec 3>&-
+# The agent ends at the end of its input, maybe mid-sample (attached): what it must leave
+# behind is judged once it has gone, not while it finishes its last sample.
+wait_for sh -c "! kill -0 $AGENT 2> /dev/null || grep -q '^State:.*Z' /proc/$AGENT/status" ||
+    fail "agent: still running 60 s after its input ended"
+wait "$AGENT" 2> /dev/null
 untraced "$T" || fail "agent: the target was left stopped or traced"
 
 # Already traced (strace): one line on stderr, the Python frames recorded.

@@ -296,6 +296,8 @@ static bool phased_run(const struct opts *o, struct bench_target *t, const struc
     pid_t s = sampler_start(t->pid, o->hz, tf->out, tf->log);
     char line[16];
 
+    if (s <= 0) /* never kill(-1, ...) */
+        return false;
     /* Stopped at once, so that every sample it takes falls in a sampled phase: it attaches in
      * the first one (one pair of many). */
     kill(s, SIGSTOP);
@@ -342,7 +344,7 @@ static int phased(const struct opts *o)
                sampler[0] / sampled_s * 100, sampler[1] / sampled_s);
         bench_print_load("end");
     } else if (ph && r) {
-        printf("the target's notes could not be read\n");
+        printf("could not start ranktop, or read the target's notes\n");
     }
     free(ph);
     free(r);

@@ -56,7 +56,7 @@ _ranktop()
         ;;
     -r | --rate | -i | --interval | -d | --duration | --hang-after | --history | --match | \
         --tool-timeout | --hosts | --rsh | --autosave-interval | --autosave-snapshot-interval | \
-        --memory-cap | --sampler-threads | --max-frames | --heartbeat | --tick)
+        --memory-cap | --sampler-threads | --task-lanes | --max-frames | --heartbeat | --tick)
         return
         ;;
     esac
@@ -76,7 +76,7 @@ _ranktop()
     record)
         flags="-o --output -i --interval -r --rate -d --duration -f --format --all-threads
             --gpu-usage --npu-usage --cpu-mem-usage --gil-stats --gil --idle --nonblocking
-            --subprocesses --native --async --autosave-interval --autosave-snapshot-interval
+            --subprocesses --native --async --task-lanes --autosave-interval --autosave-snapshot-interval
             --trigger-file --history --memory-cap --sampler-threads -h --help $disc $nodes"
         ;;
     agent)

@@ -45,7 +45,8 @@ static void dump_usage(FILE *f)
           "      --native             native (C/C++) frames too, merged with the Python ones:\n"
           "                           each thread is stopped briefly with ptrace\n"
           "      --async              asyncio tasks too, under the thread running their loop:\n"
-          "                           name, state, awaiting tasks and await chain (3.8-3.13)\n"
+          "                           name, state, awaiting tasks and await chain (3.8-3.15,\n"
+          "                           free-threaded 3.14t and 3.15t)\n"
           "  -j, --json               JSON output (see README for the shape)\n"
           "      --max-frames N       frames kept per thread (default 4096)\n"
           "  -h, --help               this help\n",

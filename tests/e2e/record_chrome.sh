@@ -4,7 +4,11 @@
 #     worker thread's tid is its native id (from the target), thread names carry them;
 #  2. names: slices are "function (file:line)" with no args at all (speedscope keys frames by
 #     name plus args), one slice per (function, line) run: hot_loop's two lines are two slices
-#     that meet, and the trace passes tests/tools/trace_check.py;
+#     that meet, and the trace passes tests/tools/trace_check.py. The target alternates the two
+#     lines, 0.1 s each (10 sample periods), and counts its descents; a record that caught
+#     only one line (its reader starved for whole phases on a busy machine) is taken again, at
+#     most 5 times, and a failure says which line was missing and how often the target had
+#     been through both meanwhile;
 #  3. counters that cannot be had: --gpu-usage with no GPU tool says so in one stderr line and
 #     in otherData.counters_unavailable; --npu-usage, not asked for, is not mentioned;
 #  4. why a named pid cannot be read: a non-Python process and a pid that does not exist each
@@ -17,18 +21,52 @@
 NONE="--nvidia-smi /nonexistent/nvidia-smi --npu-smi /nonexistent/npu-smi --no-device-libs --tool-timeout 1"
 TARGET="$RANKTOP_SRCDIR/tests/py/genexpr_deep.py"
 
-RANK=0 start_ready python3 "$TARGET"
+PHASE=0.1 RANK=0 start_ready python3 "$TARGET"
 W=$(awk '{ print $2 }' "$WORK/ready")
-# shellcheck disable=SC2086
-"$RANKTOP_BIN" record -p "$T" --all-threads -r 100 -d 2 --gpu-usage -o "$WORK/a.json" $NONE \
-    2> "$WORK/a.err" || fail "record: $(cat "$WORK/a.err")"
+wait_for test -s "$WORK/ready.descents" || fail "the target counted no descent"
+# hot_loop's lines as the target's source has them: level(...), time.sleep(...), and its extent
+HOT=$(python3 - "$TARGET" <<'PY'
+import ast, sys
+f = next(n for n in ast.walk(ast.parse(open(sys.argv[1]).read()))
+         if isinstance(n, ast.FunctionDef) and n.name == "hot_loop")
+calls = {getattr(c.func, "id", getattr(c.func, "attr", None)): c.lineno
+         for c in ast.walk(f) if isinstance(c, ast.Call)}
+print(calls["level"], calls["sleep"], f.lineno, f.end_lineno)
+PY
+) || fail "hot_loop's lines not found in $TARGET"
+try=1
+while :; do
+    d0=$(cat "$WORK/ready.descents")
+    # shellcheck disable=SC2086
+    "$RANKTOP_BIN" record -p "$T" --all-threads -r 100 -d 2 --gpu-usage -o "$WORK/a.json" $NONE \
+        2> "$WORK/a.err" || fail "record: $(cat "$WORK/a.err")"
+    d1=$(cat "$WORK/ready.descents")
+    # shellcheck disable=SC2086
+    missing=$(python3 - "$WORK/a.json" "$T" $HOT <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+pid, lv, sl = (int(a) for a in sys.argv[2:5])
+seen = {e["name"].rsplit(":", 1)[-1].rstrip(")") for e in d["traceEvents"]
+        if e["ph"] == "B" and e.get("tid") == pid and e["name"].split(" (")[0].endswith("hot_loop")}
+print(" ".join("%s(...) (line %d)" % (w, n) for w, n in (("level", lv), ("time.sleep", sl))
+               if str(n) not in seen))
+PY
+    ) || fail "$WORK/a.json: not read"
+    [ -z "$missing" ] && break
+    [ $try -lt 5 ] || fail "in $try records of 2 s at 100 Hz the main thread's hot_loop was never" \
+        "seen at $missing; the target began $((d1 - d0)) descents during the last one"
+    echo "record $try: hot_loop not seen at $missing while the target began $((d1 - d0))" \
+        "descents (each a level(...) and a time.sleep(...) phase); recording again"
+    try=$((try + 1))
+done
 python3 "$RANKTOP_SRCDIR/tests/tools/trace_check.py" "$WORK/a.json" --lanes 1 --threads 2 \
     --slice hot_loop --slice reduce_all || fail "trace_check"
 
-python3 - "$WORK/a.json" "$T" "$W" <<'PY' || fail "trace shape"
+# shellcheck disable=SC2086
+python3 - "$WORK/a.json" "$T" "$W" $HOT <<'PY' || fail "trace shape"
 import json, re, sys
 d = json.load(open(sys.argv[1]))
-pid, wtid = int(sys.argv[2]), int(sys.argv[3])
+pid, wtid, lv, sl, first, last = (int(a) for a in sys.argv[2:8])
 ev = d["traceEvents"]
 meta = {(e["name"], e.get("tid")): e["args"] for e in ev if e["ph"] == "M"}
 # 1. real ids
@@ -48,7 +86,9 @@ for e in ev:
         assert m and e["cat"] == "sampled", e
         if m.group(1).endswith("hot_loop") and e["tid"] == pid:
             lines.setdefault(int(m.group(3)), []).append(e["ts"])
-assert len(lines) == 2, lines  # level(...) and time.sleep(...)
+# level(...) and time.sleep(...), as the target's source has them; any other line hot_loop was
+# caught at in passing (its while, its if) is one of its own
+assert {lv, sl} <= set(lines) and all(first <= n <= last for n in lines), (lv, sl, lines)
 # a slice at one line ends where the same function's slice at its next line begins
 stack, prev, meets = [], None, 0
 fn = lambda name: name.split(" (")[0]

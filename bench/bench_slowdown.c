@@ -125,17 +125,20 @@ static double sampler_samples(const char *log)
 }
 
 /* The 95 % interval of the median of n sorted values: ranks lo and hi (0-based) such that
- * P(Bin(n, 1/2) < lo + 1) <= 2.5 %. */
+ * P(Bin(n, 1/2) < lo + 1) <= 2.5 %. The terms are summed from their logarithms: 0.5^n
+ * underflows past about 1070 pairs. */
 static void median_ci(int n, int *lo, int *hi)
 {
-    double p = pow(0.5, n), cum = 0, c = 1; /* c = binomial(n, k) */
+    double cum = 0, lc = 0; /* lc = log binomial(n, k) */
     int k = 0;
 
     while (k < n) {
-        if (cum + c * p > 0.025)
+        double p = exp(lc + n * log(0.5));
+
+        if (cum + p > 0.025)
             break;
-        cum += c * p;
-        c = c * (n - k) / (k + 1);
+        cum += p;
+        lc += log((double)(n - k) / (k + 1));
         k++;
     }
     *lo = k > 0 ? k - 1 : 0;

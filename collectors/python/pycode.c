@@ -209,12 +209,18 @@ void pycode_cache_next_epoch(struct pycode_cache *c)
     c->epoch++;
 }
 
-uint8_t *pycode_prefetch_add(struct pycode_cache *c, uint64_t addr)
+size_t pycode_prefetch_count(struct pycode_cache *c)
 {
     if (c->pre_epoch != c->epoch) {
         c->npre = c->npre_ok = 0;
         c->pre_epoch = c->epoch;
     }
+    return c->npre;
+}
+
+uint8_t *pycode_prefetch_add(struct pycode_cache *c, uint64_t addr)
+{
+    (void)pycode_prefetch_count(c); /* a new epoch starts an empty table */
     if (!addr || c->npre == PYCODE_PRE_MAX)
         return NULL;
     for (size_t i = 0; i < c->npre; i++)
@@ -226,9 +232,11 @@ uint8_t *pycode_prefetch_add(struct pycode_cache *c, uint64_t addr)
     return c->pre[c->npre++].hdr;
 }
 
-void pycode_prefetch_done(struct pycode_cache *c, size_t nok)
+void pycode_prefetch_done(struct pycode_cache *c, size_t base, size_t nok)
 {
-    c->npre_ok = nok < c->npre ? nok : c->npre;
+    if (c->pre_epoch != c->epoch || c->npre_ok != base)
+        return;
+    c->npre_ok = base + nok < c->npre ? base + nok : c->npre;
 }
 
 /* The header of addr read ahead in this epoch, or NULL. */

@@ -62,8 +62,11 @@ void pycode_cache_init(struct pycode_cache *c);
 /* A buffer for the header of the code object at addr, to be read ahead in this epoch (with
  * the frames that name it); NULL when addr is 0, already asked for, or the table is full. */
 uint8_t *pycode_prefetch_add(struct pycode_cache *c, uint64_t addr);
-/* How many of the headers asked for in this epoch, in order, were read whole. */
-void pycode_prefetch_done(struct pycode_cache *c, size_t nok);
+/* How many headers were asked for in this epoch so far: the `base` of the next batch. */
+size_t pycode_prefetch_count(struct pycode_cache *c);
+/* Of the batch asked for from `base` on, the first nok were read whole. A batch counts only
+ * when every header asked for before it came back (the valid ones stay a prefix). */
+void pycode_prefetch_done(struct pycode_cache *c, size_t base, size_t nok);
 void pycode_cache_fini(struct pycode_cache *c);
 
 /* Frees what replaced entries left behind; call when no frame of the previous sample is in

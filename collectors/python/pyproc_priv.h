@@ -76,8 +76,10 @@ struct pyhint {
      * (pywalk_prefetch): the ranges asked for and, in `stash`, the bytes that came back. */
     struct rmem_iov fetch[PYFETCH_IOV];
     int nfetch;
-    bool fetched;   /* every range of `fetch` was read; consumed by the thread's next walk */
-    uint8_t *stash; /* the small ranges, one after the other */
+    bool fetched;         /* every range of `fetch` was read; consumed by the thread's next walk */
+    uint64_t fetched_seq; /* the sample (pyproc walk_seq) the bytes were read in */
+    uint64_t walked_seq;  /* the last sample that walked this thread (not reused) */
+    uint8_t *stash;       /* the small ranges, one after the other */
     size_t stash_cap;
     int8_t fetch_slot[PYFETCH_IOV]; /* chunk ranges: the walk's chunk slot; else -1 */
     uint8_t *cbuf[1 + PYHINT_OLD];  /* chunk ranges, swapped into the walk's slots */
@@ -152,7 +154,6 @@ struct pyproc {
     /* Scratch for one walk. */
     struct tslist ts;
     uint64_t main_interp; /* runtime->interpreters.main as the last sample read it; 0 unknown */
-    struct rmem_iov rt_iov[12];         /* read_runtime's ranges before a thread list exists */
     uint8_t tsfresh[PYPROC_TSTATE_MAX]; /* the thread state as the last walk re-read it */
     struct pyhint *hints;
     size_t nhints, caphints;
@@ -188,6 +189,7 @@ struct pyproc {
     uint64_t last_digest; /* the thread idents and chain keys of the last sample */
 
     uint64_t stat_samples, stat_torn, stat_dropped, stat_reused, stat_prefetched;
+    uint64_t walk_seq; /* samples begun: what a hint's fetched_seq and walked_seq count */
 };
 
 /* Opens a reader over an already-located runtime (used by pyproc_open and by image tests):
@@ -216,6 +218,18 @@ void pywalk_hint_free(struct pyhint *h);
  * not all read, reads for itself as before. Does nothing for 3.8-3.10. One thread alone gains
  * the code headers its last walk ran, read in its own first call. */
 void pywalk_prefetch(struct pyproc *p, const uint64_t *tsaddr, const uint8_t *const *guess, int n);
+
+/* The same first calls, planned into all[nall..cap) for a call the caller makes (the
+ * runtime's, pysample.c): returns the new count. Then pywalk_prefetch_done(p, done) with the
+ * number of leading ranges of that call that were read whole, or pywalk_prefetch_drop(p)
+ * when what was read must not be used (the thread list changed under it). */
+int pywalk_prefetch_plan(struct pyproc *p, const uint64_t *tsaddr, const uint8_t *const *guess,
+                         int n, struct rmem_iov *all, int nall, int cap);
+void pywalk_prefetch_done(struct pyproc *p, int done);
+/* Whether what was read ahead for the thread at tsaddr in this sample serves the walk that
+ * will start from `guess` (else the thread joins pywalk_prefetch's call). */
+bool pywalk_prefetch_serves(struct pyproc *p, uint64_t tsaddr, const uint8_t *guess);
+void pywalk_prefetch_drop(struct pyproc *p);
 
 /* Keeps the n raw frames a whole walk of thread `ident` (state at tsaddr) left in p->raw,
  * stamped with g, the GIL view read before that walk. */

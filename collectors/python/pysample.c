@@ -53,9 +53,32 @@ static int ifields_iov(const struct py_layout *L, uint64_t interp, struct ifield
     return n;
 }
 
+/* 3.11+: the first reads of the walks of the threads the last sample walked (a thread that
+ * moved then is likely to have moved again), planned into the runtime's call from the thread
+ * states as the last sample left them, so that a sample of a process whose list still holds
+ * takes one system call. A walk takes those bytes only when they serve what it plans from the
+ * fresh list (pywalk.c); pywalk_prefetch_done/drop settle them after the call. */
+static int plan_walks(struct pyproc *p, const struct tslist *l, struct rmem_iov *iov, int n)
+{
+    static _Thread_local uint64_t addr[PREFETCH_MAX];
+    static _Thread_local const uint8_t *guess[PREFETCH_MAX];
+    int k = 0;
+
+    for (size_t i = 0; i < l->n && k < PREFETCH_MAX; i++) {
+        const struct pyhint *h = pywalk_hint(p, l->addr[i], false);
+
+        if (h && h->walked_seq && h->walked_seq + 1 == p->walk_seq) {
+            addr[k] = l->addr[i];
+            guess[k++] = l->copy[i];
+        }
+    }
+    return k ? pywalk_prefetch_plan(p, addr, guess, k, iov, n, RMEM_IOV_MAX) : n;
+}
+
 /* Reads the runtime header fields (and the runtime-wide GIL up to 3.11) in one call, which
  * also copies the first interpreter's fields and GIL where the last sample found them (*pre;
- * pre->addr is 0 when they were not copied). */
+ * pre->addr is 0 when they were not copied), its thread states, and the first reads of the
+ * walks plan_walks expects. */
 static int read_runtime(struct pyproc *p, uint64_t *interp, uint64_t *main_interp,
                         struct pygilview *g, struct ifields *pre)
 {
@@ -63,8 +86,8 @@ static int read_runtime(struct pyproc *p, uint64_t *interp, uint64_t *main_inter
     uint64_t head = 0, fin = 0, main = 0;
     uint8_t gil[GIL_READ];
     struct tslist *l = &p->ts;
-    struct rmem_iov *iov = l->iov ? l->iov : p->rt_iov;
-    int nrt = L->rt.gil >= 0 ? 3 : 2, n, nif = 0, ngil = 0, done = 0, rc;
+    static _Thread_local struct rmem_iov iov[RMEM_IOV_MAX];
+    int nrt = L->rt.gil >= 0 ? 3 : 2, n, nif = 0, ngil = 0, done = 0, nts, rc;
 
     iov[0] = (struct rmem_iov){p->runtime + L->rt.interp_head, &head, 8};
     iov[1] = (struct rmem_iov){p->runtime + L->rt.finalizing, &fin, 8};
@@ -84,6 +107,9 @@ static int read_runtime(struct pyproc *p, uint64_t *interp, uint64_t *main_inter
     if (nif && l->iov && l->interp == p->pred_interp && l->n && l->n <= RMEM_IOV_MAX - RT_IOV)
         for (size_t i = 0; i < l->n; i++)
             iov[n++] = (struct rmem_iov){l->addr[i], l->copy[i], L->ts.size};
+    nts = n;
+    if (nts > nrt + nif + ngil)
+        n = plan_walks(p, l, iov, n);
     rc = rmem_readv(p->mem, iov, n, &done);
     if (rc < 0 && done < nrt)
         return rc;
@@ -91,7 +117,9 @@ static int read_runtime(struct pyproc *p, uint64_t *interp, uint64_t *main_inter
         pre->addr = 0;
     else if (ngil && done >= nrt + nif + 1)
         pre->gil_at = p->pred_gilp;
-    l->preread = pre->addr && n > nrt + nif + ngil && done == n;
+    l->preread = pre->addr && nts > nrt + nif + ngil && done >= nts;
+    if (n > nts)
+        pywalk_prefetch_done(p, l->preread ? done : 0);
     if (fin)
         return APP_E_EXITING;
     if (!head)
@@ -265,6 +293,7 @@ static void sample_thread(struct pyproc *p, struct pythread *t, uint64_t tsaddr,
 
     if (reuse_thread(p, t, tsaddr, interp, g))
         return;
+    pywalk_hint(p, tsaddr, true)->walked_seq = p->walk_seq;
     for (int attempt = 0; attempt < WALK_TRIES; attempt++) {
         struct pywalk_out wo;
         size_t first = 0;
@@ -353,6 +382,7 @@ static int read_tstates(struct pyproc *p, uint64_t interp, uint64_t head, struct
 
     if (read_tstates_again(p, interp, head, l))
         return 0;
+    pywalk_prefetch_drop(p); /* read for a list that no longer holds */
     l->n = 0;
     l->interp = 0;
     while (ts && l->n < p->opts.max_threads) {
@@ -437,7 +467,8 @@ static void prefetch_walks(struct pyproc *p, uint64_t interp, const struct tslis
         uint64_t ident = bytes_load_u64(l->copy[i] + p->L.ts.thread_id);
 
         if (!thread_wanted(p, l, i, main_ts) ||
-            (!p->only && pyreuse_ready(p, l->addr[i], interp, ident, g)))
+            (!p->only && pyreuse_ready(p, l->addr[i], interp, ident, g)) ||
+            pywalk_prefetch_serves(p, l->addr[i], l->copy[i])) /* read in the runtime's call */
             continue;
         addr[n] = l->addr[i];
         guess[n++] = l->copy[i];
@@ -513,7 +544,10 @@ static int sample_once(struct pyproc *p, struct tslist *l)
     struct pygilview g = {0};
     struct ifields pre;
     uint64_t interp = 0, main_interp = 0, next;
-    int rc = read_runtime(p, &interp, &main_interp, &g, &pre), n = 0;
+    int rc, n = 0;
+
+    p->walk_seq++; /* a retry of the sample is a sample of its own for what it fetched */
+    rc = read_runtime(p, &interp, &main_interp, &g, &pre);
 
     p->main_interp = main_interp;
 

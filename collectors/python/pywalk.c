@@ -544,6 +544,7 @@ struct batch {
 struct plan {
     struct rmem_iov iov[PYFETCH_IOV];
     int n, its, itop, ichunk, nfixed, nhint, nold;
+    size_t chunk_min; /* the newest chunk's bytes up to the live top, without the slack */
 };
 
 static void plan_batch(const struct pyproc *p, uint64_t ts, const struct tsview *v,
@@ -554,6 +555,7 @@ static void plan_batch(const struct pyproc *p, uint64_t ts, const struct tsview 
 
     pl->n = 0;
     pl->its = pl->itop = pl->ichunk = -1;
+    pl->chunk_min = chunk_want(h, v, false);
     if (ts) {
         pl->its = pl->n;
         pl->iov[pl->n++] = (struct rmem_iov){ts, NULL, L->ts.size};
@@ -601,17 +603,32 @@ static int plan_slot(const struct plan *pl, int i)
     return i >= pl->nfixed + pl->nhint ? 1 + i - (pl->nfixed + pl->nhint) : -1;
 }
 
-/* Takes the thread's prefetched bytes when they are exactly what the plan asks for: as if
- * the plan's call had been made then. Chunks change hands (the walk's slot buffer and the
- * hint's swap), the small ranges are copied. Returns true (with *done) when taken. */
-static bool take_fetched(struct pyproc *p, struct pyhint *h, const struct plan *pl, int *done)
+/* Whether fetched range f serves range i of the plan: the same range, or for the newest chunk
+ * one from the same address that holds the live part (the prefetch may have been planned from
+ * an older copy of the thread state, whose top was elsewhere; what lies past the live top is
+ * never walked into, as with the slack). */
+static bool fetch_serves(const struct pyhint *h, const struct plan *pl, int i)
 {
-    bool match = h->fetched && h->nfetch == pl->n;
+    const struct rmem_iov *f = &h->fetch[i];
+
+    if (f->addr != pl->iov[i].addr || h->fetch_slot[i] != plan_slot(pl, i))
+        return false;
+    if (i == pl->ichunk)
+        return f->len >= pl->chunk_min && pl->chunk_min > 0;
+    return f->len == pl->iov[i].len;
+}
+
+/* Takes the thread's prefetched bytes, read in this sample, when they are what the plan asks
+ * for (fetch_serves): as if the plan's call had been made then. Chunks change hands (the
+ * walk's slot buffer and the hint's swap), the small ranges are copied. Returns true (with
+ * *done) when taken. */
+static bool take_fetched(struct pyproc *p, struct pyhint *h, struct plan *pl, int *done)
+{
+    bool match = h->fetched && h->fetched_seq == p->walk_seq && h->nfetch == pl->n;
 
     h->fetched = false;
     for (int i = 0; match && i < pl->n; i++)
-        match = h->fetch[i].addr == pl->iov[i].addr && h->fetch[i].len == pl->iov[i].len &&
-                h->fetch_slot[i] == plan_slot(pl, i);
+        match = fetch_serves(h, pl, i);
     if (!match)
         return false;
     for (int i = 0; i < pl->n; i++) {
@@ -626,6 +643,7 @@ static bool take_fetched(struct pyproc *p, struct pyhint *h, const struct plan *
         b = p->chunk[k], cap = p->chunk_cap[k];
         p->chunk[k] = h->cbuf[k], p->chunk_cap[k] = h->ccap[k];
         h->cbuf[k] = b, h->ccap[k] = cap;
+        pl->iov[i].len = h->fetch[i].len; /* the newest chunk: what was read of it */
     }
     *done = pl->n;
     return true;
@@ -700,12 +718,12 @@ static int read_batch(struct pyproc *p, uint64_t ts, const struct tsview *v, str
  * in this sample without a call of their own (pycode_resolve takes them); returns the new
  * count. A thread that has moved on costs only the bytes of a header it no longer needs. */
 static int prefetch_codes(struct pyproc *p, struct pyhint *const *hs, int n, struct rmem_iov *all,
-                          int nall)
+                          int nall, int cap)
 {
     for (int i = 0; i < n; i++) {
         const struct pyprev *v = &hs[i]->prev;
 
-        for (uint32_t k = 0; v->raw && k < v->n && nall < RMEM_IOV_MAX; k++) {
+        for (uint32_t k = 0; v->raw && k < v->n && nall < cap; k++) {
             uint8_t *hdr;
 
             if (k > 0 && v->raw[k].code == v->raw[k - 1].code)
@@ -718,14 +736,25 @@ static int prefetch_codes(struct pyproc *p, struct pyhint *const *hs, int n, str
     return nall;
 }
 
-void pywalk_prefetch(struct pyproc *p, const uint64_t *tsaddr, const uint8_t *const *guess, int n)
-{
-    static _Thread_local struct rmem_iov all[RMEM_IOV_MAX];
-    struct pyhint *hs[PYFETCH_BATCH];
-    int nall = 0, done = 0, ncode, nt = 0, first[PYFETCH_BATCH];
+/* What pywalk_prefetch_plan planned, for pywalk_prefetch_done: the threads (by state
+ * address: the hints may move in between), where each one's ranges begin, and the code
+ * headers' ranges and their base in the code cache's table. */
+struct pfplan {
+    struct pyproc *p;
+    uint64_t ts[PYFETCH_BATCH];
+    int first[PYFETCH_BATCH], nt, code0, ncode;
+    size_t codebase;
+};
+static _Thread_local struct pfplan pf;
 
+int pywalk_prefetch_plan(struct pyproc *p, const uint64_t *tsaddr, const uint8_t *const *guess,
+                         int n, struct rmem_iov *all, int nall, int cap)
+{
+    struct pyhint *hs[PYFETCH_BATCH];
+
+    pf = (struct pfplan){.p = p};
     if (p->L.fr.object || n < 1)
-        return;
+        return nall;
     n = n < PYFETCH_BATCH ? n : PYFETCH_BATCH;
     for (int i = 0; i < n; i++)
         (void)pywalk_hint(p, tsaddr[i], true); /* may move the hints: no pointer kept yet */
@@ -733,30 +762,91 @@ void pywalk_prefetch(struct pyproc *p, const uint64_t *tsaddr, const uint8_t *co
         hs[i] = pywalk_hint(p, tsaddr[i], false);
         hs[i]->fetched = false; /* also for a thread left out below: nothing stale is taken */
     }
-    for (; nt < n; nt++) {
-        struct pyhint *h = hs[nt];
+    for (; pf.nt < n; pf.nt++) {
+        struct pyhint *h = hs[pf.nt];
         struct tsview v;
         struct plan pl;
 
-        ts_parse(&p->L, guess[nt], &v);
-        plan_batch(p, tsaddr[nt], &v, h, &pl);
-        if (nall + pl.n > RMEM_IOV_MAX)
+        ts_parse(&p->L, guess[pf.nt], &v);
+        plan_batch(p, tsaddr[pf.nt], &v, h, &pl);
+        if (nall + pl.n > cap)
             break;
         plan_stash(h, &pl);
         for (int k = 0; k < pl.n; k++)
             h->fetch[k] = all[nall + k] = pl.iov[k];
         h->nfetch = pl.n;
-        first[nt] = nall;
+        pf.ts[pf.nt] = tsaddr[pf.nt];
+        pf.first[pf.nt] = nall;
         nall += pl.n;
     }
+    if (!pf.nt)
+        return nall;
+    pf.code0 = nall;
+    pf.codebase = pycode_prefetch_count(&p->codes);
+    nall = prefetch_codes(p, hs, pf.nt, all, nall, cap);
+    pf.ncode = nall - pf.code0;
+    return nall;
+}
+
+void pywalk_prefetch_done(struct pyproc *p, int done)
+{
+    int nok = done - pf.code0;
+
+    if (pf.p != p)
+        return;
+    for (int i = 0; i < pf.nt; i++) {
+        struct pyhint *h = pywalk_hint(p, pf.ts[i], false);
+
+        if (h) {
+            h->fetched = done >= pf.first[i] + h->nfetch;
+            h->fetched_seq = p->walk_seq;
+        }
+    }
+    if (pf.nt)
+        pycode_prefetch_done(&p->codes, pf.codebase,
+                             (size_t)(nok < 0          ? 0
+                                      : nok > pf.ncode ? pf.ncode
+                                                       : nok));
+}
+
+bool pywalk_prefetch_serves(struct pyproc *p, uint64_t tsaddr, const uint8_t *guess)
+{
+    struct pyhint *h = pywalk_hint(p, tsaddr, false);
+    struct tsview v;
+    struct plan pl;
+
+    if (!h || !h->fetched || h->fetched_seq != p->walk_seq || p->L.fr.object)
+        return false;
+    ts_parse(&p->L, guess, &v);
+    plan_batch(p, tsaddr, &v, h, &pl);
+    if (h->nfetch != pl.n)
+        return false;
+    for (int i = 0; i < pl.n; i++)
+        if (!fetch_serves(h, &pl, i))
+            return false;
+    return true;
+}
+
+void pywalk_prefetch_drop(struct pyproc *p)
+{
+    for (int i = 0; i < pf.nt && pf.p == p; i++) {
+        struct pyhint *h = pywalk_hint(p, pf.ts[i], false);
+
+        if (h)
+            h->fetched = false;
+    }
+    pf.p = NULL;
+}
+
+void pywalk_prefetch(struct pyproc *p, const uint64_t *tsaddr, const uint8_t *const *guess, int n)
+{
+    static _Thread_local struct rmem_iov all[RMEM_IOV_MAX];
+    int nall = pywalk_prefetch_plan(p, tsaddr, guess, n, all, 0, RMEM_IOV_MAX), done = 0;
+
     if (!nall)
         return;
-    ncode = nall;
-    nall = prefetch_codes(p, hs, nt, all, nall);
     (void)rmem_readv(p->mem, all, nall, &done); /* what failed is read again by its walk */
-    for (int i = 0; i < nt; i++)
-        hs[i]->fetched = done >= first[i] + hs[i]->nfetch;
-    pycode_prefetch_done(&p->codes, done > ncode ? (size_t)(done - ncode) : 0);
+    pywalk_prefetch_done(p, done);
 }
 
 /* Re-reads the thread state with the top-frame pointer, the newest chunk and the hinted

@@ -41,6 +41,7 @@ static void park(struct pycode_cache *c, void *p)
 
 static void slot_release(struct pycode_cache *c, struct pycode *e)
 {
+    c->changes++;
     park(c, e->function);
     park(c, e->file);
     park(c, e->table);
@@ -168,6 +169,7 @@ static int slot_fill(struct pycode_cache *c, struct pycode *e, struct rmem *m,
     for (int k = 0; k < PYCODE_MEMO; k++)
         e->last_q[k] = -2;
     e->serial = ++c->next_serial;
+    c->changes++;
     return 0;
 fail:
     slot_release(c, e);

@@ -37,6 +37,7 @@ struct pycode_cache {
     size_t cap, used;
     uint64_t hits, misses;
     uint64_t next_serial;
+    uint64_t changes; /* slots filled or released: unchanged means every entry is as it was */
     /* One sample: a code object's header is read once per epoch, however many frames (deep
      * recursion) or threads run it; pycode_cache_next_epoch starts the next one. */
     uint64_t epoch;

@@ -58,6 +58,7 @@ struct pyresolved {
     int32_t *out;           /* raw[r]'s frame in `frames`, -1 when hidden */
     struct pyframe *frames; /* the frames it gave, outermost first */
     uint64_t *key;          /* key[o]: the chain key folded over frames 0..o */
+    uint64_t changes;       /* the code cache's `changes` when this was stored */
     uint32_t n, nout, cap;
 };
 

@@ -207,6 +207,27 @@ static void res_one(struct pyproc *p, int i, struct pyframe *fr, int *out, struc
     (*out)++;
 }
 
+/* A reused walk (pyreuse: the GIL shows the thread has not run) whose resolution is the memo,
+ * while no code-cache slot was filled or released since (so every entry, and the strings the
+ * memo's frames point at, are as they were): its frames are the memo's. Returns the frame
+ * count, or -1 when the walk must be resolved. */
+static int res_same(struct pyproc *p, struct pyresolved *c, int n, size_t *first, uint64_t *key)
+{
+    struct pyframe *fr;
+
+    if (c->n != (uint32_t)n || c->changes != p->codes.changes || !n)
+        return -1;
+    for (int i = 0; i < n; i++)
+        if (memcmp(&p->raw[i], &c->raw[n - 1 - i], sizeof(p->raw[i])) != 0)
+            return -1;
+    *first = reserve_frames(p, (size_t)n);
+    fr = p->frames + *first;
+    for (uint32_t o = 0; o < c->nout; o++)
+        fr[c->nout - 1 - o] = c->frames[o];
+    *key = hash_mix(c->nout ? c->key[c->nout - 1] : 0x5A17, (uint64_t)c->nout);
+    return (int)c->nout;
+}
+
 /* Turns the raw walk into frames; returns the frame count or a negative status. The chain key
  * folds the frames outermost first, so the memo's partial keys carry over. */
 static int resolve_frames(struct pyproc *p, uint64_t tsaddr, int n, bool alive, size_t *first,
@@ -218,6 +239,8 @@ static int resolve_frames(struct pyproc *p, uint64_t tsaddr, int n, bool alive, 
     struct pyframe *fr;
     uint64_t k;
 
+    if (alive && (rc = res_same(p, c, n, first, key)) >= 0)
+        return rc;
     for (int i = 0; i < n; i++)
         p->raw_codes[i] = p->raw[i].code;
     rc = alive ? pycode_resolve_alive(&p->codes, p->raw_codes, (size_t)n, p->raw_res)
@@ -248,6 +271,7 @@ static int resolve_frames(struct pyproc *p, uint64_t tsaddr, int n, bool alive, 
     }
     c->n = (uint32_t)n;
     c->nout = so + (uint32_t)out;
+    c->changes = p->codes.changes;
     *key = hash_mix(k, (uint64_t)c->nout);
     return (int)c->nout;
 }

@@ -128,8 +128,8 @@ for py in $ALL_PYTHONS; do
     i=0
     while [ $i -lt 15 ]; do
         i=$((i + 1))
-        $RANKTOP_BIN dump --async --json -p "$T" > "$WORK/c.json" 2> /dev/null ||
-            fail "$py: churn: dump failed"
+        $RANKTOP_BIN dump --async --json -p "$T" > "$WORK/c.json" 2> "$WORK/c.err" ||
+            fail "$py: churn: dump failed (exit $?): $(head -c 600 "$WORK/c.err") $(head -c 600 "$WORK/c.json")"
         json_check "$WORK/c.json" "(p := d['processes'][0])['error'] is None and (
 (p['async_error'] or '').startswith('asyncio tasks: ') or
 [[f['function'].split('.')[-1] for f in t['frames']][1:] for th in p['threads'] for t in th['tasks'] if t['name'] == 'steady'] == [['steady_inner', 'steady_outer']])" ||

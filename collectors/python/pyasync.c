@@ -25,7 +25,9 @@
  * changing mid-read is a retry (APP_E_STALE), never a mixed answer; _current_tasks, which
  * changes at every task step, is taken entry by entry, each value checked to be a task.
  * Every loop is bounded. Runs on the pyproc's owner thread; the strings it returns are
- * copies. */
+ * copies. The pieces both readers run (set keys, a type's name and base, the await chain walk
+ * and its frames, the main interpreter, task lookup by address) are defined here once, with
+ * pyasync14.c's free-threaded header shift and chain step as parameters (pyasync_priv.h). */
 #include "pyproc_priv.h"
 
 #include "pyasync_priv.h"
@@ -39,9 +41,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define TYPE_HDR 264 /* up to tp_base (256) */
-#define TP_NAME 24
-#define TP_BASE 256
+#define TP_NAME 24  /* PyTypeObject.tp_name, GIL build */
+#define TP_BASE 256 /* PyTypeObject.tp_base, GIL build */
 #define TYPE_DEPTH 8
 #define TYPE_CACHE 64
 #define LIST_MAX 10000
@@ -175,6 +176,26 @@ static int py_kind(struct actx *a, uint64_t type, const char *name, enum kind *k
     return 0;
 }
 
+int pyasync_type_read(struct rmem *m, uint64_t t, uint32_t sh, char *name, uint64_t *base)
+{
+    uint64_t nb[2];
+    struct rmem_iov iov[2] = {{t + TP_NAME + sh, &nb[0], 8}, {t + TP_BASE + sh, &nb[1], 8}};
+    long got;
+    int st;
+
+    memset(name, 0, PYASYNC_TYPE_NAME);
+    if (!bytes_ptr_ok(t))
+        return APP_E_STALE;
+    st = rmem_readv(m, iov, 2, NULL);
+    if (st < 0)
+        return st;
+    got = rmem_read_some(m, nb[0], name, PYASYNC_TYPE_NAME - 1);
+    if (got <= 0)
+        return got < 0 ? (int)got : APP_E_STALE;
+    *base = nb[1];
+    return 0;
+}
+
 /* Classifies a type object by walking tp_name up the tp_base chain (bounded); cached. */
 static int type_kind(struct actx *a, uint64_t type, enum kind *out)
 {
@@ -186,25 +207,18 @@ static int type_kind(struct actx *a, uint64_t type, enum kind *out)
         if (a->types[i].type == type)
             return *out = a->types[i].kind, 0;
     for (int depth = 0; depth < TYPE_DEPTH && t && k == K_OTHER; depth++) {
-        uint8_t hdr[TYPE_HDR];
-        char name[40] = {0};
-        long got;
-        int st;
+        char name[PYASYNC_TYPE_NAME];
+        uint64_t base = 0;
+        int st = pyasync_type_read(a->m, t, 0, name, &base);
 
-        if (!bytes_ptr_ok(t))
-            return APP_E_STALE;
-        st = rmem_read(a->m, t, hdr, sizeof(hdr));
         if (st < 0)
             return st;
-        got = rmem_read_some(a->m, bytes_load_u64(hdr + TP_NAME), name, sizeof(name) - 1);
-        if (got <= 0)
-            return got < 0 ? (int)got : APP_E_STALE;
         if (depth == 0 && strcmp(name, "_GatheringFuture") == 0)
             gather = true;
         k = name_kind(name, depth);
         if (k == K_OTHER && (st = py_kind(a, t, name, &k)) < 0)
             return st;
-        t = bytes_load_u64(hdr + TP_BASE);
+        t = base;
     }
     if ((k == K_FUTURE || k == K_PYFUTURE) && gather)
         k = K_GATHER;
@@ -260,23 +274,21 @@ int pyasync_set_table(const uint8_t *tab, const struct pyasync_set *s, uint64_t 
     return 0;
 }
 
-/* The live keys of the set at addr, appended to *keys; the header is read again afterwards,
- * so that a set that changed meanwhile is a retry. */
-static int set_keys(struct actx *a, uint64_t addr, uint64_t **keys, size_t *n)
+int pyasync_set_keys(struct rmem *m, uint64_t addr, uint32_t sh, uint64_t **keys, size_t *n)
 {
-    uint8_t h0[PYASYNC_SET_HDR], h1[PYASYNC_SET_HDR], *tab = NULL;
+    uint8_t h0[PYASYNC_SET_HDR + 16], h1[PYASYNC_SET_HDR + 16], *tab = NULL;
+    size_t hl = PYASYNC_SET_HDR + sh, k = 0;
     uint64_t *got = NULL;
     struct pyasync_set s;
-    size_t k = 0;
-    int st = rmem_read(a->m, addr, h0, sizeof(h0));
+    int st = sh <= 16 ? rmem_read(m, addr, h0, hl) : APP_E_VERSION;
 
     if (st == 0)
-        st = pyasync_set_header(h0, &s);
+        st = pyasync_set_header(h0 + sh, &s);
     if (st < 0)
         return st;
     tab = x_malloc((s.mask + 1) * 16);
     got = x_malloc((s.mask + 1) * 8);
-    st = rmem_read(a->m, s.table, tab, (s.mask + 1) * 16);
+    st = rmem_read(m, s.table, tab, (s.mask + 1) * 16);
     if (st == 0)
         st = pyasync_set_table(tab, &s, got, &k);
     for (size_t i = 0; st == 0 && i < k; i++)
@@ -284,8 +296,8 @@ static int set_keys(struct actx *a, uint64_t addr, uint64_t **keys, size_t *n)
     free(tab);
     free(got);
     if (st == 0)
-        st = rmem_read(a->m, addr, h1, sizeof(h1));
-    if (st == 0 && memcmp(h0 + 16, h1 + 16, PYASYNC_SET_HDR - 16) != 0)
+        st = rmem_read(m, addr, h1, hl);
+    if (st == 0 && memcmp(h0 + 16 + sh, h1 + 16 + sh, PYASYNC_SET_HDR - 16) != 0)
         st = APP_E_STALE;
     return st;
 }
@@ -299,7 +311,7 @@ static int weakset_tasks(struct actx *a, uint64_t ws, uint64_t **tasks, size_t *
     int st = pynames_attr(&a->w, ws, "data", &data);
 
     if (st == 0)
-        st = set_keys(a, data, &refs, &nrefs);
+        st = pyasync_set_keys(a->m, data, 0, &refs, &nrefs);
     for (size_t i = 0; st == 0 && i < nrefs; i++) {
         uint64_t obj = 0;
         enum kind k = K_OTHER;
@@ -330,7 +342,7 @@ static int collect(struct actx *a, uint64_t interp, uint64_t **tasks, size_t *n)
     if (st == 0)
         st = weakset_tasks(a, ws, tasks, n);
     if (st == 0 && a->A->minor >= 12 && (st = tasks_attr(a, interp, "_eager_tasks", &eager)) == 0)
-        st = set_keys(a, eager, &eg, &neg);
+        st = pyasync_set_keys(a->m, eager, 0, &eg, &neg);
     for (size_t i = 0; st == 0 && i < neg; i++) {
         enum kind k = K_OTHER;
 
@@ -509,8 +521,9 @@ static int yield_from_at(struct actx *a, struct pyasync_step *s)
  * stops unless it is a coroutine or generator (*more false), decodes it (3.8-3.10: from its
  * frame), and reads the awaited object (with, on 3.11/3.12, the code unit that says whether it
  * is one) when it is suspended in an await. */
-static int step(struct actx *a, uint64_t coro, struct pyasync_step *s, uint64_t *next, bool *more)
+static int step(void *ctx, uint64_t coro, struct pyasync_step *s, uint64_t *next, bool *more)
 {
+    struct actx *a = ctx;
     uint8_t buf[PYASYNC_FRAME_READ + 64];
     size_t want = a->A->gi_frame < 0 ? pyasync_coro_bytes(a->A) : (size_t)a->A->gi_frame + 8;
     uint64_t frame = 0;
@@ -558,8 +571,9 @@ static int step(struct actx *a, uint64_t coro, struct pyasync_step *s, uint64_t 
     return read_u64(a->m, s->slot, next);
 }
 
-/* Follows the await chain from the task's coroutine; frames come out innermost first. */
-static int chain_read(struct actx *a, uint64_t coro, struct pyasync_task *t)
+/* Frames come out innermost first. */
+int pyasync_chain_read(struct pyproc *p, pyasync_step_fn *fn, void *ctx, uint64_t coro,
+                       struct pyasync_task *t)
 {
     uint64_t codes[PYASYNC_MAX_CHAIN] = {0}; /* (-Wmaybe-uninitialized once inlined twice) */
     long qs[PYASYNC_MAX_CHAIN];
@@ -572,7 +586,7 @@ static int chain_read(struct actx *a, uint64_t coro, struct pyasync_task *t)
         uint64_t next = 0;
         bool more = false;
 
-        st = step(a, coro, &one, &next, &more);
+        st = fn(ctx, coro, &one, &next, &more);
         if (!more)
             break;
         if (n == PYASYNC_MAX_CHAIN) {
@@ -587,7 +601,7 @@ static int chain_read(struct actx *a, uint64_t coro, struct pyasync_task *t)
     }
     if (st < 0)
         return st;
-    st = pycode_resolve(&a->p->codes, a->m, &a->p->L, a->p->pycode_type, codes, n, res);
+    st = pycode_resolve(&p->codes, p->mem, &p->L, p->pycode_type, codes, n, res);
     if (st != 0)
         return st < 0 ? st : APP_E_STALE;
     t->frames = x_calloc(n + 1, sizeof(*t->frames));
@@ -597,7 +611,7 @@ static int chain_read(struct actx *a, uint64_t coro, struct pyasync_task *t)
 
         t->frames[i].function = x_strdup(e->function ? e->function : "?");
         t->frames[i].file = x_strdup(e->file ? e->file : "?");
-        t->frames[i].line = q < 0 ? e->firstlineno : pycode_line(e, a->p->L.minor, q);
+        t->frames[i].line = q < 0 ? e->firstlineno : pycode_line(e, p->L.minor, q);
     }
     t->nframes = n;
     return 0;
@@ -709,26 +723,33 @@ static int task_read(struct actx *a, uint64_t addr, struct raw *r, struct pyasyn
     if (st == 0)
         st = loop_thread(a, r->loop, &t->thread);
     if (st == 0 && r->state == 0 && r->coro)
-        st = chain_read(a, r->coro, t);
+        st = pyasync_chain_read(a->p, step, a, r->coro, t);
     return st;
 }
 
-/* The index of the task at addr in r, sorted by address (read_once sorts them), or SIZE_MAX. */
-static size_t task_index(const struct raw *r, size_t n, uint64_t addr)
+size_t pyasync_task_index(const void *v, size_t n, size_t size, uint64_t addr)
 {
     size_t lo = 0, hi = n;
 
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
+        uint64_t at;
 
-        if (r[mid].addr == addr)
+        memcpy(&at, (const uint8_t *)v + mid * size, sizeof(at));
+        if (at == addr)
             return mid;
-        if (r[mid].addr < addr)
+        if (at < addr)
             lo = mid + 1;
         else
             hi = mid;
     }
     return SIZE_MAX;
+}
+
+/* The index of the task at addr in r, sorted by address (read_once sorts them), or SIZE_MAX. */
+static size_t task_index(const struct raw *r, size_t n, uint64_t addr)
+{
+    return pyasync_task_index(r, n, sizeof(*r), addr);
 }
 
 static int cmp_u64(const void *x, const void *y)
@@ -752,7 +773,7 @@ static size_t sort_unique(uint64_t *v, size_t n)
     return k;
 }
 
-static void awaited_add(struct pyasync_task *t, size_t by)
+void pyasync_awaited_add(struct pyasync_task *t, size_t by)
 {
     t->awaited_by = x_reallocarray(t->awaited_by, t->nawaited_by + 1, sizeof(size_t));
     t->awaited_by[t->nawaited_by++] = by;
@@ -794,7 +815,7 @@ static int link_waiters(struct actx *a, const struct raw *r, struct pyasync_list
         enum kind k = K_OTHER;
 
         if (j != SIZE_MAX) {
-            awaited_add(&l->tasks[j], i);
+            pyasync_awaited_add(&l->tasks[j], i);
             continue;
         }
         if (!r[i].waiter || (st = obj_kind(a, r[i].waiter, &k)) < 0 || k != K_GATHER)
@@ -804,7 +825,7 @@ static int link_waiters(struct actx *a, const struct raw *r, struct pyasync_list
             st = 0, nit = 0;
         for (size_t c = 0; st == 0 && c < nit; c++)
             if ((j = task_index(r, l->n, items[c])) != SIZE_MAX)
-                awaited_add(&l->tasks[j], i);
+                pyasync_awaited_add(&l->tasks[j], i);
     }
     free(items);
     return st;
@@ -845,8 +866,7 @@ static void actx_reset(struct actx *a)
     memset(a->pystates, 0, sizeof(a->pystates));
 }
 
-/* The main interpreter: the last of the list (new interpreters are pushed at its head). */
-static int main_interp(struct pyproc *p, uint64_t *interp)
+int pyasync_main_interp(struct pyproc *p, uint64_t *interp)
 {
     uint64_t next = 0;
     int st = read_u64(p->mem, p->runtime + p->L.rt.interp_head, interp);
@@ -889,7 +909,7 @@ int pyasync_read(struct pyproc *p, struct pyasync_list *out, struct app_err *err
         actx_reset(&a);
         a.w.dict_type = 0;
         a.w.nmemo = 0;
-        st = main_interp(p, &interp);
+        st = pyasync_main_interp(p, &interp);
         a.interp = interp;
         if (st == 0)
             st = read_once(&a, interp, out);

@@ -47,8 +47,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define TP_NAME 24  /* PyTypeObject.tp_name, GIL build */
-#define TP_BASE 256 /* PyTypeObject.tp_base, GIL build */
 #define TYPE_DEPTH 8
 #define TYPE_CACHE 64
 #define TRIES 5
@@ -111,13 +109,6 @@ static int read_u64(struct rmem *m, uint64_t addr, uint64_t *out)
     return rmem_read(m, addr, out, sizeof(*out));
 }
 
-static void push_u64(uint64_t **v, size_t *n, uint64_t x)
-{
-    if ((*n & (*n - 1)) == 0 || *n == 0)
-        *v = x_reallocarray(*v, *n ? *n * 2 : 8, sizeof(**v));
-    (*v)[(*n)++] = x;
-}
-
 static enum kind14 name_kind(const char *s, int depth)
 {
     static const struct {
@@ -146,23 +137,12 @@ static int type_kind(struct a14 *a, uint64_t type, enum kind14 *out)
         if (a->types[i].type == type)
             return *out = a->types[i].kind, 0;
     for (int depth = 0; depth < TYPE_DEPTH && t && k == K_OTHER; depth++) {
-        uint64_t nb[2];
-        char name[40] = {0};
-        struct rmem_iov iov[2] = {{t + TP_NAME + a->sh, &nb[0], 8},
-                                  {t + TP_BASE + a->sh, &nb[1], 8}};
-        long got;
-        int st;
+        char name[PYASYNC_TYPE_NAME];
+        int st = pyasync_type_read(a->m, t, a->sh, name, &t);
 
-        if (!bytes_ptr_ok(t))
-            return APP_E_STALE;
-        st = rmem_readv(a->m, iov, 2, NULL);
         if (st < 0)
             return st;
-        got = rmem_read_some(a->m, nb[0], name, sizeof(name) - 1);
-        if (got <= 0)
-            return got < 0 ? (int)got : APP_E_STALE;
         k = name_kind(name, depth);
-        t = nb[1];
     }
     if (a->ntypes < TYPE_CACHE) {
         a->types[a->ntypes].type = type;
@@ -181,36 +161,6 @@ static int obj_kind(struct a14 *a, uint64_t obj, enum kind14 *out)
         return APP_E_STALE;
     st = read_u64(a->m, obj + a->L->ob_type, &type);
     return st < 0 ? st : type_kind(a, type, out);
-}
-
-/* The live keys of the set at addr (its header sh bytes further than a GIL build's), read
- * again afterwards so that a set that changed meanwhile is a retry. */
-static int set_keys(struct a14 *a, uint64_t addr, uint64_t **keys, size_t *n)
-{
-    uint8_t h0[PYASYNC_SET_HDR + 16], h1[PYASYNC_SET_HDR + 16], *tab = NULL;
-    size_t hl = PYASYNC_SET_HDR + a->sh, k = 0;
-    uint64_t *got = NULL;
-    struct pyasync_set s;
-    int st = rmem_read(a->m, addr, h0, hl);
-
-    if (st == 0)
-        st = pyasync_set_header(h0 + a->sh, &s);
-    if (st < 0)
-        return st;
-    tab = x_malloc((s.mask + 1) * 16);
-    got = x_malloc((s.mask + 1) * 8);
-    st = rmem_read(a->m, s.table, tab, (s.mask + 1) * 16);
-    if (st == 0)
-        st = pyasync_set_table(tab, &s, got, &k);
-    for (size_t i = 0; st == 0 && i < k; i++)
-        push_u64(keys, n, got[i]);
-    free(tab);
-    free(got);
-    if (st == 0)
-        st = rmem_read(a->m, addr, h1, hl);
-    if (st == 0 && memcmp(h0 + 16 + a->sh, h1 + 16 + a->sh, PYASYNC_SET_HDR - 16) != 0)
-        st = APP_E_STALE;
-    return st;
 }
 
 /* A non-negative int of at most three 30-bit digits (3.12+ lv_tag: digit count << 3, sign in
@@ -330,8 +280,9 @@ static int decode(struct a14 *a, const uint8_t *c, uint64_t coro, struct pyasync
 }
 
 /* One step of the chain: stops unless coro is a coroutine or generator (*more false). */
-static int step(struct a14 *a, uint64_t coro, struct pyasync_step *s, uint64_t *next, bool *more)
+static int step(void *ctx, uint64_t coro, struct pyasync_step *s, uint64_t *next, bool *more)
 {
+    struct a14 *a = ctx;
     uint8_t buf[CORO_MAX];
     size_t want = a->gi_iframe + a->if_lp;
     enum kind14 k = K_OTHER;
@@ -358,51 +309,6 @@ static int step(struct a14 *a, uint64_t coro, struct pyasync_step *s, uint64_t *
     st = read_u64(a->m, s->slot, next);
     *next &= ~(uint64_t)7; /* a _PyStackRef: the low bits are tags */
     return st;
-}
-
-/* Follows the await chain from the task's coroutine; frames come out innermost first. */
-static int chain_read(struct a14 *a, uint64_t coro, struct pyasync_task *t)
-{
-    uint64_t codes[PYASYNC_MAX_CHAIN] = {0};
-    long qs[PYASYNC_MAX_CHAIN];
-    struct pycode *res[PYASYNC_MAX_CHAIN];
-    size_t n = 0;
-    int st = 0;
-
-    while (coro && st == 0) {
-        struct pyasync_step one;
-        uint64_t next = 0;
-        bool more = false;
-
-        st = step(a, coro, &one, &next, &more);
-        if (!more)
-            break;
-        if (n == PYASYNC_MAX_CHAIN) {
-            t->chain_truncated = true;
-            break;
-        }
-        if (st == 0 && one.code) {
-            codes[n] = one.code;
-            qs[n++] = one.q;
-        }
-        coro = next;
-    }
-    if (st < 0)
-        return st;
-    st = pycode_resolve(&a->p->codes, a->m, a->L, a->p->pycode_type, codes, n, res);
-    if (st != 0)
-        return st < 0 ? st : APP_E_STALE;
-    t->frames = x_calloc(n + 1, sizeof(*t->frames));
-    for (size_t i = 0; i < n; i++) {
-        struct pycode *e = res[n - 1 - i];
-        long q = qs[n - 1 - i];
-
-        t->frames[i].function = x_strdup(e->function ? e->function : "?");
-        t->frames[i].file = x_strdup(e->file ? e->file : "?");
-        t->frames[i].line = q < 0 ? e->firstlineno : pycode_line(e, a->L->minor, q);
-    }
-    t->nframes = n;
-    return 0;
 }
 
 int pyasync_debug_parse(const uint8_t *b, struct pyasync_debug *d)
@@ -565,32 +471,14 @@ static int task_read(struct a14 *a, const struct tref *t, struct raw14 *r, struc
                                : PYASYNC_PENDING;
     st = task_name(a, r->name, &o->name);
     if (st == 0 && r->state == 0 && r->coro)
-        st = chain_read(a, r->coro, o);
+        st = pyasync_chain_read(a->p, step, a, r->coro, o);
     return st;
 }
 
 /* The index of the task at addr in r (sorted by address), or SIZE_MAX. */
 static size_t task_index(const struct raw14 *r, size_t n, uint64_t addr)
 {
-    size_t lo = 0, hi = n;
-
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-
-        if (r[mid].addr == addr)
-            return mid;
-        if (r[mid].addr < addr)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return SIZE_MAX;
-}
-
-static void awaited_add(struct pyasync_task *t, size_t by)
-{
-    t->awaited_by = x_reallocarray(t->awaited_by, t->nawaited_by + 1, sizeof(size_t));
-    t->awaited_by[t->nawaited_by++] = by;
+    return pyasync_task_index(r, n, sizeof(*r), addr);
 }
 
 /* awaited_by: the awaiting future or task itself, or a set of them. */
@@ -606,13 +494,13 @@ static int link_waiters(struct a14 *a, const struct raw14 *r, struct pyasync_lis
             continue;
         if (!r[i].ab_set) {
             if ((j = task_index(r, l->n, r[i].ab)) != SIZE_MAX)
-                awaited_add(&l->tasks[i], j);
+                pyasync_awaited_add(&l->tasks[i], j);
             continue;
         }
-        st = set_keys(a, r[i].ab, &keys, &nk);
+        st = pyasync_set_keys(a->m, r[i].ab, a->sh, &keys, &nk);
         for (size_t k = 0; st == 0 && k < nk; k++)
             if ((j = task_index(r, l->n, keys[k])) != SIZE_MAX)
-                awaited_add(&l->tasks[i], j);
+                pyasync_awaited_add(&l->tasks[i], j);
         free(keys);
     }
     return st;
@@ -701,25 +589,6 @@ static int setup(struct a14 *a, struct app_err *err)
     return st < 0 ? app_err_set(err, st, "asyncio tasks: %s", app_status_str(st)) : 0;
 }
 
-/* The main interpreter: the last of the list (new interpreters are pushed at its head). */
-static int main_interp(struct pyproc *p, uint64_t *interp)
-{
-    uint64_t next = 0;
-    int st = read_u64(p->mem, p->runtime + p->L.rt.interp_head, interp);
-
-    for (int i = 0; st == 0 && i < PYPROC_MAX_INTERPS; i++) {
-        if (!bytes_ptr_ok(*interp))
-            return APP_E_STARTING;
-        st = read_u64(p->mem, *interp + p->L.is.next, &next);
-        if (st == 0 && next == 0)
-            return 0;
-        if (st == 0 && !bytes_ptr_ok(next))
-            return APP_E_STALE;
-        *interp = next;
-    }
-    return st < 0 ? st : APP_E_STALE;
-}
-
 int pyasync_read14(struct pyproc *p, struct pyasync_list *out, struct app_err *err)
 {
     struct a14 *a;
@@ -744,7 +613,7 @@ int pyasync_read14(struct pyproc *p, struct pyasync_list *out, struct app_err *e
     for (int i = 0; i < TRIES && st == APP_E_STALE; i++) {
         pyasync_free(out);
         a->ntypes = 0;
-        st = main_interp(p, &interp);
+        st = pyasync_main_interp(p, &interp);
         if (st == 0)
             st = read_once(a, interp, out);
         if (st == APP_E_NOTFOUND)

@@ -1,5 +1,6 @@
 /* The pure decoders of pyasync.c (asyncio tasks), shared with the unit tests that feed them
- * hand-made buffers: a set's header and table, and one step of a coroutine chain. */
+ * hand-made buffers: a set's header and table, and one step of a coroutine chain; and the
+ * pieces that pyasync.c (3.8-3.13) and pyasync14.c (3.14+) both run. */
 #ifndef RANKTOP_PYASYNC_PRIV_H
 #define RANKTOP_PYASYNC_PRIV_H
 
@@ -93,5 +94,43 @@ int pyasync_read14(struct pyproc *p, struct pyasync_list *out, struct app_err *e
 /* 3.8-3.10: decodes f, a copy (PYASYNC_FRAME_READ bytes) of the coroutine's frame. */
 int pyasync_step_old(const struct async_offsets *A, const struct py_layout *L, const uint8_t *f,
                      struct pyasync_step *s);
+
+/* What the two readers (pyasync.c for 3.8-3.13, pyasync14.c) share, defined in pyasync.c. */
+struct pyproc;
+struct rmem;
+
+/* The live keys of the set at addr (its header sh bytes further than a GIL build's: 0, or 16
+ * free-threaded), appended to *keys; the header is read again afterwards, so that a set that
+ * changed meanwhile is a retry (APP_E_STALE). */
+int pyasync_set_keys(struct rmem *m, uint64_t addr, uint32_t sh, uint64_t **keys, size_t *n);
+
+/* One step of an await chain, read by the caller's reader (ctx): decodes the object at coro
+ * into s and sets *next to the awaited object (0: none); *more false when coro is not a
+ * coroutine or generator (the chain ends before it). */
+typedef int pyasync_step_fn(void *ctx, uint64_t coro, struct pyasync_step *s, uint64_t *next,
+                            bool *more);
+
+/* Follows the await chain from a task's coroutine with fn, resolves the codes in p's cache
+ * and fills t->frames (innermost first), t->nframes and t->chain_truncated. */
+int pyasync_chain_read(struct pyproc *p, pyasync_step_fn *fn, void *ctx, uint64_t coro,
+                       struct pyasync_task *t);
+
+/* Bytes of a type's name that pyasync_type_read copies (with its NUL). */
+#define PYASYNC_TYPE_NAME 40
+
+/* One step up a type's tp_base chain: the start of its tp_name into name (PYASYNC_TYPE_NAME
+ * bytes, NUL-terminated) and its tp_base into *base; the type's fields lie sh bytes further than
+ * a GIL build's. 0, or a negative status (APP_E_STALE for a bad pointer or an empty name). */
+int pyasync_type_read(struct rmem *m, uint64_t t, uint32_t sh, char *name, uint64_t *base);
+
+/* The index of the element holding addr in v, n elements of size bytes sorted by address, each
+ * starting with its uint64_t address; SIZE_MAX when none does. */
+size_t pyasync_task_index(const void *v, size_t n, size_t size, uint64_t addr);
+
+/* The main interpreter: the last of the list (new interpreters are pushed at its head). */
+int pyasync_main_interp(struct pyproc *p, uint64_t *interp);
+
+/* Records that t is awaited by the task at index by. */
+void pyasync_awaited_add(struct pyasync_task *t, size_t by);
 
 #endif

@@ -29,6 +29,8 @@ lanes = [e["args"]["name"] for e in ev
 tasks = [n for n in lanes if n.startswith("task ")]
 counts = [e["args"]["count"] for e in ev
           if e.get("ph") == "C" and e.get("name") == "asyncio tasks" and e["pid"] == pid]
+if "task_lanes" not in d["otherData"] and case in ("churn", "server"):
+    sys.exit(3)  # no task read came back whole (torn under churn on a busy machine): again
 tl = d["otherData"]["task_lanes"]
 m = re.search(r"ranktop: task lanes: (\d+) ended ones folded away \(8 kept per rank\), at most "
               r"(\d+) live tasks of a read without a lane \(8 per rank\)", summary)
@@ -64,13 +66,25 @@ for py in $ALL_PYTHONS; do
 done
 [ -n "$first" ] || fail "no interpreter found: $ALL_PYTHONS"
 
+# Under churn every task read of a record may come back torn on a busy machine (then the trace
+# has no task lanes to judge): such a record is taken again, at most 5 times.
 for py in $first $last; do
     for case in churn server; do
         start_ready "$py" "$RANKTOP_SRCDIR/tests/py/async_$case.py"
-        # shellcheck disable=SC2086
-        "$RANKTOP_BIN" record -p "$T" --async --task-lanes 8 -d 3 -f chrome -o "$WORK/c.json" \
-            $NONE 2> "$WORK/c.err" || fail "$py: record --async ($case): $(cat "$WORK/c.err")"
-        check "$WORK/c.json" "$WORK/c.err" "$T" $case || fail "$py: task lanes ($case)"
+        try=0
+        while :; do
+            try=$((try + 1))
+            # shellcheck disable=SC2086
+            "$RANKTOP_BIN" record -p "$T" --async --task-lanes 8 -d 3 -f chrome \
+                -o "$WORK/c.json" $NONE 2> "$WORK/c.err" ||
+                fail "$py: record --async ($case): $(cat "$WORK/c.err")"
+            rc=0
+            check "$WORK/c.json" "$WORK/c.err" "$T" $case || rc=$?
+            [ $rc = 0 ] && break
+            [ $rc = 3 ] && [ $try -lt 5 ] && continue
+            [ $rc = 3 ] && fail "$py: task lanes ($case): no task read came back whole in 5 records: $(cat "$WORK/c.err")"
+            fail "$py: task lanes ($case)"
+        done
         kill "$T"
     done
 done

@@ -194,9 +194,34 @@ static long raw_readv(struct rmem *m, const struct rmem_iov *iov, int n)
 #define COALESCE_GAP 2048          /* under a page: see the head comment */
 #define COALESCE_MAX (1024 * 1024) /* most bytes one coalesced call copies */
 
-/* Sorts ord[0..n) by the ranges' addresses (insertion sort: calls have tens of ranges). */
+#define SORT_SMALL 32 /* insertion sort up to this many ranges, qsort beyond */
+
+struct rkey {
+    uint64_t addr;
+    int i;
+};
+
+static int rkey_cmp(const void *a, const void *b)
+{
+    const struct rkey *x = a, *y = b;
+
+    return x->addr < y->addr ? -1 : x->addr > y->addr ? 1 : x->i - y->i;
+}
+
+/* Sorts ord[0..n) by the ranges' addresses: insertion sort for the tens of ranges of most calls,
+ * qsort for a many-threaded process's hundreds (insertion sort would be quadratic there). */
 static void sort_ranges(const struct rmem_iov *iov, int *ord, int n)
 {
+    static _Thread_local struct rkey keys[RMEM_IOV_MAX];
+
+    if (n > SORT_SMALL) {
+        for (int i = 0; i < n; i++)
+            keys[i] = (struct rkey){iov[i].addr, i};
+        qsort(keys, (size_t)n, sizeof(keys[0]), rkey_cmp);
+        for (int i = 0; i < n; i++)
+            ord[i] = keys[i].i;
+        return;
+    }
     for (int i = 0; i < n; i++) {
         int k = i;
 

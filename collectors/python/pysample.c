@@ -150,6 +150,11 @@ static size_t reserve_frames(struct pyproc *p, size_t n)
     return p->frames_len;
 }
 
+static inline bool raw_same(const struct pyrawframe *a, const struct pyrawframe *b)
+{
+    return a->code == b->code && a->q == b->q && a->is_gen == b->is_gen && a->entry == b->entry;
+}
+
 /* How many of the walk's outermost raw frames are the ones the thread's last resolution
  * began with, code-cache entries included (equal serials: the same strings, line table and
  * first traceable instruction), cut back so that the innermost of them gave a frame. Resolving
@@ -162,8 +167,7 @@ static uint32_t res_common(const struct pyresolved *c, const struct pyrawframe *
     uint32_t s = 0;
 
     while (s < n && s < c->n && res[n - 1 - s]->serial == c->serial[s] &&
-           raw[n - 1 - s].code == c->raw[s].code && raw[n - 1 - s].q == c->raw[s].q &&
-           raw[n - 1 - s].is_gen == c->raw[s].is_gen && raw[n - 1 - s].entry == c->raw[s].entry)
+           raw_same(&raw[n - 1 - s], &c->raw[s]))
         s++;
     while (s > 0 && c->out[s - 1] < 0)
         s--;
@@ -218,7 +222,7 @@ static int res_same(struct pyproc *p, struct pyresolved *c, int n, size_t *first
     if (c->n != (uint32_t)n || c->changes != p->codes.changes || !n)
         return -1;
     for (int i = 0; i < n; i++)
-        if (memcmp(&p->raw[i], &c->raw[n - 1 - i], sizeof(p->raw[i])) != 0)
+        if (!raw_same(&p->raw[i], &c->raw[n - 1 - i]))
             return -1;
     *first = reserve_frames(p, (size_t)n);
     fr = p->frames + *first;

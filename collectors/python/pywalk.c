@@ -397,13 +397,9 @@ static const uint8_t *frame_at(struct pyproc *p, struct chunkset *cs, uint64_t a
                                uint8_t *single, int *rc)
 {
     uint32_t fs = p->L.fr.size;
-    int last = cs->last;
 
-    /* Most frames lie in the chunk of the frame before them: look there first. A frame found
-     * in a chunk copy is as fresh as a hinted one (both came in the walk's first call). */
-    if (last < cs->n && addr >= cs->addr[last] + PYABI_CHUNK_HDR &&
-        addr + fs <= cs->addr[last] + cs->len[last])
-        return p->chunk[last] + (addr - cs->addr[last]);
+    /* The chunk of the frame before (cs->last) was looked in by the walk loop (wwin). A frame
+     * found in a chunk copy is as fresh as a hinted one (both came in the walk's first call). */
     for (int i = 0; cs->hint && i < cs->hint->n; i++)
         if (cs->hread[i] && cs->hint->addr[i] == addr) {
             if (cs->nseen < PYHINT_MAX)
@@ -618,17 +614,26 @@ static bool fetch_serves(const struct pyhint *h, const struct plan *pl, int i)
     return f->len == pl->iov[i].len;
 }
 
+/* Whether the thread's bytes read ahead in this sample serve every range of the plan. */
+static bool fetch_matches(const struct pyproc *p, const struct pyhint *h, const struct plan *pl)
+{
+    if (!h->fetched || h->fetched_seq != p->walk_seq || h->nfetch != pl->n)
+        return false;
+    for (int i = 0; i < pl->n; i++)
+        if (!fetch_serves(h, pl, i))
+            return false;
+    return true;
+}
+
 /* Takes the thread's prefetched bytes, read in this sample, when they are what the plan asks
  * for (fetch_serves): as if the plan's call had been made then. Chunks change hands (the
  * walk's slot buffer and the hint's swap), the small ranges are copied. Returns true (with
  * *done) when taken. */
 static bool take_fetched(struct pyproc *p, struct pyhint *h, struct plan *pl, int *done)
 {
-    bool match = h->fetched && h->fetched_seq == p->walk_seq && h->nfetch == pl->n;
+    bool match = fetch_matches(p, h, pl);
 
     h->fetched = false;
-    for (int i = 0; match && i < pl->n; i++)
-        match = fetch_serves(h, pl, i);
     if (!match)
         return false;
     for (int i = 0; i < pl->n; i++) {
@@ -815,16 +820,11 @@ bool pywalk_prefetch_serves(struct pyproc *p, uint64_t tsaddr, const uint8_t *gu
     struct tsview v;
     struct plan pl;
 
-    if (!h || !h->fetched || h->fetched_seq != p->walk_seq || p->L.fr.object)
+    if (!h || !h->fetched || p->L.fr.object)
         return false;
     ts_parse(&p->L, guess, &v);
     plan_batch(p, tsaddr, &v, h, &pl);
-    if (h->nfetch != pl.n)
-        return false;
-    for (int i = 0; i < pl.n; i++)
-        if (!fetch_serves(h, &pl, i))
-            return false;
-    return true;
+    return fetch_matches(p, h, &pl);
 }
 
 void pywalk_prefetch_drop(struct pyproc *p)
@@ -1134,6 +1134,7 @@ static int walk_new(struct pyproc *p, uint64_t tsaddr, const uint8_t *guess, str
     memset(cs.hread, 0, sizeof(cs.hread));
     cs.hint = pywalk_hint(p, tsaddr, true);
     rc = walk_start(p, tsaddr, guess, &cs, &frame, &o->no_python);
+    wwin_set(p, &cs, w.fs, &win); /* the newest chunk: most frames lie there */
 
     for (; rc == 0 && frame && steps < limit; steps++) {
         const uint8_t *f;

@@ -84,6 +84,33 @@ START_TEST(test_close_ranges)
 }
 END_TEST
 
+/* More ranges than the insertion sort takes (the qsort path), in falling order and in pairs
+ * that overlap or sit apart beyond the merge gap. */
+START_TEST(test_many_ranges)
+{
+    enum { N = 60 };
+    static uint8_t buf[N][256];
+    struct rmem_iov iov[N];
+    struct rmem *m;
+    int done = -1;
+
+    child_start();
+    for (int i = 0; i < N; i++) {
+        size_t off = (size_t)(N - 1 - i) / 2 * 1000 + (size_t)(i % 2) * 100;
+
+        iov[i] = (struct rmem_iov){(uint64_t)(uintptr_t)(area + off), buf[i], 200};
+    }
+    m = rmem_new_pid(child);
+    ck_assert_int_eq(rmem_readv(m, iov, N, &done), 0);
+    ck_assert_int_eq(done, N);
+    for (int i = 0; i < N; i++)
+        ck_assert_msg(!memcmp(buf[i], (uint8_t *)(uintptr_t)iov[i].addr, 200), "range %d differs",
+                      i);
+    rmem_free(m);
+    child_stop();
+}
+END_TEST
+
 START_TEST(test_unmapped_range)
 {
     long pg = sysconf(_SC_PAGESIZE);
@@ -118,6 +145,7 @@ static Suite *rmem_suite(void)
     TCase *tc = tcase_create("coalesce");
 
     tcase_add_test(tc, test_close_ranges);
+    tcase_add_test(tc, test_many_ranges);
     tcase_add_test(tc, test_unmapped_range);
     suite_add_tcase(s, tc);
     return s;

@@ -31,12 +31,11 @@ static struct row measure(const struct cfg *c, const char *python, const char *n
     struct bench_target t = {0};
     struct engine_opts o = {.rate_hz = 10, .async = on};
     struct app_err err = {0};
-    struct engine_stats a, b;
+    struct bench_window w;
     struct engine *e;
     struct row r = {0};
     int pid;
-    uint64_t t0, t1;
-    double wall, ds;
+    double ds;
 
     if (bench_target_spawn(&t, argv) < 0 || !bench_target_ready(&t)) {
         bench_targets_kill(&t, 1);
@@ -54,21 +53,13 @@ static struct row measure(const struct cfg *c, const char *python, const char *n
         bench_targets_kill(&t, 1);
         return r;
     }
-    bench_sleep_s(c->warm_s);
-    engine_get_stats(e, &a);
-    t0 = clock_mono_ns();
-    bench_sleep_s(c->measure_s);
-    engine_get_stats(e, &b);
-    t1 = clock_mono_ns();
-    engine_stop(e);
-    engine_free(e);
+    bench_engine_window(e, c->warm_s, c->measure_s, &w);
     bench_targets_kill(&t, 1);
-    wall = (double)(t1 - t0) / 1e9;
-    ds = (double)(b.samples - a.samples);
-    r.cpu_pct = (double)(b.cpu_ns - a.cpu_ns) / 1e9 / wall * 100;
-    r.passes_s = ds / wall;
-    r.lag_ms = ds > 0 ? (b.lag_ms * (double)b.samples - a.lag_ms * (double)a.samples) / ds : 0;
-    r.ms_per_pass = ds > 0 ? (double)(b.cpu_ns - a.cpu_ns) / 1e6 / ds : 0;
+    ds = (double)(w.b.samples - w.a.samples);
+    r.cpu_pct = w.cpu_pct;
+    r.passes_s = w.passes_s;
+    r.lag_ms = w.lag_ms;
+    r.ms_per_pass = ds > 0 ? (double)(w.b.cpu_ns - w.a.cpu_ns) / 1e6 / ds : 0;
     r.ok = ds > 0;
     return r;
 }

@@ -95,31 +95,21 @@ static void cpu_row(const struct cfg *c, int n, int nbusy, const char *rest, dou
     struct bench_target t[MAX_TARGETS];
     int pids[MAX_TARGETS];
     struct engine *e;
-    struct engine_stats a, b;
-    uint64_t t0, t1;
-    double wall, ds, lag;
+    struct bench_window w;
+    double ds;
 
     if (!start_targets(c, t, n, nbusy, rest) || start_engine(t, n, hz, pids, &e) < 0) {
         printf("%7d %5d %5s %6.0f  (could not start)\n", n, nbusy, rest, hz);
         bench_targets_kill(t, n);
         return;
     }
-    bench_sleep_s(c->warm_s);
-    engine_get_stats(e, &a);
-    t0 = clock_mono_ns();
-    bench_sleep_s(c->measure_s);
-    engine_get_stats(e, &b);
-    t1 = clock_mono_ns();
-    engine_stop(e);
-    engine_free(e);
+    bench_engine_window(e, c->warm_s, c->measure_s, &w);
     bench_targets_kill(t, n);
-    wall = (double)(t1 - t0) / 1e9;
-    ds = (double)(b.samples - a.samples);
-    lag = ds > 0 ? (b.lag_ms * (double)b.samples - a.lag_ms * (double)a.samples) / ds : 0;
+    ds = (double)(w.b.samples - w.a.samples);
     printf("%7d %5d %5s %6.0f %7.2f %9.1f %8.2f %8.1f %7.1f %6d %6llu\n", n, nbusy, rest, hz,
-           (double)(b.cpu_ns - a.cpu_ns) / 1e9 / wall * 100, ds / wall, lag, b.lag_max_ms,
-           ds > 0 ? (double)(b.stacks - a.stacks) / ds : 0, b.ranks,
-           (unsigned long long)(b.errors - a.errors));
+           w.cpu_pct, w.passes_s, w.lag_ms, w.b.lag_max_ms,
+           ds > 0 ? (double)(w.b.stacks - w.a.stacks) / ds : 0, w.b.ranks,
+           (unsigned long long)(w.b.errors - w.a.errors));
 }
 
 /* Runs the workload once; *wall and *cpu get its times in seconds as the target measured

@@ -3,6 +3,8 @@
  * signal blocked, and its count is a sig_atomic_t. Main thread only. */
 #include "bench_support.h"
 
+#include "ranktop/util.h"
+
 #include <errno.h>
 #include <glob.h>
 #include <signal.h>
@@ -177,4 +179,25 @@ int bench_cmp_double(const void *a, const void *b)
     double x = *(const double *)a, y = *(const double *)b;
 
     return (x > y) - (x < y);
+}
+
+void bench_engine_window(struct engine *e, double warm_s, double measure_s, struct bench_window *w)
+{
+    uint64_t t0, t1;
+    double ds;
+
+    bench_sleep_s(warm_s);
+    engine_get_stats(e, &w->a);
+    t0 = clock_mono_ns();
+    bench_sleep_s(measure_s);
+    engine_get_stats(e, &w->b);
+    t1 = clock_mono_ns();
+    engine_stop(e);
+    engine_free(e);
+    w->wall = (double)(t1 - t0) / 1e9;
+    ds = (double)(w->b.samples - w->a.samples);
+    w->passes_s = ds / w->wall;
+    w->cpu_pct = (double)(w->b.cpu_ns - w->a.cpu_ns) / 1e9 / w->wall * 100;
+    w->lag_ms =
+        ds > 0 ? (w->b.lag_ms * (double)w->b.samples - w->a.lag_ms * (double)w->a.samples) / ds : 0;
 }

@@ -4,6 +4,8 @@
 #ifndef RANKTOP_BENCH_SUPPORT_H
 #define RANKTOP_BENCH_SUPPORT_H
 
+#include "ranktop/engine.h"
+
 #include <stdbool.h>
 #include <stdio.h>
 #include <sys/types.h>
@@ -35,6 +37,14 @@ void bench_targets_kill(struct bench_target *t, int n);
 const char *bench_python(int minor);
 /* Sleeps s seconds, resuming after signals. */
 void bench_sleep_s(double s);
+/* One measured window of a running engine: its stats before and after, the wall seconds
+ * between, passes a second, monitor CPU % of one core and mean lag over the window. */
+struct bench_window {
+    struct engine_stats a, b;
+    double wall, passes_s, cpu_pct, lag_ms;
+};
+/* Lets e run warm_s, then measures measure_s into *w; stops and frees e. */
+void bench_engine_window(struct engine *e, double warm_s, double measure_s, struct bench_window *w);
 /* qsort comparator for doubles, ascending (medians and percentiles). */
 int bench_cmp_double(const void *a, const void *b);
 /* "WHEN: load average a b c on N CPUs". */

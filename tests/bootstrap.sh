@@ -59,11 +59,11 @@ demo() {
     pid=$!
     trap 'kill $pid 2>/dev/null || true' EXIT INT TERM
     sleep 1
-    ./build/ranktop dump -p "$pid"
+    ./build/src/cli/ranktop dump -p "$pid"
     echo
     echo "Now the live monitor on a 4-rank demo job (q quits):"
     sleep 2
-    ./build/ranktop demo
+    ./build/src/cli/ranktop demo
 }
 
 run_tests() {

@@ -194,7 +194,7 @@ static long raw_readv(struct rmem *m, const struct rmem_iov *iov, int n)
 #define COALESCE_GAP 2048          /* under a page: see the head comment */
 #define COALESCE_MAX (1024 * 1024) /* most bytes one coalesced call copies */
 
-#define SORT_SMALL 32 /* insertion sort up to this many ranges, qsort beyond */
+#define SORT_SMALL 64 /* insertion sort up to this many ranges, qsort beyond */
 
 struct rkey {
     uint64_t addr;
@@ -208,8 +208,9 @@ static int rkey_cmp(const void *a, const void *b)
     return x->addr < y->addr ? -1 : x->addr > y->addr ? 1 : x->i - y->i;
 }
 
-/* Sorts ord[0..n) by the ranges' addresses: insertion sort for the tens of ranges of most calls,
- * qsort for a many-threaded process's hundreds (insertion sort would be quadratic there). */
+/* Sorts ord[0..n) by the ranges' addresses: insertion sort for the tens of ranges of most calls
+ * (linear when they come nearly in order, as a sample's do), qsort for a many-threaded
+ * process's hundreds (insertion sort would be quadratic there). */
 static void sort_ranges(const struct rmem_iov *iov, int *ord, int n)
 {
     static _Thread_local struct rkey keys[RMEM_IOV_MAX];
@@ -233,24 +234,28 @@ static void sort_ranges(const struct rmem_iov *iov, int *ord, int n)
     }
 }
 
-/* Reads iov[0..n) as merged ranges when that saves ranges. Returns 1 when every range was read
- * (and copied out), 0 when the caller should make the plain call, or a negative errno. */
-static long coalesced_readv(struct rmem *m, const struct rmem_iov *iov, int n)
+/* The merged ranges of one call: each with its first member and member count. A range merged
+ * with no other is read straight into its own buffer; only merged ones go through scratch. */
+struct cgroup {
+    uint64_t addr;
+    size_t len;
+    int first, members;
+    size_t off; /* in scratch, for merged ones */
+};
+
+/* Groups ranges within COALESCE_GAP of each other, in address order; rel[i] is range i's
+ * offset in its group, grp[i] its group. Returns the group count, or 0 when the bytes would
+ * pass COALESCE_MAX. */
+static int group_ranges(const struct rmem_iov *iov, int n, struct cgroup *g, int *grp, size_t *rel)
 {
     static _Thread_local int ord[RMEM_IOV_MAX];
-    static _Thread_local struct rmem_iov g[RMEM_IOV_MAX];
-    static _Thread_local size_t goff[RMEM_IOV_MAX]; /* each merged range's offset in scratch */
-    static _Thread_local size_t at[RMEM_IOV_MAX];   /* each range's offset in scratch */
     size_t total = 0;
     int ng = 0;
-    long got;
 
-    if (m->pid == 0 || n < 2 || n > RMEM_IOV_MAX)
-        return 0;
     sort_ranges(iov, ord, n);
     for (int k = 0; k < n; k++) {
         const struct rmem_iov *r = &iov[ord[k]];
-        struct rmem_iov *cur = ng ? &g[ng - 1] : NULL;
+        struct cgroup *cur = ng ? &g[ng - 1] : NULL;
 
         if (cur && r->addr <= cur->addr + cur->len + COALESCE_GAP) {
             uint64_t end = r->addr + r->len;
@@ -259,31 +264,57 @@ static long coalesced_readv(struct rmem *m, const struct rmem_iov *iov, int n)
                 total += (size_t)(end - (cur->addr + cur->len));
                 cur->len = (size_t)(end - cur->addr);
             }
-            at[ord[k]] = goff[ng - 1] + (size_t)(r->addr - cur->addr);
-            continue;
+            cur->members++;
+        } else {
+            g[ng++] = (struct cgroup){r->addr, r->len, ord[k], 1, 0};
+            total += r->len;
         }
-        g[ng] = (struct rmem_iov){r->addr, NULL, r->len};
-        goff[ng++] = total;
-        at[ord[k]] = total;
-        total += r->len;
+        grp[ord[k]] = ng - 1;
+        rel[ord[k]] = (size_t)(r->addr - g[ng - 1].addr);
         if (total > COALESCE_MAX)
             return 0;
     }
-    if (ng == n)
+    return ng;
+}
+
+/* Reads iov[0..n) as merged ranges when that saves ranges. Returns 1 when every range was read
+ * (and copied out), 0 when the caller should make the plain call, or a negative errno. */
+static long coalesced_readv(struct rmem *m, const struct rmem_iov *iov, int n)
+{
+    static _Thread_local struct cgroup g[RMEM_IOV_MAX];
+    static _Thread_local struct rmem_iov rd[RMEM_IOV_MAX];
+    static _Thread_local int grp[RMEM_IOV_MAX];
+    static _Thread_local size_t rel[RMEM_IOV_MAX];
+    size_t total = 0, merged = 0;
+    int ng;
+    long got;
+
+    if (m->pid == 0 || n < 2 || n > RMEM_IOV_MAX)
         return 0;
-    if (m->scratch_cap < total) {
+    ng = group_ranges(iov, n, g, grp, rel);
+    if (ng == 0 || ng == n)
+        return 0;
+    for (int i = 0; i < ng; i++) {
+        if (g[i].members > 1) {
+            g[i].off = merged;
+            merged += g[i].len;
+        }
+        total += g[i].len;
+    }
+    if (m->scratch_cap < merged) {
         free(m->scratch);
-        m->scratch = x_malloc(total);
-        m->scratch_cap = total;
+        m->scratch = x_malloc(merged);
+        m->scratch_cap = merged;
     }
     for (int i = 0; i < ng; i++)
-        g[i].buf = m->scratch + goff[i];
-    got = raw_readv(m, g, ng);
+        rd[i] = (struct rmem_iov){
+            g[i].addr, g[i].members > 1 ? m->scratch + g[i].off : iov[g[i].first].buf, g[i].len};
+    got = raw_readv(m, rd, ng);
     if (got < 0 || (size_t)got != total)
         return got < 0 && got != -EFAULT ? got : 0;
     for (int i = 0; i < n; i++)
-        if (iov[i].len)
-            memcpy(iov[i].buf, m->scratch + at[i], iov[i].len);
+        if (iov[i].len && g[grp[i]].members > 1)
+            memcpy(iov[i].buf, m->scratch + g[grp[i]].off + rel[i], iov[i].len);
     return 1;
 }
 

@@ -550,7 +550,7 @@ static void summary(struct engine *e)
     pct = st.stacks + st.errors ? 100.0 * (double)st.errors / (double)(st.stacks + st.errors) : 0;
     fprintf(stderr,
             "ranktop: %llu samples, %llu thread stacks, %llu errors (%.2f%%), %.1f Hz achieved, "
-            "%.2f s CPU\n",
+            "%.3f s CPU\n",
             (unsigned long long)st.samples, (unsigned long long)st.stacks,
             (unsigned long long)st.errors, pct, st.achieved_hz, (double)st.cpu_ns / 1e9);
     /* A line of its own: scripts match the first one as it always was. */

@@ -84,11 +84,11 @@ START_TEST(test_close_ranges)
 }
 END_TEST
 
-/* More ranges than the insertion sort takes (the qsort path), in falling order and in pairs
- * that overlap or sit apart beyond the merge gap. */
+/* More ranges than the insertion sort takes (the qsort path: over 64), in falling order and in
+ * pairs that overlap or sit apart beyond the merge gap. */
 START_TEST(test_many_ranges)
 {
-    enum { N = 60 };
+    enum { N = 100 };
     static uint8_t buf[N][256];
     struct rmem_iov iov[N];
     struct rmem *m;

@@ -8,9 +8,10 @@
  * sampler never waits on a tool. Each pyproc belongs to the one thread that opened it.
  *
  * Stopping: engine_stop sets stop, broadcasts and makes e->stop_fd (an eventfd) readable.
- * Threads that sleep wait on the condition; threads that block in I/O poll stop_fd (the exit
- * thread), and the discovery thread names it as its exec cancel descriptor, so a device tool
- * that hangs is killed at once instead of at its deadline. Every thread is then joined. */
+ * Threads that sleep wait on the condition (the sampler polls stop_fd: engine_sleep); threads
+ * that block in I/O poll stop_fd (the exit thread), and the discovery thread names it as its
+ * exec cancel descriptor, so a device tool that hangs is killed at once instead of at its
+ * deadline. Every thread is then joined. */
 #include "ranktop/engine.h"
 #include "engine_priv.h"
 
@@ -19,6 +20,7 @@
 #include "ranktop/util.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +42,30 @@ bool engine_wait(struct engine *e, uint64_t abs_ns)
     stop = e->stop;
     pthread_mutex_unlock(&e->lock);
     return stop;
+}
+
+/* The sampler's wait: ppoll on stop_fd instead of the condition. A condition wait leaves its
+ * mutex marked contended (glibc relocks it so after a wait), so the unlock after every timed
+ * wait was a futex system call of its own: two calls a sample where one does. stop_fd ends the
+ * wait at once as the broadcast did. Same contract as engine_wait: returns at abs_ns, true
+ * when stopping; a wait already past its deadline still looks at stop_fd, so an overrun
+ * sampler stops. */
+bool engine_sleep(struct engine *e, uint64_t abs_ns)
+{
+    struct pollfd pf = {e->stop_fd, POLLIN, 0};
+
+    for (;;) {
+        uint64_t now = clock_mono_ns(), left = abs_ns > now ? abs_ns - now : 0;
+        struct timespec ts = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
+        int r = ppoll(&pf, 1, &ts, NULL);
+
+        if (r > 0)
+            return true;
+        if (r == 0 && clock_mono_ns() >= abs_ns)
+            return false;
+        if (r < 0 && errno != EINTR)
+            return engine_wait(e, abs_ns); /* not with a valid descriptor: the old way */
+    }
 }
 
 static void device_label(const struct proc_rec *r, char *buf, size_t len)

@@ -97,6 +97,8 @@ void engine_unread_locked(struct engine *e, int pid, const char *why);
 
 /* Sleeps until abs_ns or stop; true when stopping. */
 bool engine_wait(struct engine *e, uint64_t abs_ns);
+/* The same for the sampler, in one system call a wait (ppoll on stop_fd). */
+bool engine_sleep(struct engine *e, uint64_t abs_ns);
 
 void *engine_sampler_main(void *arg);
 

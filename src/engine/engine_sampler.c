@@ -246,6 +246,16 @@ static void slot_fini(struct slot *sl)
 
 /* The sample's threads as the history records them, their Python stacks interned; with the
  * lock held. */
+/* snprintf(dst, cap, "%s", src) without the format machinery: this runs for every thread of
+ * every sample, with the lock held. src NULL is "". */
+static void name_copy(char *dst, size_t cap, const char *src)
+{
+    size_t n = src ? strnlen(src, cap - 1) : 0;
+
+    memcpy(dst, src ? src : "", n);
+    dst[n] = '\0';
+}
+
 static void view_sample_locked(struct sampler *sp, struct slot *sl, const struct pysample *s)
 {
     size_t kept = 0;
@@ -264,7 +274,7 @@ static void view_sample_locked(struct sampler *sp, struct slot *sl, const struct
         const struct pythread *pt = &s->threads[i];
 
         sp->tv[i] = (struct engine_tview){pt->ident, pt->tid, "", pt->status};
-        snprintf(sp->tv[i].name, sizeof(sp->tv[i].name), "%s", pt->name ? pt->name : "");
+        name_copy(sp->tv[i].name, sizeof(sp->tv[i].name), pt->name);
         if (sp->e->o.gil_only && pt->status == 0 && !pt->gil) /* a gap, as py-spy --gil */
             sp->tv[i].status = ENGINE_TV_SKIPPED;
         sp->ids[i] = sp->tv[i].status == 0 ? thread_stack_locked(sp, sl, pt) : HSTACK_NONE;
@@ -693,9 +703,12 @@ static int sample_pass(struct sampler *sp, uint64_t period)
     return live;
 }
 
-static void pass_done(struct engine *e, int live, uint64_t lag, uint64_t now, uint64_t *trim_at,
-                      int parts)
+/* The pass's statistics; returns the period for the next one (the rate may have been set). */
+static uint64_t pass_done(struct engine *e, int live, uint64_t lag, uint64_t now, uint64_t *trim_at,
+                          int parts)
 {
+    uint64_t period;
+
     pthread_mutex_lock(&e->lock);
     e->samples++;
     e->sampler_threads = parts;
@@ -709,7 +722,9 @@ static void pass_done(struct engine *e, int live, uint64_t lag, uint64_t now, ui
         history_trim(&e->hist, now);
         *trim_at = now + TRIM_EVERY_NS;
     }
+    period = e->period_ns;
     pthread_mutex_unlock(&e->lock);
+    return period;
 }
 
 void *engine_sampler_main(void *arg)
@@ -732,14 +747,11 @@ void *engine_sampler_main(void *arg)
     period = e->period_ns;
     pthread_mutex_unlock(&e->lock);
     next = clock_mono_ns();
-    while (!engine_wait(e, next)) {
+    while (!engine_sleep(e, next)) {
         uint64_t start = clock_mono_ns();
         int live = sample_pass(&sp, period);
 
-        pass_done(e, live, start > next ? start - next : 0, start, &trim_at, sp.used);
-        pthread_mutex_lock(&e->lock);
-        period = e->period_ns;
-        pthread_mutex_unlock(&e->lock);
+        period = pass_done(e, live, start > next ? start - next : 0, start, &trim_at, sp.used);
         next += period;
         /* Behind by more than a period: skip the missed ticks instead of bursting. */
         if (next + period < clock_mono_ns())

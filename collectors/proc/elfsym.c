@@ -133,18 +133,38 @@ static void elf_scan_version(const struct elf_buf *b, const Elf64_Shdr *sh, stru
     }
 }
 
+/* The symbols of every table of one type (SHT_DYNSYM or SHT_SYMTAB). */
+static void elf_scan_symtabs(const struct elf_buf *b, const Elf64_Ehdr *eh, uint32_t type,
+                             struct elf_info *out)
+{
+    for (unsigned i = 0; i < eh->e_shnum; i++) {
+        const Elf64_Shdr *sh = elf_shdr(b, eh, i);
+
+        if (!sh)
+            break;
+        if (sh->sh_type == type)
+            elf_scan_symtab(b, eh, sh, out);
+    }
+}
+
+/* The exported symbols first: an interpreter exports the ones wanted, and its full symbol table
+ * (tens of thousands of entries in a build that keeps it) is scanned only when the exports
+ * lack one. The PY_VERSION literal is looked for in .rodata only without Py_Version (3.8-3.10,
+ * and what no supported version is): a byte scan of a megabyte or more. Both were most of
+ * what attaching to a process cost. */
 static void elf_scan_sections(const struct elf_buf *b, const Elf64_Ehdr *eh, struct elf_info *out)
 {
     const Elf64_Shdr *shstr = elf_shdr(b, eh, eh->e_shstrndx);
 
+    elf_scan_symtabs(b, eh, SHT_DYNSYM, out);
+    if (!out->pyruntime || !out->pycode_type)
+        elf_scan_symtabs(b, eh, SHT_SYMTAB, out);
     for (unsigned i = 0; i < eh->e_shnum; i++) {
         const Elf64_Shdr *sh = elf_shdr(b, eh, i);
         const char *name;
 
         if (!sh)
             break;
-        if (sh->sh_type == SHT_DYNSYM || sh->sh_type == SHT_SYMTAB)
-            elf_scan_symtab(b, eh, sh, out);
         name = elf_str(b, shstr, sh->sh_name);
         if (name && !strcmp(name, ".PyRuntime"))
             out->pyruntime_sec = sh->sh_addr;
@@ -154,7 +174,7 @@ static void elf_scan_sections(const struct elf_buf *b, const Elf64_Ehdr *eh, str
             out->bss_addr = sh->sh_addr;
             out->bss_size = sh->sh_size;
         }
-        if (name && !strcmp(name, ".rodata") && !out->version[0])
+        if (name && !strcmp(name, ".rodata") && !out->version[0] && !out->py_version)
             elf_scan_version(b, sh, out);
     }
 }

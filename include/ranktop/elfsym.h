@@ -23,7 +23,7 @@ struct elf_info {
     uint64_t py_version;         /* st_value of Py_Version (3.11+), 0 if absent */
     uint64_t pycode_type;        /* st_value of PyCode_Type, 0 if absent */
     uint64_t bss_addr, bss_size; /* .bss, where Py_GetVersion() keeps sys.version */
-    char version[24];            /* "3.9.18" from .rodata, "" if not found */
+    char version[24];            /* "3.9.18" from .rodata, "" if not found or Py_Version is */
 };
 
 /* Parses an ELF image held in memory. Pure: bounded by len, no I/O. Returns 0, APP_E_PARSE for

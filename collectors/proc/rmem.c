@@ -9,8 +9,10 @@
  * wakes cold that costs about half a microsecond a range (bench: 30 ranges of 128 bytes on one
  * page cost 2.5 times one range), far more than copying a few hundred extra bytes. So a call's
  * ranges that lie within COALESCE_GAP bytes of each other (thread states, a frame's pointer
- * and its frame, code headers allocated together) are read as one range into a scratch buffer
- * and copied out. A gap under a page lies in the pages of its two neighbours, so it is mapped
+ * and its frame, code headers allocated together) are read as one remote range, scattered
+ * straight into the callers' buffers (struct cgroup says how); only ranges that overlap go
+ * through a scratch buffer. Copying out was as dear as reading: a deep stack's frame chunks
+ * are tens of KB. A gap under a page lies in the pages of its two neighbours, so it is mapped
  * whenever they are; any short read falls back to the ranges as given, so what a caller sees
  * (which leading ranges were read) is exactly what an uncoalesced call gives. */
 #include "ranktop/rmem.h"
@@ -37,8 +39,9 @@ struct rmem {
     uint64_t calls, bytes;
     struct rmem_region *regions;
     size_t nregions;
-    uint8_t *scratch; /* coalesced ranges */
+    uint8_t *scratch; /* merged ranges whose members overlap */
     size_t scratch_cap;
+    struct rmem_work *work; /* merging calls' arrays, from the first merge on */
 };
 
 struct rmem *rmem_new_pid(int pid)
@@ -93,6 +96,7 @@ void rmem_free(struct rmem *m)
     if (m->mem_fd >= 0)
         close(m->mem_fd);
     free(m->scratch);
+    free(m->work);
     free(m);
 }
 
@@ -211,10 +215,8 @@ static int rkey_cmp(const void *a, const void *b)
 /* Sorts ord[0..n) by the ranges' addresses: insertion sort for the tens of ranges of most calls
  * (linear when they come nearly in order, as a sample's do), qsort for a many-threaded
  * process's hundreds (insertion sort would be quadratic there). */
-static void sort_ranges(const struct rmem_iov *iov, int *ord, int n)
+static void sort_ranges(const struct rmem_iov *iov, int *ord, struct rkey *keys, int n)
 {
-    static _Thread_local struct rkey keys[RMEM_IOV_MAX];
-
     if (n > SORT_SMALL) {
         for (int i = 0; i < n; i++)
             keys[i] = (struct rkey){iov[i].addr, i};
@@ -234,25 +236,28 @@ static void sort_ranges(const struct rmem_iov *iov, int *ord, int n)
     }
 }
 
-/* The merged ranges of one call: each with its first member and member count. A range merged
- * with no other is read straight into its own buffer; only merged ones go through scratch. */
+/* The merged ranges of one call. A range merged with no other is read straight into its own
+ * buffer, and so are the members of a merge that do not overlap: the kernel fills the local
+ * buffers in order from the merged range, so the members' buffers, with a junk buffer for the
+ * gaps between them, take its bytes where they belong. Only overlapping members (the same
+ * range asked twice, a range inside another) go through scratch and are copied out. */
 struct cgroup {
     uint64_t addr;
     size_t len;
-    int first, members;
-    size_t off; /* in scratch, for merged ones */
+    int first, members; /* members: ord[first .. first + members) */
+    bool overlap;
+    size_t off; /* in scratch, when overlap */
 };
 
-/* Groups ranges within COALESCE_GAP of each other, in address order; rel[i] is range i's
- * offset in its group, grp[i] its group. Returns the group count, or 0 when the bytes would
- * pass COALESCE_MAX. */
-static int group_ranges(const struct rmem_iov *iov, int n, struct cgroup *g, int *grp, size_t *rel)
+/* Groups ranges within COALESCE_GAP of each other, in address order (ord); rel[i] is range
+ * i's offset in its group, grp[i] its group. Returns the group count, or 0 when the bytes
+ * would pass COALESCE_MAX. */
+static int group_ranges(const struct rmem_iov *iov, int n, const int *ord, struct cgroup *g,
+                        int *grp, size_t *rel)
 {
-    static _Thread_local int ord[RMEM_IOV_MAX];
     size_t total = 0;
     int ng = 0;
 
-    sort_ranges(iov, ord, n);
     for (int k = 0; k < n; k++) {
         const struct rmem_iov *r = &iov[ord[k]];
         struct cgroup *cur = ng ? &g[ng - 1] : NULL;
@@ -260,13 +265,14 @@ static int group_ranges(const struct rmem_iov *iov, int n, struct cgroup *g, int
         if (cur && r->addr <= cur->addr + cur->len + COALESCE_GAP) {
             uint64_t end = r->addr + r->len;
 
+            cur->overlap |= r->addr < cur->addr + cur->len;
             if (end > cur->addr + cur->len) {
                 total += (size_t)(end - (cur->addr + cur->len));
                 cur->len = (size_t)(end - cur->addr);
             }
             cur->members++;
         } else {
-            g[ng++] = (struct cgroup){r->addr, r->len, ord[k], 1, 0};
+            g[ng++] = (struct cgroup){r->addr, r->len, k, 1, false, 0};
             total += r->len;
         }
         grp[ord[k]] = ng - 1;
@@ -277,44 +283,98 @@ static int group_ranges(const struct rmem_iov *iov, int n, struct cgroup *g, int
     return ng;
 }
 
+#define LOCAL_MAX 1024 /* the kernel's limit on iovec entries (UIO_MAXIOV) */
+
+/* A merging call's working arrays: in the rmem (one thread uses it at a time), allocated at its
+ * first merge, rather than thread-local (every thread of the program would carry them). */
+struct rmem_work {
+    struct rkey keys[RMEM_IOV_MAX];
+    int ord[RMEM_IOV_MAX], grp[RMEM_IOV_MAX];
+    size_t rel[RMEM_IOV_MAX];
+    struct cgroup g[RMEM_IOV_MAX];
+    struct iovec lv[LOCAL_MAX], rv[RMEM_IOV_MAX];
+    uint8_t junk[COALESCE_GAP]; /* the gaps between merged members */
+};
+
+/* The local buffers of group i from lv[*nl] on: its members' buffers and junk for the gaps, or
+ * its scratch. false when they would pass LOCAL_MAX. */
+static bool group_local(struct rmem *m, const struct rmem_iov *iov, struct rmem_work *w,
+                        const struct cgroup *g, int *nl)
+{
+    uint64_t at = g->addr;
+
+    if (g->overlap) {
+        if (*nl >= LOCAL_MAX)
+            return false;
+        w->lv[(*nl)++] = (struct iovec){m->scratch + g->off, g->len};
+        return true;
+    }
+    for (int k = g->first; k < g->first + g->members; k++) {
+        const struct rmem_iov *r = &iov[w->ord[k]];
+
+        if (*nl + 2 > LOCAL_MAX)
+            return false;
+        if (r->addr > at) /* at most COALESCE_GAP bytes */
+            w->lv[(*nl)++] = (struct iovec){w->junk, (size_t)(r->addr - at)};
+        w->lv[(*nl)++] = (struct iovec){r->buf, r->len};
+        at = r->addr + r->len;
+    }
+    return true;
+}
+
+/* One process_vm_readv of merged ranges; bytes read, or -errno (-ENOSYS: make the plain call,
+ * which knows the fallback). */
+static long merged_call(struct rmem *m, const struct iovec *lv, int nl, const struct iovec *rv,
+                        int nr)
+{
+    ssize_t r;
+
+    m->calls++;
+    r = process_vm_readv(m->pid, lv, (unsigned long)nl, rv, (unsigned long)nr, 0);
+    return r < 0 ? -errno : r;
+}
+
 /* Reads iov[0..n) as merged ranges when that saves ranges. Returns 1 when every range was read
  * (and copied out), 0 when the caller should make the plain call, or a negative errno. */
 static long coalesced_readv(struct rmem *m, const struct rmem_iov *iov, int n)
 {
-    static _Thread_local struct cgroup g[RMEM_IOV_MAX];
-    static _Thread_local struct rmem_iov rd[RMEM_IOV_MAX];
-    static _Thread_local int grp[RMEM_IOV_MAX];
-    static _Thread_local size_t rel[RMEM_IOV_MAX];
-    size_t total = 0, merged = 0;
-    int ng;
+    struct rmem_work *w;
+    size_t total = 0, scratch = 0;
+    int ng, nl = 0;
     long got;
 
     if (m->pid == 0 || n < 2 || n > RMEM_IOV_MAX)
         return 0;
-    ng = group_ranges(iov, n, g, grp, rel);
+    if (!m->work)
+        m->work = x_malloc(sizeof(*m->work));
+    w = m->work;
+    sort_ranges(iov, w->ord, w->keys, n);
+    ng = group_ranges(iov, n, w->ord, w->g, w->grp, w->rel);
     if (ng == 0 || ng == n)
         return 0;
     for (int i = 0; i < ng; i++) {
-        if (g[i].members > 1) {
-            g[i].off = merged;
-            merged += g[i].len;
+        if (w->g[i].overlap) {
+            w->g[i].off = scratch;
+            scratch += w->g[i].len;
         }
-        total += g[i].len;
+        total += w->g[i].len;
     }
-    if (m->scratch_cap < merged) {
+    if (m->scratch_cap < scratch) {
         free(m->scratch);
-        m->scratch = x_malloc(merged);
-        m->scratch_cap = merged;
+        m->scratch = x_malloc(scratch);
+        m->scratch_cap = scratch;
     }
-    for (int i = 0; i < ng; i++)
-        rd[i] = (struct rmem_iov){
-            g[i].addr, g[i].members > 1 ? m->scratch + g[i].off : iov[g[i].first].buf, g[i].len};
-    got = raw_readv(m, rd, ng);
+    for (int i = 0; i < ng; i++) {
+        w->rv[i] = (struct iovec){(void *)(uintptr_t)w->g[i].addr, w->g[i].len};
+        if (!group_local(m, iov, w, &w->g[i], &nl))
+            return 0;
+    }
+    got = merged_call(m, w->lv, nl, w->rv, ng);
     if (got < 0 || (size_t)got != total)
-        return got < 0 && got != -EFAULT ? got : 0;
+        return got < 0 && got != -EFAULT && got != -ENOSYS ? got : 0;
     for (int i = 0; i < n; i++)
-        if (iov[i].len && g[grp[i]].members > 1)
-            memcpy(iov[i].buf, m->scratch + g[grp[i]].off + rel[i], iov[i].len);
+        if (iov[i].len && w->g[w->grp[i]].overlap)
+            memcpy(iov[i].buf, m->scratch + w->g[w->grp[i]].off + w->rel[i], iov[i].len);
     return 1;
 }
 

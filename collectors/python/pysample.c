@@ -12,6 +12,7 @@
 #include "ranktop/hash.h"
 #include "ranktop/util.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -150,25 +151,80 @@ static size_t reserve_frames(struct pyproc *p, size_t n)
     return p->frames_len;
 }
 
+_Static_assert(offsetof(struct pyrawframe, entry) == offsetof(struct pyrawframe, is_gen) + 4,
+               "raw_same compares is_gen and entry as one word");
+
+/* Three words: this runs for every frame of every stack sampled. */
 static inline bool raw_same(const struct pyrawframe *a, const struct pyrawframe *b)
 {
-    return a->code == b->code && a->q == b->q && a->is_gen == b->is_gen && a->entry == b->entry;
+    uint64_t fa, fb;
+
+    memcpy(&fa, &a->is_gen, sizeof(fa));
+    memcpy(&fb, &b->is_gen, sizeof(fb));
+    return a->code == b->code && a->q == b->q && fa == fb;
 }
 
-/* How many of the walk's outermost raw frames are the ones the thread's last resolution
- * began with, code-cache entries included (equal serials: the same strings, line table and
- * first traceable instruction), cut back so that the innermost of them gave a frame. Resolving
- * is a function of exactly these, and a hidden frame hands its entry flag to the frame above
- * it, so that many frames can be taken as they were. A deep stack whose caller frames sit
- * still (the common case) resolves only the frames that moved. */
-static uint32_t res_common(const struct pyresolved *c, const struct pyrawframe *raw,
-                           struct pycode *const *res, uint32_t n)
+/* How many of the walk's outermost raw frames equal (code, offset, flags) the ones the
+ * thread's last resolution began with; the code of each run of equal codes among them goes to
+ * raw_codes from max_frames on (*nruns of them). */
+static uint32_t raw_common(struct pyproc *p, const struct pyresolved *c, uint32_t n,
+                           uint32_t *nruns)
 {
-    uint32_t s = 0;
+    const struct pyrawframe *outer = p->raw + n - 1;
+    uint64_t *runs = p->raw_codes + p->opts.max_frames;
+    uint32_t lim = n < c->n ? n : c->n, s = 0, k = 0;
 
-    while (s < n && s < c->n && res[n - 1 - s]->serial == c->serial[s] &&
-           raw_same(&raw[n - 1 - s], &c->raw[s]))
-        s++;
+    for (; s < lim && raw_same(outer - s, &c->raw[s]); s++)
+        if (s == 0 || c->raw[s].code != c->raw[s - 1].code)
+            runs[k++] = c->raw[s].code;
+    *nruns = k;
+    return s;
+}
+
+/* Resolves raw_codes[0..k) into raw_res; 0 or a negative status (an unreadable code is a torn
+ * walk). */
+static int resolve_codes(struct pyproc *p, int k, bool alive)
+{
+    int rc = alive ? pycode_resolve_alive(&p->codes, p->raw_codes, (size_t)k, p->raw_res)
+                   : pycode_resolve(&p->codes, p->mem, &p->L, p->pycode_type, p->raw_codes,
+                                    (size_t)k, p->raw_res);
+
+    return rc == 0 ? 0 : rc < 0 ? rc : APP_E_STALE;
+}
+
+/* Resolves the codes of the walk's n - s innermost frames (those the memo does not cover) into
+ * raw_res[0..n-s), then those of the s it covers once per run of equal codes (raw_common's
+ * list), into raw_res from n - s on: every code on the stack is still checked in this epoch,
+ * as when each frame was resolved, but a deep recursion is one lookup. */
+static int resolve_moved_and_runs(struct pyproc *p, int n, uint32_t s, uint32_t nruns, bool alive)
+{
+    int m = n - (int)s;
+
+    for (int i = 0; i < m; i++)
+        p->raw_codes[i] = p->raw[i].code;
+    memmove(p->raw_codes + m, p->raw_codes + p->opts.max_frames, nruns * sizeof(uint64_t));
+    return resolve_codes(p, m + (int)nruns, alive);
+}
+
+/* Of the memo's s frames equal to the walk's, how many can be taken as they were: those whose
+ * code-cache entries are the ones they were resolved with (equal serials: the same strings,
+ * line table and first traceable instruction), cut back so that the innermost of them gave a
+ * frame. Resolving is a function of exactly these, and a hidden frame hands its entry flag to
+ * the frame above it. runs: the entry of each run of equal codes (resolve_moved_and_runs). */
+static uint32_t common_valid(const struct pyresolved *c, struct pycode *const *runs, uint32_t s,
+                             uint64_t changes)
+{
+    int j = -1;
+
+    /* No slot filled or released since the memo was stored: every entry is the one it was. */
+    for (uint32_t r = 0; r < s && changes != c->changes; r++) {
+        if (r == 0 || c->raw[r].code != c->raw[r - 1].code)
+            j++;
+        if (runs[j]->serial != c->serial[r]) {
+            s = r;
+            break;
+        }
+    }
     while (s > 0 && c->out[s - 1] < 0)
         s--;
     return s;
@@ -238,22 +294,26 @@ static int resolve_frames(struct pyproc *p, uint64_t tsaddr, int n, bool alive, 
                           uint64_t *key)
 {
     struct pyresolved *c = &pywalk_hint(p, tsaddr, true)->res;
-    uint32_t s, so;
+    uint32_t s, so, nruns;
     int rc, out = 0;
     struct pyframe *fr;
     uint64_t k;
 
     if (alive && (rc = res_same(p, c, n, first, key)) >= 0)
         return rc;
-    for (int i = 0; i < n; i++)
-        p->raw_codes[i] = p->raw[i].code;
-    rc = alive ? pycode_resolve_alive(&p->codes, p->raw_codes, (size_t)n, p->raw_res)
-               : pycode_resolve(&p->codes, p->mem, &p->L, p->pycode_type, p->raw_codes, (size_t)n,
-                                p->raw_res);
-    if (rc != 0)
-        return rc < 0 ? rc : APP_E_STALE;
+    s = raw_common(p, c, (uint32_t)n, &nruns);
+    if ((rc = resolve_moved_and_runs(p, n, s, nruns, alive)) < 0)
+        return rc;
+    so = common_valid(c, p->raw_res + (n - (int)s), s, p->codes.changes);
+    if (so < s) { /* the memo frames left out are moved ones: all resolved in one call again,
+                   * as a call may move the cache's entries (it grows) */
+        for (int i = 0; i < n - (int)so; i++)
+            p->raw_codes[i] = p->raw[i].code;
+        if ((rc = resolve_codes(p, n - (int)so, alive)) < 0)
+            return rc;
+        s = so;
+    }
     res_reserve(c, (uint32_t)n);
-    s = res_common(c, p->raw, p->raw_res, (uint32_t)n);
     so = s ? (uint32_t)c->out[s - 1] + 1 : 0;
     *first = reserve_frames(p, (size_t)n);
     fr = p->frames + *first;

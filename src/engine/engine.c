@@ -59,12 +59,12 @@ bool engine_sleep(struct engine *e, uint64_t abs_ns)
         struct timespec ts = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
         int r = ppoll(&pf, 1, &ts, NULL);
 
-        if (r > 0)
+        if (r > 0 && (pf.revents & POLLIN))
             return true;
         if (r == 0 && clock_mono_ns() >= abs_ns)
             return false;
-        if (r < 0 && errno != EINTR)
-            return engine_wait(e, abs_ns); /* not with a valid descriptor: the old way */
+        if ((r < 0 && errno != EINTR) || r > 0) /* no valid descriptor: the old way */
+            return engine_wait(e, abs_ns);
     }
 }
 

@@ -74,18 +74,22 @@ static struct engine *watch(int *pid)
 
 static void make_it_end(struct ts_child *c, enum how how)
 {
-    char path[128];
+    char path[128], tmp[136];
     FILE *f;
 
     if (how == SIGKILLED) {
         kill(c->pid, SIGKILL);
         return;
     }
+    /* Written aside and renamed: the target reads the cue as soon as the name exists, and
+     * once read an empty file it had caught between creation and write. */
     snprintf(path, sizeof(path), "%s/cue", c->dir);
-    f = fopen(path, "w");
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    f = fopen(tmp, "w");
     ck_assert_ptr_nonnull(f);
     fprintf(f, "%s\n", how == SEGV ? "segv" : how == EXIT_3 ? "exit 3" : "exit 0");
-    fclose(f);
+    ck_assert_int_eq(fclose(f), 0);
+    ck_assert_int_eq(rename(tmp, path), 0);
 }
 
 START_TEST(test_exit_status)

@@ -728,14 +728,18 @@ static int prefetch_codes(struct pyproc *p, struct pyhint *const *hs, int n, str
     for (int i = 0; i < n; i++) {
         const struct pyprev *v = &hs[i]->prev;
 
+        uint64_t last = 0;
+
         for (uint32_t k = 0; v->raw && k < v->n && nall < cap; k++) {
+            uint64_t code = v->raw[k].code;
             uint8_t *hdr;
 
-            if (k > 0 && v->raw[k].code == v->raw[k - 1].code)
-                continue; /* recursion */
-            hdr = pycode_prefetch_add(&p->codes, v->raw[k].code);
+            if (code == last)
+                continue; /* recursion (a 0 code is never read) */
+            last = code;
+            hdr = pycode_prefetch_add(&p->codes, code);
             if (hdr)
-                all[nall++] = (struct rmem_iov){v->raw[k].code, hdr, p->L.co.read};
+                all[nall++] = (struct rmem_iov){code, hdr, p->L.co.read};
         }
     }
     return nall;
@@ -1078,15 +1082,19 @@ static inline bool is_dead(const struct wconst *w, int owner)
 /* One frame of a 3.11+ walk: its checks and raw entry; returns the next frame address via
  * *frame, 0 to continue, or a negative status. 1: the frame cap was reached. */
 static int walk_step(struct pyproc *p, const struct wconst *w, struct wstate *st, const uint8_t *f,
-                     uint64_t *frame)
+                     uint64_t *frame, uint64_t lo)
 {
     uint64_t code = bytes_load_u64(f + w->o_code) & w->cmask;
     uint64_t instr = bytes_load_u64(f + w->o_instr);
     uint64_t prev = bytes_load_u64(f + w->o_prev);
     int owner = f[w->o_owner], rc;
     struct pyrawframe r;
+    /* A step down within the chunk window cannot close a loop (a loop must climb somewhere),
+     * so only the other steps go through the loop check: it still sees every loop's values
+     * come round. Most frames of a deep stack are such steps. */
+    bool down = prev >= lo && prev < *frame;
 
-    if (prev == *frame || chain_loops(&st->lc, prev) || is_dead(w, owner) ||
+    if (prev == *frame || (!down && chain_loops(&st->lc, prev)) || is_dead(w, owner) ||
         (!prev && !frame_is_base(&p->L, f, owner)) ||
         (owner >= w->skip && !shim_consistent(&p->L, st->shim, owner, code)))
         return APP_E_STALE;
@@ -1114,6 +1122,47 @@ static int walk_step(struct pyproc *p, const struct wconst *w, struct wstate *st
     return 0;
 }
 
+/* The common case of a 3.11+ walk without walk_step's branches and reloads: consecutive frames
+ * of the thread's data stack in the chunk window, each stepping down to the one before it (so
+ * no loop can close), with a code object, under the frame cap, and no free-threaded bytecode
+ * copy. Takes as many as it can, with the effects walk_step would have had, and leaves *frame
+ * (in the window) at the first it could not take, for walk_step to judge. Returns how many it
+ * took. A deep stack's frames are almost all taken here. */
+static uint32_t walk_run(struct pyproc *p, const struct wconst *w, struct wstate *st,
+                         const struct wwin *win, uint64_t *frame)
+{
+    const uint32_t oc = w->o_code, op = w->o_prev, oi = w->o_instr, oo = w->o_owner;
+    const uint64_t lo = win->lo, cmask = w->cmask, adaptive = w->adaptive;
+    const int32_t oe = w->o_entry;
+    const int is_gen = PY_OWNER_THREAD == w->gen;
+    struct pyrawframe *raw = p->raw;
+    uint32_t n = (uint32_t)st->n, n0 = n;
+    uint64_t at = *frame, last = 0;
+
+    if (w->o_tlbc > 0)
+        return 0;
+    while (n < w->max_frames) {
+        const uint8_t *f = win->buf + (at - win->at);
+        uint64_t code = bytes_load_u64(f + oc) & cmask, prev = bytes_load_u64(f + op), instr;
+
+        if (!code || f[oo] != PY_OWNER_THREAD || prev < lo || prev >= at || (prev & 7))
+            break;
+        instr = bytes_load_u64(f + oi);
+        raw[n] = (struct pyrawframe){code, instr ? (long)(instr - (code + adaptive)) : -1, is_gen,
+                                     oe >= 0 && f[oe] != 0};
+        n++;
+        last = at;
+        at = prev;
+    }
+    if (n > n0) {
+        st->outer = st->outer_ds = last;
+        st->outer_gen = is_gen;
+        st->n = (int)n;
+        *frame = at;
+    }
+    return n - n0;
+}
+
 static int walk_new(struct pyproc *p, uint64_t tsaddr, const uint8_t *guess, struct pywalk_out *o)
 {
     struct wconst w;
@@ -1139,15 +1188,19 @@ static int walk_new(struct pyproc *p, uint64_t tsaddr, const uint8_t *guess, str
     for (; rc == 0 && frame && steps < limit; steps++) {
         const uint8_t *f;
 
+        uint64_t lo = UINT64_MAX; /* the window's start while the frame lies in it */
+
         if (frame >= win.lo && frame <= win.hi && !(frame & 7)) {
+            steps += walk_run(p, &w, &st, &win, &frame);
             f = win.buf + (frame - win.at);
+            lo = win.lo;
         } else {
             f = frame & 7 ? NULL : frame_at(p, &cs, frame, single, &rc);
             if (!f)
                 return rc == APP_E_GONE ? rc : APP_E_STALE;
             wwin_set(p, &cs, w.fs, &win);
         }
-        rc = walk_step(p, &w, &st, f, &frame);
+        rc = walk_step(p, &w, &st, f, &frame, lo);
         if (rc == 1) {
             o->truncated = true;
             hint_save(&cs);

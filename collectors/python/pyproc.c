@@ -103,8 +103,7 @@ int pyproc_open_mem(struct rmem *mem, int pid, uint64_t runtime, uint64_t pycode
     }
     pycode_cache_init(&p->codes);
     p->raw = x_calloc(p->opts.max_frames, sizeof(*p->raw));
-    /* twice: the second half holds the memo's code runs (pysample.c raw_common) */
-    p->raw_codes = x_calloc(2 * (size_t)p->opts.max_frames, sizeof(*p->raw_codes));
+    p->raw_codes = x_calloc(p->opts.max_frames, sizeof(*p->raw_codes));
     p->raw_res = x_calloc(p->opts.max_frames, sizeof(*p->raw_res));
     if (pid > 0) {
         pytask_init(p);

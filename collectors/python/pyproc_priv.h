@@ -52,14 +52,19 @@ struct pyprev {
 
 /* The last resolution of one thread's walk, stored outermost first so that the unchanged
  * outer part of the next walk is a prefix of these arrays (pysample.c, resolve_frames). */
+/* raw, serial, out and frames are end-aligned in walk order: the walk's raw frame r places
+ * from its outermost is raw[cap - 1 - r], frame o (outermost first) is frames[cap - 1 - o], so
+ * a new walk lines up with them from the outer end, and the frames copy out as one block. */
 struct pyresolved {
-    struct pyrawframe *raw; /* raw[r]: the walk's frame r places from its outermost */
-    uint64_t *serial;       /* serial of raw[r]'s code-cache entry */
-    int32_t *out;           /* raw[r]'s frame in `frames`, -1 when hidden */
-    struct pyframe *frames; /* the frames it gave, outermost first */
+    struct pyrawframe *raw; /* the raw frames, as above */
+    uint64_t *serial;       /* serial of each raw frame's code-cache entry */
+    int32_t *out;           /* each raw frame's frame (outermost-first index), -1 when hidden */
+    struct pyframe *frames; /* the frames it gave */
     uint64_t *key;          /* key[o]: the chain key folded over frames 0..o */
+    uint64_t *run_code;     /* runs of equal codes over the raw frames, outermost first: */
+    uint32_t *run_start;    /* each run's code and first frame r; nrun of them */
     uint64_t changes;       /* the code cache's `changes` when this was stored */
-    uint32_t n, nout, cap;
+    uint32_t n, nout, cap, nrun;
 };
 
 struct pyhint {

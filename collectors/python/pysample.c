@@ -151,8 +151,9 @@ static size_t reserve_frames(struct pyproc *p, size_t n)
     return p->frames_len;
 }
 
-_Static_assert(offsetof(struct pyrawframe, entry) == offsetof(struct pyrawframe, is_gen) + 4,
-               "raw_same compares is_gen and entry as one word");
+_Static_assert(offsetof(struct pyrawframe, entry) == offsetof(struct pyrawframe, is_gen) + 4 &&
+                   sizeof(struct pyrawframe) == 24,
+               "raw frames have no padding: compared as memory and is_gen/entry as one word");
 
 /* Three words: this runs for every frame of every stack sampled. */
 static inline bool raw_same(const struct pyrawframe *a, const struct pyrawframe *b)
@@ -164,21 +165,44 @@ static inline bool raw_same(const struct pyrawframe *a, const struct pyrawframe 
     return a->code == b->code && a->q == b->q && fa == fb;
 }
 
-/* How many of the walk's outermost raw frames equal (code, offset, flags) the ones the
- * thread's last resolution began with; the code of each run of equal codes among them goes to
- * raw_codes from max_frames on (*nruns of them). */
-static uint32_t raw_common(struct pyproc *p, const struct pyresolved *c, uint32_t n,
-                           uint32_t *nruns)
+/* The memo's frame r (outermost first) in its end-aligned arrays (pyproc_priv.h). */
+static inline struct pyrawframe *m_raw(const struct pyresolved *c, uint32_t r)
 {
-    const struct pyrawframe *outer = p->raw + n - 1;
-    uint64_t *runs = p->raw_codes + p->opts.max_frames;
-    uint32_t lim = n < c->n ? n : c->n, s = 0, k = 0;
+    return &c->raw[c->cap - 1 - r];
+}
 
-    for (; s < lim && raw_same(outer - s, &c->raw[s]); s++)
-        if (s == 0 || c->raw[s].code != c->raw[s - 1].code)
-            runs[k++] = c->raw[s].code;
-    *nruns = k;
+static inline int32_t *m_out(const struct pyresolved *c, uint32_t r)
+{
+    return &c->out[c->cap - 1 - r];
+}
+
+/* How many of the walk's outermost raw frames equal (code, offset, flags) the ones the
+ * thread's last resolution began with: the two line up from their outer ends, and are compared
+ * as memory a block at a time. */
+static uint32_t raw_common(const struct pyproc *p, const struct pyresolved *c, uint32_t n)
+{
+    uint32_t lim = n < c->n ? n : c->n, s = 0;
+    const struct pyrawframe *a, *b;
+
+    if (!lim)
+        return 0;
+    a = p->raw + n;
+    b = c->raw + c->cap;
+    while (s + 16 <= lim && !memcmp(a - s - 16, b - s - 16, 16 * sizeof(*a)))
+        s += 16;
+    while (s < lim && raw_same(a - s - 1, b - s - 1))
+        s++;
     return s;
+}
+
+/* The memo's runs of equal codes that start in its s outermost frames. */
+static uint32_t runs_below(const struct pyresolved *c, uint32_t s)
+{
+    uint32_t j = 0;
+
+    while (j < c->nrun && c->run_start[j] < s)
+        j++;
+    return j;
 }
 
 /* Resolves raw_codes[0..k) into raw_res; 0 or a negative status (an unreadable code is a torn
@@ -193,56 +217,69 @@ static int resolve_codes(struct pyproc *p, int k, bool alive)
 }
 
 /* Resolves the codes of the walk's n - s innermost frames (those the memo does not cover) into
- * raw_res[0..n-s), then those of the s it covers once per run of equal codes (raw_common's
- * list), into raw_res from n - s on: every code on the stack is still checked in this epoch,
- * as when each frame was resolved, but a deep recursion is one lookup. */
-static int resolve_moved_and_runs(struct pyproc *p, int n, uint32_t s, uint32_t nruns, bool alive)
+ * raw_res[0..n-s), then those of the memo's nr runs over the s it covers, once per run, into
+ * raw_res from n - s on: every code on the stack is still checked in this epoch, as when each
+ * frame was resolved, but a deep recursion is one lookup. */
+static int resolve_moved_and_runs(struct pyproc *p, const struct pyresolved *c, int n, uint32_t s,
+                                  uint32_t nr, bool alive)
 {
     int m = n - (int)s;
 
     for (int i = 0; i < m; i++)
         p->raw_codes[i] = p->raw[i].code;
-    memmove(p->raw_codes + m, p->raw_codes + p->opts.max_frames, nruns * sizeof(uint64_t));
-    return resolve_codes(p, m + (int)nruns, alive);
+    if (nr)
+        memcpy(p->raw_codes + m, c->run_code, nr * sizeof(uint64_t));
+    return resolve_codes(p, m + (int)nr, alive);
 }
 
 /* Of the memo's s frames equal to the walk's, how many can be taken as they were: those whose
  * code-cache entries are the ones they were resolved with (equal serials: the same strings,
  * line table and first traceable instruction), cut back so that the innermost of them gave a
  * frame. Resolving is a function of exactly these, and a hidden frame hands its entry flag to
- * the frame above it. runs: the entry of each run of equal codes (resolve_moved_and_runs). */
-static uint32_t common_valid(const struct pyresolved *c, struct pycode *const *runs, uint32_t s,
-                             uint64_t changes)
+ * the frame above it. runs: the entries of the memo's nr runs (resolve_moved_and_runs). With no
+ * slot filled or released since the memo was stored, every entry is the one it was. */
+static uint32_t common_valid(const struct pyresolved *c, struct pycode *const *runs, uint32_t nr,
+                             uint32_t s, uint64_t changes)
 {
-    int j = -1;
+    uint32_t cut = s;
 
-    /* No slot filled or released since the memo was stored: every entry is the one it was. */
-    for (uint32_t r = 0; r < s && changes != c->changes; r++) {
-        if (r == 0 || c->raw[r].code != c->raw[r - 1].code)
-            j++;
-        if (runs[j]->serial != c->serial[r]) {
-            s = r;
-            break;
-        }
+    for (uint32_t j = 0; j < nr && cut == s && changes != c->changes; j++) {
+        uint32_t end = j + 1 < nr && c->run_start[j + 1] < s ? c->run_start[j + 1] : s;
+
+        for (uint32_t r = c->run_start[j]; r < end && cut == s; r++)
+            if (runs[j]->serial != c->serial[c->cap - 1 - r])
+                cut = r;
     }
-    while (s > 0 && c->out[s - 1] < 0)
-        s--;
-    return s;
+    while (cut > 0 && *m_out(c, cut - 1) < 0)
+        cut--;
+    return cut;
+}
+
+/* realloc for an end-aligned array: what it held stays at its end. */
+static void *grow_end(void *a, uint32_t old, uint32_t cap, size_t size)
+{
+    a = x_reallocarray(a, cap, size);
+    memmove((char *)a + (size_t)(cap - old) * size, a, (size_t)old * size);
+    return a;
 }
 
 static void res_reserve(struct pyresolved *c, uint32_t n)
 {
+    uint32_t old = c->cap;
+
     if (n <= c->cap)
         return;
     c->cap = n < 64 ? 64 : n + n / 2;
-    c->raw = x_reallocarray(c->raw, c->cap, sizeof(*c->raw));
-    c->serial = x_reallocarray(c->serial, c->cap, sizeof(*c->serial));
-    c->out = x_reallocarray(c->out, c->cap, sizeof(*c->out));
-    c->frames = x_reallocarray(c->frames, c->cap, sizeof(*c->frames));
+    c->raw = grow_end(c->raw, old, c->cap, sizeof(*c->raw));
+    c->serial = grow_end(c->serial, old, c->cap, sizeof(*c->serial));
+    c->out = grow_end(c->out, old, c->cap, sizeof(*c->out));
+    c->frames = grow_end(c->frames, old, c->cap, sizeof(*c->frames));
     c->key = x_reallocarray(c->key, c->cap, sizeof(*c->key));
+    c->run_code = x_reallocarray(c->run_code, c->cap, sizeof(*c->run_code));
+    c->run_start = x_reallocarray(c->run_start, c->cap, sizeof(*c->run_start));
 }
 
-/* One raw frame into fr[*out] (or hidden); the memo's view of it is stored at r. */
+/* One raw frame into fr[*out] (or hidden); the memo's view of it is stored as its frame r. */
 static void res_one(struct pyproc *p, int i, struct pyframe *fr, int *out, struct pyresolved *c,
                     uint32_t r)
 {
@@ -250,9 +287,9 @@ static void res_one(struct pyproc *p, int i, struct pyframe *fr, int *out, struc
     long q = p->raw[i].q;
     int line;
 
-    c->raw[r] = p->raw[i];
-    c->serial[r] = e->serial;
-    c->out[r] = -1;
+    *m_raw(c, r) = p->raw[i];
+    c->serial[c->cap - 1 - r] = e->serial;
+    *m_out(c, r) = -1;
     /* CPython hides frames that have not reached their first traceable instruction; a hidden
      * entry frame hands its boundary to the frame inside it. */
     if (p->L.co.firsttraceable >= 0 && !p->raw[i].is_gen && q < 2L * e->firsttraceable) {
@@ -263,7 +300,7 @@ static void res_one(struct pyproc *p, int i, struct pyframe *fr, int *out, struc
     line = q < 0 ? e->firstlineno : pycode_line(e, p->L.minor, q);
     fr[*out] = (struct pyframe){e->function, e->file, line, p->raw[i].entry != 0,
                                 hash_mix(e->serial, (uint64_t)(uint32_t)line)};
-    c->out[r] = *out; /* from the top for now; turned outermost-first below */
+    *m_out(c, r) = *out; /* from the top for now; turned outermost-first below */
     (*out)++;
 }
 
@@ -273,19 +310,43 @@ static void res_one(struct pyproc *p, int i, struct pyframe *fr, int *out, struc
  * count, or -1 when the walk must be resolved. */
 static int res_same(struct pyproc *p, struct pyresolved *c, int n, size_t *first, uint64_t *key)
 {
-    struct pyframe *fr;
-
-    if (c->n != (uint32_t)n || c->changes != p->codes.changes || !n)
+    if (c->n != (uint32_t)n || c->changes != p->codes.changes || !n ||
+        memcmp(p->raw, c->raw + c->cap - (uint32_t)n, (size_t)n * sizeof(*p->raw)))
         return -1;
-    for (int i = 0; i < n; i++)
-        if (!raw_same(&p->raw[i], &c->raw[n - 1 - i]))
-            return -1;
     *first = reserve_frames(p, (size_t)n);
-    fr = p->frames + *first;
-    for (uint32_t o = 0; o < c->nout; o++)
-        fr[c->nout - 1 - o] = c->frames[o];
+    memcpy(p->frames + *first, c->frames + c->cap - c->nout, c->nout * sizeof(*c->frames));
     *key = hash_mix(c->nout ? c->key[c->nout - 1] : 0x5A17, (uint64_t)c->nout);
     return (int)c->nout;
+}
+
+/* The memo's runs of equal codes after its frames from s on were replaced. */
+static void runs_update(struct pyresolved *c, uint32_t s, uint32_t n)
+{
+    c->nrun = runs_below(c, s);
+    for (uint32_t r = s; r < n; r++) {
+        uint64_t code = m_raw(c, r)->code;
+
+        if (r == 0 || code != m_raw(c, r - 1)->code) {
+            c->run_code[c->nrun] = code;
+            c->run_start[c->nrun++] = r;
+        }
+    }
+}
+
+/* The memo's frames [so, so + out) from the moved frames fr[0..out) (innermost first), with
+ * their partial chain keys; returns the last key. */
+static uint64_t memo_frames(struct pyresolved *c, const struct pyframe *fr, uint32_t so, int out)
+{
+    uint64_t k = so ? c->key[so - 1] : 0x5A17;
+
+    for (int j = out - 1; j >= 0; j--) {
+        uint32_t o = so + (uint32_t)(out - 1 - j);
+
+        k = hash_mix(hash_mix(k, fr[j].key), fr[j].entry);
+        c->frames[c->cap - 1 - o] = fr[j];
+        c->key[o] = k;
+    }
+    return k;
 }
 
 /* Turns the raw walk into frames; returns the frame count or a negative status. The chain key
@@ -294,17 +355,18 @@ static int resolve_frames(struct pyproc *p, uint64_t tsaddr, int n, bool alive, 
                           uint64_t *key)
 {
     struct pyresolved *c = &pywalk_hint(p, tsaddr, true)->res;
-    uint32_t s, so, nruns;
+    uint32_t s, so, nr;
     int rc, out = 0;
     struct pyframe *fr;
     uint64_t k;
 
     if (alive && (rc = res_same(p, c, n, first, key)) >= 0)
         return rc;
-    s = raw_common(p, c, (uint32_t)n, &nruns);
-    if ((rc = resolve_moved_and_runs(p, n, s, nruns, alive)) < 0)
+    s = raw_common(p, c, (uint32_t)n);
+    nr = runs_below(c, s);
+    if ((rc = resolve_moved_and_runs(p, c, n, s, nr, alive)) < 0)
         return rc;
-    so = common_valid(c, p->raw_res + (n - (int)s), s, p->codes.changes);
+    so = common_valid(c, p->raw_res + (n - (int)s), nr, s, p->codes.changes);
     if (so < s) { /* the memo frames left out are moved ones: all resolved in one call again,
                    * as a call may move the cache's entries (it grows) */
         for (int i = 0; i < n - (int)so; i++)
@@ -314,25 +376,18 @@ static int resolve_frames(struct pyproc *p, uint64_t tsaddr, int n, bool alive, 
         s = so;
     }
     res_reserve(c, (uint32_t)n);
-    so = s ? (uint32_t)c->out[s - 1] + 1 : 0;
+    so = s ? (uint32_t)*m_out(c, s - 1) + 1 : 0;
     *first = reserve_frames(p, (size_t)n);
     fr = p->frames + *first;
     for (int i = 0; i < n - (int)s; i++)
         res_one(p, i, fr, &out, c, (uint32_t)(n - 1 - i));
-    for (uint32_t o = 0; o < so; o++)
-        fr[out + (int)(so - 1 - o)] = c->frames[o];
-    /* the frames that moved: outermost-first indices, frames and partial keys */
-    for (uint32_t r = s; r < (uint32_t)n; r++)
-        if (c->out[r] >= 0)
-            c->out[r] = (int32_t)so + (out - 1 - c->out[r]);
-    k = so ? c->key[so - 1] : 0x5A17;
-    for (int j = out - 1; j >= 0; j--) {
-        uint32_t o = so + (uint32_t)(out - 1 - j);
-
-        k = hash_mix(hash_mix(k, fr[j].key), fr[j].entry);
-        c->frames[o] = fr[j];
-        c->key[o] = k;
-    }
+    if (so) /* the memo's, innermost first */
+        memcpy(fr + out, c->frames + c->cap - so, so * sizeof(*fr));
+    for (uint32_t r = s; r < (uint32_t)n; r++) /* the moved ones' indices, outermost first */
+        if (*m_out(c, r) >= 0)
+            *m_out(c, r) = (int32_t)so + (out - 1 - *m_out(c, r));
+    k = memo_frames(c, fr, so, out);
+    runs_update(c, s, (uint32_t)n);
     c->n = (uint32_t)n;
     c->nout = so + (uint32_t)out;
     c->changes = p->codes.changes;

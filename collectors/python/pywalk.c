@@ -474,6 +474,8 @@ void pywalk_hint_free(struct pyhint *h)
     free(h->res.out);
     free(h->res.frames);
     free(h->res.key);
+    free(h->res.run_code);
+    free(h->res.run_start);
 }
 
 /* The fields of a thread-state copy a 3.11+ walk starts from. */
@@ -726,20 +728,13 @@ static int prefetch_codes(struct pyproc *p, struct pyhint *const *hs, int n, str
                           int nall, int cap)
 {
     for (int i = 0; i < n; i++) {
-        const struct pyprev *v = &hs[i]->prev;
+        const struct pyresolved *r = &hs[i]->res; /* the last walk's runs of equal codes */
 
-        uint64_t last = 0;
+        for (uint32_t j = 0; j < r->nrun && nall < cap; j++) {
+            uint8_t *hdr = pycode_prefetch_add(&p->codes, r->run_code[j]);
 
-        for (uint32_t k = 0; v->raw && k < v->n && nall < cap; k++) {
-            uint64_t code = v->raw[k].code;
-            uint8_t *hdr;
-
-            if (code == last)
-                continue; /* recursion (a 0 code is never read) */
-            last = code;
-            hdr = pycode_prefetch_add(&p->codes, code);
             if (hdr)
-                all[nall++] = (struct rmem_iov){code, hdr, p->L.co.read};
+                all[nall++] = (struct rmem_iov){r->run_code[j], hdr, p->L.co.read};
         }
     }
     return nall;

@@ -6,15 +6,18 @@ report the old one).
 
 Usage: python3 -E -S frame_reuse.py STEPS OUTDIR   (CPython 3.8 .. 3.13)
 
-Step k (0 <= k < STEPS) builds one of three stacks, writes OUTDIR/truth.k (JSON: the main
+Step k (0 <= k < STEPS) builds one of four stacks, writes OUTDIR/truth.k (JSON: the main
 thread's frames, innermost first, as [function, line]; written with tmp + rename), then waits
 in block() until OUTDIR/go.k exists, and moves on:
-  k % 3 == 0: caller() calls block() from its first or second call site (k // 3 even / odd);
+  k % 4 == 0: caller() calls block() from its first or second call site (k // 4 even / odd);
               block's frame object is recycled between the two (3.8-3.10: the code's zombie
               frame), with the same f_back and instruction.
-  k % 3 == 1: recursion to depth 8 whose frame at depth 4 calls on from one of two lines: the
-              recursion unwinds and rewinds to the same depth at the same addresses.
-  k % 3 == 2: a generator that blocks, resumed from one of two callers.
+  k % 4 == 1, 2: recursion to depth 40 whose frame at depth 4 calls on from one of two lines,
+              the other one in the next step: the recursion unwinds and rewinds to the same
+              depth at the same addresses, and the frame that differs lies under tens of equal
+              ones (a reader comparing its last walk a block at a time from the outer end must
+              still see it).
+  k % 4 == 3: a generator that blocks, resumed from one of two callers.
 OUTDIR/ready is written once at the start. Waits use only C calls (os.access, time.sleep),
 so no extra Python frame ever shows."""
 import json
@@ -51,16 +54,16 @@ def block(k):
 
 
 def caller(k):
-    if (k // 3) % 2 == 0:
+    if (k // 4) % 2 == 0:
         block(k)
     else:
         block(k)
 
 
 def rec(depth, k):
-    if depth == 8:
+    if depth == 40:
         block(k)
-    elif depth == 4 and (k // 3) % 2 == 0:
+    elif depth == 4 and (k + k // 4) % 2 == 0:
         rec(depth + 1, k)
     elif depth == 4:
         rec(depth + 1, k)
@@ -86,15 +89,15 @@ def main():
     g = None
     write_atomic("ready", "%d\n" % os.getpid())
     for k in range(STEPS):
-        if k % 3 == 0:
+        if k % 4 == 0:
             caller(k)
-        elif k % 3 == 1:
+        elif k % 4 in (1, 2):
             rec(0, k)
         else:
             if g is None:
                 g = gen(k)
                 next(g)
-            elif (k // 3) % 2 == 0:
+            elif (k // 4) % 2 == 0:
                 resume_a(g, k)
             else:
                 resume_b(g, k)

@@ -302,7 +302,7 @@ static void observe_locked(struct sampler *sp, struct slot *sl, uint32_t n, uint
     if (!worker) {
         if (!r->start)
             r->start = t;
-        snprintf(r->python, sizeof(r->python), "%s", python);
+        name_copy(r->python, sizeof(r->python), python);
     }
     for (size_t i = 0; i < r->nthreads; i++)
         r->threads[i].seen = false;

@@ -192,6 +192,10 @@ struct pyproc {
     bool cpu_clock_ok;
     bool last_whole; /* the last sample read every thread whole, as the one before it */
     uint64_t cpu_before_last;
+    /* CPU clock reads skipped while the process keeps moving (pysample.c clock_due): the
+     * count of reads in a row that found it moved, and reads still to skip. */
+    uint32_t moved_streak, clock_skip;
+    uint64_t cpu_seen;    /* the clock at its last read */
     uint64_t last_digest; /* the thread idents and chain keys of the last sample */
 
     uint64_t stat_samples, stat_torn, stat_dropped, stat_reused, stat_prefetched;

@@ -744,6 +744,37 @@ static bool sample_unchanged(struct pyproc *p, uint64_t cpu)
     return true;
 }
 
+#define CLOCK_SKIP_MAX 7 /* clock reads skipped at most between two, while the process moves */
+
+/* Whether this sample reads the process's CPU clock. The read (a system call that sums every
+ * thread's time) only pays when the process stands still; one that was found moving at
+ * every read lately is read whole with fewer checks: after k moving reads in a row, k - 1 are
+ * skipped (at most CLOCK_SKIP_MAX). A process that stops is then noticed within that many
+ * samples, and a sample taken without the clock is never returned again (no clock value to
+ * compare). */
+static bool clock_due(struct pyproc *p)
+{
+    if (!p->opts.no_state || p->only)
+        return false;
+    if (p->clock_skip) {
+        p->clock_skip--;
+        return false;
+    }
+    return true;
+}
+
+/* After a sample that read the clock (cpu != 0): the moving streak and the reads to skip. */
+static void clock_note(struct pyproc *p, uint64_t cpu, bool unchanged)
+{
+    if (!cpu)
+        return;
+    p->moved_streak = unchanged || cpu == p->cpu_seen ? 0 : p->moved_streak + 1;
+    p->cpu_seen = cpu;
+    p->clock_skip = p->moved_streak > 1 ? p->moved_streak - 1 : 0;
+    if (p->clock_skip > CLOCK_SKIP_MAX)
+        p->clock_skip = CLOCK_SKIP_MAX;
+}
+
 /* Notes whether the sample just taken may be returned again (sample_unchanged). */
 static void note_whole(struct pyproc *p, int rc, uint64_t cpu)
 {
@@ -764,14 +795,15 @@ static void note_whole(struct pyproc *p, int rc, uint64_t cpu)
 int pyproc_sample(struct pyproc *p, const struct pysample **out, struct app_err *err)
 {
     /* Only a reader that may reuse a still sample pays for the clock read. */
-    uint64_t reads0 = rmem_calls(p->mem),
-             cpu = p->opts.no_state && !p->only ? process_cpu_ns(p) : 0;
+    uint64_t reads0 = rmem_calls(p->mem), cpu = clock_due(p) ? process_cpu_ns(p) : 0;
     int rc;
 
     if (sample_unchanged(p, cpu)) {
+        clock_note(p, cpu, true);
         *out = &p->sample;
         return 0;
     }
+    clock_note(p, cpu, false);
     reset_sample(p);
     p->sample.t_mono_ns = clock_mono_ns();
     rc = sample_once(p, &p->ts);

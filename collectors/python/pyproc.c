@@ -126,6 +126,7 @@ void pyproc_free(struct pyproc *p)
         pywalk_hint_free(&p->hints[i]);
     }
     free(p->hints);
+    free(p->hix);
     free(p->chain_new);
     free(p->chain_buf);
     free(p->span_buf);

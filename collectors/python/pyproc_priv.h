@@ -163,6 +163,10 @@ struct pyproc {
     uint8_t tsfresh[PYPROC_TSTATE_MAX]; /* the thread state as the last walk re-read it */
     struct pyhint *hints;
     size_t nhints, caphints;
+    /* hints by thread-state address: open addressing, each slot a hint index + 1 (0 empty);
+     * hix_cap a power of two at least twice nhints (pywalk_hint) */
+    uint32_t *hix;
+    size_t hix_cap;
     struct pyrawframe *raw;
     uint64_t *raw_codes;
     struct pycode **raw_res;

@@ -429,11 +429,44 @@ static const uint8_t *frame_at(struct pyproc *p, struct chunkset *cs, uint64_t a
 /* The hint slot of the thread whose tstate is at ts. Frames outside
  * the data stack -- 3.12/3.13 entry frames on the C stack, long-lived generators -- tend to
  * stay at the same address, so the next walk fetches them in its first system call. */
+static size_t hix_home(uint64_t ts, size_t cap)
+{
+    return (size_t)((ts >> 3) * 0x9E3779B97F4A7C15ull >> 32) & (cap - 1);
+}
+
+/* The index rebuilt for the hints there are, at a capacity that keeps it at most half full. */
+static void hix_rebuild(struct pyproc *p, size_t want)
+{
+    size_t cap = 16;
+
+    while (cap < 2 * want)
+        cap *= 2;
+    if (cap != p->hix_cap) {
+        free(p->hix);
+        p->hix = x_calloc(cap, sizeof(*p->hix));
+        p->hix_cap = cap;
+    } else {
+        memset(p->hix, 0, cap * sizeof(*p->hix));
+    }
+    for (size_t i = 0; i < p->nhints; i++) {
+        size_t j = hix_home(p->hints[i].ts, cap);
+
+        while (p->hix[j])
+            j = (j + 1) & (cap - 1);
+        p->hix[j] = (uint32_t)i + 1;
+    }
+}
+
+/* A thread's hints by its state's address, found through the index (a linear scan was called
+ * several times per thread per sample: quadratic in a process's threads). */
 struct pyhint *pywalk_hint(struct pyproc *p, uint64_t ts, bool create)
 {
-    for (size_t i = 0; i < p->nhints; i++)
-        if (p->hints[i].ts == ts)
-            return &p->hints[i];
+    size_t j;
+
+    for (j = p->hix_cap ? hix_home(ts, p->hix_cap) : 0; p->hix_cap && p->hix[j];
+         j = (j + 1) & (p->hix_cap - 1))
+        if (p->hints[p->hix[j] - 1].ts == ts)
+            return &p->hints[p->hix[j] - 1];
     if (!create)
         return NULL;
     if (p->nhints == p->opts.max_threads) {
@@ -445,8 +478,9 @@ struct pyhint *pywalk_hint(struct pyproc *p, uint64_t ts, bool create)
         p->caphints = p->caphints ? p->caphints * 2 : 16;
         p->hints = x_reallocarray(p->hints, p->caphints, sizeof(*p->hints));
     }
-    p->hints[p->nhints] = (struct pyhint){.ts = ts};
-    return &p->hints[p->nhints++];
+    p->hints[p->nhints++] = (struct pyhint){.ts = ts};
+    hix_rebuild(p, p->caphints); /* cheap next to a walk: once per new thread */
+    return &p->hints[p->nhints - 1];
 }
 
 static void hint_save(struct chunkset *cs)

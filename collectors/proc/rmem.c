@@ -212,10 +212,12 @@ static int rkey_cmp(const void *a, const void *b)
     return x->addr < y->addr ? -1 : x->addr > y->addr ? 1 : x->i - y->i;
 }
 
-/* Sorts ord[0..n) by the ranges' addresses: insertion sort for the tens of ranges of most calls
- * (linear when they come nearly in order, as a sample's do), qsort for a many-threaded
- * process's hundreds (insertion sort would be quadratic there). */
-static void sort_ranges(const struct rmem_iov *iov, int *ord, struct rkey *keys, int n)
+/* Sorts ord[0..n) by the ranges' addresses: insertion sort for the tens of ranges of most calls,
+ * qsort for a many-threaded process's hundreds (insertion sort would be quadratic there). The
+ * insertion sort starts from the last call's order when it had as many ranges (same_n): a
+ * sampler asks for the same ranges in the same order sample after sample, so that order is
+ * (nearly) right and the sort a pass. */
+static void sort_ranges(const struct rmem_iov *iov, int *ord, struct rkey *keys, int n, bool same_n)
 {
     if (n > SORT_SMALL) {
         for (int i = 0; i < n; i++)
@@ -225,14 +227,16 @@ static void sort_ranges(const struct rmem_iov *iov, int *ord, struct rkey *keys,
             ord[i] = keys[i].i;
         return;
     }
-    for (int i = 0; i < n; i++) {
-        int k = i;
+    for (int i = 0; !same_n && i < n; i++)
+        ord[i] = i;
+    for (int i = 1; i < n; i++) {
+        int v = ord[i], k = i;
 
-        while (k > 0 && iov[ord[k - 1]].addr > iov[i].addr) {
+        while (k > 0 && iov[ord[k - 1]].addr > iov[v].addr) {
             ord[k] = ord[k - 1];
             k--;
         }
-        ord[k] = i;
+        ord[k] = v;
     }
 }
 
@@ -294,6 +298,7 @@ struct rmem_work {
     struct cgroup g[RMEM_IOV_MAX];
     struct iovec lv[LOCAL_MAX], rv[RMEM_IOV_MAX];
     uint8_t junk[COALESCE_GAP]; /* the gaps between merged members */
+    int last_n;                 /* ranges of the last merging call: ord holds their order */
 };
 
 /* The local buffers of group i from lv[*nl] on: its members' buffers and junk for the gaps, or
@@ -345,10 +350,13 @@ static long coalesced_readv(struct rmem *m, const struct rmem_iov *iov, int n)
 
     if (m->pid == 0 || n < 2 || n > RMEM_IOV_MAX)
         return 0;
-    if (!m->work)
+    if (!m->work) {
         m->work = x_malloc(sizeof(*m->work));
+        m->work->last_n = 0;
+    }
     w = m->work;
-    sort_ranges(iov, w->ord, w->keys, n);
+    sort_ranges(iov, w->ord, w->keys, n, w->last_n == n);
+    w->last_n = n;
     ng = group_ranges(iov, n, w->ord, w->g, w->grp, w->rel);
     if (ng == 0 || ng == n)
         return 0;

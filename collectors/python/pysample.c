@@ -425,13 +425,13 @@ static bool reuse_thread(struct pyproc *p, struct pythread *t, uint64_t tsaddr, 
 }
 
 /* Walks and resolves one thread. A torn walk is retried from a fresh read of the thread
- * state, at most WALK_TRIES times and while WALK_BUDGET_NS lasts (a 1 kHz pass over several
- * ranks must still fit its period); then the stack is dropped and counted, never returned
- * partial or empty. */
+ * state, at most WALK_TRIES times and while WALK_BUDGET_NS lasts from the first torn walk (a
+ * 1 kHz pass over several ranks must still fit its period); then the stack is dropped and
+ * counted, never returned partial or empty. */
 static void sample_thread(struct pyproc *p, struct pythread *t, uint64_t tsaddr, const uint8_t *ts,
                           uint64_t interp, const struct pygilview *g)
 {
-    uint64_t t0 = clock_mono_ns();
+    uint64_t t0 = 0; /* read at the first retry: most walks need none */
     int empties = 0;
 
     if (reuse_thread(p, t, tsaddr, interp, g))
@@ -463,7 +463,9 @@ static void sample_thread(struct pyproc *p, struct pythread *t, uint64_t tsaddr,
         }
         p->sample.torn++;
         p->stat_torn++;
-        if (clock_mono_ns() - t0 > WALK_BUDGET_NS)
+        if (!t0)
+            t0 = clock_mono_ns();
+        else if (clock_mono_ns() - t0 > WALK_BUDGET_NS)
             break;
     }
     p->sample.dropped++;

@@ -71,6 +71,8 @@ START_TEST(test_close_ranges)
     /* out of order, overlapping, touching, duplicated, a gap under and one over the limit */
     const size_t off[] = {9000, 100, 0, 150, 4000, 4096, 100, 20000, 30000, 30100, 9500};
     const size_t len[] = {200, 80, 64, 300, 96, 512, 80, 1000, 4000, 50, 1};
+    const size_t off_again[] = {30100, 9500, 0, 20000, 4096, 100, 30000, 150, 9000, 4000, 60};
+    const size_t len_again[] = {50, 1, 64, 1000, 512, 80, 4000, 300, 200, 96, 8};
     uint64_t calls;
 
     child_start();
@@ -78,6 +80,8 @@ START_TEST(test_close_ranges)
     calls = rmem_calls(m);
     check_ranges(m, off, len, (int)(sizeof(off) / sizeof(off[0])));
     ck_assert_int_eq(rmem_calls(m) - calls, 1); /* one system call, coalesced or not */
+    /* as many ranges again, in another order: the sort starts from the last call's order */
+    check_ranges(m, off_again, len_again, (int)(sizeof(off_again) / sizeof(off_again[0])));
     check_ranges(m, off + 2, len + 2, 1);
     rmem_free(m);
     child_stop();

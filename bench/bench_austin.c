@@ -5,15 +5,16 @@
  * For each interpreter (default: pyenv's 3.9 and 3.12) it starts bench/targets/five300.py,
  * then runs, one after the other for SECONDS each (default 10), Debian's austin
  * (`austin -i 1000 -o FILE -p PID`, stopped with SIGINT; its thread stacks are the sample
- * lines it writes) and `ranktop record --all-threads -r 1000 -d SECONDS -p PID` (its thread stacks
- * and the CPU of its sampling threads from its summary line). austin's CPU is its rusage as a
- * child, which includes start-up; both rates are what each achieved. Prints both figures and
- * the ratio. Then the floor every 1 kHz sampler pays before it reads anything: ranktop on the
- * same target with every thread blocked (`five300.py still`: the process's CPU clock stands,
- * so nothing is read), and this process's own CPU for a bare 1 kHz sleep loop, and ranktop's
- * figure less its floor. Not a test: it asserts nothing.
+ * lines it writes) and `ranktop record --all-threads -r 1000 -d SECONDS -p PID` RUNS times
+ * (default 3: a host's speed moves one run by about 10 %; the median run by CPU per thread
+ * stack is reported, with the range), its thread stacks and CPU from its summary line.
+ * austin's CPU is its rusage as a child, which includes start-up; both rates are what each
+ * achieved. Prints both figures and the ratio. Then the floor every 1 kHz sampler pays before
+ * it reads anything: ranktop on the same target with every thread blocked (`five300.py still`:
+ * the process's CPU clock stands, so nothing is read), and this process's own CPU for a bare
+ * 1 kHz sleep loop, and ranktop's figure less its floor. Not a test: it asserts nothing.
  *
- * Usage: bench_austin [--seconds S] [PYTHON...] */
+ * Usage: bench_austin [--seconds S] [--runs N] [PYTHON...] */
 #include "bench_support.h"
 
 #include <stdio.h>
@@ -24,6 +25,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <time.h>
+
+#define RUNS_MAX 15 /* ranktop runs per interpreter */
 
 /* Runs argv with stdout and stderr into out, to its end or (stop_s > 0) until SIGINT after
  * stop_s seconds; the child's CPU seconds. */
@@ -156,12 +159,53 @@ static double still_floor_us(const char *python, const char *dur, const char *di
     return ok && samples > 0 ? cpu * 1e6 / (double)samples : -1;
 }
 
-static void one(const char *python, double secs)
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+/* ranktop's runs on the target, one after the other: the median run's CPU, stacks and samples
+ * (by CPU per thread stack), with the lowest and highest CPU per thread stack. False when a run
+ * gave no figures. */
+static bool ranktop_runs(const char *pid, const char *dur, const char *dir, int runs, double *cpu,
+                         long *stacks, long *samples, double *lo, double *hi)
+{
+    double us[RUNS_MAX], c[RUNS_MAX];
+    long st[RUNS_MAX], sa[RUNS_MAX];
+    int mid = 0;
+
+    for (int i = 0; i < runs; i++) {
+        c[i] = 0;
+        st[i] = sa[i] = 0;
+        if (!ranktop_run(pid, dur, dir, "ranktop", &st[i], &c[i], &sa[i]) || st[i] <= 0)
+            return false;
+        us[i] = c[i] * 1e6 / (double)st[i];
+    }
+    {
+        double sorted[RUNS_MAX];
+
+        memcpy(sorted, us, sizeof(double) * (size_t)runs);
+        qsort(sorted, (size_t)runs, sizeof(double), cmp_double);
+        *lo = sorted[0];
+        *hi = sorted[runs - 1];
+        for (int i = 0; i < runs; i++)
+            if (us[i] == sorted[runs / 2])
+                mid = i;
+    }
+    *cpu = c[mid];
+    *stacks = st[mid];
+    *samples = sa[mid];
+    return true;
+}
+
+static void one(const char *python, double secs, int runs)
 {
     const char *argv[] = {python, "-S", BENCH_TARGET, NULL};
     struct bench_target t = {0};
     char pid[16], dur[32], tmp[] = "/tmp/bench_austin.XXXXXX", a_out[96];
-    double a_cpu, r_cpu = 0, still, wake;
+    double a_cpu, r_cpu = 0, still, wake, lo = 0, hi = 0;
     long a_n, r_n = 0, r_samples = 0;
 
     if (!mkdtemp(tmp) || bench_target_spawn(&t, argv) < 0 || !bench_target_ready(&t)) {
@@ -180,7 +224,7 @@ static void one(const char *python, double secs)
         a_cpu = run_child(av, log, secs);
         a_n = austin_stacks(a_out);
     }
-    if (!ranktop_run(pid, dur, tmp, "ranktop", &r_n, &r_cpu, &r_samples))
+    if (!ranktop_runs(pid, dur, tmp, runs, &r_cpu, &r_n, &r_samples, &lo, &hi))
         r_n = 0;
     bench_targets_kill(&t, 1);
     if (a_cpu <= 0 || a_n <= 0 || r_n <= 0) {
@@ -190,10 +234,11 @@ static void one(const char *python, double secs)
     }
     printf("%s, %g s at 1 kHz, 5 threads (one 300 deep):\n"
            "  austin 1.0:  %8ld thread stacks, %.2f s CPU, %7.1f us per thread stack\n"
-           "  ranktop:     %8ld thread stacks, %.2f s CPU, %7.1f us per thread stack\n"
+           "  ranktop:     %8ld thread stacks, %.3f s CPU, %7.1f us per thread stack"
+           " (median of %d runs: %.1f to %.1f)\n"
            "  ranktop is %.1fx cheaper per thread stack\n",
            python, secs, a_n, a_cpu, a_cpu * 1e6 / (double)a_n, r_n, r_cpu,
-           r_cpu * 1e6 / (double)r_n, (a_cpu / (double)a_n) / (r_cpu / (double)r_n));
+           r_cpu * 1e6 / (double)r_n, runs, lo, hi, (a_cpu / (double)a_n) / (r_cpu / (double)r_n));
     still = still_floor_us(python, dur, tmp);
     wake = wake_floor_us(secs);
     if (still > 0 && r_samples > 0)
@@ -214,12 +259,21 @@ static void one(const char *python, double secs)
 int main(int argc, char **argv)
 {
     double secs = 10;
-    int first = 1;
+    int first = 1, runs = 3;
 
     bench_handlers_install();
-    if (argc > 2 && !strcmp(argv[1], "--seconds")) {
-        secs = atof(argv[2]);
-        first = 3;
+    while (first + 1 < argc && argv[first][0] == '-') {
+        if (!strcmp(argv[first], "--seconds"))
+            secs = atof(argv[first + 1]);
+        else if (!strcmp(argv[first], "--runs"))
+            runs = atoi(argv[first + 1]);
+        else
+            break;
+        first += 2;
+    }
+    if (secs <= 0 || runs < 1 || runs > RUNS_MAX) {
+        fprintf(stderr, "usage: bench_austin [--seconds S] [--runs 1..%d] [PYTHON...]\n", RUNS_MAX);
+        return 2;
     }
     if (system("command -v austin > /dev/null 2>&1") != 0) {
         printf("austin is not installed (apt-get install austin): nothing to compare\n");
@@ -228,13 +282,13 @@ int main(int argc, char **argv)
     bench_print_load("start");
     if (first < argc) {
         for (int i = first; i < argc; i++)
-            one(argv[i], secs);
+            one(argv[i], secs, runs);
     } else {
         char p9[512];
 
         snprintf(p9, sizeof(p9), "%s", bench_python(9));
-        one(p9, secs);
-        one(bench_python(12), secs);
+        one(p9, secs, runs);
+        one(bench_python(12), secs, runs);
     }
     bench_print_load("end");
     return 0;

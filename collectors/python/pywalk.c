@@ -426,9 +426,6 @@ static const uint8_t *frame_at(struct pyproc *p, struct chunkset *cs, uint64_t a
     return *rc < 0 ? NULL : single;
 }
 
-/* The hint slot of the thread whose tstate is at ts. Frames outside
- * the data stack -- 3.12/3.13 entry frames on the C stack, long-lived generators -- tend to
- * stay at the same address, so the next walk fetches them in its first system call. */
 static size_t hix_home(uint64_t ts, size_t cap)
 {
     return (size_t)((ts >> 3) * 0x9E3779B97F4A7C15ull >> 32) & (cap - 1);
@@ -457,8 +454,10 @@ static void hix_rebuild(struct pyproc *p, size_t want)
     }
 }
 
-/* A thread's hints by its state's address, found through the index (a linear scan was called
- * several times per thread per sample: quadratic in a process's threads). */
+/* The hint slot of the thread whose tstate is at ts. Frames outside the data stack -- 3.12/3.13
+ * entry frames on the C stack, long-lived generators -- tend to stay at the same address, so
+ * the next walk fetches them in its first system call. Found through the index (a linear scan
+ * was called several times per thread per sample: quadratic in a process's threads). */
 struct pyhint *pywalk_hint(struct pyproc *p, uint64_t ts, bool create)
 {
     size_t j;

@@ -137,6 +137,14 @@ void *engine_mem_main(void *arg)
     size_t nprev = 0;
     struct focus f = {0};
 
+    /* The first round waits for the first discovery, as the sampler's first pass does: before
+     * it there is no target, and the next round is a period away (a short record would end
+     * with no memory figure at all). */
+    pthread_mutex_lock(&e->lock);
+    while (!e->stop && !e->discovered)
+        pthread_cond_wait(&e->cond, &e->lock);
+    pthread_mutex_unlock(&e->lock);
+    next = clock_mono_ns();
     do {
         size_t n;
         int *pids = copy_pids(e, &n);

@@ -1,13 +1,16 @@
 """Tasks that come and go as fast as the loop can run them, beside one steady task, for
 `ranktop dump --async` under churn (tests/e2e/dump_async.sh).
 
-Usage: async_churn.py READYFILE [PARKED]. The task "steady" waits two coroutines deep (steady_outer ->
+Usage: async_churn.py READYFILE [PARKED [PAUSE_MS]]. The task "steady" waits two coroutines deep (steady_outer ->
 steady_inner -> Event.wait) for good; the main task creates, runs and finishes batches of
 short tasks (each a two-coroutine chain that yields a few times) forever, so the task
 registries change under every read. The ready file is written once steady is suspended.
 With PARKED, PARKED more tasks ("parked-N") wait for good instead and nothing churns: every read
 then sees the same PARKED + 2 live tasks (with steady and the main task), for
-tests/e2e/record_async_churn.sh to check the live-lane cap of record --async.
+tests/e2e/record_async_churn.sh to check the live-lane cap of record --async. With PAUSE_MS the
+main task sleeps that long after each batch: tasks still come and go between any two reads of
+a record, but a read on a busy machine, which a preemption can stretch over many batches, has
+still moments to land in.
 """
 import asyncio
 import os
@@ -36,6 +39,7 @@ async def short(i):
 
 async def main():
     parked = int(sys.argv[2]) if len(sys.argv) > 2 else 0
+    pause = float(sys.argv[3]) / 1000 if len(sys.argv) > 3 else 0.0
     ev = asyncio.Event()
     steady = asyncio.ensure_future(steady_outer(ev))
     steady.set_name("steady")
@@ -52,6 +56,8 @@ async def main():
         batch = [asyncio.ensure_future(short(i + k)) for k in range(50)]
         i += 50
         await asyncio.gather(*batch)
+        if pause:
+            await asyncio.sleep(pause)
 
 
 asyncio.run(main())

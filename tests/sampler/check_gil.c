@@ -24,10 +24,13 @@
  *   holder holds without running); a fair 1/N is not assumed, since a loaded machine is not.
  * - switches/s < 2 with one thread (nothing else runs Python), > 20 from two threads (10 % of
  *   the nominal 1/interval = 200/s; 99-160/s measured under load).
- * - waiters: exactly 0 with one thread; with N threads never above N-1, N-1 reached, and an
- *   average >= 0.35 (N-1): a non-holder leaves the condvar while it takes over and while it is
- *   runnable but waiting for a CPU after handing the GIL back, which on a loaded 2-vCPU VM is
- *   a sizeable part of the time (0.64-0.75 of N-1 measured, 0.95 without load).
+ * - waiters: exactly 0 with one thread; with N threads N-1 reached, N at most and only in as
+ *   many probes as the workers waited for a CPU (at least 1 %: glibc counts a woken waiter
+ *   until it has run, while the thread that dropped the GIL may wait again; 4 probes of 999
+ *   once in CI), and an average >= 0.35 (N-1): a non-holder leaves the condvar while it takes
+ *   over and while it is runnable but waiting for a CPU after handing the GIL back, which on a
+ *   loaded 2-vCPU VM is a sizeable part of the time (0.64-0.75 of N-1 measured, 0.95 without
+ *   load).
  * - I/O thread share < 5 % (0.1-0.2 % measured). A thread spinning in a 3.12+ subinterpreter
  *   with its own GIL holds the main interpreter's GIL < 1 % (0 measured). Drop requests pending >=
  * 20 % of the time behind a thread holding the GIL in 36 ms C calls (48-67 % measured); in_gc >= 50
@@ -306,7 +309,7 @@ static void check_cpu(const struct run *r)
     int want = r->n - 1;
 
     uint64_t total = 0, waited = 0;
-    double tol;
+    double tol, over_ok;
 
     /* The truth: a CPU-bound thread runs only while it holds the GIL, so its share of the
      * workers' CPU time over the probing is its share of the GIL, however unfairly a loaded
@@ -333,10 +336,17 @@ static void check_cpu(const struct run *r)
         ts_fail("%s: %.1f switches/s with one thread", r->label, f->switches_per_s);
     if (r->n > 1 && f->switches_per_s <= 20.0 && r->wait_frac <= LOADED_WAIT)
         ts_fail("%s: %.1f switches/s, expected > 20", r->label, f->switches_per_s);
-    if (r->waiters_max != want || r->waiters_over > 0)
-        ts_fail("%s: waiters peaked at %d (%d probes above %d), expected %d", r->label,
-                r->waiters_max, r->waiters_over, want, want);
-    if (f->waiters_avg > want || f->waiters_avg < 0.35 * want || (want == 0 && f->waiters_avg))
+    /* One more waiter than N - 1 is real but passing: glibc counts a woken waiter until it
+     * has run, and the thread that just dropped the GIL may already wait again. It lasts as
+     * long as the woken one waits for a CPU, so it may show in as many probes as the workers
+     * waited for one (the runqueue truth), or 1 % of them on a quiet machine. */
+    over_ok = (r->wait_frac > 0.01 ? r->wait_frac : 0.01) * (double)r->nprobes;
+    if (r->waiters_max < want || r->waiters_max > want + 1 || r->waiters_over > over_ok)
+        ts_fail("%s: waiters peaked at %d (%d probes above %d, at most %.0f allowed), expected "
+                "%d",
+                r->label, r->waiters_max, r->waiters_over, want, over_ok, want);
+    if (f->waiters_avg > want + over_ok / (double)(r->nprobes ? r->nprobes : 1) ||
+        f->waiters_avg < 0.35 * want || (want == 0 && f->waiters_avg))
         ts_fail("%s: waiters avg %.2f, expected within [%.2f, %d]", r->label, f->waiters_avg,
                 0.35 * want, want);
     if (r->n == 1 && f->drop_pending_pct != 0.0)

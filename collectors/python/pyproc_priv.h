@@ -50,11 +50,11 @@ struct pyprev {
     uint64_t ident, interp, switches, holder;
 };
 
-/* The last resolution of one thread's walk, stored outermost first so that the unchanged
- * outer part of the next walk is a prefix of these arrays (pysample.c, resolve_frames). */
-/* raw, serial, out and frames are end-aligned in walk order: the walk's raw frame r places
- * from its outermost is raw[cap - 1 - r], frame o (outermost first) is frames[cap - 1 - o], so
- * a new walk lines up with them from the outer end, and the frames copy out as one block. */
+/* The last resolution of one thread's walk (pysample.c, resolve_frames). raw, serial, out and
+ * frames are end-aligned in walk order: the walk's raw frame r places from its outermost is
+ * raw[cap - 1 - r], frame o (outermost first) is frames[cap - 1 - o], so the unchanged outer
+ * part of a new walk lines up with them from the outer end, and the frames copy out as one
+ * block. */
 struct pyresolved {
     struct pyrawframe *raw; /* the raw frames, as above */
     uint64_t *serial;       /* serial of each raw frame's code-cache entry */

@@ -165,16 +165,14 @@ static inline bool raw_same(const struct pyrawframe *a, const struct pyrawframe 
     return a->code == b->code && a->q == b->q && fa == fb;
 }
 
-/* The memo's frame r (outermost first) in its end-aligned arrays (pyproc_priv.h). */
-static inline struct pyrawframe *m_raw(const struct pyresolved *c, uint32_t r)
+/* Where the memo keeps its frame r (outermost first) in its end-aligned arrays (raw, serial,
+ * out; frames by output index the same way: pyproc_priv.h). */
+static inline uint32_t m_ix(const struct pyresolved *c, uint32_t r)
 {
-    return &c->raw[c->cap - 1 - r];
+    return c->cap - 1 - r;
 }
 
-static inline int32_t *m_out(const struct pyresolved *c, uint32_t r)
-{
-    return &c->out[c->cap - 1 - r];
-}
+#define CHAIN_SEED 0x5A17 /* the chain key of no frame */
 
 /* How many of the walk's outermost raw frames equal (code, offset, flags) the ones the
  * thread's last resolution began with: the two line up from their outer ends, and are compared
@@ -247,10 +245,10 @@ static uint32_t common_valid(const struct pyresolved *c, struct pycode *const *r
         uint32_t end = j + 1 < nr && c->run_start[j + 1] < s ? c->run_start[j + 1] : s;
 
         for (uint32_t r = c->run_start[j]; r < end && cut == s; r++)
-            if (runs[j]->serial != c->serial[c->cap - 1 - r])
+            if (runs[j]->serial != c->serial[m_ix(c, r)])
                 cut = r;
     }
-    while (cut > 0 && *m_out(c, cut - 1) < 0)
+    while (cut > 0 && c->out[m_ix(c, cut - 1)] < 0)
         cut--;
     return cut;
 }
@@ -287,9 +285,9 @@ static void res_one(struct pyproc *p, int i, struct pyframe *fr, int *out, struc
     long q = p->raw[i].q;
     int line;
 
-    *m_raw(c, r) = p->raw[i];
-    c->serial[c->cap - 1 - r] = e->serial;
-    *m_out(c, r) = -1;
+    c->raw[m_ix(c, r)] = p->raw[i];
+    c->serial[m_ix(c, r)] = e->serial;
+    c->out[m_ix(c, r)] = -1;
     /* CPython hides frames that have not reached their first traceable instruction; a hidden
      * entry frame hands its boundary to the frame inside it. */
     if (p->L.co.firsttraceable >= 0 && !p->raw[i].is_gen && q < 2L * e->firsttraceable) {
@@ -300,7 +298,7 @@ static void res_one(struct pyproc *p, int i, struct pyframe *fr, int *out, struc
     line = q < 0 ? e->firstlineno : pycode_line(e, p->L.minor, q);
     fr[*out] = (struct pyframe){e->function, e->file, line, p->raw[i].entry != 0,
                                 hash_mix(e->serial, (uint64_t)(uint32_t)line)};
-    *m_out(c, r) = *out; /* from the top for now; turned outermost-first below */
+    c->out[m_ix(c, r)] = *out; /* from the top for now; turned outermost-first below */
     (*out)++;
 }
 
@@ -315,7 +313,7 @@ static int res_same(struct pyproc *p, struct pyresolved *c, int n, size_t *first
         return -1;
     *first = reserve_frames(p, (size_t)n);
     memcpy(p->frames + *first, c->frames + c->cap - c->nout, c->nout * sizeof(*c->frames));
-    *key = hash_mix(c->nout ? c->key[c->nout - 1] : 0x5A17, (uint64_t)c->nout);
+    *key = hash_mix(c->nout ? c->key[c->nout - 1] : CHAIN_SEED, (uint64_t)c->nout);
     return (int)c->nout;
 }
 
@@ -324,9 +322,9 @@ static void runs_update(struct pyresolved *c, uint32_t s, uint32_t n)
 {
     c->nrun = runs_below(c, s);
     for (uint32_t r = s; r < n; r++) {
-        uint64_t code = m_raw(c, r)->code;
+        uint64_t code = c->raw[m_ix(c, r)].code;
 
-        if (r == 0 || code != m_raw(c, r - 1)->code) {
+        if (r == 0 || code != c->raw[m_ix(c, r - 1)].code) {
             c->run_code[c->nrun] = code;
             c->run_start[c->nrun++] = r;
         }
@@ -337,13 +335,13 @@ static void runs_update(struct pyresolved *c, uint32_t s, uint32_t n)
  * their partial chain keys; returns the last key. */
 static uint64_t memo_frames(struct pyresolved *c, const struct pyframe *fr, uint32_t so, int out)
 {
-    uint64_t k = so ? c->key[so - 1] : 0x5A17;
+    uint64_t k = so ? c->key[so - 1] : CHAIN_SEED;
 
     for (int j = out - 1; j >= 0; j--) {
         uint32_t o = so + (uint32_t)(out - 1 - j);
 
         k = hash_mix(hash_mix(k, fr[j].key), fr[j].entry);
-        c->frames[c->cap - 1 - o] = fr[j];
+        c->frames[m_ix(c, o)] = fr[j];
         c->key[o] = k;
     }
     return k;
@@ -369,14 +367,12 @@ static int resolve_frames(struct pyproc *p, uint64_t tsaddr, int n, bool alive, 
     so = common_valid(c, p->raw_res + (n - (int)s), nr, s, p->codes.changes);
     if (so < s) { /* the memo frames left out are moved ones: all resolved in one call again,
                    * as a call may move the cache's entries (it grows) */
-        for (int i = 0; i < n - (int)so; i++)
-            p->raw_codes[i] = p->raw[i].code;
-        if ((rc = resolve_codes(p, n - (int)so, alive)) < 0)
+        if ((rc = resolve_moved_and_runs(p, c, n, so, 0, alive)) < 0)
             return rc;
         s = so;
     }
     res_reserve(c, (uint32_t)n);
-    so = s ? (uint32_t)*m_out(c, s - 1) + 1 : 0;
+    so = s ? (uint32_t)c->out[m_ix(c, s - 1)] + 1 : 0;
     *first = reserve_frames(p, (size_t)n);
     fr = p->frames + *first;
     for (int i = 0; i < n - (int)s; i++)
@@ -384,8 +380,8 @@ static int resolve_frames(struct pyproc *p, uint64_t tsaddr, int n, bool alive, 
     if (so) /* the memo's, innermost first */
         memcpy(fr + out, c->frames + c->cap - so, so * sizeof(*fr));
     for (uint32_t r = s; r < (uint32_t)n; r++) /* the moved ones' indices, outermost first */
-        if (*m_out(c, r) >= 0)
-            *m_out(c, r) = (int32_t)so + (out - 1 - *m_out(c, r));
+        if (c->out[m_ix(c, r)] >= 0)
+            c->out[m_ix(c, r)] = (int32_t)so + (out - 1 - c->out[m_ix(c, r)]);
     k = memo_frames(c, fr, so, out);
     runs_update(c, s, (uint32_t)n);
     c->n = (uint32_t)n;

@@ -44,6 +44,17 @@ bool engine_wait(struct engine *e, uint64_t abs_ns)
     return stop;
 }
 
+/* Waits for the first discovery (or stop). Before it there is no target: a collector's first
+ * round would find nothing, and its next one is a period away, so a short run at a low rate
+ * would end with nothing from it. */
+void engine_wait_discovered(struct engine *e)
+{
+    pthread_mutex_lock(&e->lock);
+    while (!e->stop && !e->discovered)
+        pthread_cond_wait(&e->cond, &e->lock);
+    pthread_mutex_unlock(&e->lock);
+}
+
 /* The sampler's wait: ppoll on stop_fd instead of the condition. A condition wait leaves its
  * mutex marked contended (glibc relocks it so after a wait), so the unlock after every timed
  * wait was a futex system call of its own: two calls a sample where one does. stop_fd ends the

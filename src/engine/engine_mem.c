@@ -131,19 +131,13 @@ static void focus_round(struct engine *e, struct focus *f)
 void *engine_mem_main(void *arg)
 {
     struct engine *e = arg;
-    uint64_t next = clock_mono_ns();
+    uint64_t next;
     unsigned round = 0;
     struct cpuprev *prev = NULL;
     size_t nprev = 0;
     struct focus f = {0};
 
-    /* The first round waits for the first discovery, as the sampler's first pass does: before
-     * it there is no target, and the next round is a period away (a short record would end
-     * with no memory figure at all). */
-    pthread_mutex_lock(&e->lock);
-    while (!e->stop && !e->discovered)
-        pthread_cond_wait(&e->cond, &e->lock);
-    pthread_mutex_unlock(&e->lock);
+    engine_wait_discovered(e); /* a short record must still get its memory figures */
     next = clock_mono_ns();
     do {
         size_t n;

@@ -99,6 +99,8 @@ void engine_unread_locked(struct engine *e, int pid, const char *why);
 bool engine_wait(struct engine *e, uint64_t abs_ns);
 /* The same for the sampler, in one system call a wait (ppoll on stop_fd). */
 bool engine_sleep(struct engine *e, uint64_t abs_ns);
+/* Returns once the first discovery has published its targets, or on stop. */
+void engine_wait_discovered(struct engine *e);
 
 void *engine_sampler_main(void *arg);
 

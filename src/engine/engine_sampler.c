@@ -244,8 +244,6 @@ static void slot_fini(struct slot *sl)
     sl->nlast = 0;
 }
 
-/* The sample's threads as the history records them, their Python stacks interned; with the
- * lock held. */
 /* snprintf(dst, cap, "%s", src) without the format machinery: this runs for every thread of
  * every sample, with the lock held. src NULL is "". */
 static void name_copy(char *dst, size_t cap, const char *src)
@@ -256,6 +254,8 @@ static void name_copy(char *dst, size_t cap, const char *src)
     dst[n] = '\0';
 }
 
+/* The sample's threads as the history records them, their Python stacks interned; with the
+ * lock held. */
 static void view_sample_locked(struct sampler *sp, struct slot *sl, const struct pysample *s)
 {
     size_t kept = 0;
@@ -739,11 +739,8 @@ void *engine_sampler_main(void *arg)
         sp.parts = sp.parts_max =
             e->o.sampler_threads < ENGINE_POOL_MAX ? e->o.sampler_threads : ENGINE_POOL_MAX;
     sp.pool = engine_pool_new();
-    /* The first pass waits for the first discovery: before it there is nothing to sample, and
-     * a short run at a low rate would otherwise spend its one pass on an empty target list. */
+    engine_wait_discovered(e); /* a short run's one pass must not see an empty list */
     pthread_mutex_lock(&e->lock);
-    while (!e->stop && !e->discovered)
-        pthread_cond_wait(&e->cond, &e->lock);
     period = e->period_ns;
     pthread_mutex_unlock(&e->lock);
     next = clock_mono_ns();

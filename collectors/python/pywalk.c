@@ -1107,6 +1107,12 @@ static inline bool is_dead(const struct wconst *w, int owner)
     return owner == PY_OWNER_FRAME_OBJECT || owner > w->dead_above;
 }
 
+/* A 3.11+ frame's instruction as a byte offset into its code's bytecode; -1 before the first. */
+static inline long frame_q(uint64_t instr, uint64_t code, uint64_t adaptive)
+{
+    return instr ? (long)(instr - (code + adaptive)) : -1;
+}
+
 /* One frame of a 3.11+ walk: its checks and raw entry; returns the next frame address via
  * *frame, 0 to continue, or a negative status. 1: the frame cap was reached. */
 static int walk_step(struct pyproc *p, const struct wconst *w, struct wstate *st, const uint8_t *f,
@@ -1138,7 +1144,7 @@ static int walk_step(struct pyproc *p, const struct wconst *w, struct wstate *st
     if ((uint32_t)st->n == w->max_frames)
         return 1;
     r.code = code;
-    r.q = instr ? (long)(instr - (code + w->adaptive)) : -1;
+    r.q = frame_q(instr, code, w->adaptive);
     if (instr && w->o_tlbc > 0 && bytes_load_i32(f + w->o_tlbc) != 0) {
         rc = tlbc_offset(p, code, bytes_load_i32(f + w->o_tlbc), instr, &r.q);
         if (rc < 0)
@@ -1176,7 +1182,7 @@ static uint32_t walk_run(struct pyproc *p, const struct wconst *w, struct wstate
         if (!code || f[oo] != PY_OWNER_THREAD || prev < lo || prev >= at || (prev & 7))
             break;
         instr = bytes_load_u64(f + oi);
-        raw[n] = (struct pyrawframe){code, instr ? (long)(instr - (code + adaptive)) : -1, is_gen,
+        raw[n] = (struct pyrawframe){code, frame_q(instr, code, adaptive), is_gen,
                                      oe >= 0 && f[oe] != 0};
         n++;
         last = at;
@@ -1215,7 +1221,6 @@ static int walk_new(struct pyproc *p, uint64_t tsaddr, const uint8_t *guess, str
 
     for (; rc == 0 && frame && steps < limit; steps++) {
         const uint8_t *f;
-
         uint64_t lo = UINT64_MAX; /* the window's start while the frame lies in it */
 
         if (frame >= win.lo && frame <= win.hi && !(frame & 7)) {

@@ -29,6 +29,7 @@
 #include <sys/wait.h>
 #include <sched.h>
 #include <time.h>
+#include <unistd.h>
 
 #define STACK_COPY (64 * 1024) /* bytes of stack copied from the stack pointer */
 #define MAX_FRAMES 512
@@ -293,6 +294,23 @@ static void release_pending(struct native_ctx *c, bool wait)
     c->npending = k;
 }
 
+/* Whether tid is a thread of pid. The caller's tid comes from the target's own memory (3.11+
+ * keeps it in the thread state), so a thread that just exited, or a state read while it was
+ * freed, can name a thread of any process: one that is not the target's is never stopped. */
+static bool thread_of(int pid, int tid)
+{
+    char path[64];
+
+    snprintf(path, sizeof(path), "/proc/%d/task/%d", pid, tid);
+    return tid > 0 && access(path, F_OK) == 0;
+}
+
+static int not_ours(int pid, int tid, struct app_err *err)
+{
+    return app_err_set(err, APP_E_GONE, "thread %d is not a thread of process %d (exited?)", tid,
+                       pid);
+}
+
 int native_unwind(struct native_ctx *c, int tid, const struct native_hook *hook,
                   struct native_stack *out, struct app_err *err)
 {
@@ -302,6 +320,8 @@ int native_unwind(struct native_ctx *c, int tid, const struct native_hook *hook,
 
     memset(out, 0, sizeof(*out));
     release_pending(c, false);
+    if (!thread_of(c->pid, tid))
+        return not_ours(c->pid, tid, err);
     rc = stop_thread(c->pid, tid, err);
     if (rc == APP_E_TIMEOUT) {
         c->pending = x_reallocarray(c->pending, c->npending + 1, sizeof(int));
@@ -309,6 +329,12 @@ int native_unwind(struct native_ctx *c, int tid, const struct native_hook *hook,
     }
     if (rc < 0)
         return rc;
+    /* Stopped by us, the thread cannot exit and hand its tid on: this look settles that it
+     * did not do so between the first look and the seize. */
+    if (!thread_of(c->pid, tid)) {
+        ptrace(PTRACE_DETACH, tid, 0, 0);
+        return not_ours(c->pid, tid, err);
+    }
     rc = snapshot(c, tid, &s, err);
     if (rc == 0 && hook && hook->while_stopped)
         hook->while_stopped(hook->arg, tid);

@@ -5,7 +5,8 @@
 # address; without --native the JSON has no kind at all. The target runs on afterwards (never
 # left in tracing stop), including when ranktop is killed with SIGKILL in the middle of an
 # unwind, again and again; a target already traced by another tracer gets one clear line and
-# keeps its Python frames. (Threads that come and go and processes that exit while read:
+# keeps its Python frames; a thread state that names another process's thread never gets that
+# process stopped. (Threads that come and go and processes that exit while read:
 # native_churn.sh.)
 . "$(dirname "$0")/lib.sh"
 
@@ -41,6 +42,27 @@ and d['processes'][0]['native_error'] is None)" || fail "$py: merged stack"
     kill "$T"
 done
 [ "$n" -ge 2 ] || fail "fewer than two interpreters found: $PYTHONS"
+
+# A thread state that names a thread of another process (3.11+ keep the kernel id in the
+# state; a thread that exits or a torn read can leave any number there): that process is
+# never stopped, the thread keeps its Python frames, and the error says which thread.
+m=0
+for py in $PYTHONS; do
+    [ -x "$py" ] && "$py" -c 'import sys; sys.exit(sys.version_info < (3, 11))' || continue
+    m=$((m + 1))
+    start_ready "$py" "$RANKTOP_SRCDIR/tests/py/foreign_tid.py"
+    C=$(cat "$WORK/ready.child")
+    PIDS="$PIDS $C"
+    $RANKTOP_BIN dump --native --json -p "$T" > "$WORK/f.json" 2> "$WORK/f.err" ||
+        fail "$py: foreign tid: dump failed: $(cat "$WORK/f.err")"
+    json_check "$WORK/f.json" "([t for t in d['processes'][0]['threads'] if t['name'] == 'planted' and t['tid'] == $C and t['frames'][0]['function'] == 'planted_sleep' and all(f['kind'] == 'python' for f in t['frames'])]
+and 'thread $C is not a thread of process $T' in d['processes'][0]['native_error']
+and any(f['kind'] == 'native' for t in d['processes'][0]['threads'] if t['name'] == 'MainThread' for f in t['frames']))" ||
+        fail "$py: foreign tid: the other process was read as the target's thread"
+    untraced "$C" || fail "$py: foreign tid: the other process was left stopped or traced"
+    kill "$T"
+done
+[ "$m" -ge 2 ] || fail "fewer than two 3.11+ interpreters found: $PYTHONS"
 
 # SIGKILL in the middle of unwinds: the target is never left stopped.
 start_ready python3 "$PY"

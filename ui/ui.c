@@ -5,7 +5,8 @@
  * history, live figures and mapping growth (each one short lock inside the engine) and
  * redraws. Exports run on their own
  * thread over a private copy, so a slow disk never freezes the screen. SIGINT/SIGTERM set a
- * flag; a crash restores the terminal before the default action runs. */
+ * flag; a crash restores the terminal (the fatal hook, run by the crash report of
+ * src/base/crash.c) before the report and the default action. */
 #include "ranktop/ui.h"
 #include "ui_priv.h"
 
@@ -47,13 +48,6 @@ static void on_quit(int sig)
     g_quit = 1;
 }
 
-static void on_crash(int sig)
-{
-    ui_restore();
-    signal(sig, SIG_DFL);
-    raise(sig);
-}
-
 static void install_signals(void)
 {
     struct sigaction sa;
@@ -63,12 +57,6 @@ static void install_signals(void)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
-    sa.sa_handler = on_crash;
-    sa.sa_flags = SA_RESETHAND;
-    sigaction(SIGSEGV, &sa, NULL);
-    sigaction(SIGBUS, &sa, NULL);
-    sigaction(SIGFPE, &sa, NULL);
-    sigaction(SIGABRT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
 }
 

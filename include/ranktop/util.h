@@ -27,6 +27,15 @@ _Noreturn void app_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 
 /* Registers the function app_fatal calls before printing (the UI's terminal restore). */
 void app_set_fatal_hook(void (*hook)(void));
 
+/* Runs that hook, if one is registered (the crash report's first step). */
+void app_restore_terminal(void);
+
+/* Installs the crash report (crash.c): a fault or abort of ranktop restores the terminal,
+ * prints the version, signal, address, thread and backtrace to stderr, and ends with the
+ * signal's default action. Called once by main, before any thread starts; nothing is
+ * installed in sanitizer builds. */
+void app_crash_install(const char *version);
+
 /* Monotonic and CPU clocks in nanoseconds. */
 uint64_t clock_mono_ns(void);
 uint64_t clock_thread_cpu_ns(void);

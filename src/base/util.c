@@ -22,12 +22,17 @@ void app_set_fatal_hook(void (*hook)(void))
     fatal_hook = hook;
 }
 
+void app_restore_terminal(void)
+{
+    if (fatal_hook)
+        fatal_hook();
+}
+
 void app_fatal(const char *fmt, ...)
 {
     va_list ap;
 
-    if (fatal_hook)
-        fatal_hook();
+    app_restore_terminal();
     fputs("ranktop: fatal: ", stderr);
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);

@@ -4,6 +4,8 @@
  * argv[0], which is set here to that name. */
 #include "cli.h"
 
+#include "ranktop/util.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -48,6 +50,7 @@ int main(int argc, char **argv)
                 {"dump", cmd_dump},
                 {"agent", cmd_agent}};
 
+    app_crash_install(RANKTOP_VERSION);
     if (argc >= 2 && is_opt(argv[1], "-h", "--help")) {
         usage(stdout);
         return CLI_EXIT_OK;

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Issue 13's defects, each driven through the real binary: inputs that are not regular files,
 # outputs that are not regular files or cannot be written, hostile names in text output,
-# invalid UTF-8 in JSON output, and the reasons given when something cannot be read.
+# invalid UTF-8 in JSON output, and the reasons given when something cannot be read; and
+# the report a crash of ranktop itself leaves.
 . "$(dirname "$0")/lib.sh"
 NONE="--nvidia-smi /nonexistent --npu-smi /nonexistent --tool-timeout 1"
 
@@ -206,5 +207,26 @@ json_check "$WORK/13e.json" "[(len(t['frames']) > 5000, t['truncated']) for t in
 # shellcheck disable=SC2086
 "$RANKTOP_BIN" record -p "$D" -d 1 -o "$WORK/13d.trace.json" $NONE 2> /dev/null || fail "record of a deep stack"
 json_check "$WORK/13d.trace.json" "any(e.get('ph') == 'B' and e['name'] == '[outer frames not read: frame cap]' for e in d['traceEvents'])"
+
+# 14. A crash of ranktop itself ends with a report on stderr (version, signal, thread,
+# backtrace) and the signal's own exit status. A SIGSEGV sent once the engine's threads run
+# (the report is installed before any) goes the same way as a fault.
+# shellcheck disable=SC2086
+"$RANKTOP_BIN" record -p "$R" -d 600 -o "$WORK/14.json" $NONE 2> "$WORK/14.err" &
+K=$!
+PIDS="$PIDS $K"
+wait_for sh -c "[ \$(ls /proc/$K/task | wc -l) -gt 1 ]" || fail "record did not start its threads"
+kill -SEGV "$K"
+rc=0
+wait "$K" || rc=$?
+if grep -q AddressSanitizer "$WORK/14.err"; then
+    echo "14: a sanitizer build reports crashes itself"
+else
+    [ "$rc" = 139 ] || fail "crash: exit $rc, not 139 (SIGSEGV): $(cat "$WORK/14.err")"
+    grep -Eq "^ranktop [0-9][^ ]*: crashed: SIGSEGV sent by process [0-9]+ in thread [0-9]+; backtrace:\$" \
+        "$WORK/14.err" || fail "crash: no report line: $(cat "$WORK/14.err")"
+    grep -q "ranktop(+0x[0-9a-f]*)\[0x" "$WORK/14.err" || fail "crash: no frame of ranktop: $(cat "$WORK/14.err")"
+    grep -q "addr2line" "$WORK/14.err" || fail "crash: no closing line: $(cat "$WORK/14.err")"
+fi
 
 echo ok

@@ -131,7 +131,10 @@ void app_crash_install(const char *version)
     void *warm[2];
 
     crash_version = version;
-    (void)backtrace(warm, 2); /* loads the unwinder now, not inside the handler */
+    /* backtrace is libunwind's when it is linked before libc (its reads of the stack are
+     * validated: a report from a smashed stack stops short instead of faulting again), else
+     * glibc's, whose unwinder is loaded by this first call, not inside the handler. */
+    (void)backtrace(warm, 2);
     sigaltstack(&ss, NULL);
     memset(&sa, 0, sizeof(sa));
     sa.sa_sigaction = on_crash;

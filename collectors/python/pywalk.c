@@ -454,6 +454,17 @@ static void hix_rebuild(struct pyproc *p, size_t want)
     }
 }
 
+/* Every hint goes (a hint is kept per thread-state address ever seen, and threads that come
+ * and go leave theirs): at the thread cap, or before a batch that would cross it. */
+static void hints_drop(struct pyproc *p)
+{
+    for (size_t i = 0; i < p->nhints; i++)
+        pywalk_hint_free(&p->hints[i]);
+    p->nhints = 0;
+    if (p->hix) /* the index must not find the slots just freed */
+        memset(p->hix, 0, p->hix_cap * sizeof(*p->hix));
+}
+
 /* The hint slot of the thread whose tstate is at ts. Frames outside the data stack -- 3.12/3.13
  * entry frames on the C stack, long-lived generators -- tend to stay at the same address, so
  * the next walk fetches them in its first system call. Found through the index (a linear scan
@@ -468,11 +479,8 @@ struct pyhint *pywalk_hint(struct pyproc *p, uint64_t ts, bool create)
             return &p->hints[p->hix[j] - 1];
     if (!create)
         return NULL;
-    if (p->nhints == p->opts.max_threads) {
-        for (size_t i = 0; i < p->nhints; i++)
-            pywalk_hint_free(&p->hints[i]);
-        p->nhints = 0;
-    }
+    if (p->nhints == p->opts.max_threads)
+        hints_drop(p);
     if (p->nhints == p->caphints) {
         p->caphints = p->caphints ? p->caphints * 2 : 16;
         p->hints = x_reallocarray(p->hints, p->caphints, sizeof(*p->hints));
@@ -793,6 +801,12 @@ int pywalk_prefetch_plan(struct pyproc *p, const uint64_t *tsaddr, const uint8_t
     if (p->L.fr.object || n < 1)
         return nall;
     n = n < PYFETCH_BATCH ? n : PYFETCH_BATCH;
+    if (n > (int)p->opts.max_threads)
+        n = (int)p->opts.max_threads;
+    /* Made all at once below, the batch's hints must not reach the cap midway: that would drop
+     * the ones made before it. */
+    if (p->nhints + (size_t)n > p->opts.max_threads)
+        hints_drop(p);
     for (int i = 0; i < n; i++)
         (void)pywalk_hint(p, tsaddr[i], true); /* may move the hints: no pointer kept yet */
     for (int i = 0; i < n; i++) {

@@ -303,6 +303,47 @@ START_TEST(test_starting_and_exiting)
 }
 END_TEST
 
+/* The walk hints (one per thread-state address ever seen) are all dropped when their count
+ * reaches the thread cap; a sample whose batch of first reads crosses the cap between two of
+ * its threads still reads both. Threads that come and go leave a hint each, so a long job
+ * with a churning thread pool gets there. */
+START_TEST(test_hints_full_mid_batch)
+{
+    struct app_err err = {0};
+    const struct pysample *s;
+    int rc;
+    struct img *im = img_new(&v3140);
+    struct pyproc *p = img_open(im, v3140.version, &rc, &err);
+
+    ck_assert_int_eq(rc, 0);
+    /* Gone threads' hints after the live ones', up to one short of the cap: the batch of the
+     * next sample would cross it. (Then with no live thread's hint kept: the first made
+     * fills the cap.) */
+    ck_assert_int_eq(pyproc_sample(p, &s, &err), 0);
+    for (uint64_t i = 0; p->nhints + 1 < p->opts.max_threads; i++)
+        pywalk_hint(p, 0x500000000000ull + i * 0x1000, true);
+    ck_assert_int_eq(pyproc_sample(p, &s, &err), 0);
+    check_frame(&s->threads[0], 1, "worker", 81);
+    check_frame(&s->threads[1], 0, "Trainer.step", 43);
+    pyproc_free(p);
+    img_free(im);
+    im = img_new(&v3140);
+    p = img_open(im, v3140.version, &rc, &err);
+    for (uint64_t i = 0; i + 1 < p->opts.max_threads; i++)
+        pywalk_hint(p, 0x500000000000ull + i * 0x1000, true);
+    ck_assert_int_eq(pyproc_sample(p, &s, &err), 0);
+    ck_assert_uint_eq(s->nthreads, 2);
+    check_frame(&s->threads[0], 1, "worker", 81);
+    check_frame(&s->threads[1], 0, "Trainer.step", 43);
+    ck_assert_uint_eq(s->threads[1].nframes, 3);
+    ck_assert_uint_le(p->nhints, 2);
+    ck_assert_int_eq(pyproc_sample(p, &s, &err), 0);
+    check_frame(&s->threads[1], 2, "<module>", 5);
+    pyproc_free(p);
+    img_free(im);
+}
+END_TEST
+
 static Suite *pyimage_suite(void)
 {
     Suite *s = suite_create("pyimage");
@@ -318,6 +359,7 @@ static Suite *pyimage_suite(void)
     tcase_add_test(tc, test_code_address_reuse);
     tcase_add_test(tc, test_gil_quiet_reuse);
     tcase_add_test(tc, test_starting_and_exiting);
+    tcase_add_test(tc, test_hints_full_mid_batch);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -14,6 +14,7 @@
  * One native_ctx belongs to one thread of ours. */
 #include "native_priv.h"
 
+#include "ranktop/procscan.h"
 #include "ranktop/util.h"
 
 #include <elf.h>
@@ -29,7 +30,6 @@
 #include <sys/wait.h>
 #include <sched.h>
 #include <time.h>
-#include <unistd.h>
 
 #define STACK_COPY (64 * 1024) /* bytes of stack copied from the stack pointer */
 #define MAX_FRAMES 512
@@ -294,17 +294,9 @@ static void release_pending(struct native_ctx *c, bool wait)
     c->npending = k;
 }
 
-/* Whether tid is a thread of pid. The caller's tid comes from the target's own memory (3.11+
- * keeps it in the thread state), so a thread that just exited, or a state read while it was
- * freed, can name a thread of any process: one that is not the target's is never stopped. */
-static bool thread_of(int pid, int tid)
-{
-    char path[64];
-
-    snprintf(path, sizeof(path), "/proc/%d/task/%d", pid, tid);
-    return tid > 0 && access(path, F_OK) == 0;
-}
-
+/* The caller's tid comes from the target's own memory (3.11+ keeps it in the thread state), so
+ * a thread that just exited, or a state read while it was freed, can name a thread of any
+ * process: one that is not the target's (procscan_thread_of) is never stopped. */
 static int not_ours(int pid, int tid, struct app_err *err)
 {
     return app_err_set(err, APP_E_GONE, "thread %d is not a thread of process %d (exited?)", tid,
@@ -320,7 +312,7 @@ int native_unwind(struct native_ctx *c, int tid, const struct native_hook *hook,
 
     memset(out, 0, sizeof(*out));
     release_pending(c, false);
-    if (!thread_of(c->pid, tid))
+    if (!procscan_thread_of(c->pid, tid))
         return not_ours(c->pid, tid, err);
     rc = stop_thread(c->pid, tid, err);
     if (rc == APP_E_TIMEOUT) {
@@ -331,7 +323,7 @@ int native_unwind(struct native_ctx *c, int tid, const struct native_hook *hook,
         return rc;
     /* Stopped by us, the thread cannot exit and hand its tid on: this look settles that it
      * did not do so between the first look and the seize. */
-    if (!thread_of(c->pid, tid)) {
+    if (!procscan_thread_of(c->pid, tid)) {
         ptrace(PTRACE_DETACH, tid, 0, 0);
         return not_ours(c->pid, tid, err);
     }

@@ -293,6 +293,14 @@ bool procscan_is_python(int pid)
     return maps_libpython(pid);
 }
 
+bool procscan_thread_of(int pid, int tid)
+{
+    char path[64];
+
+    snprintf(path, sizeof(path), "/proc/%d/task/%d", pid, tid);
+    return pid > 0 && tid > 0 && access(path, F_OK) == 0;
+}
+
 char procscan_state(int pid)
 {
     char path[64], *buf, *rp, st = 0;

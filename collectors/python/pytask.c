@@ -12,13 +12,13 @@
 
 #include "pynames.h"
 #include "ranktop/bytes.h"
+#include "ranktop/procscan.h"
 #include "ranktop/util.h"
 
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define PTHREAD_SCAN 2048
 #define GLIBC_TID_OFF 0x2d0
@@ -102,11 +102,7 @@ static int ns_translate(struct pyproc *p, int inner)
 
 static bool task_exists(struct pyproc *p, int inner)
 {
-    char path[64];
-    int tid = ns_translate(p, inner);
-
-    snprintf(path, sizeof(path), "/proc/%d/task/%d", p->pid, tid);
-    return tid > 0 && access(path, F_OK) == 0;
+    return procscan_thread_of(p->pid, ns_translate(p, inner));
 }
 
 /* Finds the TID's offset in struct pthread: prefer glibc's, else the first live TID. */

@@ -41,6 +41,9 @@ struct proc_image {
     uint64_t start_stack;
 };
 
+/* Whether tid is a thread of pid now (/proc/PID/task/TID exists; tid in our PID namespace). */
+bool procscan_thread_of(int pid, int tid);
+
 /* The state letter of /proc/PID/stat ('R', 'S', 'T' stopped, 't' traced, 'Z' zombie...), or
  * 0 when it cannot be read. */
 char procscan_state(int pid);

@@ -27,6 +27,10 @@ _Noreturn void app_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 
 /* Registers the function app_fatal calls before printing (the UI's terminal restore). */
 void app_set_fatal_hook(void (*hook)(void));
 
+/* The short name of a signal ("SIGSEGV") for signals 1-15, NULL for others. Async-signal-safe
+ * (a table). */
+const char *app_signal_name(int sig);
+
 /* Runs that hook, if one is registered (the crash report's first step). */
 void app_restore_terminal(void);
 

@@ -71,24 +71,6 @@ static void flush(struct line *l)
     l->n = 0;
 }
 
-static const char *sig_name(int sig)
-{
-    switch (sig) {
-    case SIGSEGV:
-        return "SIGSEGV";
-    case SIGBUS:
-        return "SIGBUS";
-    case SIGFPE:
-        return "SIGFPE";
-    case SIGILL:
-        return "SIGILL";
-    case SIGABRT:
-        return "SIGABRT";
-    default:
-        return "signal";
-    }
-}
-
 static void on_crash(int sig, siginfo_t *si, void *uc)
 {
     void *frames[CRASH_FRAMES];
@@ -102,7 +84,7 @@ static void on_crash(int sig, siginfo_t *si, void *uc)
     put_s(&l, "\nranktop ");
     put_s(&l, crash_version);
     put_s(&l, ": crashed: ");
-    put_s(&l, sig_name(sig));
+    put_s(&l, app_signal_name(sig) ? app_signal_name(sig) : "signal");
     if (si->si_code <= 0) { /* sent (kill, raise, abort), not a fault: no address */
         put_s(&l, " sent by process ");
         put_u(&l, (unsigned long long)(unsigned)si->si_pid, 10);

@@ -22,6 +22,17 @@ void app_set_fatal_hook(void (*hook)(void))
     fatal_hook = hook;
 }
 
+const char *app_signal_name(int sig)
+{
+    static const char *const names[] = {
+        [1] = "SIGHUP",   [2] = "SIGINT",   [3] = "SIGQUIT",  [4] = "SIGILL",   [5] = "SIGTRAP",
+        [6] = "SIGABRT",  [7] = "SIGBUS",   [8] = "SIGFPE",   [9] = "SIGKILL",  [10] = "SIGUSR1",
+        [11] = "SIGSEGV", [12] = "SIGUSR2", [13] = "SIGPIPE", [14] = "SIGALRM", [15] = "SIGTERM",
+    };
+
+    return sig > 0 && sig < (int)(sizeof(names) / sizeof(names[0])) ? names[sig] : NULL;
+}
+
 void app_restore_terminal(void)
 {
     if (fatal_hook)

@@ -153,21 +153,9 @@ uint64_t view_since_fchange(const struct history *h, const struct hthread *t, ui
     return now > t0 ? now - t0 : 0;
 }
 
-/* Short signal names for the state column; others are "signal N". */
-static const char *signal_name(int sig)
-{
-    static const char *const names[] = {
-        [1] = "SIGHUP",   [2] = "SIGINT",   [3] = "SIGQUIT",  [4] = "SIGILL",   [5] = "SIGTRAP",
-        [6] = "SIGABRT",  [7] = "SIGBUS",   [8] = "SIGFPE",   [9] = "SIGKILL",  [10] = "SIGUSR1",
-        [11] = "SIGSEGV", [12] = "SIGUSR2", [13] = "SIGPIPE", [14] = "SIGALRM", [15] = "SIGTERM",
-    };
-
-    return sig > 0 && sig < (int)(sizeof(names) / sizeof(names[0])) ? names[sig] : NULL;
-}
-
 int view_exit_text(const struct hrank *r, char *buf, size_t len)
 {
-    const char *sig = signal_name(r->exit_signal);
+    const char *sig = app_signal_name(r->exit_signal); /* others are "signal N" */
 
     if (r->exit_signal > 0)
         return sig ? snprintf(buf, len, "%s", sig)

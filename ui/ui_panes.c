@@ -661,25 +661,36 @@ static void lines_hosts(struct ui *u)
 
 /* Makes the pending search move over the lines just built: from the cursor's line (itself
  * included for SEARCH_HERE, so typing more keeps a match that still matches) to the next or
- * previous matching line, wrapping around. */
+ * previous matching line, wrapping around. The lines are rebuilt every frame from live
+ * stacks, and a function the ranks only pass through (a collective between steps) is there
+ * in one frame and gone in the next; so a search that finds nothing stays pending, goes to
+ * the first match that appears, and "no match" is told only while no line matches. */
 static void search_jump(struct ui *u)
 {
     int n = u->nlines, dir = u->jump == SEARCH_PREV ? -1 : 1;
     int from = u->lsel < n ? u->lsel : 0;
 
-    if (u->jump == SEARCH_STAY || !u->search[0])
+    if (!u->search[0])
         return;
-    for (int k = u->jump == SEARCH_HERE ? 0 : 1; k <= n; k++) {
-        int i = ((from + dir * k) % n + n) % n;
+    if (u->jump == SEARCH_STAY) {
+        for (int i = 0; i < n; i++)
+            if (u->lines[i].hit) {
+                u->search_miss = false;
+                return;
+            }
+    } else {
+        for (int k = u->jump == SEARCH_HERE ? 0 : 1; n > 0 && k <= n; k++) {
+            int i = ((from + dir * k) % n + n) % n;
 
-        if (u->lines[i].hit) {
-            u->lsel = i;
-            u->jump = SEARCH_STAY;
-            u->search_miss = false;
-            return;
+            if (u->lines[i].hit) {
+                u->lsel = i;
+                u->jump = SEARCH_STAY;
+                u->search_miss = false;
+                return;
+            }
         }
     }
-    u->jump = SEARCH_STAY;
+    u->jump = SEARCH_HERE;
     u->search_miss = true;
 }
 

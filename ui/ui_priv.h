@@ -44,7 +44,7 @@ struct ui {
     bool tasks;       /* a: the Rank view shows asyncio tasks under their threads */
     bool flat;        /* F5: the Merged and Rank views show top functions, not the tree */
     int jump;         /* search move the next draw makes: SEARCH_* */
-    bool search_miss; /* the last search move found no matching line */
+    bool search_miss; /* no line matches the search; a move waits for one */
     enum ui_view view;
     enum ui_input input;
     enum view_sort sort;

@@ -13,8 +13,17 @@ $2()" &
     PIDS="$PIDS $!"
     LAST=$!
 }
-spot 0 spot_alpha
-A=$LAST
+# Rank 0 waits in spot_alpha until the cue file exists, then in spot_gamma under it.
+CUE="$WORK/cue"
+RANK=0 LOCAL_RANK=0 WORLD_SIZE=2 python3 -S -c "import os, time
+def spot_gamma():
+    while True: time.sleep(0.05)
+def spot_alpha():
+    while not os.path.exists('$CUE'): time.sleep(0.05)
+    spot_gamma()
+spot_alpha()" &
+PIDS="$PIDS $!"
+A=$!
 spot 1 spot_beta
 B=$LAST
 ui_start hk 160 40 -- "$RANKTOP_BIN" -p "$A,$B" --hang-after 600
@@ -133,6 +142,21 @@ wait_screen '^F3 or / +search as you type' 10 || fail "F1 did not open the help 
 wait_screen '^F5 +tree / flat' 10 || fail "the help lacks F5"
 keys F1
 wait_screen '^ +RANK +PID ' 10 || fail "F1 again did not close the help"
+
+# A search that matches nothing waits for a match: the stacks are live, and the line it looks
+# for may only come later (a collective the ranks pass through between steps). It says
+# "(no match)" until then, and then the cursor goes to the match.
+keys /
+type_text spot_gamma
+wait_screen '^search: spot_gamma_ +\(no match\)' 10 || fail "a search matching nothing yet is not told"
+keys Enter
+wait_screen "^search 'spot_gamma' \(no match\) +filter ''" 10 ||
+    fail "the status line does not say the kept search matches nothing yet"
+touch "$CUE"
+wait_screen "spot_gamma \(.*\) +\[0\] x1" 30 || fail "rank 0 did not move on to spot_gamma"
+wait_screen "^search 'spot_gamma' +filter ''" 10 ||
+    fail "the search still says (no match) while spot_gamma is shown"
+wait_selected "spot_gamma .*\\[0\\] x1" || fail "the search did not go to the match that appeared"
 
 # F10 quits.
 keys F10

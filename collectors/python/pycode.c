@@ -11,6 +11,7 @@
 #include "ranktop/bytes.h"
 #include "ranktop/util.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,6 +19,11 @@
 #define PYCODE_MAX_CAP 65536
 #define PYCODE_BATCH 256
 #define PYCODE_STALE_EPOCHS 256 /* samples without a sight of it before an entry may go */
+
+/* Serials are counted for the whole process, not per cache: a frame's key is its entry's
+ * serial (pystack.h), so no two readers, also one replacing another after an exec, ever give
+ * one key to two code objects. 64 bits do not wrap. */
+static _Atomic uint64_t next_serial;
 
 void pycode_cache_init(struct pycode_cache *c)
 {
@@ -168,7 +174,7 @@ static int slot_fill(struct pycode_cache *c, struct pycode *e, struct rmem *m,
     e->firsttraceable = L->co.firsttraceable >= 0 ? bytes_load_i32(hdr + L->co.firsttraceable) : 0;
     for (int k = 0; k < PYCODE_MEMO; k++)
         e->last_q[k] = -2;
-    e->serial = ++c->next_serial;
+    e->serial = atomic_fetch_add_explicit(&next_serial, 1, memory_order_relaxed) + 1;
     c->changes++;
     return 0;
 fail:

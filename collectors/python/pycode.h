@@ -28,7 +28,8 @@ struct pycode {
     long last_q[PYCODE_MEMO];
     int last_line[PYCODE_MEMO];
     unsigned last_next; /* the memo entry the next miss replaces */
-    uint64_t serial;    /* unique per filling: equal serials mean the same strings */
+    uint64_t serial;    /* unique per filling, in the whole process: equal serials mean the
+                         * same strings, line table and first line */
     uint64_t checked;   /* the cache epoch in which its header was last read and matched */
 };
 
@@ -36,7 +37,6 @@ struct pycode_cache {
     struct pycode *slots;
     size_t cap, used;
     uint64_t hits, misses;
-    uint64_t next_serial;
     uint64_t changes; /* slots filled or released: unchanged means every entry is as it was */
     /* One sample: a code object's header is read once per epoch, however many frames (deep
      * recursion) or threads run it; pycode_cache_next_epoch starts the next one. */

@@ -296,8 +296,7 @@ static void res_one(struct pyproc *p, int i, struct pyframe *fr, int *out, struc
         return;
     }
     line = q < 0 ? e->firstlineno : pycode_line(e, p->L.minor, q);
-    fr[*out] = (struct pyframe){e->function, e->file, line, p->raw[i].entry != 0,
-                                hash_mix(e->serial, (uint64_t)(uint32_t)line)};
+    fr[*out] = (struct pyframe){e->function, e->file, line, p->raw[i].entry != 0, e->serial};
     c->out[m_ix(c, r)] = *out; /* from the top for now; turned outermost-first below */
     (*out)++;
 }
@@ -340,7 +339,7 @@ static uint64_t memo_frames(struct pyresolved *c, const struct pyframe *fr, uint
     for (int j = out - 1; j >= 0; j--) {
         uint32_t o = so + (uint32_t)(out - 1 - j);
 
-        k = hash_mix(hash_mix(k, fr[j].key), fr[j].entry);
+        k = hash_mix(hash_mix(hash_mix(k, fr[j].key), (uint64_t)(uint32_t)fr[j].line), fr[j].entry);
         c->frames[m_ix(c, o)] = fr[j];
         c->key[o] = k;
     }

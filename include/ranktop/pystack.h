@@ -25,8 +25,9 @@ struct pyframe {
      * each evaluation-loop frame by the Python frames up to and including the next entry frame
      * (3.8-3.10: every frame; 3.11: is_entry; 3.12+: the frame above an entry shim). */
     bool entry;
-    /* Equal keys in two samples of one reader mean equal function, file and line (the code
-     * object's cache identity and the line): a consumer may reuse what it made of the frame. */
+    /* The code object's identity in the reader's cache: a serial the reader never gives to
+     * another. Equal keys and equal lines in two samples of one reader mean equal function,
+     * file and line, exactly (no hash): a consumer may reuse what it made of the frame. */
     uint64_t key;
 };
 

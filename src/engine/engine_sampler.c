@@ -53,8 +53,10 @@ struct slot {
     struct last_stack {
         uint64_t ident, key;
         uint32_t stack;
-        bool seen;       /* in the current sample: the others are dropped after it */
-        uint64_t *fkeys; /* its frames' reader keys and history frame ids, outermost first */
+        bool seen; /* in the current sample: the others are dropped after it */
+        /* its frames' reader keys and lines, and their history frame ids, outermost first */
+        uint64_t *fkeys;
+        int *flines;
         uint32_t *fids;
         uint32_t nf, capf;
     } * last;
@@ -174,14 +176,18 @@ static uint32_t intern_changed(struct sampler *sp, struct last_stack *l, const s
     if (n > l->capf) {
         l->capf = n;
         l->fkeys = x_reallocarray(l->fkeys, n, sizeof(*l->fkeys));
+        l->flines = x_reallocarray(l->flines, n, sizeof(*l->flines));
         l->fids = x_reallocarray(l->fids, n, sizeof(*l->fids));
     }
-    while (same < n && same < l->nf && l->fkeys[same] == pt->frames[n - 1 - same].key)
+    /* Key and line together name the frame exactly (pystack.h): no hash to collide. */
+    while (same < n && same < l->nf && l->fkeys[same] == pt->frames[n - 1 - same].key &&
+           l->flines[same] == pt->frames[n - 1 - same].line)
         same++;
     for (uint32_t i = same; i < n; i++) {
         const struct pyframe *f = &pt->frames[n - 1 - i];
 
         l->fkeys[i] = f->key;
+        l->flines[i] = f->line;
         l->fids[i] = history_intern_frame(&sp->e->hist,
                                           &(struct hframe){f->function, f->file, f->line, false});
     }
@@ -219,12 +225,18 @@ static uint32_t thread_stack_locked(struct sampler *sp, struct slot *sl, const s
     return l->stack;
 }
 
+static void last_release(struct last_stack *l)
+{
+    free(l->fkeys);
+    free(l->flines);
+    free(l->fids);
+}
+
 /* Forgets the last stacks of a slot's threads (their ids, or its reader's keys, went stale). */
 static void drop_last(struct slot *sl)
 {
     for (size_t i = 0; i < sl->nlast; i++) {
-        free(sl->last[i].fkeys);
-        free(sl->last[i].fids);
+        last_release(&sl->last[i]);
     }
     sl->nlast = 0;
 }
@@ -236,8 +248,7 @@ static void slot_fini(struct slot *sl)
     sl->py = NULL;
     engine_native_fini(&sl->nat);
     for (size_t i = 0; i < sl->nlast; i++) {
-        free(sl->last[i].fkeys);
-        free(sl->last[i].fids);
+        last_release(&sl->last[i]);
     }
     free(sl->last);
     sl->last = NULL;
@@ -284,8 +295,7 @@ static void view_sample_locked(struct sampler *sp, struct slot *sl, const struct
             sl->last[i].seen = false;
             sl->last[kept++] = sl->last[i];
         } else {
-            free(sl->last[i].fkeys);
-            free(sl->last[i].fids);
+            last_release(&sl->last[i]);
         }
     }
     sl->nlast = kept;

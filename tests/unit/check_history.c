@@ -1,6 +1,7 @@
 /* Unit tests of src/model/history.c: interning and the deep copy the UI and exporters take.
  * The clone must stay valid after the original is freed (under ASan a dangling string pointer
  * is a use-after-free report, not a lucky read). */
+#include "ranktop/hash.h"
 #include "ranktop/history.h"
 #include "tsupport.h"
 
@@ -276,6 +277,37 @@ START_TEST(test_compaction_bounds_memory)
 }
 END_TEST
 
+static int u64_cmp(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+    return (x > y) - (x < y);
+}
+
+/* Keys folded with hash_mix are compared for equality (a stack's key, the merged tree's node
+ * ids), so small structured inputs, a counter and a line number, must not collide: the old
+ * mix gave hash_mix(6, 1176) == hash_mix(24, 21), and the sampler showed a frame that was
+ * gone. All 64 x 4096 pairs, once as (h, v) and once folded onto a seed, must be distinct. */
+START_TEST(test_hash_mix_small_inputs)
+{
+    enum { NH = 64, NV = 4096 };
+    uint64_t *k = malloc(sizeof(*k) * NH * NV);
+
+    ck_assert_ptr_nonnull(k);
+    for (int pass = 0; pass < 2; pass++) {
+        for (uint64_t h = 0; h < NH; h++)
+            for (uint64_t v = 0; v < NV; v++)
+                k[h * NV + v] = pass ? hash_mix(hash_mix(0x5A17, h), v) : hash_mix(h, v);
+        qsort(k, NH * NV, sizeof(*k), u64_cmp);
+        for (size_t i = 1; i < NH * NV; i++)
+            ck_assert_msg(k[i] != k[i - 1], "pass %d: two inputs mix to %016llx", pass,
+                          (unsigned long long)k[i]);
+    }
+    ck_assert_uint_ne(hash_mix(6, 1176), hash_mix(24, 21));
+    free(k);
+}
+END_TEST
+
 static Suite *history_suite(void)
 {
     Suite *s = suite_create("history");
@@ -288,6 +320,7 @@ static Suite *history_suite(void)
     tcase_add_test(tc, test_task_threads);
     tcase_add_test(tc, test_task_lanes_fold);
     tcase_add_test(tc, test_compaction_bounds_memory);
+    tcase_add_test(tc, test_hash_mix_small_inputs);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -54,9 +54,12 @@ struct slot {
         uint64_t ident, key;
         uint32_t stack;
         bool seen; /* in the current sample: the others are dropped after it */
-        /* its frames' reader keys and lines, and their history frame ids, outermost first */
-        uint64_t *fkeys;
-        int *flines;
+        /* its frames as the reader named them (key and line: pystack.h), and their history
+         * frame ids, outermost first */
+        struct last_frame {
+            uint64_t key;
+            int line;
+        } * fkeys;
         uint32_t *fids;
         uint32_t nf, capf;
     } * last;
@@ -176,18 +179,16 @@ static uint32_t intern_changed(struct sampler *sp, struct last_stack *l, const s
     if (n > l->capf) {
         l->capf = n;
         l->fkeys = x_reallocarray(l->fkeys, n, sizeof(*l->fkeys));
-        l->flines = x_reallocarray(l->flines, n, sizeof(*l->flines));
         l->fids = x_reallocarray(l->fids, n, sizeof(*l->fids));
     }
     /* Key and line together name the frame exactly (pystack.h): no hash to collide. */
-    while (same < n && same < l->nf && l->fkeys[same] == pt->frames[n - 1 - same].key &&
-           l->flines[same] == pt->frames[n - 1 - same].line)
+    while (same < n && same < l->nf && l->fkeys[same].key == pt->frames[n - 1 - same].key &&
+           l->fkeys[same].line == pt->frames[n - 1 - same].line)
         same++;
     for (uint32_t i = same; i < n; i++) {
         const struct pyframe *f = &pt->frames[n - 1 - i];
 
-        l->fkeys[i] = f->key;
-        l->flines[i] = f->line;
+        l->fkeys[i] = (struct last_frame){f->key, f->line};
         l->fids[i] = history_intern_frame(&sp->e->hist,
                                           &(struct hframe){f->function, f->file, f->line, false});
     }
@@ -228,16 +229,14 @@ static uint32_t thread_stack_locked(struct sampler *sp, struct slot *sl, const s
 static void last_release(struct last_stack *l)
 {
     free(l->fkeys);
-    free(l->flines);
     free(l->fids);
 }
 
 /* Forgets the last stacks of a slot's threads (their ids, or its reader's keys, went stale). */
 static void drop_last(struct slot *sl)
 {
-    for (size_t i = 0; i < sl->nlast; i++) {
+    for (size_t i = 0; i < sl->nlast; i++)
         last_release(&sl->last[i]);
-    }
     sl->nlast = 0;
 }
 
@@ -247,12 +246,9 @@ static void slot_fini(struct slot *sl)
     pyproc_free(sl->py);
     sl->py = NULL;
     engine_native_fini(&sl->nat);
-    for (size_t i = 0; i < sl->nlast; i++) {
-        last_release(&sl->last[i]);
-    }
+    drop_last(sl);
     free(sl->last);
     sl->last = NULL;
-    sl->nlast = 0;
 }
 
 /* snprintf(dst, cap, "%s", src) without the format machinery: this runs for every thread of

@@ -339,7 +339,9 @@ static uint64_t memo_frames(struct pyresolved *c, const struct pyframe *fr, uint
     for (int j = out - 1; j >= 0; j--) {
         uint32_t o = so + (uint32_t)(out - 1 - j);
 
-        k = hash_mix(hash_mix(hash_mix(k, fr[j].key), (uint64_t)(uint32_t)fr[j].line), fr[j].entry);
+        /* line and entry flag in one word (exact), so a frame costs two mixes, not three */
+        k = hash_mix(hash_mix(k, fr[j].key),
+                     (uint64_t)(uint32_t)fr[j].line << 1 | (uint64_t)fr[j].entry);
         c->frames[m_ix(c, o)] = fr[j];
         c->key[o] = k;
     }

@@ -1,10 +1,13 @@
-/* Discovery flags shared by `ranktop ls`, `record` and the monitor. Main thread only. */
+/* Discovery flags shared by `ranktop ls`, `record` and the monitor, and the check that the
+ * processes they name exist. Main thread only. */
 #include "cli_discovery.h"
 
 #include "cli.h"
 #include "cli_hosts.h"
 #include "ranktop/util.h"
 
+#include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -113,6 +116,33 @@ void cli_disc_longopts(const struct option *own, size_t n, struct option *out)
     for (const struct option *x = cli_hosts_options; x->name; x++)
         out[k++] = *x;
     out[k] = (struct option){NULL, 0, NULL, 0};
+}
+
+static bool in_list(int pid, const int *v, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (v[i] == pid)
+            return true;
+    return false;
+}
+
+int cli_disc_missing(const char *cmd, const int *a, int na, const int *b, int nb)
+{
+    int missing = 0;
+
+    for (int i = 0; i < na + nb; i++) {
+        int pid = i < na ? a[i] : b[i - na];
+
+        /* Said once: the same pid in both lists (--subprocesses) or twice in one. */
+        if (i < na ? in_list(pid, a, i) : in_list(pid, a, na) || in_list(pid, b, i - na))
+            continue;
+        /* Signal 0 only asks: EPERM means the process exists (another user's). */
+        if (kill(pid, 0) < 0 && errno == ESRCH) {
+            fprintf(stderr, "%s: no process %d\n", cli_who(cmd), pid);
+            missing++;
+        }
+    }
+    return missing;
 }
 
 void cli_disc_fini(struct discovery_opts *o)

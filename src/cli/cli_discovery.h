@@ -25,6 +25,12 @@ void cli_disc_longopts(const struct option *own, size_t n, struct option *out);
 /* Frees what cli_disc_handle allocated. */
 void cli_disc_fini(struct discovery_opts *o);
 
+/* Says "ranktop CMD: no process N" on stderr for each pid of a and b (the processes named with
+ * -p and --children-of) that does not exist, each pid once, so that a run on a mistyped pid
+ * fails at once instead of waiting for it. A process of another user exists. Returns how many
+ * do not. */
+int cli_disc_missing(const char *cmd, const int *a, int na, const int *b, int nb);
+
 /* Prints the help lines of the discovery flags. */
 void cli_disc_usage(FILE *f);
 

@@ -1,6 +1,7 @@
 /* `ranktop dump`: one consistent look at the Python stacks of some processes, as text (like
  * py-spy dump) or as JSON in the documented shape. Main thread only; each process is attached,
- * sampled and released in turn, so a process that cannot be read costs only its own line. */
+ * sampled and released in turn, so a process that cannot be read costs only its own line (on
+ * stderr, as every error). */
 #include "cli.h"
 #include "cli_hosts.h"
 #include "cli_remote.h"
@@ -13,6 +14,7 @@
 #include "ranktop/pystack.h"
 #include "ranktop/util.h"
 
+#include <ctype.h>
 #include <getopt.h>
 #include <json-c/json.h>
 #include <stdio.h>
@@ -380,9 +382,10 @@ static void thread_text(const struct pythread *t, const struct thread_native *tn
         printf("    ... (truncated at %u frames)\n", t->nframes);
 }
 
-static void process_text(int pid, int rank, const char *python, const char *error,
-                         const struct pysample *s, const struct dump_native *nv,
-                         const struct dump_async *as)
+/* A process that was read: its header and threads on stdout (what could not be read goes to
+ * stderr, see tell_error). */
+static void process_text(int pid, int rank, const char *python, const struct pysample *s,
+                         const struct dump_native *nv, const struct dump_async *as)
 {
     char cmd[512] = "";
 
@@ -393,12 +396,6 @@ static void process_text(int pid, int rank, const char *python, const char *erro
         printf("Process %d: %s\n", pid, text_safe(cmd));
     if (python)
         printf("Python %s\n", text_safe(python));
-    if (error)
-        printf("error: %s\n", text_safe(error));
-    if (nv->err[0])
-        printf("native: %s\n", text_safe(nv->err));
-    if (as->err[0])
-        printf("%s\n", text_safe(as->err));
     for (uint32_t i = 0; s && i < s->nthreads; i++) {
         thread_text(&s->threads[i], nv->t ? &nv->t[i] : NULL);
         tasks_text(as, i);
@@ -498,8 +495,24 @@ static void native_done(struct dump_native *nv, uint32_t nthreads)
     native_close(nv->ctx);
 }
 
-/* Reads one process and emits it; returns 0 when it was read. */
-static int dump_one(const struct dump_opts *o, int pid, json_object *arr, bool first)
+/* What could not be read of process pid, on stderr like every error, text or JSON (JSON keeps
+ * it in its error fields too): "ranktop dump: process PID: [what: ]msg", without the
+ * "process PID: " when msg names the process itself. */
+static void tell_error(int pid, const char *what, const char *msg)
+{
+    char me[32];
+    int n = snprintf(me, sizeof(me), "process %d", pid);
+    bool named = false;
+
+    for (const char *at = strstr(msg, me); at && !named; at = strstr(at + 1, me))
+        named = !isdigit((unsigned char)at[n]);
+    fprintf(stderr, "ranktop dump: %s%s%s%s%s\n", named ? "" : me, named ? "" : ": ",
+            what ? what : "", what ? ": " : "", text_safe(msg));
+}
+
+/* Reads one process and emits it; shown counts the processes printed as text so far. Returns
+ * 0 when it was read. */
+static int dump_one(const struct dump_opts *o, int pid, json_object *arr, int *shown)
 {
     struct app_err err = {0};
     struct pyproc *p = NULL;
@@ -521,18 +534,18 @@ static int dump_one(const struct dump_opts *o, int pid, json_object *arr, bool f
     if (o->json) {
         json_object_array_add(arr, process_json(pid, rank, p ? pyproc_version(p) : NULL,
                                                 rc < 0 ? err.msg : NULL, s, &nv, &as));
-    } else {
-        if (!first)
+    } else if (rc == 0) {
+        if ((*shown)++)
             fputs("\n", stdout);
-        process_text(pid, rank, p ? pyproc_version(p) : NULL, rc < 0 ? err.msg : NULL, s, &nv, &as);
+        process_text(pid, rank, p ? pyproc_version(p) : NULL, s, &nv, &as);
     }
-    if (as.err[0] && o->json)
-        fprintf(stderr, "ranktop: %s\n", as.err);
-    async_done(&as);
-    if (rc < 0 && o->json)
-        fprintf(stderr, "ranktop: %s\n", err.msg);
+    if (rc < 0)
+        tell_error(pid, NULL, err.msg);
     if (nv.err[0])
-        fprintf(stderr, "ranktop: %s\n", nv.err);
+        tell_error(pid, "native frames", nv.err);
+    if (as.err[0])
+        tell_error(pid, NULL, as.err);
+    async_done(&as);
     native_done(&nv, s ? s->nthreads : 0);
     pyproc_free(p);
     return rc;
@@ -554,6 +567,24 @@ static void add_ranks(struct dump_opts *o)
             o->pids[o->npids++] = d.procs[i].pid;
         }
     discovery_fini(&d);
+}
+
+/* What another host's ranktop said on stderr about its processes (a text dump's errors), each
+ * line under the host's name; the remote shell's own lines are left out. */
+static void relay_errors(const struct cli_remote_result *r)
+{
+    for (const char *c = r->res.err; c && *c;) {
+        size_t n = strcspn(c, "\n");
+        char *line = x_strndup(c, n);
+        const char *t = !strncmp(line, "ranktop dump: ", 14) ? line + 14
+                        : !strncmp(line, "ranktop: ", 9)     ? line + 9
+                                                             : NULL;
+
+        if (t && *t)
+            fprintf(stderr, "ranktop dump: %s: %s\n", r->host, text_safe(t));
+        free(line);
+        c += n + (c[n] != '\0');
+    }
 }
 
 /* Another host's dump: its JSON processes tagged with the host, or its text under a header;
@@ -595,6 +626,7 @@ static int remote_one(const struct dump_opts *o, const struct cli_remote_result 
             free(line);
             c += n + (c[n] != '\0');
         }
+        relay_errors(r);
         return r->res.status == 0 ? 0 : -1;
     }
     for (size_t i = 0; i < json_object_array_length(procs); i++) {
@@ -634,7 +666,7 @@ int cmd_dump(int argc, char **argv)
 {
     struct dump_opts o = {0};
     json_object *root = NULL, *arr = NULL;
-    int rc = parse_dump_args(argc, argv, &o), failed = 0;
+    int rc = parse_dump_args(argc, argv, &o), failed = 0, shown = 0;
     bool local = !o.remote.nhosts || o.remote.local;
     char me[64] = "";
 
@@ -659,7 +691,7 @@ int cmd_dump(int argc, char **argv)
     if (local && o.remote.nhosts && !o.json)
         printf("=== host %s ===\n", me);
     for (int i = 0; local && i < o.npids; i++)
-        failed += dump_one(&o, o.pids[i], arr, i == 0) < 0;
+        failed += dump_one(&o, o.pids[i], arr, &shown) < 0;
     for (size_t i = 0; o.json && o.remote.nhosts && i < json_object_array_length(arr); i++)
         json_object_object_add(json_object_array_get_idx(arr, i), "host", cli_json_str(me));
     if (o.remote.nhosts)

@@ -410,22 +410,28 @@ static int ls_hosts(const struct discovery_opts *o, const struct engine_remote_o
 }
 
 /* With -p, every process named must be a readable Python process: one that is not gets a
- * line and makes the exit status 1 (unreadable ones have their line from discovery). */
+ * line and makes the exit status 1 (unreadable and gone ones have their line from discovery,
+ * and a gone one is not listed at all). */
 static bool named_ok(const struct discovery *d, const struct discovery_opts *o)
 {
     bool ok = true;
 
-    for (int i = 0; i < o->npids; i++)
+    for (int i = 0; i < o->npids; i++) {
+        bool listed = false;
+
         for (size_t k = 0; k < d->nprocs; k++) {
             const struct proc_rec *r = &d->procs[k];
 
             if (r->pid != o->pids[i])
                 continue;
+            listed = true;
             if (r->alive && !r->unreadable && !r->python)
-                fprintf(stderr, "ranktop: process %d (%s) is not a Python process\n", r->pid,
+                fprintf(stderr, "ranktop ls: process %d (%s) is not a Python process\n", r->pid,
                         text_safe(r->name));
             ok = ok && r->alive && !r->unreadable && r->python;
         }
+        ok = ok && listed;
+    }
     return ok;
 }
 
@@ -435,9 +441,12 @@ static void explain_empty(const struct discovery *d, const struct discovery_opts
     if (o->match && !o->npids && !o->nchildren_of)
         fprintf(stderr, "ranktop ls: no ranks found: no process matched --match '%s'\n",
                 text_safe(o->match));
-    else if (o->npids || o->nchildren_of || o->match)
-        fprintf(stderr, "ranktop: no ranks found: none of the given processes exist%s\n",
-                o->nchildren_of ? " (the launcher has no descendants)" : "");
+    else if (o->nchildren_of && !o->npids) /* each launcher exists (cmd_ls checked) */
+        for (int i = 0; i < o->nchildren_of; i++)
+            fprintf(stderr, "ranktop ls: no ranks found: process %d has no descendants\n",
+                    o->children_of[i]);
+    else if (o->npids || o->match)
+        fprintf(stderr, "ranktop ls: no ranks found: none of the given processes exist\n");
     else
         fprintf(stderr,
                 "ranktop: no ranks found: %s, no Python process with a launcher's rank "
@@ -498,6 +507,12 @@ int cmd_ls(int argc, char **argv)
         cli_disc_fini(&o);
         cli_hosts_fini(&hosts);
         return rc;
+    }
+    /* A launcher that does not exist has no descendants to list: said as such, at once. */
+    if (cli_disc_missing("ls", o.children_of, o.nchildren_of, NULL, 0)) {
+        cli_disc_fini(&o);
+        cli_hosts_fini(&hosts);
+        return CLI_EXIT_FAIL;
     }
     discovery_init(&d);
     rc = discovery_run(&o, &d, &err);

@@ -190,6 +190,12 @@ int cmd_monitor(int argc, char **argv)
 
     mon_defaults(&o);
     rc = parse_monitor(argc, argv, &o, "");
+    /* A named process that does not exist fails before the screen is taken (this node's pids
+     * only: with --hosts they may be another node's). */
+    if (rc < 0 && !o.eng.remote.nhosts &&
+        cli_disc_missing("", o.eng.disc.pids, o.eng.disc.npids, o.eng.disc.children_of,
+                         o.eng.disc.nchildren_of))
+        rc = CLI_EXIT_FAIL;
     if (rc < 0) {
         o.ui.title = o.eng.disc.npids          ? "given pids"
                      : o.eng.disc.nchildren_of ? "children of launcher"

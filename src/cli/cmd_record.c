@@ -339,6 +339,20 @@ static int check_output(const char *path)
     return 0;
 }
 
+/* The processes named with -p or --children-of must exist when the run starts: a mistyped or
+ * finished pid fails at once instead of at Ctrl-C. Checked for this node only (with --hosts a
+ * pid is not one of ours to check). Returns 0 or CLI_EXIT_FAIL. */
+static int check_named(const struct rec_opts *o)
+{
+    const struct discovery_opts *d = &o->eng.disc;
+
+    if (o->eng.remote.nhosts)
+        return 0;
+    return cli_disc_missing("record", d->pids, d->npids, d->children_of, d->nchildren_of)
+               ? CLI_EXIT_FAIL
+               : 0;
+}
+
 /* "trace.json" -> "trace-20261122-051200.json" (the tag goes before the extension). */
 static void tagged_name(const char *path, char *out, size_t len)
 {
@@ -354,12 +368,18 @@ static void tagged_name(const char *path, char *out, size_t len)
     snprintf(out, len, "%.*s%s%s", (int)(dot - path), path, tag, dot);
 }
 
+/* True when no thread has a stack: runs of HSTACK_NONE are gaps (stacks that could not be read,
+ * samples --gil left out), and a trace of gaps alone holds nothing. */
 static bool nothing_recorded(const struct history *h)
 {
     for (size_t i = 0; i < h->nranks; i++)
-        for (size_t k = 0; k < h->ranks[i].nthreads; k++)
-            if (h->ranks[i].threads[k].nruns)
-                return false;
+        for (size_t k = 0; k < h->ranks[i].nthreads; k++) {
+            const struct hthread *t = &h->ranks[i].threads[k];
+
+            for (size_t r = 0; r < t->nruns; r++)
+                if (t->runs[r].stack != HSTACK_NONE)
+                    return false;
+        }
     return true;
 }
 
@@ -639,12 +659,76 @@ static int explain_pids(const struct discovery_opts *d)
     return told;
 }
 
-/* Nothing was recorded from processes the user named, and none gave a reason. */
-static void explain_named(const struct discovery_opts *d)
+/* Nothing was recorded from processes the user named, and none gave a reason. A --match or
+ * --children-of that never found a Python process is named as such: the rate is beside the
+ * point then. */
+static void explain_named(struct engine *e, const struct discovery_opts *d)
 {
-    if (!explain_pids(d))
+    struct engine_stats st;
+    char line[400];
+
+    if (explain_pids(d))
+        return;
+    engine_get_stats(e, &st);
+    if (st.ranks_seen || (!d->match && !d->nchildren_of)) {
         fprintf(stderr, "ranktop record: no Python stack of the given processes was read while "
                         "it ran (too short a run for the rate?)\n");
+        return;
+    }
+    if (d->match) {
+        snprintf(line, sizeof(line), "no Python process matched --match '%s' while it ran",
+                 text_safe(d->match));
+        tell_once(line);
+    }
+    for (int i = 0; i < d->nchildren_of; i++) {
+        snprintf(line, sizeof(line), "process %d had no Python descendants while it ran",
+                 d->children_of[i]);
+        tell_once(line);
+    }
+}
+
+/* --gil kept nothing because no sample caught a thread of the ranks holding the GIL (a rank
+ * waiting in C with the GIL released, or one whose GIL another thread holds): say so, or
+ * the trace is missing with no reason. Returns true when it was the case. */
+static bool explain_gil(struct engine *e, const struct rec_opts *o)
+{
+    struct engine_stats st;
+
+    engine_get_stats(e, &st);
+    if (!o->eng.gil_only || st.stacks || !st.ranks_seen)
+        return false;
+    fprintf(stderr,
+            "ranktop record: --gil: none of the %llu samples found a thread holding the GIL: "
+            "the ranks never held it while sampled (--gil keeps only such samples; leave it "
+            "out to record every stack)\n",
+            (unsigned long long)st.samples);
+    return true;
+}
+
+/* Why nothing was recorded; or, with a trace, why device input the user asked for by name (a
+ * recording to replay) is not in it. Requested counters were told by check_counters. final is
+ * the final save's result: after a failed write its error line is the reason, and "nothing was
+ * read" would contradict it. */
+static void explain_outcome(struct engine *e, const struct rec_opts *o, const struct rec_state *s,
+                            int final)
+{
+    const struct discovery_opts *d = &o->eng.disc;
+    bool named = d->npids || d->nchildren_of || d->match;
+    char errs[1024];
+
+    if (final == 1 && explain_gil(e, o))
+        return;
+    if (s->wrote && !d->dev.nvidia_smi_file && !d->dev.npu_smi_file)
+        return;
+    /* Processes named by the user: the device tools are beside the point. */
+    if (named && !d->dev.nvidia_smi_file && !d->dev.npu_smi_file)
+        engine_attach_error(e, errs, sizeof(errs));
+    else
+        engine_last_errors(e, errs, sizeof(errs));
+    if (errs[0])
+        tell_lines(errs);
+    else if (!s->wrote && named && final >= 0)
+        explain_named(e, d);
 }
 
 static int finish(struct engine *e, const struct rec_opts *o, struct rec_state *s)
@@ -663,23 +747,7 @@ static int finish(struct engine *e, const struct rec_opts *o, struct rec_state *
             s->wrote = true;
     }
     summary(e);
-    /* Why nothing was recorded; or, with a trace, why device input the user asked for by name
-     * (a recording to replay) is not in it. Requested counters were told by check_counters. */
-    if (!s->wrote || o->eng.disc.dev.nvidia_smi_file || o->eng.disc.dev.npu_smi_file) {
-        const struct discovery_opts *d = &o->eng.disc;
-        bool named = d->npids || d->nchildren_of || d->match;
-        char errs[1024];
-
-        /* Processes named by the user: the device tools are beside the point. */
-        if (named && !d->dev.nvidia_smi_file && !d->dev.npu_smi_file)
-            engine_attach_error(e, errs, sizeof(errs));
-        else
-            engine_last_errors(e, errs, sizeof(errs));
-        if (errs[0])
-            tell_lines(errs);
-        else if (!s->wrote && named)
-            explain_named(d);
-    }
+    explain_outcome(e, o, s, rc);
     return s->wrote && rc >= 0 ? 0 : 1;
 }
 
@@ -697,7 +765,7 @@ int cmd_record(int argc, char **argv)
     rc = parse_record(argc, argv, &o);
     if (rc < 0 && !o.fmt_set && export_format_from_name(o.out) >= 0)
         o.fmt = (enum export_format)export_format_from_name(o.out);
-    if (rc >= 0 || (rc = check_output(o.out)) != 0) {
+    if (rc >= 0 || (rc = check_output(o.out)) != 0 || (rc = check_named(&o)) != 0) {
         cli_disc_fini(&o.eng.disc);
         cli_hosts_fini(&o.hosts);
         return rc;

@@ -611,7 +611,7 @@ static int remote_one(const struct dump_opts *o, const struct cli_remote_result 
             json_object_object_add(e, "threads", json_object_new_array());
             json_object_array_add(arr, e);
         }
-        fprintf(stderr, "ranktop: %s: %s\n", r->host, text_safe(why));
+        fprintf(stderr, "ranktop dump: %s: %s\n", r->host, text_safe(why));
         json_object_put(doc);
         return -1;
     }

@@ -150,4 +150,7 @@ run_rc 1 "$RANKTOP_BIN" dump --hosts nodex --rsh "$WORK/rsh" --remote-ranktop "$
 grep -q '^    remote_step (job.py:3)$' "$WORK/out" || fail "dump --hosts: no remote stack: $(cat "$WORK/out")"
 [ "$(cat "$WORK/err")" = "ranktop dump: nodex: process 8 is not a Python process (/usr/bin/sleep has no _PyRuntime)" ] ||
     fail "dump --hosts: remote errors: $(cat "$WORK/err")"
+# A host that cannot be reached is an error line of dump's as well.
+run_rc 1 "$RANKTOP_BIN" dump --hosts nodey --rsh "$WORK/no-such-rsh"
+grep -q "^ranktop dump: nodey: " "$WORK/err" || fail "dump --hosts unreachable: $(cat "$WORK/err")"
 echo ok

@@ -242,7 +242,8 @@ static int py_spy_words(struct rec_opts *o)
 
         d->children_of = x_reallocarray(d->children_of, (size_t)d->nchildren_of + 1, sizeof(int));
         d->children_of[d->nchildren_of++] = pid;
-        /* Kept when Python, and when gone or unreadable: then the summary says why. */
+        /* Kept when Python, and when unreadable (the summary says why) or gone (check_named
+         * refuses it before the run). */
         if (procscan_is_python(pid) || kill(pid, 0) < 0)
             d->pids[kept++] = pid;
     }

@@ -57,6 +57,18 @@ void cli_opts_getopt(const struct cli_opt *const *tabs, struct cli_getopt *g)
         }
 }
 
+/* The length of the next word of text, with the words after it that begin with '-' (an
+ * option, "-o BatchMode=yes"): a line of the help never starts with a dash, so that it never
+ * reads as an option of its own (tests/e2e/install.sh reads the flags from those lines). */
+static size_t glued_word(const char *text)
+{
+    size_t n = strcspn(text, " \n");
+
+    while (text[n] == ' ' && text[n + 1] == '-')
+        n += 1 + strcspn(text + n + 1, " \n");
+    return n;
+}
+
 /* Prints text from column `at` (the cursor is there), wrapped at CLI_OPTS_WIDTH on blanks;
  * '\n' starts a new line at the column. */
 static void wrap(FILE *f, const char *text, int at)
@@ -64,7 +76,7 @@ static void wrap(FILE *f, const char *text, int at)
     int col = at;
 
     while (*text) {
-        size_t word = strcspn(text, " \n");
+        size_t word = glued_word(text);
 
         if (col > at && col + 1 + (int)word > CLI_OPTS_WIDTH) {
             fprintf(f, "\n%*s", at, "");

@@ -87,6 +87,9 @@ def check_help(binary, cmd, problems):
         indent = len(line) - len(line.lstrip(" "))
         if after_row and line.strip() and indent > 2:
             cols.append((indent, line))  # a description's next line
+            if line.lstrip().startswith("-"):
+                problems.append("'ranktop %s --help': a description's line starts with a dash, "
+                                "as an option would: '%s'" % (cmd, line.strip()[:50]))
             continue
         after_row = False
     for col, line in cols:

@@ -40,8 +40,8 @@ enum { OPT_MAX_FRAMES = 0x2000, OPT_RANKS, OPT_NATIVE, OPT_ASYNC };
 static const struct cli_opt dump_opts_table[] = {
     {'p', "pid", "PID[,PID...]", "processes to read (repeatable)"},
     {OPT_RANKS, "ranks", NULL,
-     "every rank discovery finds (as ranktop ls), on every host; the discovery flags below "
-     "(--children-of, --match, ...) narrow it, as in ranktop ls, and imply it"},
+     "every rank discovery finds (as ranktop ls), on every host; --children-of and --match "
+     "(below) narrow it, as in ranktop ls, and imply it"},
     {OPT_NATIVE, "native", NULL,
      "native (C/C++) frames too, merged with the Python ones: each thread is stopped briefly "
      "with ptrace"},
@@ -104,13 +104,11 @@ static int dump_option(int c, const char *arg, struct dump_opts *o)
     }
 }
 
-/* Whether a discovery flag other than -p was given: they steer --ranks, and imply it. */
-static bool disc_given(const struct discovery_opts *d)
+/* Whether --children-of or --match was given: they select ranks, so they imply --ranks (the
+ * device tools' flags only say how to ask the tools, for --ranks or ls alike). */
+static bool disc_selects(const struct discovery_opts *d)
 {
-    const struct devsrc_opts *v = &d->dev;
-
-    return d->nchildren_of || d->match || v->nvidia_smi || v->npu_smi || v->nvidia_smi_file ||
-           v->npu_smi_file || v->timeout_ms || v->no_nvml;
+    return d->nchildren_of || d->match;
 }
 
 static int parse_dump_args(int argc, char **argv, struct dump_opts *o)
@@ -136,19 +134,15 @@ static int parse_dump_args(int argc, char **argv, struct dump_opts *o)
         if ((rc = dump_option(c, optarg, o)) != 0)
             return rc;
     }
+    if (cli_disc_finish(&o->disc, &o->hosts, &o->remote, "dump") < 0)
+        return 2;
     /* -p names processes to read as they are, found or not; the other flags find ranks. */
     o->pids = o->disc.pids;
     o->npids = o->disc.npids;
     o->disc.pids = NULL;
     o->disc.npids = 0;
-    if (disc_given(&o->disc))
+    if (disc_selects(&o->disc))
         o->ranks = true;
-    if (cli_disc_finish(&o->disc, &o->hosts, &o->remote, "dump") < 0)
-        return 2;
-    if (o->remote.nhosts && o->npids) {
-        fprintf(stderr, "ranktop dump: -p names processes of one node; with --hosts use --ranks\n");
-        return 2;
-    }
     if (o->remote.nhosts)
         o->ranks = true;
     if (optind < argc || (o->npids == 0 && !o->ranks)) {

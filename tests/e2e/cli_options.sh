@@ -46,7 +46,7 @@ EOF
 chmod +x "$WORK/rsh"
 HOSTS="--hosts other-node-$$ --rsh $WORK/rsh"
 for args in "record -o $WORK/t.json -d 2 -p $T" "record -o $WORK/t.json -d 2 --match $MARK" \
-    "ls -p $T" "dump --children-of $L" "-p $T" "--children-of $L"; do
+    "ls -p $T" "dump --children-of $L" "dump -p $T" "-p $T" "--children-of $L"; do
     run_rc 2 "$RANKTOP_BIN" $args $HOSTS $NONE
     grep -q -- '-p\|--children-of\|--match' "$WORK/err" && grep -q -- '--hosts' "$WORK/err" ||
         fail "$args --hosts: $(cat "$WORK/err")"
@@ -69,6 +69,10 @@ run_rc 0 env PATH="$WORK/bin:$PATH" SLURM_JOB_ID=4242 SLURM_JOB_NODELIST="other-
     "$RANKTOP_BIN" record -o "$WORK/slurm.json" -d 2 -p $T $NONE
 [ ! -e "$WORK/srun-ran" ] || fail "record -p in a Slurm allocation started srun for other nodes"
 json_check "$WORK/slurm.json" "any(e.get('pid') == $T for e in d['traceEvents'])"
+run_rc 0 env PATH="$WORK/bin:$PATH" SLURM_JOB_ID=4242 SLURM_JOB_NODELIST="other-node-$$" \
+    "$RANKTOP_BIN" dump -p $T --json $NONE
+json_check "$WORK/out" "[p['pid'] for p in d['processes']] == [$T]"
+[ ! -e "$WORK/srun-ran" ] || fail "dump -p in a Slurm allocation started srun for other nodes"
 
 # 4. dump narrows --ranks with ls's flags (and they imply --ranks).
 run_rc 0 "$RANKTOP_BIN" dump --ranks --match "$MARK" --json $NONE

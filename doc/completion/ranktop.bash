@@ -8,6 +8,7 @@
 # shellcheck disable=SC2207 # COMPREPLY=($(compgen ...)): words without blanks, the usual form
 _ranktop()
 {
+    # shellcheck disable=SC2034 # split: set by _init_completion -s
     local cur prev words cword split
     if declare -F _init_completion > /dev/null; then
         # -s: "--format=sp" (or "--format" "=" "sp") becomes prev=--format, cur=sp.

@@ -48,7 +48,7 @@ HOSTS="--hosts other-node-$$ --rsh $WORK/rsh"
 for args in "record -o $WORK/t.json -d 2 -p $T" "record -o $WORK/t.json -d 2 --match $MARK" \
     "ls -p $T" "dump --children-of $L" "dump -p $T" "-p $T" "--children-of $L"; do
     run_rc 2 "$RANKTOP_BIN" $args $HOSTS $NONE
-    grep -q -- '-p\|--children-of\|--match' "$WORK/err" && grep -q -- '--hosts' "$WORK/err" ||
+    { grep -q -- '-p\|--children-of\|--match' "$WORK/err" && grep -q -- '--hosts' "$WORK/err"; } ||
         fail "$args --hosts: $(cat "$WORK/err")"
     [ "$(wc -l < "$WORK/err")" -eq 1 ] || fail "$args --hosts: more than one line: $(cat "$WORK/err")"
 done

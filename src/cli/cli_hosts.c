@@ -18,7 +18,9 @@ enum { OPT_HOSTS = CLI_HOSTS_BASE, OPT_HOSTFILE, OPT_RSH, OPT_REMOTE, OPT_LAUNCH
 
 const struct cli_opt cli_hosts_opts[] = {
     {.help = "\nOther nodes (README, Multi-node): ranktop agent runs on each, started through\n"
-             "the cluster's remote shell; the local node is watched only when listed.\n"},
+             "the cluster's remote shell; the local node is watched only when listed. The\n"
+             "flags -p, --children-of and --match name this node's processes: they are\n"
+             "refused with other hosts.\n"},
     {OPT_HOSTS, "hosts", "LIST", "hosts, with Slurm/pdsh ranges: gpu[01-16,20],login2"},
     {OPT_HOSTFILE, "hostfile", "FILE", "one host (or range) per line, # comments"},
     {OPT_RSH, "rsh", "CMD",

@@ -66,7 +66,7 @@ static void dump_usage(FILE *f)
           "\n",
           f);
     cli_opts_usage(f, dump_tables);
-    fputs("With --hosts, every host is dumped with --ranks (pids name processes of one node).\n"
+    fputs("With --hosts, every host is dumped with --ranks.\n"
           "\n"
           "Exit status: 0 when every process was read, 1 when some were not, 2 on bad usage.\n",
           f);

@@ -30,9 +30,10 @@ const struct cli_opt cli_disc_opts[] = {
     {OPT_NPUSMI_FILE, "npu-smi-file", "F", "parse F, a recorded `npu-smi info` output, instead"},
     {OPT_TIMEOUT, "tool-timeout", "S", "deadline for each device tool (default 5 s)"},
     {OPT_NO_LIBS, "no-device-libs", NULL, "do not load NVML / DCMI, run the tools"},
-    {.help = "Without -p, --children-of or --match: the processes the device tools report, and\n"
-             "every Python process a launcher gave a rank (RANK, OMPI_COMM_WORLD_RANK, PMI_RANK,\n"
-             "PMIX_RANK, MV2_COMM_WORLD_RANK, HOROVOD_RANK or SLURM_PROCID in its environment).\n"},
+    {.help = "Without -p, --children-of or --match: the processes the device tools report, and "
+             "every Python process a launcher gave a rank (RANK, OMPI_COMM_WORLD_RANK, "
+             "PMI_RANK, PMIX_RANK, MV2_COMM_WORLD_RANK, HOROVOD_RANK or SLURM_PROCID in its "
+             "environment)."},
     {0},
 };
 

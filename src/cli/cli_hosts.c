@@ -17,10 +17,10 @@ enum { OPT_HOSTS = CLI_HOSTS_BASE, OPT_HOSTFILE, OPT_RSH, OPT_REMOTE, OPT_LAUNCH
 #define DEFAULT_RSH "ssh -o BatchMode=yes -o ConnectTimeout=5 -T"
 
 const struct cli_opt cli_hosts_opts[] = {
-    {.help = "\nOther nodes (README, Multi-node): ranktop agent runs on each, started through\n"
-             "the cluster's remote shell; the local node is watched only when listed. The\n"
-             "flags -p, --children-of and --match name this node's processes: they are\n"
-             "refused with other hosts.\n"},
+    {.help = "\nOther nodes (README, Multi-node): ranktop agent runs on each, started through the "
+             "cluster's remote shell; the local node is watched only when listed. The flags -p, "
+             "--children-of and --match name this node's processes: they are refused with other "
+             "hosts."},
     {OPT_HOSTS, "hosts", "LIST", "hosts, with Slurm/pdsh ranges: gpu[01-16,20],login2"},
     {OPT_HOSTFILE, "hostfile", "FILE", "one host (or range) per line, # comments"},
     {OPT_RSH, "rsh", "CMD",

@@ -118,8 +118,12 @@ void cli_opts_usage(FILE *f, const struct cli_opt *const *tabs)
             const struct cli_opt *o = &tabs[t][i];
             char left[96];
 
-            if (!o->name) {
-                fputs(o->help, f);
+            if (!o->name) { /* a paragraph: its blank lines first, then wrapped */
+                const char *text = o->help;
+
+                for (; *text == '\n'; text++)
+                    fputc('\n', f);
+                wrap(f, text, 0);
                 continue;
             }
             if (named_before(tabs, t, i))

@@ -9,7 +9,8 @@
 #include <stdio.h>
 
 /* One entry of a table. An option has a name; an entry without one is a paragraph of prose
- * printed as it is (help) between the options; the table ends with an all-zero entry. */
+ * (help: its leading newlines are blank lines, the rest is wrapped) between the options; the
+ * table ends with an all-zero entry. */
 struct cli_opt {
     int val;          /* what getopt_long returns; a letter or digit is also the short option */
     const char *name; /* the long name; NULL for a paragraph */
@@ -22,7 +23,7 @@ typedef const struct cli_opt *const cli_opt_tables[];
 
 /* Where every description starts, and the width the help is wrapped to. */
 #define CLI_OPTS_COLUMN 30
-#define CLI_OPTS_WIDTH 80
+#define CLI_OPTS_WIDTH 79
 #define CLI_OPTS_MAX 64
 
 /* getopt_long's arguments, made from tables. */
@@ -41,7 +42,7 @@ void cli_opts_getopt(const struct cli_opt *const *tabs, struct cli_getopt *g);
 
 /* Prints the tables' help lines: "  -o, --output FILE" (or "      --all-threads") and the
  * description from CLI_OPTS_COLUMN, wrapped; a name too long for the column gets a line of
- * its own. Paragraphs are printed as they are. Options a previous table named are skipped. */
+ * its own. Paragraphs are wrapped from column 0. Options a previous table named are skipped. */
 void cli_opts_usage(FILE *f, const struct cli_opt *const *tabs);
 
 /* One help row: left ("  ls [options]") and the description from CLI_OPTS_COLUMN. */

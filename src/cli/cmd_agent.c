@@ -67,9 +67,9 @@ static void agent_usage(FILE *f)
 {
     fputs("usage: ranktop agent [options]\n"
           "\n"
-          "Started on each node by the head (ranktop, record, ls or dump with --hosts): runs\n"
-          "this node's collectors and writes a stream of JSON lines on stdout. Exits when\n"
-          "its stdin closes. Not meant to be run by hand.\n"
+          "Started on each node by the head (ranktop, record, ls or dump with --hosts):\n"
+          "runs this node's collectors and writes a stream of JSON lines on stdout. Exits\n"
+          "when its stdin closes. Not meant to be run by hand.\n"
           "\n",
           f);
     cli_opts_usage(f, agent_tables);

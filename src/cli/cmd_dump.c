@@ -61,14 +61,15 @@ static void dump_usage(FILE *f)
     fputs("usage: ranktop dump -p PID[,PID...] [options]\n"
           "       ranktop dump --ranks [--match REGEX] [--hosts LIST] [options]\n"
           "\n"
-          "Prints every thread's Python stack of each process, innermost frame first, without\n"
-          "stopping the process.\n"
+          "Prints every thread's Python stack of each process, innermost frame first,\n"
+          "without stopping the process.\n"
           "\n",
           f);
     cli_opts_usage(f, dump_tables);
     fputs("With --hosts, every host is dumped with --ranks.\n"
           "\n"
-          "Exit status: 0 when every process was read, 1 when some were not, 2 on bad usage.\n",
+          "Exit status: 0 when every process was read, 1 when some were not, 2 on bad\n"
+          "usage.\n",
           f);
 }
 

@@ -27,8 +27,9 @@ static void ls_usage(FILE *f)
 {
     fputs("usage: ranktop ls [options]\n"
           "\n"
-          "Lists the GPUs / NPUs of this node and the processes of the job: rank identity,\n"
-          "devices and device memory, Python or not, DataLoader workers grouped under their rank.\n"
+          "Lists the GPUs / NPUs of this node and the processes of the job: rank\n"
+          "identity, devices and device memory, Python or not, DataLoader workers grouped\n"
+          "under their rank.\n"
           "\n",
           f);
     cli_opts_usage(f, ls_tables);

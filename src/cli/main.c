@@ -29,9 +29,9 @@ static void usage(FILE *f)
     fputs("\noptions of the monitor (and demo):\n", f);
     cmd_monitor_options(f);
     fputs("\n"
-          "Exit status (every command): 0 done, 1 a runtime failure (no rank found, a process\n"
-          "or file that cannot be used, nothing recorded), 2 a usage error (unknown option,\n"
-          "bad value, missing argument). See ranktop(1).\n",
+          "Exit status (every command): 0 done, 1 a runtime failure (no rank found, a\n"
+          "process or file that cannot be used, nothing recorded), 2 a usage error\n"
+          "(unknown option, bad value, missing argument). See ranktop(1).\n",
           f);
 }
 

@@ -74,6 +74,10 @@ def check_help(binary, cmd, problems):
     """The options --help lists; problems gets every description out of the column."""
     lines = help_lines(binary, cmd)
     listed, cols, after_row = set(), [], False
+    for line in lines:
+        if len(line) > 79:
+            problems.append("'ranktop %s --help': a line of %d characters (80 columns at most, "
+                            "the last one free): '%s'" % (cmd, len(line), line[:50]))
     for line in lines[lines.index(""):]:  # the usage lines above the first blank one are free
         m = OPT_ROW.match(line) or CMD_ROW.match(line)
         if m:

@@ -1,23 +1,30 @@
 #!/bin/sh
 # One entry point for a fresh Debian 12 machine (run as root or through sudo):
-#   tests/bootstrap.sh demo   install what is missing, build, run ranktop on the bundled demo
-#   tests/bootstrap.sh test   install what is missing, build with warnings as errors, run every
-#                             test suite, then the unit and sampler suites under ASan+UBSan
+#   tests/bootstrap.sh demo   install what building and the demo need, build, run ranktop on
+#                             the bundled demo
+#   tests/bootstrap.sh test   install that and what the tests need, build with warnings as
+#                             errors, run every test suite, then the unit and sampler suites
+#                             under ASan+UBSan
+#   tests/bootstrap.sh packages demo|test   print the packages that demo or test installs
 # It exits non-zero as soon as a step or a test fails.
 set -eu
 cd "$(dirname "$0")/.."
 
-PACKAGES="build-essential meson ninja-build pkg-config libncurses-dev libunwind-dev
-libproc2-dev libjson-c-dev check tmux python3 python3-torch procps clang openmpi-bin
-openssh-server openssh-client util-linux slurm-wlm munge pdsh strace libxml2-utils
-binutils xz-utils libc6-dbg zlib1g-dev protobuf-compiler chromium nodejs scdoc man-db git zsh"
+# What building ranktop and running its demo need (the demo's ranks are python3 -S scripts).
+DEMO_PACKAGES="build-essential meson ninja-build pkg-config libncurses-dev libunwind-dev
+libproc2-dev libjson-c-dev zlib1g-dev python3"
+# What only the tests need: Check, the terminal, the launchers and clusters they start (MPI,
+# ssh, Slurm, pdsh), the viewers they load traces into, and their tools.
+TEST_PACKAGES="check tmux python3-torch procps clang openmpi-bin openssh-server openssh-client
+util-linux slurm-wlm munge pdsh strace libxml2-utils binutils xz-utils libc6-dbg
+protobuf-compiler chromium nodejs scdoc man-db git zsh"
 # speedscope (npm) for the viewer test, kept where tests/viewer/speedscope.sh looks for it.
 NPM_DIR=${RANKTOP_NPM_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ranktop/npm}
 SPEEDSCOPE_VERSION=1.25.0
 
-install_missing() {
+install_missing() { # install_missing PACKAGE...
     missing=""
-    for p in $PACKAGES; do
+    for p in "$@"; do
         dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
     done
     [ -z "$missing" ] && return 0
@@ -68,23 +75,39 @@ demo() {
 
 run_tests() {
     install_viewer
-    build build --werror -Dtests=true
+    build build --werror -Dtests=enabled
     meson test -C build --print-errorlogs --num-processes 2
-    build build-asan --werror -Dtests=true -Db_sanitize=address,undefined -Db_lundef=false
+    build build-asan --werror -Dtests=enabled -Db_sanitize=address,undefined -Db_lundef=false
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
         meson test -C build-asan --print-errorlogs --num-processes 2 --timeout-multiplier 10 \
             --suite unit --suite sampler
     # The parser fuzzers need clang's libFuzzer; each runs for a bounded time.
-    CC=clang build build-fuzz --werror -Dtests=true
+    CC=clang build build-fuzz --werror -Dtests=enabled
     meson test -C build-fuzz --print-errorlogs --num-processes 2 --suite fuzz
 }
 
-install_missing
+# shellcheck disable=SC2086 # the package lists are word lists
 case "${1:-}" in
-demo) demo ;;
-test) run_tests ;;
+demo)
+    install_missing $DEMO_PACKAGES
+    demo
+    ;;
+test)
+    install_missing $DEMO_PACKAGES $TEST_PACKAGES
+    run_tests
+    ;;
+packages)
+    case "${2:-}" in
+    demo) printf '%s\n' $DEMO_PACKAGES ;;
+    test) printf '%s\n' $DEMO_PACKAGES $TEST_PACKAGES ;;
+    *)
+        echo "usage: tests/bootstrap.sh packages demo|test" >&2
+        exit 2
+        ;;
+    esac
+    ;;
 *)
-    echo "usage: tests/bootstrap.sh demo|test" >&2
+    echo "usage: tests/bootstrap.sh demo|test|packages demo|test" >&2
     exit 2
     ;;
 esac

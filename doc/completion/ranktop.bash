@@ -1,19 +1,38 @@
 # bash completion for ranktop(1): commands, each command's flags, format and launcher names,
-# files for file arguments and running pids for -p / --children-of. Installed to
+# files for file arguments and running pids for -p / --children-of, for a value given as the
+# next word or after an '=' (--format=sp, -o FILE or --output=FILE). Installed to
 # bash-completion's completionsdir; keep the flag lists in step with `ranktop CMD --help`
-# (tests/e2e/install.sh checks that every flag of the help is here).
+# (tests/e2e/install.sh checks that every flag of the help is here, tests/e2e/completion.sh
+# that every option the binary accepts is offered).
 
 # shellcheck disable=SC2207 # COMPREPLY=($(compgen ...)): words without blanks, the usual form
 _ranktop()
 {
-    local cur prev words cword
+    # shellcheck disable=SC2034 # split: set by _init_completion -s
+    local cur prev words cword split
     if declare -F _init_completion > /dev/null; then
-        _init_completion || return
+        # -s: "--format=sp" (or "--format" "=" "sp") becomes prev=--format, cur=sp.
+        _init_completion -s || return
     else
         cur=${COMP_WORDS[COMP_CWORD]}
         prev=${COMP_WORDS[COMP_CWORD - 1]}
         words=("${COMP_WORDS[@]}")
         cword=$COMP_CWORD
+        # '=' breaks words (COMP_WORDBREAKS): "--format=sp" arrives as "--format" "=" "sp", and
+        # "--format=" as "--format" "=" with the cursor on the "=" (the value is empty).
+        if [[ $cur == = ]]; then
+            cur=""
+        elif [[ $prev == = && $cword -ge 2 ]]; then
+            prev=${words[cword - 2]}
+        fi
+    fi
+    # "--format=sp" as one word (an '=' that breaks no word): complete the value; the reply
+    # then keeps "--format=" in front, since the whole word is replaced.
+    local eq=""
+    if [[ $cur == --?*=* ]]; then
+        prev=${cur%%=*}
+        eq="$prev="
+        cur=${cur#*=}
     fi
 
     local commands="demo ls dump record agent"
@@ -35,31 +54,36 @@ _ranktop()
     case $prev in
     -f | --format)
         COMPREPLY=($(compgen -W "chrome chrometrace speedscope collapsed raw flamegraph perfetto" -- "$cur"))
-        return
         ;;
     --launcher)
         COMPREPLY=($(compgen -W "ssh srun pdsh" -- "$cur"))
-        return
+        ;;
+    --sampler-threads)
+        COMPREPLY=($(compgen -W "1 2 3 4" -- "$cur"))
         ;;
     -p | --pid | --children-of)
         COMPREPLY=($(compgen -W "$(ps -e -o pid= 2> /dev/null)" -- "$cur"))
-        return
         ;;
     -o | --output | --nvidia-smi-file | --npu-smi-file | --hostfile | --trigger-file | \
         --nvidia-smi | --npu-smi | --remote-ranktop)
         COMPREPLY=($(compgen -f -- "$cur"))
-        return
         ;;
     --export-dir)
         COMPREPLY=($(compgen -d -- "$cur"))
-        return
         ;;
     -r | --rate | -i | --interval | -d | --duration | --hang-after | --history | --match | \
         --tool-timeout | --hosts | --rsh | --autosave-interval | --autosave-snapshot-interval | \
-        --memory-cap | --sampler-threads | --task-lanes | --max-frames | --heartbeat | --tick)
-        return
+        --memory-cap | --task-lanes | --max-frames | --heartbeat | --tick)
+        COMPREPLY=()
+        ;;
+    *)
+        prev=""
         ;;
     esac
+    if [[ $prev ]]; then # a flag's value: its reply as the whole word when '=' broke none
+        [[ $eq ]] && COMPREPLY=("${COMPREPLY[@]/#/$eq}")
+        return
+    fi
 
     local flags
     case $cmd in
@@ -72,7 +96,7 @@ _ranktop()
         ;;
     demo) flags=$monitor ;;
     ls) flags="-j --json -h --help $disc $nodes" ;;
-    dump) flags="-p --pid --ranks --native --async -j --json --max-frames -h --help $nodes" ;;
+    dump) flags="--ranks --native --async -j --json --max-frames -h --help $disc $nodes" ;;
     record)
         flags="-o --output -i --interval -r --rate -d --duration -f --format --all-threads
             --gpu-usage --npu-usage --cpu-mem-usage --gil-stats --gil --idle --nonblocking

@@ -70,6 +70,11 @@ int export_clean_stale(const char *path);
  * are accepted for chrome and collapsed. */
 int export_format_parse(const char *name);
 
+/* The i-th name export_format_parse takes (fmt, when not NULL, gets its format), and the i-th
+ * suffix export_format_from_name knows; NULL past the last. For help texts. */
+const char *export_format_name(size_t i, int *fmt);
+const char *export_format_suffix(size_t i, int *fmt);
+
 /* File name suffix of a format: ".json", ".speedscope.json", ".folded". */
 const char *export_format_ext(enum export_format fmt);
 

@@ -4,6 +4,7 @@
 
 #include "cli.h"
 #include "cli_hosts.h"
+#include "cli_opts.h"
 #include "ranktop/util.h"
 
 #include <errno.h>
@@ -22,35 +23,22 @@ enum {
     OPT_NO_LIBS,
 };
 
-const struct option cli_disc_options[] = {
-    {"pid", required_argument, NULL, 'p'},
-    {"children-of", required_argument, NULL, OPT_CHILDREN},
-    {"match", required_argument, NULL, OPT_MATCH},
-    {"nvidia-smi", required_argument, NULL, OPT_NVSMI},
-    {"npu-smi", required_argument, NULL, OPT_NPUSMI},
-    {"nvidia-smi-file", required_argument, NULL, OPT_NVSMI_FILE},
-    {"npu-smi-file", required_argument, NULL, OPT_NPUSMI_FILE},
-    {"tool-timeout", required_argument, NULL, OPT_TIMEOUT},
-    {"no-device-libs", no_argument, NULL, OPT_NO_LIBS},
-    {NULL, 0, NULL, 0},
+const struct cli_opt cli_disc_opts[] = {
+    {'p', "pid", "PID[,PID...]", "these processes (repeatable)"},
+    {OPT_CHILDREN, "children-of", "PID", "every descendant of a launcher such as torchrun"},
+    {OPT_MATCH, "match", "REGEX", "processes whose command line matches REGEX"},
+    {OPT_NVSMI, "nvidia-smi", "PATH", "nvidia-smi to run (default: on PATH)"},
+    {OPT_NPUSMI, "npu-smi", "PATH", "npu-smi to run (default: on PATH)"},
+    {OPT_NVSMI_FILE, "nvidia-smi-file", "F", "parse F, a recorded `nvidia-smi` output, instead"},
+    {OPT_NPUSMI_FILE, "npu-smi-file", "F", "parse F, a recorded `npu-smi info` output, instead"},
+    {OPT_TIMEOUT, "tool-timeout", "S", "deadline for each device tool (default 5 s)"},
+    {OPT_NO_LIBS, "no-device-libs", NULL, "do not load NVML / DCMI, run the tools"},
+    {.help = "Without -p, --children-of or --match: the processes the device tools report, and "
+             "every Python process a launcher gave a rank (RANK, OMPI_COMM_WORLD_RANK, "
+             "PMI_RANK, PMIX_RANK, MV2_COMM_WORLD_RANK, HOROVOD_RANK or SLURM_PROCID in its "
+             "environment)."},
+    {0},
 };
-
-void cli_disc_usage(FILE *f)
-{
-    fputs("  -p, --pid PID[,PID...]    these processes (repeatable)\n"
-          "      --children-of PID     every descendant of a launcher such as torchrun\n"
-          "      --match REGEX         processes whose command line matches REGEX\n"
-          "      --nvidia-smi PATH     nvidia-smi to run (default: on PATH)\n"
-          "      --npu-smi PATH        npu-smi to run (default: on PATH)\n"
-          "      --nvidia-smi-file F   parse F, a recorded `nvidia-smi` output, instead\n"
-          "      --npu-smi-file F      parse F, a recorded `npu-smi info` output, instead\n"
-          "      --tool-timeout S      deadline for each device tool (default 5 s)\n"
-          "      --no-device-libs      do not load NVML / DCMI, run the tools\n"
-          "Without -p, --children-of or --match: the processes the device tools report, and\n"
-          "every Python process a launcher gave a rank (RANK, OMPI_COMM_WORLD_RANK, PMI_RANK,\n"
-          "PMIX_RANK, MV2_COMM_WORLD_RANK, HOROVOD_RANK or SLURM_PROCID in its environment).\n",
-          f);
-}
 
 static int parse_ints(const char *arg, int **v, int *n, const char *cmd, const char *flag)
 {
@@ -105,19 +93,6 @@ int cli_disc_handle(int c, const char *arg, struct discovery_opts *o, const char
     }
 }
 
-void cli_disc_longopts(const struct option *own, size_t n, struct option *out)
-{
-    size_t k = 0;
-
-    for (size_t i = 0; i < n; i++)
-        out[k++] = own[i];
-    for (const struct option *x = cli_disc_options; x->name; x++)
-        out[k++] = *x;
-    for (const struct option *x = cli_hosts_options; x->name; x++)
-        out[k++] = *x;
-    out[k] = (struct option){NULL, 0, NULL, 0};
-}
-
 static bool in_list(int pid, const int *v, int n)
 {
     for (int i = 0; i < n; i++)
@@ -150,4 +125,31 @@ void cli_disc_fini(struct discovery_opts *o)
     free(o->pids);
     free(o->children_of);
     o->pids = o->children_of = NULL;
+}
+
+/* The first flag of o that names processes (pids, a launcher, a pattern), or NULL. */
+static const char *naming_flag(const struct discovery_opts *o)
+{
+    return o->npids ? "-p" : o->nchildren_of ? "--children-of" : o->match ? "--match" : NULL;
+}
+
+int cli_disc_finish(const struct discovery_opts *o, struct cli_hosts *h,
+                    struct engine_remote_opts *ro, const char *cmd)
+{
+    const char *flag = naming_flag(o);
+
+    /* Inside a Slurm allocation every node of the job is watched by default; processes named
+     * here are this node's, so they mean this node only, as --this-node. */
+    if (flag && !h->given)
+        h->this_node = true;
+    if (cli_hosts_finish(h, ro, cmd) < 0)
+        return -1;
+    if (flag && ro->nhosts) {
+        fprintf(stderr,
+                "%s: %s selects processes of this node only, and the hosts named with --hosts "
+                "or --hostfile find their ranks themselves: drop %s, or the other hosts\n",
+                cli_who(cmd), flag, flag);
+        return -1;
+    }
+    return 0;
 }

@@ -1,26 +1,32 @@
 /* The discovery flags every subcommand that finds ranks accepts (issue 3): -p, --children-of,
- * --match, --nvidia-smi, --npu-smi, --nvidia-smi-file, --npu-smi-file, --tool-timeout. */
+ * --match, --nvidia-smi, --npu-smi, --nvidia-smi-file, --npu-smi-file, --tool-timeout,
+ * --no-device-libs. */
 #ifndef RANKTOP_CLI_DISCOVERY_H
 #define RANKTOP_CLI_DISCOVERY_H
 
 #include <getopt.h>
 #include <stdio.h>
 
+#include "cli_hosts.h"
+#include "cli_opts.h"
 #include "ranktop/discovery.h"
 
-/* Long options to splice into a subcommand's table (terminated by a zero entry); their `val`s
- * are >= CLI_DISC_BASE. */
+/* The discovery flags' table (cli_opts.h) for a command's tables; their `val`s are 'p' and
+ * >= CLI_DISC_BASE. */
 #define CLI_DISC_BASE 0x1000
-extern const struct option cli_disc_options[];
+extern const struct cli_opt cli_disc_opts[];
 
 /* Handles one getopt result that belongs to discovery ('p' or >= CLI_DISC_BASE). Returns 1 when
  * handled, 0 when not ours, -1 on a bad value (message printed with the command's name). */
 int cli_disc_handle(int c, const char *arg, struct discovery_opts *o, const char *cmd);
 
-/* Builds a getopt_long table: the command's own options (n of them), then the discovery
- * options, the multi-node options (cli_hosts.h), then the terminator. out must hold n + 24
- * entries. */
-void cli_disc_longopts(const struct option *own, size_t n, struct option *out);
+/* cli_hosts_finish for a command that takes both kinds of flags. Flags that name processes
+ * (-p, --children-of, --match) select this node's: inside a Slurm allocation without --hosts
+ * they mean this node only (as --this-node); with --hosts or --hostfile naming another node
+ * they are refused (the agents there find their ranks themselves, the flags would be ignored
+ * there). Returns 0, or -1 after a message (a usage error). */
+int cli_disc_finish(const struct discovery_opts *o, struct cli_hosts *h,
+                    struct engine_remote_opts *ro, const char *cmd);
 
 /* Frees what cli_disc_handle allocated. */
 void cli_disc_fini(struct discovery_opts *o);
@@ -30,8 +36,5 @@ void cli_disc_fini(struct discovery_opts *o);
  * fails at once instead of waiting for it. A process of another user exists. Returns how many
  * do not. */
 int cli_disc_missing(const char *cmd, const int *a, int na, const int *b, int nb);
-
-/* Prints the help lines of the discovery flags. */
-void cli_disc_usage(FILE *f);
 
 #endif

@@ -4,6 +4,7 @@
 #include "cli_hosts.h"
 
 #include "cli.h"
+#include "cli_opts.h"
 
 #include "ranktop/util.h"
 
@@ -13,36 +14,26 @@
 
 enum { OPT_HOSTS = CLI_HOSTS_BASE, OPT_HOSTFILE, OPT_RSH, OPT_REMOTE, OPT_LAUNCHER, OPT_THIS };
 
-const struct option cli_hosts_options[] = {
-    {"hosts", required_argument, NULL, OPT_HOSTS},
-    {"hostfile", required_argument, NULL, OPT_HOSTFILE},
-    {"rsh", required_argument, NULL, OPT_RSH},
-    {"remote-ranktop", required_argument, NULL, OPT_REMOTE},
-    {"launcher", required_argument, NULL, OPT_LAUNCHER},
-    {"this-node", no_argument, NULL, OPT_THIS},
-    {NULL, 0, NULL, 0},
-};
-
 #define DEFAULT_RSH "ssh -o BatchMode=yes -o ConnectTimeout=5 -T"
 
-void cli_hosts_usage(FILE *f)
-{
-    fputs("Other nodes (README, Multi-node): ranktop agent runs on each, started through\n"
-          "the cluster's remote shell; the local node is watched only when listed.\n"
-          "      --hosts LIST          hosts, with Slurm/pdsh ranges: gpu[01-16,20],login2\n"
-          "      --hostfile FILE       one host (or range) per line, # comments\n"
-          "      --rsh CMD             remote shell, run as CMD HOST RANKTOP agent ...\n"
-          "                            (default '" DEFAULT_RSH "')\n"
-          "      --remote-ranktop PATH ranktop on the hosts (default: ranktop on PATH)\n"
-          "      --launcher ssh|srun|pdsh\n"
-          "                            srun: one srun --overlap step starts every agent (the\n"
-          "                            default inside a Slurm allocation, without --hosts);\n"
-          "                            pdsh: one pdsh starts them (--rsh: its options, then\n"
-          "                            after a -- words to put before ranktop, for -R exec)\n"
-          "      --this-node           this node only, even inside a Slurm allocation (what\n"
-          "                            the head asks of each node)\n",
-          f);
-}
+const struct cli_opt cli_hosts_opts[] = {
+    {.help = "\nOther nodes (README, Multi-node): ranktop agent runs on each, started through the "
+             "cluster's remote shell; the local node is watched only when listed. The flags -p, "
+             "--children-of and --match name this node's processes: they are refused with other "
+             "hosts."},
+    {OPT_HOSTS, "hosts", "LIST", "hosts, with Slurm/pdsh ranges: gpu[01-16,20],login2"},
+    {OPT_HOSTFILE, "hostfile", "FILE", "one host (or range) per line, # comments"},
+    {OPT_RSH, "rsh", "CMD",
+     "remote shell, run as CMD HOST RANKTOP agent ... (default '" DEFAULT_RSH "')"},
+    {OPT_REMOTE, "remote-ranktop", "PATH", "ranktop on the hosts (default: ranktop on PATH)"},
+    {OPT_LAUNCHER, "launcher", "ssh|srun|pdsh",
+     "srun: one srun --overlap step starts every agent (the default inside a Slurm "
+     "allocation, without --hosts); pdsh: one pdsh starts them (--rsh: its options, then "
+     "after a -- words to put before ranktop, for -R exec)"},
+    {OPT_THIS, "this-node", NULL,
+     "this node only, even inside a Slurm allocation (what the head asks of each node)"},
+    {0},
+};
 
 static int bad(const char *cmd, const char *msg, const char *what)
 {

@@ -7,11 +7,14 @@
 #include <getopt.h>
 #include <stdio.h>
 
+#include "cli_opts.h"
 #include "ranktop/engine.h"
 #include "ranktop/hostlist.h"
 
+/* The multi-node flags' table (cli_opts.h), with the paragraph that introduces them; their
+ * `val`s are >= CLI_HOSTS_BASE. */
 #define CLI_HOSTS_BASE 0x4000
-extern const struct option cli_hosts_options[];
+extern const struct cli_opt cli_hosts_opts[];
 
 struct cli_hosts {
     struct hostlist list;   /* every host named, in order */
@@ -33,6 +36,5 @@ int cli_hosts_handle(int c, const char *arg, struct cli_hosts *h, const char *cm
 int cli_hosts_finish(struct cli_hosts *h, struct engine_remote_opts *o, const char *cmd);
 
 void cli_hosts_fini(struct cli_hosts *h);
-void cli_hosts_usage(FILE *f);
 
 #endif

@@ -9,6 +9,7 @@
  * (srun splits longer ones). */
 #include "cli.h"
 #include "cli_discovery.h"
+#include "cli_opts.h"
 #include "ranktop/agentproto.h"
 #include "ranktop/engine.h"
 #include "ranktop/util.h"
@@ -44,25 +45,37 @@ struct agent {
     bool quit;
 };
 
+static const struct cli_opt agent_opts[] = {
+    {'r', "rate", "HZ", "stack samples per second (default 10)"},
+    {OPT_ALL, "all-threads", NULL, "every Python thread (default: main thread only)"},
+    {OPT_NO_GIL, "no-gil", NULL, "no GIL counters"},
+    {OPT_GIL_ONLY, "gil", NULL, "only stacks of threads holding the GIL (record --gil)"},
+    {OPT_NATIVE, "native", NULL,
+     "native (C/C++) frames merged into every sample (stops each thread briefly per sample; "
+     "keep the rate low)"},
+    {OPT_NO_MEM, "no-mem", NULL, "no memory counters"},
+    {OPT_HEARTBEAT, "heartbeat", "S",
+     "exit when the head sent nothing for S s (default 30; 0 off)"},
+    {OPT_TICK, "tick", "MS", "milliseconds between writes (default 100)"},
+    {0},
+};
+
+static const struct cli_opt *const agent_tables[] = {agent_opts, cli_opts_help, cli_disc_opts,
+                                                     NULL};
+
 static void agent_usage(FILE *f)
 {
     fputs("usage: ranktop agent [options]\n"
           "\n"
-          "Started on each node by the head (ranktop, record, ls or dump with --hosts): runs\n"
-          "this node's collectors and writes a stream of JSON lines on stdout. Exits when\n"
-          "its stdin closes. Not meant to be run by hand.\n"
-          "\n"
-          "  -r, --rate HZ        stack samples per second (default 10)\n"
-          "      --all-threads    every Python thread (default: main thread only)\n"
-          "      --no-gil         no GIL counters\n"
-          "      --gil            only stacks of threads holding the GIL (record --gil)\n"
-          "      --native         native (C/C++) frames merged into every sample (stops each\n"
-          "                       thread briefly per sample; keep the rate low)\n"
-          "      --no-mem         no memory counters\n"
-          "      --heartbeat S    exit when the head sent nothing for S s (default 30; 0 off)\n"
-          "      --tick MS        milliseconds between writes (default 100)\n",
+          "Started on each node by the head (ranktop, record, ls or dump with --hosts):\n"
+          "runs this node's collectors and writes a stream of JSON lines on stdout. Exits\n"
+          "when its stdin closes. Not meant to be run by hand.\n"
+          "\n",
           f);
-    cli_disc_usage(f);
+    cli_opts_usage(f, agent_tables);
+    fputs("\nExit status: 0 when the head is gone (stdin closed, heartbeat), 1 when the\n"
+          "collectors cannot start, 2 on bad usage.\n",
+          f);
 }
 
 /* Writes what is buffered; false when the head is gone (EPIPE, or any other failure). */
@@ -246,18 +259,7 @@ static int agent_option(int c, const char *arg, struct engine_opts *o, struct ag
 
 int cmd_agent(int argc, char **argv)
 {
-    static const struct option own[] = {
-        {"rate", required_argument, NULL, 'r'},
-        {"all-threads", no_argument, NULL, OPT_ALL},
-        {"no-gil", no_argument, NULL, OPT_NO_GIL},
-        {"gil", no_argument, NULL, OPT_GIL_ONLY},
-        {"no-mem", no_argument, NULL, OPT_NO_MEM},
-        {"native", no_argument, NULL, OPT_NATIVE},
-        {"heartbeat", required_argument, NULL, OPT_HEARTBEAT},
-        {"tick", required_argument, NULL, OPT_TICK},
-        {"help", no_argument, NULL, 'h'},
-    };
-    struct option longs[sizeof(own) / sizeof(*own) + 40];
+    static struct cli_getopt g;
     struct engine_opts o = {.rate_hz = 10,
                             .gil = true,
                             .mem = true,
@@ -268,8 +270,9 @@ int cmd_agent(int argc, char **argv)
     struct app_err err = {0};
     int c, tick_ms = 100, rc;
 
-    cli_disc_longopts(own, sizeof(own) / sizeof(*own), longs);
-    while ((c = getopt_long(argc, argv, "r:p:h", longs, NULL)) != -1) {
+    cli_opts_getopt(agent_tables, &g);
+    optind = 1;
+    while ((c = getopt_long(argc, argv, g.shorts, g.longs, NULL)) != -1) {
         if (c == 'h') {
             agent_usage(stdout);
             return 0;

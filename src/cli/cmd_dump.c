@@ -3,7 +3,9 @@
  * sampled and released in turn, so a process that cannot be read costs only its own line (on
  * stderr, as every error). */
 #include "cli.h"
+#include "cli_discovery.h"
 #include "cli_hosts.h"
+#include "cli_opts.h"
 #include "cli_remote.h"
 
 #include "ranktop/discovery.h"
@@ -30,93 +32,120 @@ struct dump_opts {
     int npids;
     bool json, ranks, native, tasks;
     struct pyproc_opts py;
+    struct discovery_opts disc; /* --ranks: how to find them (ls's flags); its -p are ours */
     struct cli_hosts hosts;
     struct engine_remote_opts remote;
 };
 
+enum { OPT_MAX_FRAMES = 0x2000, OPT_RANKS, OPT_NATIVE, OPT_ASYNC };
+
+static const struct cli_opt dump_opts_table[] = {
+    {'p', "pid", "PID[,PID...]", "processes to read (repeatable)"},
+    {OPT_RANKS, "ranks", NULL,
+     "every rank discovery finds (as ranktop ls), on every host; --children-of and --match "
+     "(below) narrow it, as in ranktop ls, and imply it"},
+    {OPT_NATIVE, "native", NULL,
+     "native (C/C++) frames too, merged with the Python ones: each thread is stopped briefly "
+     "with ptrace"},
+    {OPT_ASYNC, "async", NULL,
+     "asyncio tasks too, under the thread running their loop: name, state, awaiting tasks and "
+     "await chain (3.8-3.15, free-threaded 3.14t and 3.15t)"},
+    {'j', "json", NULL, "JSON output (see README for the shape)"},
+    {OPT_MAX_FRAMES, "max-frames", "N", "frames kept per thread (default 4096)"},
+    {0},
+};
+
+static const struct cli_opt *const dump_tables[] = {dump_opts_table, cli_opts_help, cli_disc_opts,
+                                                    cli_hosts_opts, NULL};
+
 static void dump_usage(FILE *f)
 {
     fputs("usage: ranktop dump -p PID[,PID...] [options]\n"
-          "       ranktop dump --ranks [--hosts LIST] [options]\n"
+          "       ranktop dump --ranks [--match REGEX] [--hosts LIST] [options]\n"
           "\n"
-          "Prints every thread's Python stack of each process, innermost frame first, without\n"
-          "stopping the process.\n"
-          "\n"
-          "  -p, --pid PID[,PID...]   processes to read (repeatable)\n"
-          "      --ranks              every rank discovery finds (as ranktop ls), on every host\n"
-          "      --native             native (C/C++) frames too, merged with the Python ones:\n"
-          "                           each thread is stopped briefly with ptrace\n"
-          "      --async              asyncio tasks too, under the thread running their loop:\n"
-          "                           name, state, awaiting tasks and await chain (3.8-3.15,\n"
-          "                           free-threaded 3.14t and 3.15t)\n"
-          "  -j, --json               JSON output (see README for the shape)\n"
-          "      --max-frames N       frames kept per thread (default 4096)\n"
-          "  -h, --help               this help\n",
+          "Prints every thread's Python stack of each process, innermost frame first,\n"
+          "without stopping the process.\n"
+          "\n",
           f);
-    cli_hosts_usage(f);
-    fputs("With --hosts, every host is dumped with --ranks (pids name processes of one node).\n"
+    cli_opts_usage(f, dump_tables);
+    fputs("With --hosts, every host is dumped with --ranks.\n"
           "\n"
-          "Exit status: 0 when every process was read, 1 when some were not, 2 on bad usage.\n",
+          "Exit status: 0 when every process was read, 1 when some were not, 2 on bad\n"
+          "usage.\n",
           f);
+}
+
+/* One of dump's own options; returns 0, or 2 (usage) after a message. */
+static int dump_option(int c, const char *arg, struct dump_opts *o)
+{
+    char *end;
+    long v;
+
+    switch (c) {
+    case OPT_RANKS:
+        o->ranks = true;
+        return 0;
+    case OPT_NATIVE:
+        o->native = true;
+        return 0;
+    case OPT_ASYNC:
+        o->tasks = true;
+        return 0;
+    case 'j':
+        o->json = true;
+        return 0;
+    case OPT_MAX_FRAMES:
+        v = strtol(arg, &end, 10);
+        if (end == arg || *end || v < 1 || v > 1000000) {
+            fprintf(stderr, "ranktop dump: --max-frames wants 1..1000000, got '%s'\n", arg);
+            return 2;
+        }
+        o->py.max_frames = (uint32_t)v;
+        return 0;
+    default: /* getopt said what was wrong */
+        return cli_try_help("dump");
+    }
+}
+
+/* Whether --children-of or --match was given: they select ranks, so they imply --ranks (the
+ * device tools' flags only say how to ask the tools, for --ranks or ls alike). */
+static bool disc_selects(const struct discovery_opts *d)
+{
+    return d->nchildren_of || d->match;
 }
 
 static int parse_dump_args(int argc, char **argv, struct dump_opts *o)
 {
-    static const struct option own[] = {{"pid", required_argument, NULL, 'p'},
-                                        {"json", no_argument, NULL, 'j'},
-                                        {"max-frames", required_argument, NULL, 'F'},
-                                        {"ranks", no_argument, NULL, 'R'},
-                                        {"native", no_argument, NULL, 'N'},
-                                        {"help", no_argument, NULL, 'h'},
-                                        {"async", no_argument, NULL, 'A'}};
-    struct option longs[sizeof(own) / sizeof(*own) + 8];
-    char err[160];
-    int c, k = 0;
+    static struct cli_getopt g;
+    int c, rc;
 
-    for (size_t i = 0; i < sizeof(own) / sizeof(*own); i++)
-        longs[k++] = own[i];
-    for (const struct option *x = cli_hosts_options; x->name; x++)
-        longs[k++] = *x;
-    longs[k] = (struct option){NULL, 0, NULL, 0};
+    cli_opts_getopt(dump_tables, &g);
     optind = 1;
-    while ((c = getopt_long(argc, argv, "p:jh", longs, NULL)) != -1) {
-        int h = cli_hosts_handle(c, optarg, &o->hosts, "dump");
+    while ((c = getopt_long(argc, argv, g.shorts, g.longs, NULL)) != -1) {
+        int h = cli_disc_handle(c, optarg, &o->disc, "dump");
 
+        if (h == 0)
+            h = cli_hosts_handle(c, optarg, &o->hosts, "dump");
         if (h < 0)
             return 2;
         if (h == 1)
             continue;
-        if (c == 'R' || c == 'N' || c == 'A') {
-            *(c == 'R' ? &o->ranks : c == 'N' ? &o->native : &o->tasks) = true;
-            continue;
-        }
-        if (c == 'p' && cli_parse_pids(optarg, &o->pids, &o->npids, err, sizeof(err)) < 0) {
-            fprintf(stderr, "ranktop dump: %s\n", err);
-            return 2;
-        } else if (c == 'j') {
-            o->json = true;
-        } else if (c == 'F') {
-            char *end;
-            long v = strtol(optarg, &end, 10);
-
-            if (*end || v < 1 || v > 1000000) {
-                fprintf(stderr, "ranktop dump: --max-frames wants 1..1000000, got '%s'\n", optarg);
-                return 2;
-            }
-            o->py.max_frames = (uint32_t)v;
-        } else if (c == 'h') {
+        if (c == 'h') {
             dump_usage(stdout);
             return 0;
-        } else if (c != 'p') { /* getopt said what was wrong */
-            return cli_try_help("dump");
         }
+        if ((rc = dump_option(c, optarg, o)) != 0)
+            return rc;
     }
-    if (cli_hosts_finish(&o->hosts, &o->remote, "dump") < 0)
+    if (cli_disc_finish(&o->disc, &o->hosts, &o->remote, "dump") < 0)
         return 2;
-    if (o->remote.nhosts && o->npids) {
-        fprintf(stderr, "ranktop dump: -p names processes of one node; with --hosts use --ranks\n");
-        return 2;
-    }
+    /* -p names processes to read as they are, found or not; the other flags find ranks. */
+    o->pids = o->disc.pids;
+    o->npids = o->disc.npids;
+    o->disc.pids = NULL;
+    o->disc.npids = 0;
+    if (disc_selects(&o->disc))
+        o->ranks = true;
     if (o->remote.nhosts)
         o->ranks = true;
     if (optind < argc || (o->npids == 0 && !o->ranks)) {
@@ -551,22 +580,30 @@ static int dump_one(const struct dump_opts *o, int pid, json_object *arr, int *s
     return rc;
 }
 
-/* --ranks: the Python processes discovery finds on this node, as ranktop ls lists them. */
-static void add_ranks(struct dump_opts *o)
+/* --ranks: the Python processes discovery finds on this node, as ranktop ls lists them with
+ * the same discovery flags; a pid -p named already is not read twice. Returns 0, or 2 for a
+ * bad --match (a usage error). */
+static int add_ranks(struct dump_opts *o)
 {
-    struct discovery_opts dopts = {0};
     struct discovery d;
     struct app_err err = {0};
+    int rc;
 
     discovery_init(&d);
-    if (discovery_run(&dopts, &d, &err) < 0)
+    if ((rc = discovery_run(&o->disc, &d, &err)) < 0)
         fprintf(stderr, "ranktop dump: %s\n", err.msg);
-    for (size_t i = 0; i < d.nprocs; i++)
-        if (d.procs[i].alive && d.procs[i].python) {
+    for (size_t i = 0; i < d.nprocs; i++) {
+        bool dup = false;
+
+        for (int k = 0; k < o->npids; k++)
+            dup |= o->pids[k] == d.procs[i].pid;
+        if (d.procs[i].alive && d.procs[i].python && !dup) {
             o->pids = x_reallocarray(o->pids, (size_t)o->npids + 1, sizeof(int));
             o->pids[o->npids++] = d.procs[i].pid;
         }
+    }
     discovery_fini(&d);
+    return rc == APP_E_USAGE ? 2 : 0;
 }
 
 /* What another host's ranktop said on stderr about its processes (a text dump's errors), each
@@ -672,20 +709,25 @@ int cmd_dump(int argc, char **argv)
 
     gethostname(me, sizeof(me) - 1);
 
+    if (rc < 0 && o.ranks && local)
+        rc = add_ranks(&o) ? 2 : -1;
     if (rc >= 0) {
         free(o.pids);
+        cli_disc_fini(&o.disc);
         cli_hosts_fini(&o.hosts);
         return rc;
     }
-    if (o.ranks && local)
-        add_ranks(&o);
     if (o.json) {
         root = json_object_new_object();
         arr = json_object_new_array();
         json_object_object_add(root, "processes", arr);
     }
     if (local && o.npids == 0 && !o.remote.nhosts) {
-        fprintf(stderr, "ranktop dump: no ranks found on this node (see ranktop ls)\n");
+        if (o.disc.match)
+            fprintf(stderr, "ranktop dump: no Python process matched --match '%s'\n",
+                    text_safe(o.disc.match));
+        else
+            fprintf(stderr, "ranktop dump: no ranks found on this node (see ranktop ls)\n");
         failed++;
     }
     if (local && o.remote.nhosts && !o.json)
@@ -702,6 +744,7 @@ int cmd_dump(int argc, char **argv)
         json_object_put(root);
     }
     free(o.pids);
+    cli_disc_fini(&o.disc);
     cli_hosts_fini(&o.hosts);
     return failed ? 1 : 0;
 }

@@ -3,6 +3,7 @@
 #include "cli.h"
 #include "cli_discovery.h"
 #include "cli_hosts.h"
+#include "cli_opts.h"
 #include "cli_remote.h"
 
 #include "ranktop/discovery.h"
@@ -14,19 +15,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+static const struct cli_opt ls_opts[] = {
+    {'j', "json", NULL, "JSON output (see README for the shape)"},
+    {0},
+};
+
+static const struct cli_opt *const ls_tables[] = {ls_opts, cli_opts_help, cli_disc_opts,
+                                                  cli_hosts_opts, NULL};
+
 static void ls_usage(FILE *f)
 {
     fputs("usage: ranktop ls [options]\n"
           "\n"
-          "Lists the GPUs / NPUs of this node and the processes of the job: rank identity,\n"
-          "devices and device memory, Python or not, DataLoader workers grouped under their rank.\n"
-          "\n"
-          "  -j, --json                JSON output (see README for the shape)\n",
+          "Lists the GPUs / NPUs of this node and the processes of the job: rank\n"
+          "identity, devices and device memory, Python or not, DataLoader workers grouped\n"
+          "under their rank.\n"
+          "\n",
           f);
-    cli_disc_usage(f);
-    cli_hosts_usage(f);
-    fputs("  -h, --help                this help\n"
-          "\nExit status: 0 when ranks were found, 1 when none were (or none matched) or a\n"
+    cli_opts_usage(f, ls_tables);
+    fputs("\nExit status: 0 when ranks were found, 1 when none were (or none matched) or a\n"
           "process named with -p is not a readable Python process, 2 on bad usage.\n",
           f);
 }
@@ -458,7 +465,7 @@ static void explain_empty(const struct discovery *d, const struct discovery_opts
 
 int cmd_ls(int argc, char **argv)
 {
-    static struct option longs[32];
+    static struct cli_getopt g;
     struct discovery_opts o = {0};
     struct cli_hosts hosts = {0};
     struct engine_remote_opts ro;
@@ -467,14 +474,9 @@ int cmd_ls(int argc, char **argv)
     bool json = false;
     int c, rc;
 
-    static const struct option own[] = {
-        {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},
-    };
-
-    cli_disc_longopts(own, 2, longs);
+    cli_opts_getopt(ls_tables, &g);
     optind = 1;
-    while ((c = getopt_long(argc, argv, "p:jh", longs, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, g.shorts, g.longs, NULL)) != -1) {
         int h = cli_disc_handle(c, optarg, &o, "ls");
 
         if (h == 0)
@@ -493,7 +495,7 @@ int cmd_ls(int argc, char **argv)
             return 0;
         }
     }
-    if (optind < argc || cli_hosts_finish(&hosts, &ro, "ls") < 0) {
+    if (optind < argc || cli_disc_finish(&o, &hosts, &ro, "ls") < 0) {
         if (optind < argc) {
             fprintf(stderr, "ranktop ls: unexpected argument '%s'\n", argv[optind]);
             cli_try_help("ls");

@@ -3,6 +3,7 @@
 #include "cli.h"
 #include "cli_discovery.h"
 #include "cli_hosts.h"
+#include "cli_opts.h"
 #include "ranktop/engine.h"
 #include "ranktop/ui.h"
 
@@ -32,16 +33,24 @@ struct mon_opts {
 
 enum { OPT_HANG = 0x3000, OPT_EXPORT_DIR, OPT_HISTORY, OPT_ALL };
 
+static const struct cli_opt mon_opts_table[] = {
+    {'r', "rate", "HZ", "stack samples per second per rank (default 10)"},
+    {OPT_HANG, "hang-after", "S", "HANG banner after S seconds without change (default 30)"},
+    {OPT_EXPORT_DIR, "export-dir", "DIR", "where `e` writes traces (default: current directory)"},
+    {OPT_HISTORY, "history", "S", "seconds of history kept (default 600)"},
+    {OPT_ALL, "all-threads", NULL, "start with every thread (key t toggles)"},
+    {0},
+};
+
+static const struct cli_opt *const mon_tables[] = {mon_opts_table, cli_opts_help, cli_disc_opts,
+                                                   cli_hosts_opts, NULL};
+
 void cmd_monitor_options(FILE *f)
 {
-    fputs("  -r, --rate HZ            stack samples per second per rank (default 10)\n"
-          "      --hang-after S       HANG banner after S seconds without change (default 30)\n"
-          "      --export-dir DIR     where `e` writes traces (default: current directory)\n"
-          "      --history S          seconds of history kept (default 600)\n"
-          "      --all-threads        start with every thread (key t toggles)\n",
-          f);
-    cli_disc_usage(f);
-    cli_hosts_usage(f);
+    static const struct cli_opt *const no_help[] = {mon_opts_table, cli_disc_opts, cli_hosts_opts,
+                                                    NULL};
+
+    cli_opts_usage(f, no_help);
 }
 
 static void mon_usage(FILE *f)
@@ -50,9 +59,8 @@ static void mon_usage(FILE *f)
           "       ranktop demo [options]   the monitor on a bundled demo job\n"
           "\n",
           f);
-    cmd_monitor_options(f);
-    fputs("  -h, --help               this help\n"
-          "\nOther commands: ranktop ls | dump | record | agent (each with --help); keys: F1\n"
+    cli_opts_usage(f, mon_tables);
+    fputs("\nOther commands: ranktop ls | dump | record | agent (each with --help); keys: F1\n"
           "or ? in the monitor. Exit status: 0 on q, 1 when the monitor cannot start, 2 on\n"
           "bad usage.\n",
           f);
@@ -104,20 +112,12 @@ static int mon_option(int c, const char *arg, struct mon_opts *o, const char *wh
 /* Returns an exit status to leave with (help, bad usage), or -1 to run. */
 static int parse_monitor(int argc, char **argv, struct mon_opts *o, const char *who)
 {
-    static const struct option own[] = {
-        {"rate", required_argument, NULL, 'r'},
-        {"hang-after", required_argument, NULL, OPT_HANG},
-        {"export-dir", required_argument, NULL, OPT_EXPORT_DIR},
-        {"history", required_argument, NULL, OPT_HISTORY},
-        {"all-threads", no_argument, NULL, OPT_ALL},
-        {"help", no_argument, NULL, 'h'},
-    };
-    static struct option longs[40];
+    static struct cli_getopt g;
     int c;
 
-    cli_disc_longopts(own, sizeof(own) / sizeof(*own), longs);
+    cli_opts_getopt(mon_tables, &g);
     optind = 1;
-    while ((c = getopt_long(argc, argv, "r:p:h", longs, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, g.shorts, g.longs, NULL)) != -1) {
         int h = cli_disc_handle(c, optarg, &o->eng.disc, who);
 
         if (h == 0)
@@ -137,7 +137,7 @@ static int parse_monitor(int argc, char **argv, struct mon_opts *o, const char *
         fprintf(stderr, "%s: unexpected argument '%s'\n", cli_who(who), argv[optind]);
         return cli_try_help(who);
     }
-    return cli_hosts_finish(&o->hosts, &o->eng.remote, who) < 0 ? CLI_EXIT_USAGE : -1;
+    return cli_disc_finish(&o->eng.disc, &o->hosts, &o->eng.remote, who) < 0 ? CLI_EXIT_USAGE : -1;
 }
 
 static int run_monitor(struct mon_opts *o)

@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "cli_discovery.h"
 #include "cli_hosts.h"
+#include "cli_opts.h"
 #include "ranktop/engine.h"
 #include "ranktop/export.h"
 #include "ranktop/procscan.h"
@@ -58,61 +59,108 @@ enum {
     OPT_TASK_LANES,
 };
 
+/* -f's description, from the exporter's own lists of names and suffixes (rec_format_help). */
+static char rec_format_help[640];
+
+static const struct cli_opt rec_opts_table[] = {
+    {'o', "output", "FILE", "where to write (required)"},
+    {'i', "interval", "S", "seconds between samples (default 0.1)"},
+    {'r', "rate", "HZ", "samples per second (instead of -i)"},
+    {'d', "duration", "S", "stop after S seconds (default: until Ctrl-C)"},
+    {OPT_ALL, "all-threads", NULL, "every Python thread (default: main thread only)"},
+    {OPT_GPU, "gpu-usage", NULL, "GPU utilisation and memory counters"},
+    {OPT_NPU, "npu-usage", NULL, "NPU AICore and HBM counters"},
+    {OPT_MEM, "cpu-mem-usage", NULL, "host memory counters (RSS, PSS, USS, swap)"},
+    {OPT_GIL_STATS, "gil-stats", NULL, "GIL counters (busy %, switches/s, waiters)"},
+    {OPT_GIL_ONLY, "gil", NULL,
+     "only samples of threads that hold the GIL (as py-spy --gil); the others leave gaps"},
+    {OPT_IDLE, "idle", NULL,
+     "accepted for py-spy: idle (off-CPU) samples are always recorded, a rank waiting is news "
+     "here"},
+    {OPT_NONBLOCKING, "nonblocking", NULL,
+     "accepted for py-spy: ranktop never stops the target (except --native, which it refuses)"},
+    {OPT_SUBPROCESSES, "subprocesses", NULL,
+     "each -p PID also means its descendants (as --children-of PID; PID itself when Python)"},
+    {OPT_NATIVE, "native", NULL,
+     "native (C/C++) frames merged into every sample, marked native; each thread is stopped "
+     "for about 0.2 ms per sample, so keep the rate low (10 Hz)"},
+    {OPT_ASYNC, "async", NULL,
+     "asyncio tasks as lanes of their own, one per task, named 'task NAME', showing its await "
+     "chain; read at most 10 times a second"},
+    {OPT_TASK_LANES, "task-lanes", "N",
+     "with --async, at most N live task lanes per rank (more tasks are counted, not laned) and "
+     "N ended ones (older ones folded away, counted; default 256)"},
+    {OPT_AUTOSAVE, "autosave-interval", "S", "rewrite FILE every S seconds (default 30; 0 = off)"},
+    {OPT_SNAPSHOT, "autosave-snapshot-interval", "S",
+     "also keep a time-tagged copy every S seconds (default 7200; 0 = off)"},
+    {'f', "format", "F", rec_format_help},
+    {OPT_TRIGGER, "trigger-file", "PATH",
+     "record only while PATH exists; write each window to its own time-tagged file"},
+    {OPT_HISTORY, "history", "S", "keep only the last S seconds (default: all)"},
+    {OPT_MEMCAP, "memory-cap", "MB", "history memory cap (default 1024)"},
+    {OPT_SAMPLERS, "sampler-threads", "N",
+     "read the ranks' stacks on N threads (1-4; default: one, more while one cannot keep the "
+     "rate, up to 4 and the CPUs online)"},
+    {0},
+};
+
+static const struct cli_opt *const rec_tables[] = {rec_opts_table, cli_opts_help, cli_disc_opts,
+                                                   cli_hosts_opts, NULL};
+
+/* Appends the exporter's names (or suffixes) of format fmt, "a or b", at *n. */
+static void format_words(int fmt, bool suffixes, size_t *n)
+{
+    const char *w;
+    int f, k = 0;
+
+    for (size_t i = 0; (w = suffixes ? export_format_suffix(i, &f) : export_format_name(i, &f));
+         i++)
+        if (f == fmt && *n < sizeof(rec_format_help))
+            *n += (size_t)snprintf(rec_format_help + *n, sizeof(rec_format_help) - *n, "%s%s%s",
+                                   k++ ? (suffixes ? ", " : " or ") : "", suffixes ? "*" : "", w);
+}
+
+/* "chrome or chrometrace: a Chrome trace (the default) (*.json); ...": every name -f takes and
+ * every suffix that chooses a format without it, as the exporter lists them, so the help never
+ * misses one. */
+static void rec_format_text(void)
+{
+    static const char *const what[EXPORT_NFORMATS] = {
+        [EXPORT_CHROME] = "a Chrome trace, the default",
+        [EXPORT_SPEEDSCOPE] = "a speedscope profile",
+        [EXPORT_COLLAPSED] = "collapsed stacks",
+        [EXPORT_FLAMEGRAPH] = "an SVG flame graph",
+        [EXPORT_PERFETTO] = "Perfetto's protobuf trace",
+    };
+    size_t n = 0;
+
+    for (int fmt = 0; fmt < EXPORT_NFORMATS; fmt++) {
+        format_words(fmt, false, &n);
+        if (n < sizeof(rec_format_help))
+            n += (size_t)snprintf(rec_format_help + n, sizeof(rec_format_help) - n, ": %s (",
+                                  what[fmt]);
+        format_words(fmt, true, &n);
+        if (n < sizeof(rec_format_help))
+            n += (size_t)snprintf(rec_format_help + n, sizeof(rec_format_help) - n, ");\n");
+    }
+    if (n < sizeof(rec_format_help))
+        snprintf(rec_format_help + n, sizeof(rec_format_help) - n,
+                 "without -f, FILE's suffix chooses (chrome for any other); FILE ending in .gz "
+                 "is gzipped (*.json.gz)");
+}
+
 static void rec_usage(FILE *f)
 {
     fputs("usage: ranktop record -o FILE [options]\n"
           "\n"
           "Samples the Python stacks of every rank (and optionally device, memory and GIL\n"
           "counters) and writes a Chrome trace (Perfetto, chrome://tracing), a speedscope\n"
-          "profile or collapsed stacks. The file is replaced atomically on every autosave.\n"
-          "\n"
-          "  -o, --output FILE             where to write (required)\n"
-          "  -i, --interval S              seconds between samples (default 0.1)\n"
-          "  -r, --rate HZ                 samples per second (instead of -i)\n"
-          "  -d, --duration S              stop after S seconds (default: until Ctrl-C)\n"
-          "      --all-threads             every Python thread (default: main thread only)\n"
-          "      --gpu-usage               GPU utilisation and memory counters\n"
-          "      --npu-usage               NPU AICore and HBM counters\n"
-          "      --cpu-mem-usage           host memory counters (RSS, PSS, USS, swap)\n"
-          "      --gil-stats               GIL counters (busy %, switches/s, waiters)\n"
-          "      --gil                     only samples of threads that hold the GIL (as\n"
-          "                                py-spy --gil); the others leave gaps\n"
-          "      --idle                    accepted for py-spy: idle (off-CPU) samples are\n"
-          "                                always recorded, a rank waiting is news here\n"
-          "      --nonblocking             accepted for py-spy: ranktop never stops the\n"
-          "                                target (except --native, which it refuses)\n"
-          "      --subprocesses            each -p PID also means its descendants (as\n"
-          "                                --children-of PID; PID itself when Python)\n"
-          "      --native                  native (C/C++) frames merged into every sample,\n"
-          "                                marked native; each thread is stopped for about\n"
-          "                                0.2 ms per sample, so keep the rate low (10 Hz)\n"
-          "      --async                   asyncio tasks as lanes of their own, one per task,\n"
-          "                                named 'task NAME', showing its await chain; read\n"
-          "                                at most 10 times a second\n"
-          "      --task-lanes N            with --async, at most N live task lanes per rank\n"
-          "                                (more tasks are counted, not laned) and N ended\n"
-          "                                ones (older ones folded away, counted; default 256)\n"
-          "      --autosave-interval S     rewrite FILE every S seconds (default 30; 0 = off)\n"
-          "      --autosave-snapshot-interval S\n"
-          "                                also keep a time-tagged copy every S seconds\n"
-          "                                (default 7200; 0 = off)\n"
-          "  -f, --format F                chrome (default; py-spy: chrometrace), speedscope,\n"
-          "                                collapsed (py-spy: raw), flamegraph (an SVG),\n"
-          "                                perfetto (protobuf); without -f, FILE's suffix\n"
-          "                                chooses (.json .speedscope.json .folded .svg\n"
-          "                                .perfetto-trace); FILE ending in .gz is gzipped\n"
-          "      --trigger-file PATH       record only while PATH exists; write each window\n"
-          "                                to its own time-tagged file\n"
-          "      --history S               keep only the last S seconds (default: all)\n"
-          "      --memory-cap MB           history memory cap (default 1024)\n"
-          "      --sampler-threads N       read the ranks' stacks on N threads (1-4;\n"
-          "                                default: one, more while one cannot keep the\n"
-          "                                rate, up to 4 and the CPUs online)\n",
+          "profile, collapsed stacks, an SVG flame graph or a Perfetto protobuf trace. The\n"
+          "file is replaced atomically on every autosave.\n"
+          "\n",
           f);
-    cli_disc_usage(f);
-    cli_hosts_usage(f);
-    fputs("  -h, --help                    this help\n"
-          "\nExit status: 0 when a trace was written, 1 when nothing could be recorded or\n"
+    cli_opts_usage(f, rec_tables);
+    fputs("\nExit status: 0 when a trace was written, 1 when nothing could be recorded or\n"
           "written (an unwritable output included), 2 on bad usage (an option, a value, an\n"
           "output that is not a regular file or a new name).\n",
           f);
@@ -168,10 +216,12 @@ static int rec_option(int c, const char *arg, struct rec_opts *o)
     case 'f':
         o->fmt_set = true;
         if ((int)(o->fmt = (enum export_format)export_format_parse(arg)) < 0) {
-            fprintf(stderr,
-                    "ranktop record: unknown --format '%s' (chrome, chrometrace, speedscope, "
-                    "collapsed, raw, flamegraph, perfetto)\n",
-                    arg);
+            const char *w;
+
+            fprintf(stderr, "ranktop record: unknown --format '%s' (", arg);
+            for (size_t i = 0; (w = export_format_name(i, NULL)); i++)
+                fprintf(stderr, "%s%s", i ? ", " : "", w);
+            fputs(")\n", stderr);
             return -1;
         }
         return 0;
@@ -253,38 +303,13 @@ static int py_spy_words(struct rec_opts *o)
 
 static int parse_record(int argc, char **argv, struct rec_opts *o)
 {
-    static const struct option own[] = {
-        {"output", required_argument, NULL, 'o'},
-        {"interval", required_argument, NULL, 'i'},
-        {"rate", required_argument, NULL, 'r'},
-        {"duration", required_argument, NULL, 'd'},
-        {"all-threads", no_argument, NULL, OPT_ALL},
-        {"npu-usage", no_argument, NULL, OPT_NPU},
-        {"gpu-usage", no_argument, NULL, OPT_GPU},
-        {"cpu-mem-usage", no_argument, NULL, OPT_MEM},
-        {"gil-stats", no_argument, NULL, OPT_GIL_STATS},
-        {"gil", no_argument, NULL, OPT_GIL_ONLY},
-        {"idle", no_argument, NULL, OPT_IDLE},
-        {"nonblocking", no_argument, NULL, OPT_NONBLOCKING},
-        {"subprocesses", no_argument, NULL, OPT_SUBPROCESSES},
-        {"native", no_argument, NULL, OPT_NATIVE},
-        {"async", no_argument, NULL, OPT_ASYNC},
-        {"autosave-interval", required_argument, NULL, OPT_AUTOSAVE},
-        {"autosave-snapshot-interval", required_argument, NULL, OPT_SNAPSHOT},
-        {"format", required_argument, NULL, 'f'},
-        {"trigger-file", required_argument, NULL, OPT_TRIGGER},
-        {"history", required_argument, NULL, OPT_HISTORY},
-        {"memory-cap", required_argument, NULL, OPT_MEMCAP},
-        {"sampler-threads", required_argument, NULL, OPT_SAMPLERS},
-        {"task-lanes", required_argument, NULL, OPT_TASK_LANES},
-        {"help", no_argument, NULL, 'h'},
-    };
-    static struct option longs[48];
+    static struct cli_getopt g;
     int c;
 
-    cli_disc_longopts(own, sizeof(own) / sizeof(*own), longs);
+    rec_format_text();
+    cli_opts_getopt(rec_tables, &g);
     optind = 1;
-    while ((c = getopt_long(argc, argv, "o:i:r:d:f:p:h", longs, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, g.shorts, g.longs, NULL)) != -1) {
         int h = cli_disc_handle(c, optarg, &o->eng.disc, "record");
 
         if (h == 0)
@@ -310,7 +335,7 @@ static int parse_record(int argc, char **argv, struct rec_opts *o)
             fprintf(stderr, "ranktop record: no output file: use -o FILE\n");
         return cli_try_help("record");
     }
-    if (cli_hosts_finish(&o->hosts, &o->eng.remote, "record") < 0)
+    if (cli_disc_finish(&o->eng.disc, &o->hosts, &o->eng.remote, "record") < 0)
         return CLI_EXIT_USAGE;
     return py_spy_words(o);
 }

@@ -3,6 +3,7 @@
  * names itself at the start of its error lines ("ranktop ls: ..."): getopt's own lines take
  * argv[0], which is set here to that name. */
 #include "cli.h"
+#include "cli_opts.h"
 
 #include "ranktop/util.h"
 
@@ -14,23 +15,23 @@ static void usage(FILE *f)
     fputs("usage: ranktop [options]                the live monitor on the job's ranks\n"
           "       ranktop <command> [options]\n"
           "\n"
-          "commands:\n"
-          "  demo [options]                  the monitor on a bundled 4-rank demo job\n"
-          "  ls [--json] [discovery flags]   list the GPUs/NPUs and the ranks of this node\n"
-          "  dump -p PID[,PID...] [--json]   print the Python stacks of running processes\n"
-          "  record -o FILE [options]        record the ranks' stacks to a trace file\n"
-          "  agent [options]                 a node's collectors for a head on another node\n"
-          "\n"
-          "  -h, --help                      this help ('ranktop CMD --help': a command's)\n"
-          "  -V, --version                   print the version\n"
-          "\n"
-          "options of the monitor (and demo):\n",
+          "commands:\n",
           f);
+    cli_opts_row(f, "  demo [options]", "the monitor on a bundled 4-rank demo job");
+    cli_opts_row(f, "  ls [options]", "list the GPUs/NPUs and the ranks of this node");
+    cli_opts_row(f, "  dump [options]",
+                 "print the Python stacks of running processes (-p PID, or --ranks)");
+    cli_opts_row(f, "  record -o FILE [options]", "record the ranks' stacks to a trace file");
+    cli_opts_row(f, "  agent [options]", "a node's collectors for a head on another node");
+    fputc('\n', f);
+    cli_opts_row(f, "  -h, --help", "this help ('ranktop CMD --help': a command's)");
+    cli_opts_row(f, "  -V, --version", "print the version");
+    fputs("\noptions of the monitor (and demo):\n", f);
     cmd_monitor_options(f);
     fputs("\n"
-          "Exit status (every command): 0 done, 1 a runtime failure (no rank found, a process\n"
-          "or file that cannot be used, nothing recorded), 2 a usage error (unknown option,\n"
-          "bad value, missing argument). See ranktop(1).\n",
+          "Exit status (every command): 0 done, 1 a runtime failure (no rank found, a\n"
+          "process or file that cannot be used, nothing recorded), 2 a usage error\n"
+          "(unknown option, bad value, missing argument). See ranktop(1).\n",
           f);
 }
 

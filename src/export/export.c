@@ -485,21 +485,56 @@ bool xiter_next(struct xiter *it, struct xseg *seg)
     return false;
 }
 
+/* The names -f takes and the suffixes that choose a format, the only lists of them: the
+ * parsers below read them, and so do record's --help (export_format_name/_suffix). */
+static const struct {
+    const char *name;
+    enum export_format fmt;
+} format_names[] = {
+    {"chrome", EXPORT_CHROME},         {"chrometrace", EXPORT_CHROME}, /* py-spy's */
+    {"speedscope", EXPORT_SPEEDSCOPE}, {"collapsed", EXPORT_COLLAPSED},
+    {"raw", EXPORT_COLLAPSED}, /* py-spy's */
+    {"flamegraph", EXPORT_FLAMEGRAPH}, {"perfetto", EXPORT_PERFETTO},
+};
+
+/* Longer suffixes first: ".speedscope.json" before ".json". */
+static const struct {
+    const char *suffix;
+    enum export_format fmt;
+} format_suffixes[] = {
+    {".perfetto-trace", EXPORT_PERFETTO},
+    {".pftrace", EXPORT_PERFETTO},
+    {".speedscope.json", EXPORT_SPEEDSCOPE},
+    {".json", EXPORT_CHROME},
+    {".folded", EXPORT_COLLAPSED},
+    {".collapsed", EXPORT_COLLAPSED},
+    {".svg", EXPORT_FLAMEGRAPH},
+};
+
 int export_format_parse(const char *name)
 {
-    if (!name)
-        return -1;
-    if (!strcmp(name, "chrome") || !strcmp(name, "chrometrace"))
-        return EXPORT_CHROME;
-    if (!strcmp(name, "speedscope"))
-        return EXPORT_SPEEDSCOPE;
-    if (!strcmp(name, "collapsed") || !strcmp(name, "raw"))
-        return EXPORT_COLLAPSED;
-    if (!strcmp(name, "flamegraph"))
-        return EXPORT_FLAMEGRAPH;
-    if (!strcmp(name, "perfetto"))
-        return EXPORT_PERFETTO;
+    for (size_t i = 0; name && i < sizeof(format_names) / sizeof(format_names[0]); i++)
+        if (!strcmp(name, format_names[i].name))
+            return (int)format_names[i].fmt;
     return -1;
+}
+
+const char *export_format_name(size_t i, int *fmt)
+{
+    if (i >= sizeof(format_names) / sizeof(format_names[0]))
+        return NULL;
+    if (fmt)
+        *fmt = (int)format_names[i].fmt;
+    return format_names[i].name;
+}
+
+const char *export_format_suffix(size_t i, int *fmt)
+{
+    if (i >= sizeof(format_suffixes) / sizeof(format_suffixes[0]))
+        return NULL;
+    if (fmt)
+        *fmt = (int)format_suffixes[i].fmt;
+    return format_suffixes[i].suffix;
 }
 
 const char *export_format_ext(enum export_format fmt)
@@ -529,25 +564,13 @@ static bool ends_with(const char *s, size_t n, const char *suffix)
 
 int export_format_from_name(const char *path)
 {
-    static const struct {
-        const char *suffix;
-        enum export_format fmt;
-    } map[] = {
-        {".perfetto-trace", EXPORT_PERFETTO},
-        {".pftrace", EXPORT_PERFETTO},
-        {".speedscope.json", EXPORT_SPEEDSCOPE},
-        {".json", EXPORT_CHROME},
-        {".folded", EXPORT_COLLAPSED},
-        {".collapsed", EXPORT_COLLAPSED},
-        {".svg", EXPORT_FLAMEGRAPH},
-    };
     size_t n = path ? strlen(path) : 0;
 
     if (ends_with(path, n, ".gz"))
         n -= 3;
-    for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
-        if (ends_with(path, n, map[i].suffix))
-            return (int)map[i].fmt;
+    for (size_t i = 0; i < sizeof(format_suffixes) / sizeof(format_suffixes[0]); i++)
+        if (ends_with(path, n, format_suffixes[i].suffix))
+            return (int)format_suffixes[i].fmt;
     return -1;
 }
 

@@ -175,6 +175,7 @@ struct view_table_in {
 };
 
 #define VIEW_GIL_HOLDER_PCT 50.0 /* another thread's GIL share the table names */
+#define VIEW_IDLE_CPU_PCT 5.0    /* CPU % of one core below which a live rank is "idle" */
 
 /* One row of the rank table: a rank's identity and figures, ready to format. */
 struct view_table_row {
@@ -188,7 +189,9 @@ struct view_table_row {
     int64_t dev_mem_mb;    /* device memory, -1 unknown */
     double since_s;        /* seconds the main thread's stack has been unchanged */
     char top[192];         /* innermost frame (view_frame_format), "" without a stack */
-    char state[16];        /* "run", "stuck", or view_exit_text: "exit 1", "SIGSEGV", "exited" */
+    char state[16];        /* "run", "idle" (CPU below VIEW_IDLE_CPU_PCT), "stuck" (unchanged
+                              stuck_after_ns), "stopped", or view_exit_text: "exit 1",
+                              "SIGSEGV", "exited" */
     char gil_holder[64];   /* the thread other than the main one holding the GIL at least
                               VIEW_GIL_HOLDER_PCT of the time; "" none */
     double gil_holder_pct; /* its share */

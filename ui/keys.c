@@ -395,6 +395,37 @@ static const struct ui_key keys[] = {
     {{KEY_MOUSE}, act_mouse, NULL, NULL, 0, NULL, NULL, false},
 };
 
+/* Key sequences that terminals send whatever TERM claims: xterm's and the VT220's (which
+ * tmux and screen send for their panes), rxvt's Home/End, the cursor keys in both modes and
+ * xterm's Shift-F3. Terminfo decodes the keys of TERM (keypad); these are added only where
+ * TERM's own entry binds the sequence to nothing, so a terminal's own meaning always wins
+ * (vt100's F5-F10 are ESC O t..x, its application keypad's digits) and no added sequence
+ * is the prefix of one TERM has. */
+static const struct {
+    const char *seq;
+    int code;
+} extra_seqs[] = {
+    {"\033[1~", KEY_HOME},   {"\033[7~", KEY_HOME},    {"\033[H", KEY_HOME},
+    {"\033OH", KEY_HOME},    {"\033[4~", KEY_END},     {"\033[8~", KEY_END},
+    {"\033[F", KEY_END},     {"\033OF", KEY_END},      {"\033[5~", KEY_PPAGE},
+    {"\033[6~", KEY_NPAGE},  {"\033[A", KEY_UP},       {"\033[B", KEY_DOWN},
+    {"\033[C", KEY_RIGHT},   {"\033[D", KEY_LEFT},     {"\033OA", KEY_UP},
+    {"\033OB", KEY_DOWN},    {"\033OC", KEY_RIGHT},    {"\033OD", KEY_LEFT},
+    {"\033OP", KEY_F(1)},    {"\033OQ", KEY_F(2)},     {"\033OR", KEY_F(3)},
+    {"\033OS", KEY_F(4)},    {"\033[11~", KEY_F(1)},   {"\033[12~", KEY_F(2)},
+    {"\033[13~", KEY_F(3)},  {"\033[14~", KEY_F(4)},   {"\033[15~", KEY_F(5)},
+    {"\033[17~", KEY_F(6)},  {"\033[18~", KEY_F(7)},   {"\033[19~", KEY_F(8)},
+    {"\033[20~", KEY_F(9)},  {"\033[21~", KEY_F(10)},  {"\033[23~", KEY_F(11)},
+    {"\033[24~", KEY_F(12)}, {"\033[1;2R", KEY_F(15)}, {"\033OM", KEY_ENTER},
+};
+
+void ui_keys_define(void)
+{
+    for (size_t i = 0; i < sizeof(extra_seqs) / sizeof(*extra_seqs); i++)
+        if (key_defined(extra_seqs[i].seq) == 0)
+            define_key(extra_seqs[i].seq, extra_seqs[i].code);
+}
+
 const struct ui_key *ui_keys(size_t *n)
 {
     *n = sizeof(keys) / sizeof(*keys);

@@ -78,6 +78,7 @@ static int term_init(struct ui *u, struct app_err *err)
     cbreak();
     noecho();
     keypad(stdscr, TRUE);
+    ui_keys_define();
     nodelay(stdscr, TRUE);
     curs_set(0);
     set_escdelay(25);

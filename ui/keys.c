@@ -138,6 +138,13 @@ static void act_sort(struct ui *u, int ch)
 {
     (void)ch;
     u->sort = (enum view_sort)((u->sort + 1) % VIEW_SORT_COUNT);
+    ui_build_rows(u); /* at once, also while paused */
+    ui_set_status(u, "sort: %s",
+                  u->sort == VIEW_SORT_RANK    ? "RANK (lowest first)"
+                  : u->sort == VIEW_SORT_CPU   ? "CPU% (largest first)"
+                  : u->sort == VIEW_SORT_RSS   ? "RSS (largest first)"
+                  : u->sort == VIEW_SORT_SINCE ? "SINCE (longest unchanged first)"
+                                               : "GIL% (busiest first)");
 }
 
 static void act_tag(struct ui *u, int ch)
@@ -155,8 +162,20 @@ static void act_tag(struct ui *u, int ch)
             }
         if (pid && u->ntags < UI_MAX_TAGS)
             u->tags[u->ntags++] = pid;
+        if (u->ntags)
+            ui_set_status(u, "%d tagged: the merged tree and exports show only them (U: untag all)",
+                          u->ntags);
+        else
+            ui_set_status(u, "no rank tagged: the merged tree and exports show every rank");
     }
     nav(u, 1);
+}
+
+static void act_untag(struct ui *u, int ch)
+{
+    (void)ch;
+    u->ntags = 0;
+    ui_set_status(u, "tags cleared: the merged tree and exports show every rank");
 }
 
 static void act_pause(struct ui *u, int ch)
@@ -330,9 +349,17 @@ static const struct ui_key keys[] = {
      "Sort",
      5,
      "s / F6",
-     "sort: rank, CPU, RSS, stuck time, GIL",
+     "sort: rank, CPU, RSS, stuck time, GIL (shown in the header)",
      false},
-    {{' '}, act_tag, "Spc", "Tag", 6, "Space", "tag a rank", false},
+    {{' '},
+     act_tag,
+     "Spc",
+     "Tag",
+     6,
+     "Space",
+     "tag a rank (*): merged tree and exports show only tagged ones",
+     false},
+    {{'U'}, act_untag, NULL, NULL, 0, "U", "untag all ranks", false},
     {{'p', 'Z'},
      act_pause,
      "Z",
@@ -546,13 +573,12 @@ void ui_key(struct ui *u, int ch)
         return;
     }
     k = key_find(ch);
-    /* The help screen is modal: its own key, Back or Quit close it, other keys are ignored;
-     * Quit then goes on to quit. */
+    /* The help screen is modal, as htop's: its own key, Back (Esc) or Quit (q, F10) close
+     * it, without quitting; other keys are ignored. */
     if (u->help && ch != KEY_RESIZE) {
         if (k && (k->run == act_help || k->run == act_back || k->run == act_quit))
             u->help = false;
-        if (!k || k->run != act_quit)
-            return;
+        return;
     }
     if (k)
         k->run(u, ch);

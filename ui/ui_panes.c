@@ -111,10 +111,22 @@ void ui_build_rows(struct ui *u)
                                .nlive = u->nlive,
                                .stuck_after_ns = (uint64_t)(u->o->hang_after_s * 1e9)};
 
+    /* A rank the user's baseline (m) does not cover counts from its first reading. */
+    view_baseline_extend(&u->base, &u->hist);
     view_table_fini(&u->table);
     view_table(&u->hist, clock_mono_ns(), &in, &u->table);
     if (u->sel >= (int)u->table.n)
         u->sel = u->table.n ? (int)u->table.n - 1 : 0;
+}
+
+/* The rank-table column a sort orders by. */
+static enum layout_col sort_col(enum view_sort s)
+{
+    return s == VIEW_SORT_CPU     ? LCOL_CPU
+           : s == VIEW_SORT_RSS   ? LCOL_RSS
+           : s == VIEW_SORT_SINCE ? LCOL_SINCE
+           : s == VIEW_SORT_GIL   ? LCOL_GIL
+                                  : LCOL_RANK;
 }
 
 /* "  hosts 3/4 lag 0.4s node-c down": other nodes at a glance; "" on one node. */
@@ -146,7 +158,7 @@ static void draw_header(struct ui *u)
 {
     const struct layout_rect *r = &u->lay.header;
     size_t live = 0;
-    char prompt[200], hist[16], hosts[96], hz[32] = "--", flags[128];
+    char prompt[200], hist[16], hosts[96], hz[32] = "--", flags[192], tags[32] = "", sort[32] = "";
     double rate = engine_rate(u->e), got = view_rate_hz(&u->rate, view_rate_window(rate));
 
     for (size_t i = 0; i < u->hist.nranks; i++)
@@ -156,9 +168,14 @@ static void draw_header(struct ui *u)
     /* "--" until a full window of passes has been measured: no bogus first-frame rate. */
     if (!isnan(got))
         snprintf(hz, sizeof(hz), "%.1f", got);
-    /* Pause and filter early in the line, where a narrow terminal still shows them. */
-    snprintf(flags, sizeof(flags), "%s%s%.40s%s%s", u->paused ? "  [PAUSED]" : "",
-             u->filter[0] ? "  [filter '" : "", u->filter, u->filter[0] ? "']" : "",
+    /* Pause, sort, filter and tags early in the line, where a narrow terminal still shows
+     * them; the rank order is the default and goes without saying (its title is marked). */
+    if (u->sort != VIEW_SORT_RANK)
+        snprintf(sort, sizeof(sort), "  [sort %s]", layout_col_title(sort_col(u->sort), u->utf8));
+    if (u->ntags)
+        snprintf(tags, sizeof(tags), "  [%d tagged]", u->ntags);
+    snprintf(flags, sizeof(flags), "%s%s%s%.40s%s%s%s", u->paused ? "  [PAUSED]" : "", sort,
+             u->filter[0] ? "  [filter '" : "", u->filter, u->filter[0] ? "']" : "", tags,
              u->all_threads ? "  [all threads]" : "");
     putf(u, r->y, r->x, r->w, ROLE_TITLE, true,
          "ranktop  %s  %s  ranks %zu/%zu%s  %s/%.4g Hz%s  lag %.1f ms  errors %.2f%%  torn lost "
@@ -349,8 +366,10 @@ static void draw_ranks(struct ui *u)
         return;
     layout_rank_columns(r->w, &c);
     put(u, r->y, r->x, r->w, ROLE_HEADER, true, "");
+    /* The column the table is sorted by has its title highlighted, as in htop. */
     for (int k = 0; k < LCOL_COUNT; k++)
-        cell(u, &c, r->y, r->x, (enum layout_col)k, ROLE_HEADER,
+        cell(u, &c, r->y, r->x, (enum layout_col)k,
+             k == (int)sort_col(u->sort) ? ROLE_SORTED : ROLE_HEADER,
              layout_col_title((enum layout_col)k, u->utf8));
     u->table_y = r->y + 1;
     u->table_h = u->lay.rank_rows;
@@ -414,16 +433,19 @@ static void tree_prefix(struct ui *u, const struct view_tree *t, int idx, char *
     draw_tree_prefix(buf, len, last, depth, u->utf8);
 }
 
-/* The table's pids when a filter narrows it, else NULL (every rank). */
-static int *table_pids(const struct ui *u)
+/* The ranks the merged tree shows: the table's (a filter narrows it), and of those only the
+ * tagged ones when any rank is tagged; NULL with *n 0 for every rank. */
+static int *table_pids(const struct ui *u, size_t *n)
 {
     int *v;
 
-    if (!u->filter[0])
+    *n = 0;
+    if (!u->filter[0] && !u->ntags)
         return NULL;
     v = x_calloc(u->table.n ? u->table.n : 1, sizeof(*v));
     for (size_t i = 0; i < u->table.n; i++)
-        v[i] = u->table.rows[i].pid;
+        if (!u->ntags || is_tagged(u, u->table.rows[i].pid))
+            v[(*n)++] = u->table.rows[i].pid;
     return v;
 }
 
@@ -433,11 +455,12 @@ static void lines_merged(struct ui *u)
         .all_threads = u->all_threads, .collapsed = u->collapsed, .ncollapsed = u->ncollapsed};
     struct view_tree t;
     uint64_t now = clock_mono_ns();
-    int *pids = table_pids(u), rc;
+    size_t npids;
+    int *pids = table_pids(u, &npids), rc;
 
-    /* The filter narrows the tree to the ranks it leaves in the table. */
+    /* The filter and the tags narrow the tree to the ranks they leave. */
     mo.pids = pids;
-    mo.npids = u->table.n;
+    mo.npids = npids;
     rc = view_merge(&u->hist, now, &mo, &t);
     free(pids);
 
@@ -781,6 +804,7 @@ static void draw_keybar(struct ui *u)
 static const char *const help_intro[] = {"ranktop: a top for distributed PyTorch jobs", ""};
 static const char *const help_outro[] = {
     "",
+    "q, Esc or F1 close this help.",
     "HANG: every rank's stack unchanged for --hang-after seconds (and device utilisation",
     "flat where known); the banner names the frame most ranks wait in and the odd ranks.",
 };

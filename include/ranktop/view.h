@@ -136,8 +136,9 @@ double view_series_delta(const struct hseries *s, uint64_t span);
 
 /* ---- Memory baseline (view_table.c) ---- */
 
-/* Each rank's RSS when the user took a baseline (key m): the reference of the ΔRSS columns.
- * Caller-owned and kept between snapshots; zeroed means no baseline. */
+/* Each rank's RSS when the user took a baseline (key m), or its first RSS reading for a rank
+ * the user's baseline does not cover (view_baseline_extend): the reference of the ΔRSS
+ * columns. Caller-owned and kept between snapshots; zeroed means no baseline. */
 struct view_baseline {
     int *pid;
     double *rss_mib; /* NAN when the rank had no RSS reading then */
@@ -150,6 +151,11 @@ struct view_table;
 /* Replaces b with the RSS of every row of t at `now`. */
 void view_baseline_set(struct view_baseline *b, const struct view_table *t, uint64_t now);
 void view_baseline_fini(struct view_baseline *b);
+
+/* Adds every rank of h that b lacks and whose RSS series has a point, at that series' oldest
+ * point: called at each snapshot, it gives a rank its first reading as baseline, so ΔRSS
+ * counts from the start until the user takes one. b->t is left as it is. */
+void view_baseline_extend(struct view_baseline *b, const struct history *h);
 
 /* rss_mib minus pid's baseline; NAN without a baseline for pid or when either is unknown. */
 double view_baseline_delta(const struct view_baseline *b, int pid, double rss_mib);

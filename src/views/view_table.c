@@ -46,6 +46,25 @@ void view_baseline_set(struct view_baseline *b, const struct view_table *t, uint
     b->t = now;
 }
 
+void view_baseline_extend(struct view_baseline *b, const struct history *h)
+{
+    for (size_t i = 0; i < h->nseries; i++) {
+        const struct hseries *s = &h->series[i];
+        bool known = false;
+
+        if (s->id != SERIES_RSS || !s->pid || !s->n)
+            continue;
+        for (size_t k = 0; k < b->n && !known; k++)
+            known = b->pid[k] == s->pid;
+        if (known)
+            continue;
+        b->pid = x_reallocarray(b->pid, b->n + 1, sizeof(*b->pid));
+        b->rss_mib = x_reallocarray(b->rss_mib, b->n + 1, sizeof(*b->rss_mib));
+        b->pid[b->n] = s->pid;
+        b->rss_mib[b->n++] = s->pts[0].v;
+    }
+}
+
 void view_baseline_fini(struct view_baseline *b)
 {
     free(b->pid);

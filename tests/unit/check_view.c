@@ -1196,6 +1196,40 @@ START_TEST(table_idle_state)
 }
 END_TEST
 
+/* Before any baseline (m), ΔRSS counts from each rank's first RSS reading; a baseline taken
+ * over a filtered table leaves the other ranks at their first reading. */
+START_TEST(baseline_from_first_reading)
+{
+    struct fx f;
+    struct engine_rank_live live[2];
+    struct view_table t;
+    struct view_baseline b = {0};
+
+    table_fx(&f, live); /* RSS 1000 + 10 i at T(50) */
+    history_counter(&f.h, SERIES_RSS, NULL, PID(4), T(51), 1040.0 + 64);
+    view_baseline_extend(&b, &f.h);
+    ck_assert_uint_eq(b.n, NRANKS);
+    ck_assert_uint_eq(b.t, 0);
+    t = table_of(&f.h, live, NULL, VIEW_SORT_RANK, &b);
+    ck_assert_double_eq(t.rows[0].drss_mib, 0);
+    ck_assert_double_eq(t.rows[4].drss_mib, 64);
+    view_table_fini(&t);
+    view_baseline_extend(&b, &f.h); /* known ranks keep their baseline */
+    ck_assert_uint_eq(b.n, NRANKS);
+    t = table_of(&f.h, live, "pid 4004 ", VIEW_SORT_RANK, NULL);
+    view_baseline_set(&b, &t, T(52)); /* m over a filter: rank 4 alone */
+    view_table_fini(&t);
+    view_baseline_extend(&b, &f.h);
+    ck_assert_uint_eq(b.n, NRANKS);
+    t = table_of(&f.h, live, NULL, VIEW_SORT_RANK, &b);
+    ck_assert_double_eq(t.rows[4].drss_mib, 0); /* from m */
+    ck_assert_double_eq(t.rows[2].drss_mib, 0); /* from its first reading */
+    view_table_fini(&t);
+    view_baseline_fini(&b);
+    history_fini(&f.h);
+}
+END_TEST
+
 START_TEST(memory_and_gil_panes)
 {
     struct fx f;
@@ -1633,6 +1667,7 @@ static Suite *view_suite(void)
     tcase_add_test(tc, table_rows_and_sorts);
     tcase_add_test(tc, table_filter_and_baseline);
     tcase_add_test(tc, table_idle_state);
+    tcase_add_test(tc, baseline_from_first_reading);
     tcase_add_test(tc, memory_and_gil_panes);
     tcase_add_test(tc, pid_never_a_rank);
     tcase_add_test(tc, verdict_by_function);

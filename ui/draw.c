@@ -413,3 +413,69 @@ int draw_tree_prefix(char *buf, size_t len, const bool *last, int depth, bool ut
     }
     return b.cols;
 }
+
+/* Appends s whole (characters shaped as draw_fit shapes them), or its first cols columns
+ * with an ellipsis when cols is smaller than its width. */
+static void append_fit(struct sbuf *b, const char *s, int cols, bool utf8)
+{
+    char tmp[512];
+    struct ureader r;
+
+    if (cols < draw_width(s, utf8)) {
+        draw_fit(s, cols, tmp, sizeof(tmp), false, utf8);
+        s = tmp;
+    }
+    reader_init(&r, s, utf8);
+    copy_chars(b, &r, -1);
+}
+
+/* What a tree line keeps, from the fullest form to the barest: whether "unchanged " leads the
+ * age, whether the location and the age are shown, and how narrow the function may become. */
+static const struct {
+    bool unchanged, where, age;
+    int func_min; /* columns the function keeps at least; 0: all of it */
+} TREE_FORMS[] = {
+    {true, true, true, 0},
+    {false, true, true, 0},
+    {false, true, true, DRAW_FUNC_MIN},
+    {false, false, true, DRAW_FUNC_MIN},
+    {false, false, false, DRAW_FUNC_MIN},
+    {false, false, false, 1},
+};
+
+int draw_tree_line(char *out, size_t len, int width, const struct draw_tree_line *l, bool utf8)
+{
+    struct sbuf b;
+    int wf = draw_width(l->function, utf8), fn_w = wf;
+    int ww = l->where[0] ? 1 + draw_width(l->where, utf8) : 0;
+    int wa = l->age[0] ? 2 + draw_width(l->age, utf8) : 0;
+    int fixed = draw_width(l->prefix, utf8) + 2 + draw_width(l->ranks, utf8);
+    size_t f = 0, nforms = sizeof(TREE_FORMS) / sizeof(*TREE_FORMS);
+
+    for (f = 0; f < nforms; f++) {
+        int rest = fixed + (TREE_FORMS[f].where ? ww : 0) +
+                   (TREE_FORMS[f].age && wa ? wa + (TREE_FORMS[f].unchanged ? 10 : 0) : 0);
+        int need = TREE_FORMS[f].func_min ? TREE_FORMS[f].func_min : wf;
+
+        fn_w = width - rest < wf ? width - rest : wf;
+        if (fn_w >= (need < wf ? need : wf) || f == nforms - 1)
+            break;
+    }
+    if (fn_w < 1)
+        fn_w = 1;
+    sbuf_init(&b, out, len);
+    append_fit(&b, l->prefix, 1 << 20, utf8);
+    append_fit(&b, l->function, fn_w, utf8);
+    if (TREE_FORMS[f].where && l->where[0]) {
+        sbuf_puts(&b, " ", 1);
+        append_fit(&b, l->where, 1 << 20, utf8);
+    }
+    sbuf_puts(&b, "  ", 2);
+    append_fit(&b, l->ranks, 1 << 20, utf8);
+    if (TREE_FORMS[f].age && l->age[0]) {
+        sbuf_puts(&b, TREE_FORMS[f].unchanged ? "  unchanged " : "  ",
+                  TREE_FORMS[f].unchanged ? 12 : 2);
+        append_fit(&b, l->age, 1 << 20, utf8);
+    }
+    return b.cols;
+}

@@ -108,6 +108,25 @@ struct rank_cols {
  * nothing. Pure. */
 void layout_rank_columns(int width, struct rank_cols *out);
 
+/* The Memory view's rows: RANK PID RSS dBASE always, then d60s, USS and SWAP where they fit,
+ * and the RSS sparkline, whose newest values are what a reader looks for. */
+#define LAYOUT_SPARK_MAX 40  /* sparkline cells at most */
+#define LAYOUT_SPARK_WANT 32 /* columns go before the sparkline gets fewer cells than this */
+
+struct mem_cols {
+    bool d60, uss, swap; /* shown */
+    int spark;           /* sparkline cells, 0 when not even one fits */
+};
+
+/* The Memory view's columns for a pane width cols wide: optional columns are dropped (SWAP,
+ * then USS, then d60s) while the sparkline would get fewer than LAYOUT_SPARK_WANT cells; the
+ * sparkline then takes what is left, up to LAYOUT_SPARK_MAX. The row never exceeds width
+ * when it is at least the fixed columns' width. Pure. */
+void layout_memory_columns(int width, struct mem_cols *out);
+
+/* Columns a memory row of c takes before its sparkline (separators included). */
+int layout_memory_fixed(const struct mem_cols *c);
+
 /* Column title ("RANK", "ΔRSS" or with !utf8 "dRSS"); static storage, never NULL. */
 const char *layout_col_title(enum layout_col c, bool utf8);
 

@@ -421,6 +421,18 @@ static void add_line(struct ui *u, enum theme_role role, uint64_t node, const ch
     l->node = node;
 }
 
+/* A line shown shortened for the pane's width (shown), searched over its whole text (full),
+ * so that a search finds a function whose name the line had to cut. */
+static void add_line_fitted(struct ui *u, enum theme_role role, uint64_t node, const char *shown,
+                            const char *full)
+{
+    int before = u->nlines;
+
+    add_line(u, role, node, "%s", full);
+    if (u->nlines > before) /* not dropped at the cap */
+        snprintf(u->lines[before].text, sizeof(u->lines[before].text), "%s", shown);
+}
+
 static void tree_prefix(struct ui *u, const struct view_tree *t, int idx, char *buf, size_t len)
 {
     bool last[64];
@@ -449,6 +461,15 @@ static int *table_pids(const struct ui *u, size_t *n)
     return v;
 }
 
+/* Bytes a node's rank set may take: a third of the pane (at least 16), so that a long set is
+ * cut with its "…(+N)" count before it crowds out the frame. */
+static size_t rankset_len(const struct ui *u)
+{
+    int w = u->lay.lower.w / 3;
+
+    return (size_t)(w < 16 ? 16 : w > 95 ? 95 : w) + 1;
+}
+
 static void lines_merged(struct ui *u)
 {
     struct view_merge_opts mo = {
@@ -472,21 +493,26 @@ static void lines_merged(struct ui *u)
     }
     for (size_t i = 0; i < t.nvisible; i++) {
         const struct view_node *n = &t.nodes[t.visible[i]];
-        char pre[256], ranks[96], fr[256], age[16];
+        char pre[256], set[96], ranks[112], fn[256], where[256] = "", age[16] = "", text[512],
+                                                     full[768];
 
         tree_prefix(u, &t, t.visible[i], pre, sizeof(pre));
-        view_rankset_format_ex(n->ranks, n->nranks, ranks, sizeof(ranks),
+        if (n->collapsed)
+            snprintf(pre + strlen(pre), sizeof(pre) - strlen(pre), "+ ");
+        view_rankset_format_ex(n->ranks, n->nranks, set, rankset_len(u),
                                u->utf8 ? "\xe2\x80\xa6" : "...");
-        if (n->kind == VIEW_NODE_THREAD)
-            snprintf(fr, sizeof(fr), "Thread %s", n->function);
-        else if (n->line > 0)
-            snprintf(fr, sizeof(fr), "%s (%s:%d)", n->function, n->file, n->line);
-        else
-            snprintf(fr, sizeof(fr), "%s", n->function);
-        draw_duration(age, sizeof(age), n->unchanged_min);
-        add_line(u, n->odd || n->end_odd ? ROLE_ODD : ROLE_NORMAL, n->id, "%s%s%s  [%s] x%zu%s%s",
-                 pre, n->collapsed ? "+ " : "", fr, ranks, n->nranks, n->nend ? "  unchanged " : "",
-                 n->nend ? age : "");
+        snprintf(ranks, sizeof(ranks), "[%s] x%zu", set, n->nranks);
+        snprintf(fn, sizeof(fn), "%s%s", n->kind == VIEW_NODE_THREAD ? "Thread " : "", n->function);
+        if (n->kind != VIEW_NODE_THREAD && n->line > 0)
+            snprintf(where, sizeof(where), "(%s:%d)", n->file, n->line);
+        if (n->nend)
+            draw_duration(age, sizeof(age), n->unchanged_min);
+        /* At 80 columns the rank set and count stay; the function name, its location and
+         * the age give way (draw_tree_line). */
+        draw_tree_line(text, sizeof(text), u->lay.lower.w,
+                       &(struct draw_tree_line){pre, fn, where, ranks, age}, u->utf8);
+        snprintf(full, sizeof(full), "%s%s %s  %s", pre, fn, where, ranks);
+        add_line_fitted(u, n->odd || n->end_odd ? ROLE_ODD : ROLE_NORMAL, n->id, text, full);
     }
     if (t.truncated)
         add_line(u, ROLE_DIM, 0, "(tree truncated)");
@@ -610,13 +636,29 @@ static void lines_gil(struct ui *u)
     view_gil_fini(&g);
 }
 
+/* The optional memory columns c shows, formatted as the header or a row gives them. */
+static void mem_optional(char *buf, size_t len, const struct mem_cols *c, const char *d60,
+                         const char *uss, const char *swap)
+{
+    snprintf(buf, len, "%s%*s%s%*s%s%*s", c->d60 ? " " : "", c->d60 ? 8 : 0, c->d60 ? d60 : "",
+             c->uss ? " " : "", c->uss ? 7 : 0, c->uss ? uss : "", c->swap ? " " : "",
+             c->swap ? 7 : 0, c->swap ? swap : "");
+}
+
+/* RSS, ΔRSS since the baseline and the last minute, USS, swap and a sparkline per rank. At
+ * 80 columns the optional columns give way (layout_memory_columns) so that the sparkline
+ * keeps its newest values. */
 static void lines_memory(struct ui *u)
 {
     struct view_memory m;
+    struct mem_cols c;
+    char opt[64];
 
+    layout_memory_columns(u->lay.lower.w, &c);
     view_memory(&u->hist, &u->table, &m);
-    add_line(u, ROLE_HEADER, 0, "%-6s %-8s %7s %8s %8s %7s %7s  RSS history", "RANK", "PID", "RSS",
-             "dBASE", "d60s", "USS", "SWAP");
+    mem_optional(opt, sizeof(opt), &c, "d60s", "USS", "SWAP");
+    add_line(u, ROLE_HEADER, 0, "%-6s %-8s %7s %8s%s  RSS history", "RANK", "PID", "RSS", "dBASE",
+             opt);
     for (size_t i = 0; i < m.n; i++) {
         const struct view_mem_row *r = &m.rows[i];
         char rss[16], d[16], d60[16], uss[16], sw[16], spark[256] = "", rank[16];
@@ -626,10 +668,11 @@ static void lines_memory(struct ui *u)
         fmt_mib(d60, sizeof(d60), r->d60_mib, true);
         fmt_mib(uss, sizeof(uss), r->uss_mib, false);
         fmt_mib(sw, sizeof(sw), r->swap_mib, false);
-        draw_sparkline(spark, sizeof(spark), r->spark, r->nspark, 40, u->utf8);
+        draw_sparkline(spark, sizeof(spark), r->spark, r->nspark, c.spark, u->utf8);
         rank_text(rank, sizeof(rank), r->rank);
-        add_line(u, r->warn ? ROLE_BAR_WARN : ROLE_NORMAL, 0, "%-6s %-8d %7s %8s %8s %7s %7s  %s",
-                 rank, r->pid, rss, d, d60, uss, sw, spark);
+        mem_optional(opt, sizeof(opt), &c, d60, uss, sw);
+        add_line(u, r->warn ? ROLE_BAR_WARN : ROLE_NORMAL, 0, "%-6s %-8d %7s %8s%s  %s", rank,
+                 r->pid, rss, d, opt, spark);
     }
     view_memory_fini(&m);
     if (u->growth_pid)

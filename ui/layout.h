@@ -21,7 +21,7 @@
 /* Fewest rows of the lower pane when shown: its tab line and two lines of content. */
 #define LAYOUT_LOWER_MIN 3
 
-/* The lower pane's views, numbered as their keys 1-5. */
+/* The lower pane's views, numbered as their keys 1-6. */
 enum layout_view {
     LAYOUT_VIEW_MERGED = 1,
     LAYOUT_VIEW_RANK,
@@ -62,7 +62,7 @@ struct layout {
      * there are no ranks rank_rows is 1, a row for the "no ranks" message. */
     struct layout_rect ranks;
     int rank_rows;
-    /* Lower pane: row 0 is the tab line of the five views, the rest the selected view. */
+    /* Lower pane: row 0 is the tab line of the six views, the rest the selected view. */
     struct layout_rect lower;
     /* Help: replaces devices, rank table and lower pane (then hidden) while open. */
     struct layout_rect help;

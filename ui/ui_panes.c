@@ -1,4 +1,4 @@
-/* Drawing the monitor: header and banner, device meters, rank table, the five lower views,
+/* Drawing the monitor: header and banner, device meters, rank table, the six lower views,
  * key bar and help. Presentation only: every figure, filter, sort and delta comes from the
  * view models (src/views) over the UI's copies (history clone, live figures, mapping growth),
  * so drawing does no I/O, takes no lock and never asks the engine for more than its rate and

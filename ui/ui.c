@@ -175,12 +175,12 @@ void ui_start_export(struct ui *u, enum export_format fmt)
     snprintf(j->path, sizeof(j->path), "%s/ranktop-%s%s", u->o->export_dir, stamp,
              export_format_ext(fmt));
     /* Tagged ranks, when there are any, are what the user wants to look at. */
-    if (u->ntags)
+    if (u->ntags) {
         history_keep_ranks(&j->h, u->tags, (size_t)u->ntags);
-    if (u->ntags)
         ui_set_status(u, "exporting %d tagged ranks to %s ...", u->ntags, j->path);
-    else
+    } else {
         ui_set_status(u, "exporting to %s ...", j->path);
+    }
     u->export_joinable = pthread_create(&u->export_thread, NULL, export_main, j) == 0;
     if (!u->export_joinable) {
         history_fini(&j->h);

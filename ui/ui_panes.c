@@ -493,8 +493,8 @@ static void lines_merged(struct ui *u)
     }
     for (size_t i = 0; i < t.nvisible; i++) {
         const struct view_node *n = &t.nodes[t.visible[i]];
-        char pre[256], set[96], ranks[112], fn[256], where[256] = "", age[16] = "", text[512],
-                                                     full[768];
+        char pre[256], set[96], ranks[112], fn[256], where[256] = "", age[16] = "";
+        char text[512], full[768];
 
         tree_prefix(u, &t, t.visible[i], pre, sizeof(pre));
         if (n->collapsed)

@@ -1,5 +1,5 @@
 /* String formatting for the panes: bars, sparklines, sizes, percentages, durations, display-
- * width truncation and tree glyphs.
+ * width truncation, tree glyphs and merged-tree lines fitted to a width by priority.
  *
  * Owns no state. Every writer goes through struct sbuf, which appends whole characters and
  * refuses any that would not leave room for the NUL, so output is always terminated, never
@@ -8,6 +8,7 @@
  * hand and needs no locale. Runs on the UI thread (any thread would do). */
 #include "draw.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -410,6 +411,87 @@ int draw_tree_prefix(char *buf, size_t len, const bool *last, int depth, bool ut
 
         if (!sbuf_puts(&b, draw_tree_glyph(g, utf8), 2))
             break;
+    }
+    return b.cols;
+}
+
+/* Appends s (characters shaped as draw_fit shapes them), cut with an ellipsis to its first
+ * cols columns when it is wider; cols INT_MAX appends it whole. */
+static void append_fit(struct sbuf *b, const char *s, int cols, bool utf8)
+{
+    char tmp[512];
+    struct ureader r;
+
+    if (cols < draw_width(s, utf8)) {
+        draw_fit(s, cols, tmp, sizeof(tmp), false, utf8);
+        s = tmp;
+    }
+    reader_init(&r, s, utf8);
+    copy_chars(b, &r, -1);
+}
+
+#define UNCHANGED "unchanged "
+#define UNCHANGED_W 10
+
+/* What a tree line keeps, from the fullest form to the barest: whether UNCHANGED leads the
+ * age, whether the location and the age are shown, and how narrow the function may become. */
+static const struct {
+    bool unchanged, where, age;
+    int func_min; /* columns the function keeps at least; 0: all of it */
+} TREE_FORMS[] = {
+    {true, true, true, 0},
+    {false, true, true, 0},
+    {false, true, true, DRAW_FUNC_MIN},
+    {false, false, true, DRAW_FUNC_MIN},
+    {false, false, false, DRAW_FUNC_MIN},
+    {false, false, false, 1},
+};
+#define TREE_NFORMS (sizeof(TREE_FORMS) / sizeof(*TREE_FORMS))
+
+/* The fullest form of a line whose parts are this wide that fits width columns (the barest
+ * when none does), and the function's columns in it. */
+static size_t tree_form(int width, int fixed, int wf, int ww, int wa, int *fn_w)
+{
+    size_t f;
+
+    for (f = 0; f < TREE_NFORMS; f++) {
+        int rest = fixed + (TREE_FORMS[f].where ? ww : 0) +
+                   (TREE_FORMS[f].age && wa ? wa + (TREE_FORMS[f].unchanged ? UNCHANGED_W : 0) : 0);
+        int need =
+            TREE_FORMS[f].func_min && TREE_FORMS[f].func_min < wf ? TREE_FORMS[f].func_min : wf;
+
+        *fn_w = width - rest < wf ? width - rest : wf;
+        if (*fn_w >= need || f == TREE_NFORMS - 1)
+            break;
+    }
+    if (*fn_w < 1)
+        *fn_w = 1;
+    return f;
+}
+
+int draw_tree_line(char *out, size_t len, int width, const struct draw_tree_line *l, bool utf8)
+{
+    struct sbuf b;
+    int fn_w;
+    size_t f =
+        tree_form(width, draw_width(l->prefix, utf8) + 2 + draw_width(l->ranks, utf8),
+                  draw_width(l->function, utf8), l->where[0] ? 1 + draw_width(l->where, utf8) : 0,
+                  l->age[0] ? 2 + draw_width(l->age, utf8) : 0, &fn_w);
+
+    sbuf_init(&b, out, len);
+    append_fit(&b, l->prefix, INT_MAX, utf8);
+    append_fit(&b, l->function, fn_w, utf8);
+    if (TREE_FORMS[f].where && l->where[0]) {
+        sbuf_puts(&b, " ", 1);
+        append_fit(&b, l->where, INT_MAX, utf8);
+    }
+    sbuf_puts(&b, "  ", 2);
+    append_fit(&b, l->ranks, INT_MAX, utf8);
+    if (TREE_FORMS[f].age && l->age[0]) {
+        sbuf_puts(&b, "  ", 2);
+        if (TREE_FORMS[f].unchanged)
+            sbuf_puts(&b, UNCHANGED, UNCHANGED_W);
+        append_fit(&b, l->age, INT_MAX, utf8);
     }
     return b.cols;
 }

@@ -72,4 +72,20 @@ const char *draw_tree_glyph(enum draw_tree g, bool utf8);
  * last child of its parent. 2 * depth columns. */
 int draw_tree_prefix(char *buf, size_t len, const bool *last, int depth, bool utf8);
 
+/* A line of the merged tree: the tree prefix (glyphs, fold mark), the frame's function and
+ * location ("(train.py:12)", "" none), its rank set and count ("[0-1,3] x3") and how long its
+ * stacks have been unchanged ("5s", "" when none ends there). */
+struct draw_tree_line {
+    const char *prefix, *function, *where, *ranks, *age;
+};
+
+#define DRAW_FUNC_MIN 16 /* columns a function name keeps before the location goes */
+
+/* Writes "PREFIX FUNCTION (LOCATION)  [RANKS] xN  unchanged AGE" fitted to width columns,
+ * giving way in this order: "unchanged " before the age, then the function name (shortened
+ * with an ellipsis down to DRAW_FUNC_MIN columns), then the location, then the age; the rank
+ * set and count stay, so a line is cut only when even the barest form is too wide. Returns
+ * the display width written. */
+int draw_tree_line(char *out, size_t len, int width, const struct draw_tree_line *l, bool utf8);
+
 #endif

@@ -138,6 +138,13 @@ static void act_sort(struct ui *u, int ch)
 {
     (void)ch;
     u->sort = (enum view_sort)((u->sort + 1) % VIEW_SORT_COUNT);
+    ui_build_rows(u); /* at once, also while paused */
+    ui_set_status(u, "sort: %s",
+                  u->sort == VIEW_SORT_RANK    ? "RANK (lowest first)"
+                  : u->sort == VIEW_SORT_CPU   ? "CPU% (largest first)"
+                  : u->sort == VIEW_SORT_RSS   ? "RSS (largest first)"
+                  : u->sort == VIEW_SORT_SINCE ? "SINCE (longest unchanged first)"
+                                               : "GIL% (busiest first)");
 }
 
 static void act_tag(struct ui *u, int ch)
@@ -155,8 +162,20 @@ static void act_tag(struct ui *u, int ch)
             }
         if (pid && u->ntags < UI_MAX_TAGS)
             u->tags[u->ntags++] = pid;
+        if (u->ntags)
+            ui_set_status(u, "%d tagged: the merged tree and exports show only them (U: untag all)",
+                          u->ntags);
+        else
+            ui_set_status(u, "no rank tagged: the merged tree and exports show every rank");
     }
     nav(u, 1);
+}
+
+static void act_untag(struct ui *u, int ch)
+{
+    (void)ch;
+    u->ntags = 0;
+    ui_set_status(u, "tags cleared: the merged tree and exports show every rank");
 }
 
 static void act_pause(struct ui *u, int ch)
@@ -330,9 +349,17 @@ static const struct ui_key keys[] = {
      "Sort",
      5,
      "s / F6",
-     "sort: rank, CPU, RSS, stuck time, GIL",
+     "sort: rank, CPU, RSS, stuck time, GIL (shown in the header)",
      false},
-    {{' '}, act_tag, "Spc", "Tag", 6, "Space", "tag a rank", false},
+    {{' '},
+     act_tag,
+     "Spc",
+     "Tag",
+     6,
+     "Space",
+     "tag a rank (*): merged tree and exports show only tagged ones",
+     false},
+    {{'U'}, act_untag, NULL, NULL, 0, "U", "untag all ranks", false},
     {{'p', 'Z'},
      act_pause,
      "Z",
@@ -394,6 +421,37 @@ static const struct ui_key keys[] = {
     {{'?', KEY_F(1), 'h'}, act_help, "F1", "Help", 1, "? / F1", "this help", true},
     {{KEY_MOUSE}, act_mouse, NULL, NULL, 0, NULL, NULL, false},
 };
+
+/* Key sequences that terminals send whatever TERM claims: xterm's and the VT220's (which
+ * tmux and screen send for their panes), rxvt's Home/End, the cursor keys in both modes and
+ * xterm's Shift-F3. Terminfo decodes the keys of TERM (keypad); these are added only where
+ * TERM's own entry binds the sequence to nothing, so a terminal's own meaning always wins
+ * (vt100's F5-F10 are ESC O t..x, its application keypad's digits) and no added sequence
+ * is the prefix of one TERM has. */
+static const struct {
+    const char *seq;
+    int code;
+} extra_seqs[] = {
+    {"\033[1~", KEY_HOME},   {"\033[7~", KEY_HOME},    {"\033[H", KEY_HOME},
+    {"\033OH", KEY_HOME},    {"\033[4~", KEY_END},     {"\033[8~", KEY_END},
+    {"\033[F", KEY_END},     {"\033OF", KEY_END},      {"\033[5~", KEY_PPAGE},
+    {"\033[6~", KEY_NPAGE},  {"\033[A", KEY_UP},       {"\033[B", KEY_DOWN},
+    {"\033[C", KEY_RIGHT},   {"\033[D", KEY_LEFT},     {"\033OA", KEY_UP},
+    {"\033OB", KEY_DOWN},    {"\033OC", KEY_RIGHT},    {"\033OD", KEY_LEFT},
+    {"\033OP", KEY_F(1)},    {"\033OQ", KEY_F(2)},     {"\033OR", KEY_F(3)},
+    {"\033OS", KEY_F(4)},    {"\033[11~", KEY_F(1)},   {"\033[12~", KEY_F(2)},
+    {"\033[13~", KEY_F(3)},  {"\033[14~", KEY_F(4)},   {"\033[15~", KEY_F(5)},
+    {"\033[17~", KEY_F(6)},  {"\033[18~", KEY_F(7)},   {"\033[19~", KEY_F(8)},
+    {"\033[20~", KEY_F(9)},  {"\033[21~", KEY_F(10)},  {"\033[23~", KEY_F(11)},
+    {"\033[24~", KEY_F(12)}, {"\033[1;2R", KEY_F(15)}, {"\033OM", KEY_ENTER},
+};
+
+void ui_keys_define(void)
+{
+    for (size_t i = 0; i < sizeof(extra_seqs) / sizeof(*extra_seqs); i++)
+        if (key_defined(extra_seqs[i].seq) == 0)
+            define_key(extra_seqs[i].seq, extra_seqs[i].code);
+}
 
 const struct ui_key *ui_keys(size_t *n)
 {
@@ -515,13 +573,12 @@ void ui_key(struct ui *u, int ch)
         return;
     }
     k = key_find(ch);
-    /* The help screen is modal: its own key, Back or Quit close it, other keys are ignored;
-     * Quit then goes on to quit. */
+    /* The help screen is modal, as htop's: its own key, Back (Esc) or Quit (q, F10) close
+     * it, without quitting; other keys are ignored. */
     if (u->help && ch != KEY_RESIZE) {
         if (k && (k->run == act_help || k->run == act_back || k->run == act_quit))
             u->help = false;
-        if (!k || k->run != act_quit)
-            return;
+        return;
     }
     if (k)
         k->run(u, ch);

@@ -229,3 +229,33 @@ const char *layout_col_title(enum layout_col c, bool utf8)
         return "";
     return utf8 ? COLS[c].title : COLS[c].ascii;
 }
+
+/* ---- memory view columns ---------------------------------------------------------------- */
+
+/* "%-6s %-8s %7s %8s" (RANK PID RSS dBASE), then " %8s" d60s, " %7s" USS, " %7s" SWAP, then
+ * two blanks before the sparkline. */
+#define MEM_BASE_W (6 + 1 + 8 + 1 + 7 + 1 + 8)
+#define MEM_D60_W 9
+#define MEM_USS_W 8
+#define MEM_SWAP_W 8
+#define MEM_GAP_W 2
+
+int layout_memory_fixed(const struct mem_cols *c)
+{
+    return MEM_BASE_W + (c->d60 ? MEM_D60_W : 0) + (c->uss ? MEM_USS_W : 0) +
+           (c->swap ? MEM_SWAP_W : 0) + MEM_GAP_W;
+}
+
+void layout_memory_columns(int width, struct mem_cols *out)
+{
+    bool *drop[] = {&out->swap, &out->uss, &out->d60};
+
+    *out = (struct mem_cols){true, true, true, 0};
+    for (size_t i = 0; i < sizeof(drop) / sizeof(*drop); i++) {
+        if (width - layout_memory_fixed(out) >= LAYOUT_SPARK_WANT)
+            break;
+        *drop[i] = false;
+    }
+    out->spark = width - layout_memory_fixed(out);
+    out->spark = out->spark > LAYOUT_SPARK_MAX ? LAYOUT_SPARK_MAX : out->spark < 0 ? 0 : out->spark;
+}

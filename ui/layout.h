@@ -21,7 +21,7 @@
 /* Fewest rows of the lower pane when shown: its tab line and two lines of content. */
 #define LAYOUT_LOWER_MIN 3
 
-/* The lower pane's views, numbered as their keys 1-5. */
+/* The lower pane's views, numbered as their keys 1-6. */
 enum layout_view {
     LAYOUT_VIEW_MERGED = 1,
     LAYOUT_VIEW_RANK,
@@ -62,7 +62,7 @@ struct layout {
      * there are no ranks rank_rows is 1, a row for the "no ranks" message. */
     struct layout_rect ranks;
     int rank_rows;
-    /* Lower pane: row 0 is the tab line of the five views, the rest the selected view. */
+    /* Lower pane: row 0 is the tab line of the six views, the rest the selected view. */
     struct layout_rect lower;
     /* Help: replaces devices, rank table and lower pane (then hidden) while open. */
     struct layout_rect help;
@@ -107,6 +107,25 @@ struct rank_cols {
  * shrinks, then goes, then state, then pid. The total never exceeds width; width <= 0 shows
  * nothing. Pure. */
 void layout_rank_columns(int width, struct rank_cols *out);
+
+/* The Memory view's rows: RANK PID RSS dBASE always, then d60s, USS and SWAP where they fit,
+ * and the RSS sparkline, whose newest values are what a reader looks for. */
+#define LAYOUT_SPARK_MAX 40  /* sparkline cells at most */
+#define LAYOUT_SPARK_WANT 32 /* columns go before the sparkline gets fewer cells than this */
+
+struct mem_cols {
+    bool d60, uss, swap; /* shown */
+    int spark;           /* sparkline cells, 0 when not even one fits */
+};
+
+/* The Memory view's columns for a pane width cols wide: optional columns are dropped (SWAP,
+ * then USS, then d60s) while the sparkline would get fewer than LAYOUT_SPARK_WANT cells; the
+ * sparkline then takes what is left, up to LAYOUT_SPARK_MAX. The row never exceeds width
+ * when it is at least the fixed columns' width. Pure. */
+void layout_memory_columns(int width, struct mem_cols *out);
+
+/* Columns a memory row of c takes before its sparkline (separators included). */
+int layout_memory_fixed(const struct mem_cols *c);
 
 /* Column title ("RANK", "ΔRSS" or with !utf8 "dRSS"); static storage, never NULL. */
 const char *layout_col_title(enum layout_col c, bool utf8);

@@ -26,6 +26,9 @@ static const struct role_style styles[ROLE_COUNT] = {
     [ROLE_KEYTEXT] = {COLOR_BLACK, COLOR_CYAN, 0, A_REVERSE},
     [ROLE_STATUS] = {COLOR_YELLOW, -1, A_BOLD, A_BOLD},
     [ROLE_TAGGED] = {COLOR_YELLOW, -1, A_BOLD, A_BOLD},
+    /* htop's sort column: black on cyan in the green header; without colours, bold and not
+     * reversed in the reversed header. */
+    [ROLE_SORTED] = {COLOR_BLACK, COLOR_CYAN, A_BOLD, A_BOLD | A_UNDERLINE},
 };
 
 /* Whether the terminal is shown without colours; set once by theme_init. It describes the

@@ -19,6 +19,7 @@ enum theme_role {
     ROLE_KEYTEXT, /* key bar: label */
     ROLE_STATUS,  /* status line messages */
     ROLE_TAGGED,
+    ROLE_SORTED, /* the title of the column the rank table is sorted by */
     ROLE_COUNT
 };
 

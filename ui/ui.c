@@ -78,6 +78,7 @@ static int term_init(struct ui *u, struct app_err *err)
     cbreak();
     noecho();
     keypad(stdscr, TRUE);
+    ui_keys_define();
     nodelay(stdscr, TRUE);
     curs_set(0);
     set_escdelay(25);
@@ -173,7 +174,13 @@ void ui_start_export(struct ui *u, enum export_format fmt)
     strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
     snprintf(j->path, sizeof(j->path), "%s/ranktop-%s%s", u->o->export_dir, stamp,
              export_format_ext(fmt));
-    ui_set_status(u, "exporting to %s ...", j->path);
+    /* Tagged ranks, when there are any, are what the user wants to look at. */
+    if (u->ntags) {
+        history_keep_ranks(&j->h, u->tags, (size_t)u->ntags);
+        ui_set_status(u, "exporting %d tagged ranks to %s ...", u->ntags, j->path);
+    } else {
+        ui_set_status(u, "exporting to %s ...", j->path);
+    }
     u->export_joinable = pthread_create(&u->export_thread, NULL, export_main, j) == 0;
     if (!u->export_joinable) {
         history_fini(&j->h);

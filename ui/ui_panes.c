@@ -1,4 +1,4 @@
-/* Drawing the monitor: header and banner, device meters, rank table, the five lower views,
+/* Drawing the monitor: header and banner, device meters, rank table, the six lower views,
  * key bar and help. Presentation only: every figure, filter, sort and delta comes from the
  * view models (src/views) over the UI's copies (history clone, live figures, mapping growth),
  * so drawing does no I/O, takes no lock and never asks the engine for more than its rate and
@@ -111,10 +111,22 @@ void ui_build_rows(struct ui *u)
                                .nlive = u->nlive,
                                .stuck_after_ns = (uint64_t)(u->o->hang_after_s * 1e9)};
 
+    /* A rank the user's baseline (m) does not cover counts from its first reading. */
+    view_baseline_extend(&u->base, &u->hist);
     view_table_fini(&u->table);
     view_table(&u->hist, clock_mono_ns(), &in, &u->table);
     if (u->sel >= (int)u->table.n)
         u->sel = u->table.n ? (int)u->table.n - 1 : 0;
+}
+
+/* The rank-table column a sort orders by. */
+static enum layout_col sort_col(enum view_sort s)
+{
+    return s == VIEW_SORT_CPU     ? LCOL_CPU
+           : s == VIEW_SORT_RSS   ? LCOL_RSS
+           : s == VIEW_SORT_SINCE ? LCOL_SINCE
+           : s == VIEW_SORT_GIL   ? LCOL_GIL
+                                  : LCOL_RANK;
 }
 
 /* "  hosts 3/4 lag 0.4s node-c down": other nodes at a glance; "" on one node. */
@@ -146,7 +158,7 @@ static void draw_header(struct ui *u)
 {
     const struct layout_rect *r = &u->lay.header;
     size_t live = 0;
-    char prompt[200], hist[16], hosts[96], hz[32] = "--", flags[128];
+    char prompt[200], hist[16], hosts[96], hz[32] = "--", flags[192], tags[32] = "", sort[32] = "";
     double rate = engine_rate(u->e), got = view_rate_hz(&u->rate, view_rate_window(rate));
 
     for (size_t i = 0; i < u->hist.nranks; i++)
@@ -156,9 +168,14 @@ static void draw_header(struct ui *u)
     /* "--" until a full window of passes has been measured: no bogus first-frame rate. */
     if (!isnan(got))
         snprintf(hz, sizeof(hz), "%.1f", got);
-    /* Pause and filter early in the line, where a narrow terminal still shows them. */
-    snprintf(flags, sizeof(flags), "%s%s%.40s%s%s", u->paused ? "  [PAUSED]" : "",
-             u->filter[0] ? "  [filter '" : "", u->filter, u->filter[0] ? "']" : "",
+    /* Pause, sort, filter and tags early in the line, where a narrow terminal still shows
+     * them; the rank order is the default and goes without saying (its title is marked). */
+    if (u->sort != VIEW_SORT_RANK)
+        snprintf(sort, sizeof(sort), "  [sort %s]", layout_col_title(sort_col(u->sort), u->utf8));
+    if (u->ntags)
+        snprintf(tags, sizeof(tags), "  [%d tagged]", u->ntags);
+    snprintf(flags, sizeof(flags), "%s%s%s%.40s%s%s%s", u->paused ? "  [PAUSED]" : "", sort,
+             u->filter[0] ? "  [filter '" : "", u->filter, u->filter[0] ? "']" : "", tags,
              u->all_threads ? "  [all threads]" : "");
     putf(u, r->y, r->x, r->w, ROLE_TITLE, true,
          "ranktop  %s  %s  ranks %zu/%zu%s  %s/%.4g Hz%s  lag %.1f ms  errors %.2f%%  torn lost "
@@ -349,8 +366,10 @@ static void draw_ranks(struct ui *u)
         return;
     layout_rank_columns(r->w, &c);
     put(u, r->y, r->x, r->w, ROLE_HEADER, true, "");
+    /* The column the table is sorted by has its title highlighted, as in htop. */
     for (int k = 0; k < LCOL_COUNT; k++)
-        cell(u, &c, r->y, r->x, (enum layout_col)k, ROLE_HEADER,
+        cell(u, &c, r->y, r->x, (enum layout_col)k,
+             k == (int)sort_col(u->sort) ? ROLE_SORTED : ROLE_HEADER,
              layout_col_title((enum layout_col)k, u->utf8));
     u->table_y = r->y + 1;
     u->table_h = u->lay.rank_rows;
@@ -402,6 +421,18 @@ static void add_line(struct ui *u, enum theme_role role, uint64_t node, const ch
     l->node = node;
 }
 
+/* A line shown shortened for the pane's width (shown), searched over its whole text (full),
+ * so that a search finds a function whose name the line had to cut. */
+static void add_line_fitted(struct ui *u, enum theme_role role, uint64_t node, const char *shown,
+                            const char *full)
+{
+    int before = u->nlines;
+
+    add_line(u, role, node, "%s", full);
+    if (u->nlines > before) /* not dropped at the cap */
+        snprintf(u->lines[before].text, sizeof(u->lines[before].text), "%s", shown);
+}
+
 static void tree_prefix(struct ui *u, const struct view_tree *t, int idx, char *buf, size_t len)
 {
     bool last[64];
@@ -414,17 +445,29 @@ static void tree_prefix(struct ui *u, const struct view_tree *t, int idx, char *
     draw_tree_prefix(buf, len, last, depth, u->utf8);
 }
 
-/* The table's pids when a filter narrows it, else NULL (every rank). */
-static int *table_pids(const struct ui *u)
+/* The ranks the merged tree shows: the table's (a filter narrows it), and of those only the
+ * tagged ones when any rank is tagged; NULL with *n 0 for every rank. */
+static int *table_pids(const struct ui *u, size_t *n)
 {
     int *v;
 
-    if (!u->filter[0])
+    *n = 0;
+    if (!u->filter[0] && !u->ntags)
         return NULL;
     v = x_calloc(u->table.n ? u->table.n : 1, sizeof(*v));
     for (size_t i = 0; i < u->table.n; i++)
-        v[i] = u->table.rows[i].pid;
+        if (!u->ntags || is_tagged(u, u->table.rows[i].pid))
+            v[(*n)++] = u->table.rows[i].pid;
     return v;
+}
+
+/* Bytes a node's rank set may take: a third of the pane (at least 16), so that a long set is
+ * cut with its "…(+N)" count before it crowds out the frame. */
+static size_t rankset_len(const struct ui *u)
+{
+    int w = u->lay.lower.w / 3;
+
+    return (size_t)(w < 16 ? 16 : w > 95 ? 95 : w) + 1;
 }
 
 static void lines_merged(struct ui *u)
@@ -433,11 +476,12 @@ static void lines_merged(struct ui *u)
         .all_threads = u->all_threads, .collapsed = u->collapsed, .ncollapsed = u->ncollapsed};
     struct view_tree t;
     uint64_t now = clock_mono_ns();
-    int *pids = table_pids(u), rc;
+    size_t npids;
+    int *pids = table_pids(u, &npids), rc;
 
-    /* The filter narrows the tree to the ranks it leaves in the table. */
+    /* The filter and the tags narrow the tree to the ranks they leave. */
     mo.pids = pids;
-    mo.npids = u->table.n;
+    mo.npids = npids;
     rc = view_merge(&u->hist, now, &mo, &t);
     free(pids);
 
@@ -449,21 +493,26 @@ static void lines_merged(struct ui *u)
     }
     for (size_t i = 0; i < t.nvisible; i++) {
         const struct view_node *n = &t.nodes[t.visible[i]];
-        char pre[256], ranks[96], fr[256], age[16];
+        char pre[256], set[96], ranks[112], fn[256], where[256] = "", age[16] = "";
+        char text[512], full[768];
 
         tree_prefix(u, &t, t.visible[i], pre, sizeof(pre));
-        view_rankset_format_ex(n->ranks, n->nranks, ranks, sizeof(ranks),
+        if (n->collapsed)
+            snprintf(pre + strlen(pre), sizeof(pre) - strlen(pre), "+ ");
+        view_rankset_format_ex(n->ranks, n->nranks, set, rankset_len(u),
                                u->utf8 ? "\xe2\x80\xa6" : "...");
-        if (n->kind == VIEW_NODE_THREAD)
-            snprintf(fr, sizeof(fr), "Thread %s", n->function);
-        else if (n->line > 0)
-            snprintf(fr, sizeof(fr), "%s (%s:%d)", n->function, n->file, n->line);
-        else
-            snprintf(fr, sizeof(fr), "%s", n->function);
-        draw_duration(age, sizeof(age), n->unchanged_min);
-        add_line(u, n->odd || n->end_odd ? ROLE_ODD : ROLE_NORMAL, n->id, "%s%s%s  [%s] x%zu%s%s",
-                 pre, n->collapsed ? "+ " : "", fr, ranks, n->nranks, n->nend ? "  unchanged " : "",
-                 n->nend ? age : "");
+        snprintf(ranks, sizeof(ranks), "[%s] x%zu", set, n->nranks);
+        snprintf(fn, sizeof(fn), "%s%s", n->kind == VIEW_NODE_THREAD ? "Thread " : "", n->function);
+        if (n->kind != VIEW_NODE_THREAD && n->line > 0)
+            snprintf(where, sizeof(where), "(%s:%d)", n->file, n->line);
+        if (n->nend)
+            draw_duration(age, sizeof(age), n->unchanged_min);
+        /* At 80 columns the rank set and count stay; the function name, its location and
+         * the age give way (draw_tree_line). */
+        draw_tree_line(text, sizeof(text), u->lay.lower.w,
+                       &(struct draw_tree_line){pre, fn, where, ranks, age}, u->utf8);
+        snprintf(full, sizeof(full), "%s%s %s  %s", pre, fn, where, ranks);
+        add_line_fitted(u, n->odd || n->end_odd ? ROLE_ODD : ROLE_NORMAL, n->id, text, full);
     }
     if (t.truncated)
         add_line(u, ROLE_DIM, 0, "(tree truncated)");
@@ -587,13 +636,29 @@ static void lines_gil(struct ui *u)
     view_gil_fini(&g);
 }
 
+/* The optional memory columns c shows, formatted as the header or a row gives them. */
+static void mem_optional(char *buf, size_t len, const struct mem_cols *c, const char *d60,
+                         const char *uss, const char *swap)
+{
+    snprintf(buf, len, "%s%*s%s%*s%s%*s", c->d60 ? " " : "", c->d60 ? 8 : 0, c->d60 ? d60 : "",
+             c->uss ? " " : "", c->uss ? 7 : 0, c->uss ? uss : "", c->swap ? " " : "",
+             c->swap ? 7 : 0, c->swap ? swap : "");
+}
+
+/* RSS, ΔRSS since the baseline and the last minute, USS, swap and a sparkline per rank. At
+ * 80 columns the optional columns give way (layout_memory_columns) so that the sparkline
+ * keeps its newest values. */
 static void lines_memory(struct ui *u)
 {
     struct view_memory m;
+    struct mem_cols c;
+    char opt[64];
 
+    layout_memory_columns(u->lay.lower.w, &c);
     view_memory(&u->hist, &u->table, &m);
-    add_line(u, ROLE_HEADER, 0, "%-6s %-8s %7s %8s %8s %7s %7s  RSS history", "RANK", "PID", "RSS",
-             "dBASE", "d60s", "USS", "SWAP");
+    mem_optional(opt, sizeof(opt), &c, "d60s", "USS", "SWAP");
+    add_line(u, ROLE_HEADER, 0, "%-6s %-8s %7s %8s%s  RSS history", "RANK", "PID", "RSS", "dBASE",
+             opt);
     for (size_t i = 0; i < m.n; i++) {
         const struct view_mem_row *r = &m.rows[i];
         char rss[16], d[16], d60[16], uss[16], sw[16], spark[256] = "", rank[16];
@@ -603,10 +668,11 @@ static void lines_memory(struct ui *u)
         fmt_mib(d60, sizeof(d60), r->d60_mib, true);
         fmt_mib(uss, sizeof(uss), r->uss_mib, false);
         fmt_mib(sw, sizeof(sw), r->swap_mib, false);
-        draw_sparkline(spark, sizeof(spark), r->spark, r->nspark, 40, u->utf8);
+        draw_sparkline(spark, sizeof(spark), r->spark, r->nspark, c.spark, u->utf8);
         rank_text(rank, sizeof(rank), r->rank);
-        add_line(u, r->warn ? ROLE_BAR_WARN : ROLE_NORMAL, 0, "%-6s %-8d %7s %8s %8s %7s %7s  %s",
-                 rank, r->pid, rss, d, d60, uss, sw, spark);
+        mem_optional(opt, sizeof(opt), &c, d60, uss, sw);
+        add_line(u, r->warn ? ROLE_BAR_WARN : ROLE_NORMAL, 0, "%-6s %-8d %7s %8s%s  %s", rank,
+                 r->pid, rss, d, opt, spark);
     }
     view_memory_fini(&m);
     if (u->growth_pid)
@@ -781,6 +847,7 @@ static void draw_keybar(struct ui *u)
 static const char *const help_intro[] = {"ranktop: a top for distributed PyTorch jobs", ""};
 static const char *const help_outro[] = {
     "",
+    "q, Esc or F1 close this help.",
     "HANG: every rank's stack unchanged for --hang-after seconds (and device utilisation",
     "flat where known); the banner names the frame most ranks wait in and the odd ranks.",
 };

@@ -109,6 +109,9 @@ struct ui_key {
     bool help_right;                   /* on the previous help line, in its right column */
 };
 
+/* After keypad(): binds the sequences terminals commonly send (xterm, VT220, rxvt) that
+ * TERM's terminfo entry leaves unbound, so Home, End and the F-keys work whatever TERM says. */
+void ui_keys_define(void);
 /* The table, in help order. */
 const struct ui_key *ui_keys(size_t *n);
 /* The help screen's key lines into lines[0..max); returns how many. */

@@ -223,6 +223,11 @@ size_t history_memory(const struct history *h);
  * history_intern_stack. Free it with history_fini. */
 void history_clone(const struct history *h, struct history *out);
 
+/* Keeps only the ranks whose key is among pids[0..n) (every record of such a pid) and their
+ * counter series; node-wide series (pid 0) stay. Frames and stacks are left as they are. For
+ * a private copy (a clone an exporter writes): pointers into h->ranks are invalid after. */
+void history_keep_ranks(struct history *h, const int *pids, size_t n);
+
 /* Frame ids of a stack, outermost first. */
 static inline const uint32_t *history_stack_frames(const struct history *h, uint32_t stack)
 {

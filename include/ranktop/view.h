@@ -136,8 +136,9 @@ double view_series_delta(const struct hseries *s, uint64_t span);
 
 /* ---- Memory baseline (view_table.c) ---- */
 
-/* Each rank's RSS when the user took a baseline (key m): the reference of the ΔRSS columns.
- * Caller-owned and kept between snapshots; zeroed means no baseline. */
+/* Each rank's RSS when the user took a baseline (key m), or its first RSS reading for a rank
+ * the user's baseline does not cover (view_baseline_extend): the reference of the ΔRSS
+ * columns. Caller-owned and kept between snapshots; zeroed means no baseline. */
 struct view_baseline {
     int *pid;
     double *rss_mib; /* NAN when the rank had no RSS reading then */
@@ -150,6 +151,11 @@ struct view_table;
 /* Replaces b with the RSS of every row of t at `now`. */
 void view_baseline_set(struct view_baseline *b, const struct view_table *t, uint64_t now);
 void view_baseline_fini(struct view_baseline *b);
+
+/* Adds every rank of h that b lacks and whose RSS series has a point, at that series' oldest
+ * point: called at each snapshot, it gives a rank its first reading as baseline, so ΔRSS
+ * counts from the start until the user takes one. b->t is left as it is. */
+void view_baseline_extend(struct view_baseline *b, const struct history *h);
 
 /* rss_mib minus pid's baseline; NAN without a baseline for pid or when either is unknown. */
 double view_baseline_delta(const struct view_baseline *b, int pid, double rss_mib);
@@ -175,6 +181,7 @@ struct view_table_in {
 };
 
 #define VIEW_GIL_HOLDER_PCT 50.0 /* another thread's GIL share the table names */
+#define VIEW_IDLE_CPU_PCT 5.0    /* CPU % of one core below which a live rank is "idle" */
 
 /* One row of the rank table: a rank's identity and figures, ready to format. */
 struct view_table_row {
@@ -188,7 +195,9 @@ struct view_table_row {
     int64_t dev_mem_mb;    /* device memory, -1 unknown */
     double since_s;        /* seconds the main thread's stack has been unchanged */
     char top[192];         /* innermost frame (view_frame_format), "" without a stack */
-    char state[16];        /* "run", "stuck", or view_exit_text: "exit 1", "SIGSEGV", "exited" */
+    char state[16];        /* "run", "idle" (CPU below VIEW_IDLE_CPU_PCT), "stuck" (unchanged
+                              stuck_after_ns), "stopped", or view_exit_text: "exit 1",
+                              "SIGSEGV", "exited" */
     char gil_holder[64];   /* the thread other than the main one holding the GIL at least
                               VIEW_GIL_HOLDER_PCT of the time; "" none */
     double gil_holder_pct; /* its share */

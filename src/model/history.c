@@ -843,3 +843,38 @@ void history_clone(const struct history *h, struct history *out)
         out->series[i].cap = h->series[i].n;
     }
 }
+
+static bool pid_in(int pid, const int *pids, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (pids[i] == pid)
+            return true;
+    return false;
+}
+
+void history_keep_ranks(struct history *h, const int *pids, size_t n)
+{
+    size_t k = 0;
+
+    for (size_t i = 0; i < h->nranks; i++) {
+        struct hrank *r = &h->ranks[i];
+
+        if (pid_in(r->pid, pids, n)) {
+            h->ranks[k++] = *r;
+            continue;
+        }
+        for (size_t t = 0; t < r->nthreads; t++)
+            free(r->threads[t].runs);
+        free(r->threads);
+        taskix_free(r);
+    }
+    h->nranks = k;
+    k = 0;
+    for (size_t i = 0; i < h->nseries; i++) {
+        if (!h->series[i].pid || pid_in(h->series[i].pid, pids, n))
+            h->series[k++] = h->series[i];
+        else
+            free(h->series[i].pts);
+    }
+    h->nseries = k;
+}

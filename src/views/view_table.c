@@ -46,6 +46,25 @@ void view_baseline_set(struct view_baseline *b, const struct view_table *t, uint
     b->t = now;
 }
 
+void view_baseline_extend(struct view_baseline *b, const struct history *h)
+{
+    for (size_t i = 0; i < h->nseries; i++) {
+        const struct hseries *s = &h->series[i];
+        bool known = false;
+
+        if (s->id != SERIES_RSS || !s->pid || !s->n)
+            continue;
+        for (size_t k = 0; k < b->n && !known; k++)
+            known = b->pid[k] == s->pid;
+        if (known)
+            continue;
+        b->pid = x_reallocarray(b->pid, b->n + 1, sizeof(*b->pid));
+        b->rss_mib = x_reallocarray(b->rss_mib, b->n + 1, sizeof(*b->rss_mib));
+        b->pid[b->n] = s->pid;
+        b->rss_mib[b->n++] = s->pts[0].v;
+    }
+}
+
 void view_baseline_fini(struct view_baseline *b)
 {
     free(b->pid);
@@ -114,6 +133,18 @@ static void gil_holder(const struct history *h, const struct hrank *hr,
     r->gil_holder_pct = l->shares[0].pct;
 }
 
+/* A live rank's state: "stuck" once its stack has kept its functions for stuck_after_ns,
+ * whatever its CPU (a rank spinning in a wait is as stuck as one asleep in it); else "idle"
+ * when it used less than VIEW_IDLE_CPU_PCT of a core over the last reading (blocked in a
+ * sleep, a wait or a receive), "run" when it used more or its CPU is not known. */
+static const char *live_state(const struct view_table_in *in, const struct view_rank_row *v,
+                              double cpu)
+{
+    if (in->stuck_after_ns && v->since >= in->stuck_after_ns)
+        return "stuck";
+    return !isnan(cpu) && cpu < VIEW_IDLE_CPU_PCT ? "idle" : "run";
+}
+
 static void row_fill(const struct history *h, const struct view_table_in *in,
                      const struct view_rank_row *v, struct view_table_row *r)
 {
@@ -134,8 +165,7 @@ static void row_fill(const struct history *h, const struct view_table_in *in,
     else if (l && l->stopped)
         snprintf(r->state, sizeof(r->state), "stopped");
     else
-        snprintf(r->state, sizeof(r->state), "%s",
-                 in->stuck_after_ns && v->since >= in->stuck_after_ns ? "stuck" : "run");
+        snprintf(r->state, sizeof(r->state), "%s", live_state(in, v, r->cpu));
     if (l)
         gil_holder(h, &h->ranks[v->idx], l, r);
 }

@@ -26,7 +26,7 @@ for p in $RANKPIDS; do
     r=$(proc_env "$p" RANK)
     SYNCDIR=$(proc_env "$p" DEMO_SYNC_DIR)
     eval "PID_OF_$r=$p"
-    wait_screen "^ +$r +$p +.* (run|stuck) " 30 || fail "rank $r (pid $p) not listed"
+    wait_screen "^ +$r +$p +.* (run|idle|stuck) " 30 || fail "rank $r (pid $p) not listed"
 done
 [ -n "$SYNCDIR" ] || fail "demo ranks have no DEMO_SYNC_DIR"
 

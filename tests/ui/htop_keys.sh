@@ -27,7 +27,7 @@ A=$!
 spot 1 spot_beta
 B=$LAST
 ui_start hk 160 40 -- "$RANKTOP_BIN" -p "$A,$B" --hang-after 600
-wait_screen "^ +1 +$B .* run .*spot_beta" 30 || fail "rank 1 not listed"
+wait_screen "^ +1 +$B .* (run|idle) .*spot_beta" 30 || fail "rank 1 not listed"
 wait_screen "spot_alpha \(.*\) +\[0\] x1" 30 || fail "the merged tree lacks rank 0's frame"
 wait_screen "spot_beta \(.*\) +\[1\] x1" 30 || fail "the merged tree lacks rank 1's frame"
 until_deadline 10 last_line_has '^F1Help F3Search F4Filter F5Tree F6Sort .*F10Quit *$' || {

@@ -1,6 +1,6 @@
 #!/bin/sh
 # A rank stopped with SIGSTOP (or held by a debugger) shows as stopped in the rank table, not
-# as running or stuck; once continued it is a running rank again. A process named with -p that
+# as running, idle or stuck; once continued it is a live (idle) rank again. A process named with -p that
 # cannot be read (here: not Python) gets a line under the table saying so, instead of vanishing.
 . "$(dirname "$0")/lib.sh"
 
@@ -18,13 +18,13 @@ sleep 600 &
 SL=$!
 PIDS="$PIDS $A $B $SL"
 ui_start st 160 40 -- "$RANKTOP_BIN" -p "$A,$B,$SL" --hang-after 600
-wait_screen "^ +1 +$B .* run .*wait_here" 30 || fail "rank 1 not listed as running"
+wait_screen "^ +1 +$B .* (run|idle) .*wait_here" 30 || fail "rank 1 not listed as running"
 wait_screen "pid $SL not sampled: process $SL is not a Python process" 30 ||
     fail "the unreadable process has no line"
 kill -STOP "$B"
 wait_screen "^ +1 +$B .* stopped .*wait_here" 30 || fail "the stopped rank is not shown as stopped"
-screen_has "^ +0 +$A .* run " || { show_screen "table"; fail "rank 0 is not running"; }
+screen_has "^ +0 +$A .* (run|idle) " || { show_screen "table"; fail "rank 0 is not running"; }
 kill -CONT "$B"
-wait_screen "^ +1 +$B .* run .*wait_here" 30 || fail "the continued rank is not running again"
+wait_screen "^ +1 +$B .* (run|idle) .*wait_here" 30 || fail "the continued rank is not running again"
 keys q
 wait_screen '^EXITED 0' 20 || fail "q did not quit"

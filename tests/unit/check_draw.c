@@ -372,6 +372,53 @@ START_TEST(tree)
 }
 END_TEST
 
+/* A merged-tree line at 80 columns keeps its rank set and count: "unchanged " goes first, then
+ * the function name shortens, then the location goes, then the age. */
+START_TEST(tree_line_forms)
+{
+    static const struct {
+        int width;
+        const char *want;
+    } forms[] = {
+        {100, "│ └─wait_for_the_batch_of_this_step (loader.py:120)  [0-1,3] x3  unchanged 1m05s"},
+        {80, "│ └─wait_for_the_batch_of_this_step (loader.py:120)  [0-1,3] x3  unchanged 1m05s"},
+        {79, "│ └─wait_for_the_batch_of_this_step (loader.py:120)  [0-1,3] x3  1m05s"},
+        {70, "│ └─wait_for_the_batch_of_this_step (loader.py:120)  [0-1,3] x3  1m05s"},
+        {69, "│ └─wait_for_the_batch_of_this_st… (loader.py:120)  [0-1,3] x3  1m05s"},
+        {55, "│ └─wait_for_the_ba… (loader.py:120)  [0-1,3] x3  1m05s"},
+        {54, "│ └─wait_for_the_batch_of_this_step  [0-1,3] x3  1m05s"},
+        {53, "│ └─wait_for_the_batch_of_this_st…  [0-1,3] x3  1m05s"},
+        {39, "│ └─wait_for_the_ba…  [0-1,3] x3  1m05s"},
+        {38, "│ └─wait_for_the_batch_of…  [0-1,3] x3"},
+        {32, "│ └─wait_for_the_ba…  [0-1,3] x3"},
+        {31, "│ └─wait_for_the_b…  [0-1,3] x3"},
+        {20, "│ └─wai…  [0-1,3] x3"},
+        {10, "│ └─…  [0-1,3] x3"},
+    };
+    const struct draw_tree_line l = {"│ └─", "wait_for_the_batch_of_this_step", "(loader.py:120)",
+                                     "[0-1,3] x3", "1m05s"};
+
+    for (size_t i = 0; i < sizeof(forms) / sizeof(*forms); i++) {
+        int w = draw_tree_line(buf, sizeof(buf), forms[i].width, &l, true);
+
+        ck_assert_msg(!strcmp(buf, forms[i].want), "width %d: \"%s\", want \"%s\"", forms[i].width,
+                      buf, forms[i].want);
+        ck_assert_int_eq(w, draw_width(forms[i].want, true));
+        if (forms[i].width >= 17) /* prefix, ellipsis and rank set: the barest form */
+            ck_assert_int_le(w, forms[i].width);
+    }
+    /* No location, no age (the stacks go on below), ASCII. */
+    draw_tree_line(buf, sizeof(buf), 30,
+                   &(struct draw_tree_line){"|-", "main", "", "[0-15] x16", ""}, false);
+    ck_assert_str_eq(buf, "|-main  [0-15] x16");
+    draw_tree_line(
+        buf, sizeof(buf), 24,
+        &(struct draw_tree_line){"\\-", "forward_pass_of_the_model", "(m.py:7)", "[2] x1", "3s"},
+        false);
+    ck_assert_str_eq(buf, "\\-forward_pass..  [2] x1");
+}
+END_TEST
+
 /* ---- key table ---- */
 
 START_TEST(keys_help_lines)
@@ -384,8 +431,9 @@ START_TEST(keys_help_lines)
         "F3 or /            search as you type (Esc cancels); F3/Shift-F3: next/previous",
         "F4 or \\            filter ranks as you type (rank, pid, frame); Esc clears",
         "F5                 tree / flat (top functions) in the Merged and Rank views",
-        "s / F6             sort: rank, CPU, RSS, stuck time, GIL",
-        "Space              tag a rank             p / Z  pause the display (sampling continues)",
+        "s / F6             sort: rank, CPU, RSS, stuck time, GIL (shown in the header)",
+        "Space              tag a rank (*): merged tree and exports show only tagged ones",
+        "U                  untag all ranks        p / Z  pause the display (sampling continues)",
         "m                  memory baseline (and mapping growth of the selected rank)",
         "t                  main thread / all threads",
         "n                  native (C/C++) frames of the selected rank on/off (2 samples/s)",
@@ -450,6 +498,7 @@ static Suite *draw_suite(void)
     tcase_add_test(g, bar_short_buffer);
     tcase_add_test(g, sparkline);
     tcase_add_test(g, tree);
+    tcase_add_test(g, tree_line_forms);
     tcase_add_test(n, bytes);
     tcase_add_test(n, delta);
     tcase_add_test(n, pct);

@@ -116,6 +116,42 @@ START_TEST(test_clone_outlives_original)
 }
 END_TEST
 
+/* The monitor exports its tagged ranks alone: history_keep_ranks drops the other ranks'
+ * threads and series from a clone, keeps node-wide series, and the clone still exports. */
+START_TEST(test_keep_ranks)
+{
+    struct history h, c;
+    const int keep[] = {300, 100};
+    uint32_t st;
+
+    history_init(&h, 0, 0, "host");
+    fill(&h); /* rank pid 100 */
+    st = history_intern_stack(&h, &(struct hframe){"f", "/x/f.py", 1, false}, 1);
+    for (int pid = 200; pid <= 300; pid += 100) {
+        history_observe(history_thread(history_rank(&h, pid, pid / 100, NULL), 1, pid, "M", true),
+                        st, 5);
+        history_counter(&h, SERIES_RSS, NULL, pid, 5, pid);
+    }
+    history_counter(&h, SERIES_DEV_UTIL, "gpu0", 0, 5, 50);
+    history_clone(&h, &c);
+    history_keep_ranks(&c, keep, 2);
+    ck_assert_uint_eq(c.nranks, 2);
+    ck_assert_int_eq(c.ranks[0].pid, 100);
+    ck_assert_int_eq(c.ranks[1].pid, 300);
+    ck_assert_uint_eq(c.ranks[1].threads[0].nruns, 1);
+    ck_assert_ptr_nonnull(history_series(&c, SERIES_RSS, 100));
+    ck_assert_ptr_nonnull(history_series(&c, SERIES_RSS, 300));
+    ck_assert_ptr_null(history_series(&c, SERIES_RSS, 200));
+    ck_assert_ptr_nonnull(history_series(&c, SERIES_DEV_UTIL, 0));
+    history_keep_ranks(&c, NULL, 0);
+    ck_assert_uint_eq(c.nranks, 0);
+    ck_assert_ptr_nonnull(history_series(&c, SERIES_DEV_UTIL, 0));
+    history_fini(&c);
+    ck_assert_uint_eq(h.nranks, 3); /* the original is untouched */
+    history_fini(&h);
+}
+END_TEST
+
 /* A task pseudo-thread (record --async): one record per task (address and name), never main,
  * its loop's thread kept; a long name is cut to leave room for "task " in a 64-byte thread
  * name, never inside a UTF-8 sequence; a clone keeps the task marks. */
@@ -321,6 +357,7 @@ static Suite *history_suite(void)
     tcase_add_test(tc, test_task_lanes_fold);
     tcase_add_test(tc, test_compaction_bounds_memory);
     tcase_add_test(tc, test_hash_mix_small_inputs);
+    tcase_add_test(tc, test_keep_ranks);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -385,6 +385,46 @@ START_TEST(columns_exact)
 }
 END_TEST
 
+/* The Memory view at 80 columns drops SWAP and USS so that the sparkline keeps 37 of its 40
+ * cells (the newest values, right-aligned); from 100 columns every column and 40 cells. */
+START_TEST(memory_columns)
+{
+    struct mem_cols c;
+
+    layout_memory_columns(80, &c);
+    ck_assert(c.d60 && !c.uss && !c.swap);
+    ck_assert_int_eq(c.spark, 37);
+    ck_assert_int_eq(layout_memory_fixed(&c) + c.spark, 80);
+    layout_memory_columns(200, &c);
+    ck_assert(c.d60 && c.uss && c.swap);
+    ck_assert_int_eq(c.spark, LAYOUT_SPARK_MAX);
+    layout_memory_columns(60, &c);
+    ck_assert(!c.d60 && !c.uss && !c.swap);
+    ck_assert_int_eq(c.spark, 26);
+    layout_memory_columns(10, &c);
+    ck_assert_int_eq(c.spark, 0);
+    for (int w = LAYOUT_MIN_COLS; w <= 250; w++) {
+        layout_memory_columns(w, &c);
+        ck_assert_int_le(layout_memory_fixed(&c) + c.spark, w);
+        ck_assert_int_le(c.spark, LAYOUT_SPARK_MAX);
+        /* Columns go until the sparkline has LAYOUT_SPARK_WANT cells, and no further: the
+         * last one dropped would leave it short. */
+        ck_assert(c.spark >= LAYOUT_SPARK_WANT || !c.d60);
+        if (!c.swap) {
+            struct mem_cols back = c;
+
+            if (!c.d60)
+                back.d60 = true;
+            else if (!c.uss)
+                back.uss = true;
+            else
+                back.swap = true;
+            ck_assert_int_lt(w - layout_memory_fixed(&back), LAYOUT_SPARK_WANT);
+        }
+    }
+}
+END_TEST
+
 static Suite *layout_suite(void)
 {
     Suite *s = suite_create("layout");
@@ -401,6 +441,7 @@ static Suite *layout_suite(void)
     tcase_add_test(co, columns_sweep);
     tcase_add_test(co, columns_drop_order);
     tcase_add_test(co, columns_exact);
+    tcase_add_test(co, memory_columns);
     suite_add_tcase(s, sw);
     suite_add_tcase(s, ex);
     suite_add_tcase(s, co);

@@ -1161,6 +1161,75 @@ START_TEST(table_filter_and_baseline)
 }
 END_TEST
 
+/* The state column: a rank whose CPU stayed under VIEW_IDLE_CPU_PCT (asleep, waiting) is
+ * "idle", one on the CPU "run", one without a CPU reading "run"; a rank unchanged for
+ * stuck_after_ns is "stuck" whatever its CPU; a stopped one "stopped". */
+START_TEST(table_idle_state)
+{
+    struct fx f;
+    struct engine_rank_live live[2];
+    struct view_table t;
+    struct view_table_in in = {.live = live, .nlive = 2};
+
+    table_fx(&f, live); /* CPU i % for rank i, none for rank 5 */
+    history_counter(&f.h, SERIES_CPU, NULL, PID(9), T(51), 0.3);
+    history_counter(&f.h, SERIES_CPU, NULL, PID(10), T(51), 99.5);
+    live[1].stopped = true; /* rank 7 */
+    view_table(&f.h, T(52), &in, &t);
+    ck_assert_uint_eq(t.n, NRANKS);
+    ck_assert_str_eq(t.rows[0].state, "idle"); /* 0 % */
+    ck_assert_str_eq(t.rows[4].state, "idle"); /* 4 % */
+    ck_assert_str_eq(t.rows[5].state, "run");  /* CPU unknown */
+    ck_assert_str_eq(t.rows[6].state, "run");  /* 6 % */
+    ck_assert_str_eq(t.rows[7].state, "stopped");
+    ck_assert_str_eq(t.rows[9].state, "idle"); /* the newest reading counts */
+    ck_assert_str_eq(t.rows[10].state, "run");
+    view_table_fini(&t);
+    /* Unchanged for longer than stuck_after_ns: stuck, idle or not. Rank 3 changed at T(10). */
+    in.stuck_after_ns = 43 * SEC;
+    view_table(&f.h, T(52), &in, &t);
+    ck_assert_str_eq(t.rows[0].state, "stuck"); /* unchanged since T(8) */
+    ck_assert_str_eq(t.rows[10].state, "stuck");
+    ck_assert_str_eq(t.rows[ODD_RANK].state, "idle"); /* 3 %, unchanged 42 s */
+    view_table_fini(&t);
+    history_fini(&f.h);
+}
+END_TEST
+
+/* Before any baseline (m), ΔRSS counts from each rank's first RSS reading; a baseline taken
+ * over a filtered table leaves the other ranks at their first reading. */
+START_TEST(baseline_from_first_reading)
+{
+    struct fx f;
+    struct engine_rank_live live[2];
+    struct view_table t;
+    struct view_baseline b = {0};
+
+    table_fx(&f, live); /* RSS 1000 + 10 i at T(50) */
+    history_counter(&f.h, SERIES_RSS, NULL, PID(4), T(51), 1040.0 + 64);
+    view_baseline_extend(&b, &f.h);
+    ck_assert_uint_eq(b.n, NRANKS);
+    ck_assert_uint_eq(b.t, 0);
+    t = table_of(&f.h, live, NULL, VIEW_SORT_RANK, &b);
+    ck_assert_double_eq(t.rows[0].drss_mib, 0);
+    ck_assert_double_eq(t.rows[4].drss_mib, 64);
+    view_table_fini(&t);
+    view_baseline_extend(&b, &f.h); /* known ranks keep their baseline */
+    ck_assert_uint_eq(b.n, NRANKS);
+    t = table_of(&f.h, live, "pid 4004 ", VIEW_SORT_RANK, NULL);
+    view_baseline_set(&b, &t, T(52)); /* m over a filter: rank 4 alone */
+    view_table_fini(&t);
+    view_baseline_extend(&b, &f.h);
+    ck_assert_uint_eq(b.n, NRANKS);
+    t = table_of(&f.h, live, NULL, VIEW_SORT_RANK, &b);
+    ck_assert_double_eq(t.rows[4].drss_mib, 0); /* from m */
+    ck_assert_double_eq(t.rows[2].drss_mib, 0); /* from its first reading */
+    view_table_fini(&t);
+    view_baseline_fini(&b);
+    history_fini(&f.h);
+}
+END_TEST
+
 START_TEST(memory_and_gil_panes)
 {
     struct fx f;
@@ -1597,6 +1666,8 @@ static Suite *view_suite(void)
     tcase_add_test(tc, series_delta_window);
     tcase_add_test(tc, table_rows_and_sorts);
     tcase_add_test(tc, table_filter_and_baseline);
+    tcase_add_test(tc, table_idle_state);
+    tcase_add_test(tc, baseline_from_first_reading);
     tcase_add_test(tc, memory_and_gil_panes);
     tcase_add_test(tc, pid_never_a_rank);
     tcase_add_test(tc, verdict_by_function);

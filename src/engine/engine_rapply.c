@@ -28,6 +28,7 @@
  * with the definitions received, not with what one line claims. */
 #define ID_SLACK 65536
 #define THREAD_SLACK 1024
+#define TICK_MIN_NS 5000000
 
 void rlink_set_error(struct rlink *l, const char *fmt, ...)
 {
@@ -57,6 +58,7 @@ void rlink_reset_ids(struct rlink *l)
     l->ranks_said = l->threads_said = false;
     l->hello = false;
     l->rtt_ns = INT64_MAX;
+    l->last_tick = -1;
     l->mem = l->kcap * sizeof(*l->keys) + (l->series ? RLINK_MAX_SERIES * sizeof(*l->series) : 0);
 }
 
@@ -441,10 +443,17 @@ static void on_gone(struct engine *e, struct rlink *l, const struct agentproto_r
     l->nlive_threads--;
 }
 
-/* Every live thread of the host still showed its stack at ts: its run extends to ts. */
+/* Every live thread of the host still showed its stack at ts: its run extends to ts. A tick
+ * visits every thread, so ticks closer than TICK_MIN_NS on the agent's clock (agents tick every
+ * 10 ms at the most) are skipped: a stream of ticks cannot cost threads x lines. */
 static void on_tick(struct engine *e, struct rlink *l, int64_t ts)
 {
-    uint64_t t = head_time(e, l, ts);
+    uint64_t t;
+
+    if (l->last_tick >= 0 && ts - l->last_tick < TICK_MIN_NS) /* both >= 0: no overflow */
+        return;
+    l->last_tick = ts;
+    t = head_time(e, l, ts);
 
     for (size_t i = 0; i < l->nthreads; i++) {
         struct rthread *rt = &l->threads[i];

@@ -720,6 +720,7 @@ static void remote_init(struct remote *rm, struct engine *e, uint64_t now)
         l->state = ENGINE_HOST_CONNECTING;
         l->win_t0 = now;
         l->rtt_ns = INT64_MAX;
+        l->last_tick = -1;
     }
     for (size_t i = 0; i < rm->np; i++) {
         struct rproc *p = &rm->p[i];

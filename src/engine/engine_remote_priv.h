@@ -105,6 +105,7 @@ struct rlink {
     size_t nseries;
     size_t mem;             /* bytes held by the tables above (RLINK_MEM_MAX) */
     int64_t hello_mono;     /* the agent's clock at its hello */
+    int64_t last_tick;      /* the agent's clock of the last tick applied; -1: none yet */
     uint64_t now;           /* the head's clock for the message being applied */
     struct rclaims *claims; /* the head's, shared */
 };

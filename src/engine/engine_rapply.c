@@ -544,7 +544,11 @@ static void on_device(struct rlink *l, const struct agentproto_device *m)
     if (!d) {
         if (l->ndevs >= 256)
             return;
-        l->devs = x_reallocarray(l->devs, l->ndevs + 1, sizeof(*l->devs));
+        /* The capacity is the next power of two (at least 4): grown by doubling. */
+        if (l->ndevs >= 4 && !(l->ndevs & (l->ndevs - 1)))
+            l->devs = x_reallocarray(l->devs, l->ndevs * 2, sizeof(*l->devs));
+        else if (!l->devs)
+            l->devs = x_reallocarray(NULL, 4, sizeof(*l->devs));
         d = &l->devs[l->ndevs++];
     }
     memset(d, 0, sizeof(*d));

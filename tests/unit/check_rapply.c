@@ -260,6 +260,32 @@ START_TEST(test_times_range_checked)
 }
 END_TEST
 
+/* Devices per host: at most 256 (their array grows by doubling), each updated in place; device
+ * series per host at most 256, the rest dropped and said. */
+START_TEST(test_devices_and_series_capped)
+{
+    struct rlink l;
+
+    link_init(&l, "n1", 1);
+    hello(&l, 1);
+    for (int i = 0; i < 300; i++)
+        feedf(&l, "{\"t\":\"d\",\"k\":\"gpu\",\"i\":%d,\"name\":\"G\",\"u\":%d}", i, i % 100);
+    feed(&l, "{\"t\":\"d\",\"k\":\"gpu\",\"i\":3,\"name\":\"H\",\"u\":7}");
+    ck_assert_uint_eq(l.ndevs, 256);
+    ck_assert_str_eq(l.devs[3].name, "H");
+    for (int i = 0; i < 300; i++)
+        feedf(&l, "{\"t\":\"c\",\"p\":0,\"id\":%d,\"n\":\"gpu%d\",\"v\":1,\"ts\":5}",
+              (int)SERIES_DEV_UTIL, i);
+    ck_assert_uint_eq(l.nseries, RLINK_MAX_SERIES);
+    ck_assert_uint_eq(E->hist.nseries, RLINK_MAX_SERIES);
+    ck_assert_msg(strstr(l.error, "more than 256 device series"), "%s", l.error);
+    /* A rank's series only for a rank the host defined. */
+    feed(&l, "{\"t\":\"c\",\"p\":77,\"id\":2,\"v\":1,\"ts\":5}");
+    ck_assert_uint_eq(E->hist.nseries, RLINK_MAX_SERIES);
+    link_fini(&l);
+}
+END_TEST
+
 /* A second hello is a protocol error: the host is cut off, its clock and name stay the head's. */
 START_TEST(test_second_hello)
 {
@@ -306,6 +332,7 @@ int main(void)
     tcase_add_test(tc, test_ranks_per_host_capped);
     tcase_add_test(tc, test_claims_across_hosts);
     tcase_add_test(tc, test_times_range_checked);
+    tcase_add_test(tc, test_devices_and_series_capped);
     tcase_add_test(tc, test_second_hello);
     tcase_add_test(tc, test_close_ticks_skipped);
     suite_add_tcase(s, tc);

@@ -209,6 +209,25 @@ static bool get_bool(struct rd *r, const char *key)
     return json_object_get_boolean(v);
 }
 
+/* Remote text reaches terminals and JSON output: every C0 control byte and DEL becomes '?', and
+ * so does every C1 control (U+0080..U+009F, two bytes in UTF-8: a CSI is U+009B). */
+static void scrub(char *s)
+{
+    char *w = s;
+
+    str_scrub(s);
+    for (const char *r = s; *r; r++) {
+        if ((unsigned char)r[0] == 0xC2 && (unsigned char)r[1] >= 0x80 &&
+            (unsigned char)r[1] <= 0x9F) {
+            *w++ = '?';
+            r++;
+            continue;
+        }
+        *w++ = *r;
+    }
+    *w = '\0';
+}
+
 /* A string field, cut to len - 1 bytes; "" when absent and optional. */
 static void get_str(struct rd *r, const char *key, char *out, size_t len, bool need)
 {
@@ -225,7 +244,7 @@ static void get_str(struct rd *r, const char *key, char *out, size_t len, bool n
         return;
     }
     snprintf(out, len, "%s", json_object_get_string(v));
-    str_scrub(out); /* remote text reaches a terminal */
+    scrub(out);
 }
 
 #define ID_MAX (AGENTPROTO_ID_MAX - 1)

@@ -10,6 +10,7 @@
  * fields wide. Pure: no I/O, no global state; any thread. */
 #include "ranktop/hostlist.h"
 
+#include "ranktop/hash.h"
 #include "ranktop/status.h"
 #include "ranktop/util.h"
 
@@ -394,6 +395,30 @@ int hostlist_parse_file(const char *buf, size_t len, struct hostlist *out, struc
     if (rc < 0)
         hostlist_truncate(out, start);
     return rc;
+}
+
+void hostlist_dedup(struct hostlist *l)
+{
+    size_t cap = 16, kept = 0;
+    const char **seen;
+
+    while (cap < l->n * 2)
+        cap *= 2;
+    seen = x_calloc(cap, sizeof(*seen));
+    for (size_t i = 0; i < l->n; i++) {
+        size_t k = (size_t)hash_str(l->v[i]) & (cap - 1);
+
+        while (seen[k] && strcmp(seen[k], l->v[i]))
+            k = (k + 1) & (cap - 1);
+        if (seen[k]) {
+            free(l->v[i]);
+            continue;
+        }
+        seen[k] = l->v[i];
+        l->v[kept++] = l->v[i];
+    }
+    l->n = kept;
+    free(seen);
 }
 
 void hostlist_free(struct hostlist *l)

@@ -39,6 +39,10 @@ int hostlist_parse_file(const char *buf, size_t len, struct hostlist *out, struc
  * neither part starting with '-' or '.'. NULL is not safe. */
 bool hostlist_name_ok(const char *name);
 
+/* Drops every name that appears earlier in the list, keeping the first occurrences in their
+ * order (a host given twice is one host). Linear time. */
+void hostlist_dedup(struct hostlist *l);
+
 /* Frees every name and the vector; leaves an empty list that may be reused. */
 void hostlist_free(struct hostlist *l);
 

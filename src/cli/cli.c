@@ -62,6 +62,26 @@ fix:
     return o;
 }
 
+void cli_json_puts(json_object *o)
+{
+    const char *s =
+        json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+
+    /* Outside strings JSON is ASCII, so a C2 80..C2 9F pair is always a C1 inside a string. */
+    for (const char *c = s;; c++) {
+        if (!*c || ((unsigned char)c[0] == 0xC2 && (unsigned char)c[1] >= 0x80 &&
+                    (unsigned char)c[1] <= 0x9F)) {
+            fwrite(s, 1, (size_t)(c - s), stdout);
+            if (!*c)
+                break;
+            printf("\\u%04x", (unsigned char)c[1]);
+            c++;
+            s = c + 1;
+        }
+    }
+    putchar('\n');
+}
+
 const char *cli_who(const char *cmd)
 {
     static char who[64];

@@ -39,4 +39,10 @@ struct json_object;
  * node: bytes that are not UTF-8 become U+FFFD, so every JSON ranktop writes is UTF-8. */
 struct json_object *cli_json_str(const char *s);
 
+/* Prints o as one line of plain JSON on stdout. json-c escapes the C0 controls but writes the
+ * C1 controls (U+0080..U+009F, e.g. U+009B, a terminal's CSI) as raw UTF-8: here they become
+ * \u0080..\u009f escapes, the same characters for a JSON reader, never control bytes on a
+ * terminal (text output shows them as \u00NN too). */
+void cli_json_puts(struct json_object *o);
+
 #endif

@@ -45,7 +45,7 @@ static int add_file(struct cli_hosts *h, const char *path, const char *cmd)
 {
     struct app_err err = {0};
     char *buf = NULL;
-    size_t len = 0;
+    size_t len = 0, before;
     int rc;
 
     rc = file_read_regular(path, 1 << 24, &buf, &len);
@@ -54,10 +54,15 @@ static int add_file(struct cli_hosts *h, const char *path, const char *cmd)
                 app_status_str(rc));
         return -1;
     }
+    before = h->list.n;
     rc = hostlist_parse_file(buf, len, &h->list, &err);
     free(buf);
     if (rc < 0)
         return bad(cmd, "--hostfile: ", err.msg);
+    if (h->list.n == before) { /* a list that names nobody is a mistake, not "this node" */
+        fprintf(stderr, "%s: --hostfile %s names no host\n", cli_who(cmd), path);
+        return -1;
+    }
     return 1;
 }
 
@@ -66,11 +71,18 @@ int cli_hosts_handle(int c, const char *arg, struct cli_hosts *h, const char *cm
     struct app_err err = {0};
 
     switch (c) {
-    case OPT_HOSTS:
+    case OPT_HOSTS: {
+        size_t before = h->list.n;
+
         h->given = true;
         if (hostlist_expand(arg, &h->list, &err) < 0)
             return bad(cmd, "--hosts: ", err.msg);
+        if (h->list.n == before) {
+            fprintf(stderr, "%s: --hosts '%s' names no host\n", cli_who(cmd), text_safe(arg));
+            return -1;
+        }
         return 1;
+    }
     case OPT_HOSTFILE:
         h->given = true;
         return add_file(h, arg, cmd);
@@ -151,7 +163,8 @@ int cli_hosts_finish(struct cli_hosts *h, struct engine_remote_opts *o, const ch
     if (!h->given && from_slurm(h, cmd, &job) < 0)
         return -1;
     if (!h->list.n)
-        return 0; /* this node only */
+        return 0;             /* this node only */
+    hostlist_dedup(&h->list); /* a host given twice is one host, watched once */
     if (h->launcher && !strcmp(h->launcher, "srun")) {
         if (!job && !(job = getenv("SLURM_JOB_ID")))
             return bad(cmd, "--launcher srun needs a Slurm allocation (SLURM_JOB_ID)", NULL);

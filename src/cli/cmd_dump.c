@@ -624,8 +624,19 @@ static void relay_errors(const struct cli_remote_result *r)
     }
 }
 
+/* A text dump as this version writes it: nothing (no rank there), or a "Process PID" line
+ * first. Anything else is not a ranktop dump (a different program, a login banner). */
+static bool text_dump_ok(const char *out)
+{
+    unsigned pid;
+    char c;
+
+    return !out || !out[0] || sscanf(out, "Process %u%c", &pid, &c) == 2;
+}
+
 /* Another host's dump: its JSON processes tagged with the host, or its text under a header;
- * a host that could not be read is one error entry. Returns 0 when it was read whole. */
+ * a host that could not be read, or that answered with something other than a dump, is one
+ * error entry (and an error line), in text as in JSON. Returns 0 when it was read whole. */
 static int remote_one(const struct dump_opts *o, const struct cli_remote_result *r,
                       json_object *arr)
 {
@@ -636,6 +647,8 @@ static int remote_one(const struct dump_opts *o, const struct cli_remote_result 
         doc = json_tokener_parse(r->res.out ? r->res.out : "");
         ok = doc && json_object_object_get_ex(doc, "processes", &procs) &&
              json_object_is_type(procs, json_type_array);
+    } else if (ok) {
+        ok = text_dump_ok(r->res.out);
     }
     if (!ok) {
         const char *why = r->why[0] ? r->why : "the remote ranktop did not answer with a dump";
@@ -739,8 +752,7 @@ int cmd_dump(int argc, char **argv)
     if (o.remote.nhosts)
         failed += dump_remote(&o, arr);
     if (o.json) {
-        puts(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN |
-                                                      JSON_C_TO_STRING_NOSLASHESCAPE));
+        cli_json_puts(root);
         json_object_put(root);
     }
     free(o.pids);

@@ -123,8 +123,7 @@ static void print_json(const struct discovery *d)
 {
     json_object *root = ls_json(d);
 
-    puts(json_object_to_json_string_ext(root,
-                                        JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+    cli_json_puts(root);
     json_object_put(root);
 }
 
@@ -406,8 +405,7 @@ static int ls_hosts(const struct discovery_opts *o, const struct engine_remote_o
         check_claims(procs, errs);
     }
     if (json)
-        puts(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN |
-                                                      JSON_C_TO_STRING_NOSLASHESCAPE));
+        cli_json_puts(root);
     else
         print_multi_text(root);
     if (!nprocs)

@@ -5,18 +5,30 @@
  *
  * Invariants: messages are validated by the parser already; what refers to something
  * undefined, or an id beyond AGENTPROTO_ID_MAX or far past a table's end, is dropped and
- * becomes the host's error line, never a crash or an unbounded allocation. Runs on the remote
- * collector's thread with the engine lock held (rlink_apply). */
+ * becomes the host's error line, never a crash. Every table of a host is charged to its budget
+ * (engine_rkeys.c), an incomplete stack holds only the frame ids received, and ranks and
+ * device series per host are capped, so that what the head holds for a host is bounded by
+ * what its bytes can justify and by a fixed amount. A host is named by the head (its --hosts
+ * entry), never by its agent; a second hello is a protocol error. Every agent time is
+ * checked against the agent's clock and saturated. Runs on the remote collector's thread with
+ * the engine lock held (rlink_apply). */
 #include "engine_remote_priv.h"
 
+#include "ranktop/hash.h"
 #include "ranktop/util.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define FRAME_GROWTH 65536 /* an id may run at most this far past the table */
+/* How far an id may run past what the agent defined: frame and stack ids are its history's
+ * indexes (dense but for what it never sent), thread ids count up from 0. So a table grows
+ * with the definitions received, not with what one line claims. */
+#define ID_SLACK 65536
+#define THREAD_SLACK 1024
+#define TICK_MIN_NS 5000000
 
 void rlink_set_error(struct rlink *l, const char *fmt, ...)
 {
@@ -41,9 +53,13 @@ void rlink_reset_ids(struct rlink *l)
     l->frames = NULL;
     l->stacks = NULL;
     l->threads = NULL;
-    l->nframes = l->nstacks = l->nthreads = 0;
+    l->nframes = l->nstacks = l->nthreads = l->nlive_threads = 0;
+    l->def_frames = l->def_stacks = l->def_threads = 0;
+    l->ranks_said = l->threads_said = false;
     l->hello = false;
     l->rtt_ns = INT64_MAX;
+    l->last_tick = -1;
+    l->mem = l->kcap * sizeof(*l->keys) + (l->series ? RLINK_MAX_SERIES * sizeof(*l->series) : 0);
 }
 
 void rlink_keep_totals(struct rlink *l)
@@ -57,24 +73,52 @@ void rlink_keep_totals(struct rlink *l)
 
 /* ---- applying messages (engine lock held) ---- */
 
-static uint64_t head_time(const struct engine *e, const struct rlink *l, int64_t agent_ns)
+/* An agent time on the head's clock, within [the history's start, the head's now + slack]:
+ * the agent's clock cannot run ahead of its hello by more than the head's has since (plus
+ * RLINK_FUTURE_NS for the offset's error), so a later time is a broken or hostile agent's,
+ * said once and held at that bound. No sum can overflow. */
+static uint64_t head_time(const struct engine *e, struct rlink *l, int64_t agent_ns)
 {
-    int64_t t = agent_ns + l->offset_ns;
+    int64_t since = l->now > l->up_since ? (int64_t)(l->now - l->up_since) : 0;
+    int64_t agent_max = l->hello_mono > INT64_MAX - since - RLINK_FUTURE_NS
+                            ? INT64_MAX
+                            : l->hello_mono + since + RLINK_FUTURE_NS;
+    int64_t t;
 
-    return t < (int64_t)e->hist.t0 ? e->hist.t0 : (uint64_t)t;
+    if (agent_ns > agent_max) {
+        if (!l->error[0])
+            rlink_set_error(l,
+                            "agent stream: a time %.3g s past the agent's clock (held at the "
+                            "head's now)",
+                            ((double)agent_ns - (double)agent_max) / 1e9);
+        agent_ns = agent_max;
+    }
+    if (__builtin_add_overflow(agent_ns, l->offset_ns, &t))
+        t = l->offset_ns > 0 ? INT64_MAX : INT64_MIN;
+    if (t < (int64_t)e->hist.t0)
+        return e->hist.t0;
+    return (uint64_t)t > l->now + (uint64_t)RLINK_FUTURE_NS ? l->now + (uint64_t)RLINK_FUTURE_NS
+                                                            : (uint64_t)t;
 }
 
-/* Grows a table so that id is an index into it; false when id runs too far past its end
- * (a hostile id must not make the head allocate gigabytes). */
-static bool fit(void **v, size_t *n, size_t size, uint32_t id)
+/* Grows a table so that id is an index into it, doubling, within the host's budget; false
+ * when id is at or past limit (the host's error line) or the budget is spent (the host is
+ * cut off). */
+static bool fit(struct rlink *l, void **v, size_t *n, size_t size, uint32_t id, size_t limit,
+                const char *what)
 {
     size_t m;
 
     if (id < *n)
         return true;
-    if (id >= AGENTPROTO_ID_MAX || id > *n + FRAME_GROWTH)
+    if (id >= AGENTPROTO_ID_MAX || id >= limit) {
+        rlink_set_error(l, "agent stream: %s id %u out of range", what, id);
         return false;
+    }
     m = id + 1 > *n * 2 ? id + 1 : *n * 2;
+    m = m < 64 ? 64 : m > limit ? limit : m;
+    if (!rlink_budget(l, (m - *n) * size, what))
+        return false;
     *v = x_reallocarray(*v, m, size);
     memset((char *)*v + *n * size, 0, (m - *n) * size);
     *n = m;
@@ -85,13 +129,19 @@ static void on_frame(struct rlink *l, const struct agentproto_frame *f)
 {
     struct rframe *r;
 
-    if (!fit((void **)&l->frames, &l->nframes, sizeof(*l->frames), f->id)) {
-        rlink_set_error(l, "agent stream: frame id %u out of range", f->id);
+    if (!fit(l, (void **)&l->frames, &l->nframes, sizeof(*l->frames), f->id,
+             2 * l->def_frames + ID_SLACK, "frame"))
         return;
-    }
     r = &l->frames[f->id];
+    if (r->fn)
+        l->mem -= strlen(r->fn) + strlen(r->file) + 2;
+    else
+        l->def_frames++;
     free(r->fn);
     free(r->file);
+    r->fn = r->file = NULL;
+    if (!rlink_budget(l, strlen(f->function) + strlen(f->file) + 2, "frame texts"))
+        return;
     r->fn = x_strdup(f->function);
     r->file = x_strdup(f->file);
     r->line = f->line;
@@ -119,70 +169,141 @@ static void stack_done(struct engine *e, struct rlink *l, struct rstack *s, uint
     free(fr);
 }
 
+/* Room for `want` frame ids in an incomplete stack: a stack announced with 65536 frames holds
+ * only what its chunks brought (doubling up to n), so that its size is paid for in bytes. */
+static bool stack_room(struct rlink *l, struct rstack *s, uint32_t want)
+{
+    uint32_t cap = s->cap ? s->cap : 16;
+
+    if (want <= s->cap && s->ids)
+        return true;
+    while (cap < want)
+        cap *= 2;
+    cap = cap > s->n && s->n ? s->n : cap;
+    cap = cap < want ? want : cap;
+    if (!rlink_budget(l, (size_t)(cap - s->cap) * sizeof(*s->ids), "stacks"))
+        return false;
+    s->ids = x_reallocarray(s->ids, cap ? cap : 1, sizeof(*s->ids));
+    s->cap = cap;
+    return true;
+}
+
 static void on_stack(struct engine *e, struct rlink *l, const struct agentproto_stack *m)
 {
     struct rstack *s;
 
-    if (!fit((void **)&l->stacks, &l->nstacks, sizeof(*l->stacks), m->id)) {
-        rlink_set_error(l, "agent stream: stack id %u out of range", m->id);
+    if (!fit(l, (void **)&l->stacks, &l->nstacks, sizeof(*l->stacks), m->id,
+             2 * l->def_stacks + ID_SLACK, "stack"))
         return;
-    }
     s = &l->stacks[m->id];
     if (m->at == 0) {
+        l->def_stacks += !s->ids;
+        l->mem -= s->cap * sizeof(*s->ids);
         free(s->ids);
         *s = (struct rstack){.head = HSTACK_NONE, .n = m->n};
-        s->ids = x_calloc(m->n ? m->n : 1, sizeof(*s->ids));
     } else if (m->at != s->got || m->n != s->n || s->head != HSTACK_NONE) {
         rlink_set_error(l, "agent stream: stack %u chunk out of order", m->id);
         return;
     }
-    memcpy(s->ids + s->got, m->frames, m->nchunk * sizeof(*s->ids));
+    if (!stack_room(l, s, s->got + m->nchunk))
+        return;
+    if (m->nchunk)
+        memcpy(s->ids + s->got, m->frames, m->nchunk * sizeof(*s->ids));
     s->got += m->nchunk;
     if (s->got == s->n)
         stack_done(e, l, s, m->id);
 }
 
-static void remember_key(struct rlink *l, int key)
+/* A rank number another live process already has: said as this host's error. */
+static void check_claim(struct engine *e, struct rlink *l, int key, int rank)
 {
-    for (size_t i = 0; i < l->nkeys; i++)
-        if (l->keys[i] == key)
-            return;
-    l->keys = x_reallocarray(l->keys, l->nkeys + 1, sizeof(*l->keys));
-    l->keys[l->nkeys++] = key;
+    size_t i = rclaims_find(l->claims, &e->hist, rank, key);
+    const struct hrank *o = i == SIZE_MAX ? NULL : &e->hist.ranks[i];
+
+    if (o)
+        rlink_set_error(l, "rank %d is claimed twice: %s pid %d and %s pid %d", rank, o->host,
+                        history_key_pid(o->pid), l->agent_host, history_key_pid(key));
 }
 
-/* A rank number another live process already has: said as this host's error. */
-static void check_claim(const struct engine *e, struct rlink *l, int key, int rank)
+/* The history's index of the rank with this key (live or the newest exited one), through the
+ * host's key set; SIZE_MAX when the history holds none. */
+static size_t rank_index(const struct history *h, struct rkey *k)
 {
-    for (size_t i = 0; rank >= 0 && i < e->hist.nranks; i++) {
-        const struct hrank *o = &e->hist.ranks[i];
+    if (k->ri < h->nranks && h->ranks[k->ri].pid == k->key)
+        return k->ri;
+    k->ri = SIZE_MAX;
+    for (size_t i = h->nranks; i-- > 0 && k->ri == SIZE_MAX;)
+        if (h->ranks[i].pid == k->key)
+            k->ri = i;
+    return k->ri;
+}
 
-        if (o->pid != key && o->rank == rank && !o->exited) {
-            rlink_set_error(l, "rank %d is claimed twice: %s pid %d and %s pid %d", rank, o->host,
-                            history_key_pid(o->pid), l->agent_host, history_key_pid(key));
-            return;
-        }
+/* The history's live rank for key, made when new; NULL past the host's cap on live ranks (or
+ * its budget). What history_rank would find is found through the key set, not a scan. */
+static struct hrank *host_rank(struct engine *e, struct rlink *l, int key,
+                               const struct agentproto_rank *m)
+{
+    struct history *h = &e->hist;
+    struct rkey *k = rlink_key_find(l, key);
+    size_t ri = k ? rank_index(h, k) : SIZE_MAX;
+    struct hrank *r;
+
+    if (ri != SIZE_MAX && !h->ranks[ri].exited) {
+        r = &h->ranks[ri];
+        if (r->rank < 0 && m->rank >= 0)
+            r->rank = m->rank;
+        if (!r->device[0] && m->device[0])
+            snprintf(r->device, sizeof(r->device), "%s", m->device);
+        return r;
     }
+    if ((!k || !k->live) && l->nlive >= RLINK_MAX_RANKS) {
+        if (!l->ranks_said)
+            rlink_set_error(l,
+                            "more than %d live ranks on this host: pid %d and later ones are "
+                            "not shown",
+                            RLINK_MAX_RANKS, m->pid);
+        l->ranks_said = true;
+        return NULL;
+    }
+    if (!k && !(k = rlink_key_add(l, key)))
+        return NULL;
+    if (!k->live)
+        l->nlive++;
+    k->live = true;
+    r = history_rank(h, key, m->rank, m->device);
+    k->ri = (size_t)(r - h->ranks);
+    return r;
 }
 
 static void on_rank(struct engine *e, struct rlink *l, const struct agentproto_rank *m)
 {
     int key = engine_key(l->slot, m->pid);
-    struct hrank *r = history_rank(&e->hist, key, m->rank, m->device);
+    struct hrank *r = host_rank(e, l, key, m);
+    bool renumbered;
 
-    if (r->rank != m->rank || !r->start)
+    if (!r)
+        return;
+    renumbered = r->rank != m->rank || !r->start;
+    if (renumbered)
         check_claim(e, l, key, m->rank);
-    remember_key(l, key);
     snprintf(r->host, sizeof(r->host), "%s", l->agent_host);
     r->rank = m->rank;
+    if (renumbered)
+        rclaims_note(l->claims, &e->hist, (size_t)(r - e->hist.ranks));
     snprintf(r->device, sizeof(r->device), "%s", m->device);
     snprintf(r->python, sizeof(r->python), "%s", m->python);
     if (!r->start)
         r->start = head_time(e, l, m->ts);
     if (m->exited && !r->exited) {
+        struct rkey *k = rlink_key_find(l, key);
+
         history_rank_exit(r, head_time(e, l, m->ts));
         r->exit_code = m->exit_code;
         r->exit_signal = m->exit_signal;
+        if (k && k->live) {
+            k->live = false;
+            l->nlive--;
+        }
     }
 }
 
@@ -190,13 +311,24 @@ static void on_thread(struct rlink *l, const struct agentproto_thread *m)
 {
     struct rthread *t;
 
-    if (!fit((void **)&l->threads, &l->nthreads, sizeof(*l->threads), m->id)) {
-        rlink_set_error(l, "agent stream: thread id %u out of range", m->id);
+    if (!fit(l, (void **)&l->threads, &l->nthreads, sizeof(*l->threads), m->id,
+             l->def_threads + THREAD_SLACK, "thread"))
         return;
-    }
     t = &l->threads[m->id];
-    if (!t->defined)
+    if (!t->defined) {
+        if (l->nlive_threads >= RLINK_MAX_THREADS) {
+            if (!l->threads_said)
+                rlink_set_error(l,
+                                "more than %d live threads on this host: thread %u and later "
+                                "ones are not shown",
+                                RLINK_MAX_THREADS, m->id);
+            l->threads_said = true;
+            return;
+        }
         *t = (struct rthread){.cur = HSTACK_NONE, .cur_wire = -1, .ri = SIZE_MAX, .ti = SIZE_MAX};
+        l->nlive_threads++;
+        l->def_threads++;
+    }
     t->defined = true;
     t->key = engine_key(l->slot, m->pid);
     t->worker = m->worker;
@@ -209,19 +341,18 @@ static void on_thread(struct rlink *l, const struct agentproto_thread *m)
 
 /* The history's record of a remote thread, through cached indexes checked on every use
  * (records are only appended, so an index stays right once found). */
-static struct hthread *hist_thread(struct engine *e, struct rthread *t)
+static struct hthread *hist_thread(struct engine *e, struct rlink *l, struct rthread *t)
 {
     struct history *h = &e->hist;
     struct hrank *r;
     struct hthread *ht;
 
     if (t->ri >= h->nranks || h->ranks[t->ri].pid != t->key) {
-        t->ri = SIZE_MAX;
-        for (size_t i = h->nranks; i-- > 0 && t->ri == SIZE_MAX;)
-            if (h->ranks[i].pid == t->key)
-                t->ri = i;
-        if (t->ri == SIZE_MAX)
-            return NULL; /* a thread of a rank the agent never defined */
+        struct rkey *k = rlink_key_find(l, t->key);
+
+        /* A thread of a rank the agent never defined (or one past the cap on ranks). */
+        if (!k || (t->ri = rank_index(h, k)) == SIZE_MAX)
+            return NULL;
         t->ti = SIZE_MAX;
     }
     r = &h->ranks[t->ri];
@@ -291,10 +422,11 @@ static void on_run(struct engine *e, struct rlink *l, const struct agentproto_ru
             return;
         }
     }
-    if (!(ht = hist_thread(e, t)))
+    if (!(ht = hist_thread(e, l, t)))
         return;
     t->cur = s;
     t->cur_wire = m->stack;
+    l->nlive_threads += t->gone;
     t->gone = false;
     history_observe(ht, s, head_time(e, l, m->ts));
 }
@@ -304,24 +436,62 @@ static void on_gone(struct engine *e, struct rlink *l, const struct agentproto_r
     struct rthread *t = thread_of(l, m->thread);
     struct hthread *ht;
 
-    if (!t || t->gone || !(ht = hist_thread(e, t)))
+    if (!t || t->gone || !(ht = hist_thread(e, l, t)))
         return;
     history_thread_gone(ht, head_time(e, l, m->ts));
     t->gone = true;
+    l->nlive_threads--;
 }
 
-/* Every live thread of the host still showed its stack at ts: its run extends to ts. */
+/* Every live thread of the host still showed its stack at ts: its run extends to ts. A tick
+ * visits every thread, so ticks closer than TICK_MIN_NS on the agent's clock (agents tick every
+ * 10 ms at the most) are skipped: a stream of ticks cannot cost threads x lines. */
 static void on_tick(struct engine *e, struct rlink *l, int64_t ts)
 {
-    uint64_t t = head_time(e, l, ts);
+    uint64_t t;
+
+    if (l->last_tick >= 0 && ts - l->last_tick < TICK_MIN_NS) /* both >= 0: no overflow */
+        return;
+    l->last_tick = ts;
+    t = head_time(e, l, ts);
 
     for (size_t i = 0; i < l->nthreads; i++) {
         struct rthread *rt = &l->threads[i];
         struct hthread *ht;
 
-        if (rt->defined && !rt->gone && (ht = hist_thread(e, rt)) && ht->nruns)
+        if (rt->defined && !rt->gone && (ht = hist_thread(e, l, rt)) && ht->nruns)
             history_observe(ht, rt->cur, t);
     }
+}
+
+static bool live_key(const struct rlink *l, int key)
+{
+    const struct rkey *k = rlink_key_find(l, key);
+
+    return k && k->live;
+}
+
+/* A device series (id, name) of this host: at most RLINK_MAX_SERIES, beyond which points are
+ * dropped and said. */
+static bool device_series(struct rlink *l, enum series_id id, const char *name)
+{
+    uint64_t h = hash_mix(hash_str(name), (uint64_t)id);
+
+    for (size_t i = 0; i < l->nseries; i++)
+        if (l->series[i] == h)
+            return true;
+    if (l->nseries >= RLINK_MAX_SERIES) {
+        rlink_set_error(l, "more than %d device series on this host: '%s' and later ones dropped",
+                        RLINK_MAX_SERIES, name);
+        return false;
+    }
+    if (!l->series) {
+        if (!rlink_budget(l, RLINK_MAX_SERIES * sizeof(*l->series), "device series"))
+            return false;
+        l->series = x_calloc(RLINK_MAX_SERIES, sizeof(*l->series));
+    }
+    l->series[l->nseries++] = h;
+    return true;
 }
 
 static void on_counter(struct engine *e, struct rlink *l, const struct agentproto_counter *m)
@@ -332,18 +502,25 @@ static void on_counter(struct engine *e, struct rlink *l, const struct agentprot
     if (m->id <= SERIES_NONE || m->id >= SERIES_COUNT)
         return;             /* a counter a newer agent knows: ignored */
     if (!series_name(id)) { /* a device's: named after it, and the host tells devices apart */
+        if (!device_series(l, id, m->name))
+            return;
         snprintf(name, sizeof(name), "%.20s %.26s", l->agent_host, m->name);
         history_counter(&e->hist, id, name, 0, head_time(e, l, m->ts), m->v);
         return;
     }
-    if (m->pid)
+    /* A rank's series only for a rank the host defined: pids cannot make series at will. */
+    if (m->pid && live_key(l, engine_key(l->slot, m->pid)))
         history_counter(&e->hist, id, NULL, engine_key(l->slot, m->pid), head_time(e, l, m->ts),
                         m->v);
 }
 
 static void on_live(struct engine *e, struct rlink *l, const struct agentproto_live *m)
 {
-    struct engine_rank_live *v = engine_live_locked(e, engine_key(l->slot, m->pid));
+    struct engine_rank_live *v;
+
+    if (!live_key(l, engine_key(l->slot, m->pid)))
+        return; /* figures of a rank the host never defined */
+    v = engine_live_locked(e, engine_key(l->slot, m->pid));
 
     v->dev_mem_mb = m->dev_mem_mb;
     v->gil_busy_pct = m->gil_busy_pct;
@@ -367,7 +544,11 @@ static void on_device(struct rlink *l, const struct agentproto_device *m)
     if (!d) {
         if (l->ndevs >= 256)
             return;
-        l->devs = x_reallocarray(l->devs, l->ndevs + 1, sizeof(*l->devs));
+        /* The capacity is the next power of two (at least 4): grown by doubling. */
+        if (l->ndevs >= 4 && !(l->ndevs & (l->ndevs - 1)))
+            l->devs = x_reallocarray(l->devs, l->ndevs * 2, sizeof(*l->devs));
+        else if (!l->devs)
+            l->devs = x_reallocarray(NULL, 4, sizeof(*l->devs));
         d = &l->devs[l->ndevs++];
     }
     memset(d, 0, sizeof(*d));
@@ -394,6 +575,11 @@ static void on_hello(struct engine *e, struct rlink *l, const struct agentproto_
                      uint64_t now)
 {
     (void)e;
+    if (l->hello) { /* its clock and identity were settled by the first */
+        rlink_set_error(l, "agent stream: a second hello (protocol error): host cut off");
+        rlink_cut(l);
+        return;
+    }
     if (m->major != AGENTPROTO_MAJOR) {
         rlink_set_error(
             l,
@@ -405,32 +591,37 @@ static void on_hello(struct engine *e, struct rlink *l, const struct agentproto_
     }
     l->hello = true;
     snprintf(l->version, sizeof(l->version), "%.31s", m->version);
-    /* Ranks are shown on the scheduler's name for the node when there is one (what squeue
-     * and srun -w take), else on the node's own host name. */
-    snprintf(l->agent_host, sizeof(l->agent_host), "%s",
-             m->node[0]   ? m->node
-             : m->host[0] ? m->host
-                          : l->name);
-    /* First guess: the line took no time to come; pings refine it. */
+    /* First guess: the line took no time to come; pings refine it. Later agent times are
+     * checked against this clock (head_time). */
     l->offset_ns = (int64_t)now - m->mono_ns;
+    l->hello_mono = m->mono_ns;
     l->state = ENGINE_HOST_UP;
     l->error[0] = '\0';
     l->up_since = now;
 }
 
-/* Cristian's method: the ping with the shortest round trip bounds the offset best. */
+/* Cristian's method: the ping with the shortest round trip bounds the offset best. An answer
+ * whose clock strays from the hello's by more than RLINK_FUTURE_NS is not believed. */
 static void on_pong(struct rlink *l, int64_t head_ns, int64_t agent_ns, uint64_t now)
 {
-    int64_t rtt = (int64_t)now - head_ns;
+    int64_t rtt = (int64_t)now - head_ns, expect;
 
-    if (rtt < 0 || head_ns <= 0 || rtt >= l->rtt_ns)
+    if (rtt < 0 || head_ns <= 0 || (uint64_t)head_ns < l->up_since || rtt >= l->rtt_ns)
         return;
+    expect = l->hello_mono > INT64_MAX / 2 ? INT64_MAX / 2
+                                           : l->hello_mono + (head_ns - (int64_t)l->up_since);
+    if (agent_ns > expect + RLINK_FUTURE_NS || agent_ns < expect - RLINK_FUTURE_NS) {
+        rlink_set_error(l, "agent stream: a ping answered with a clock %.3g s off the hello's",
+                        ((double)agent_ns - (double)expect) / 1e9);
+        return;
+    }
     l->rtt_ns = rtt;
     l->offset_ns = (head_ns + rtt / 2) - agent_ns;
 }
 
 bool rlink_apply(struct engine *e, struct rlink *l, const struct agentproto_msg *m, uint64_t now)
 {
+    l->now = now;
     if (!l->hello && m->type != AGENTPROTO_HELLO) {
         rlink_set_error(l, "agent stream: a message before the hello");
         return false;

@@ -30,8 +30,9 @@
 extern char **environ;
 
 #define PING_EVERY_NS 2000000000ull
-#define LINE_CAP (64 * 1024) /* the head's own cap: srun keeps lines far shorter */
-#define LABEL_MAX 80         /* bytes of a "TASK: " or "HOST: " label */
+#define LINE_CAP (64 * 1024)         /* the head's own cap: srun keeps lines far shorter */
+#define LABEL_MAX 80                 /* bytes of a "TASK: " or "HOST: " label */
+#define HELLO_WAIT_NS 10000000000ull /* a host without a hello by then "never answered" */
 
 /* A launcher process and the links (hosts) whose agents it carries: rm->l[first, first + n). */
 struct rproc {
@@ -54,6 +55,7 @@ struct remote {
     size_t np;
     enum engine_launcher how;
     double rate_hz; /* the sampling rate the agents were last told */
+    struct rclaims claims;
 };
 
 /* The agent's own arguments: fixed words and numbers, never text from elsewhere. */
@@ -259,8 +261,9 @@ static void proc_connect(struct remote *rm, struct rproc *p, uint64_t now)
 
         rlink_keep_totals(l);
         rlink_reset_ids(l);
-        l->refused = false;
-        l->state = ENGINE_HOST_CONNECTING;
+        l->refused = l->cut; /* a host cut off stays so when the launcher restarts */
+        l->silent_said = false;
+        l->state = l->cut ? ENGINE_HOST_DOWN : ENGINE_HOST_CONNECTING;
         l->last_msg = 0;
     }
     for (size_t i = 0; p->task_link && i < p->n; i++)
@@ -408,7 +411,7 @@ static void proc_read_err(struct remote *rm, struct rproc *p)
         snprintf(last, sizeof(last), "%.*s", (int)len, line);
         str_scrub(last);
         for (size_t i = 0; p->n > 1 && i < p->n; i++)
-            if (strstr(last, rm->l[p->first + i].name)) {
+            if (!rm->l[p->first + i].cut && strstr(last, rm->l[p->first + i].name)) {
                 rlink_set_error(&rm->l[p->first + i], "%s", last);
                 named = true;
                 /* pdsh's "HOST: ... exited with exit code 255", srun's "task N: Exited":
@@ -475,6 +478,21 @@ static void publish_host(const struct rlink *l, const struct rproc *p, struct en
     h->connects = p->connects;
 }
 
+/* A host whose launcher runs but whose agent has not said hello within HELLO_WAIT_NS: said
+ * once per connection, after what the launcher said (ssh's own words name the cause). */
+static void check_silent(struct remote *rm, struct rlink *l, uint64_t now)
+{
+    const struct rproc *p = &rm->p[l->proc];
+    char was[sizeof(l->error)];
+
+    if (l->hello || l->refused || l->silent_said || !p->pid || now - p->up_since < HELLO_WAIT_NS)
+        return;
+    l->silent_said = true;
+    snprintf(was, sizeof(was), "%s", l->error);
+    rlink_set_error(l, "never answered: no hello from its agent in %llu s%s%.200s",
+                    HELLO_WAIT_NS / 1000000000ull, was[0] ? "; last said: " : "", was);
+}
+
 /* Host states, totals and devices for readers, under the lock. */
 static void publish(struct remote *rm, uint64_t now)
 {
@@ -485,6 +503,7 @@ static void publish(struct remote *rm, uint64_t now)
     for (size_t i = 0; i < rm->n; i++) {
         struct rlink *l = &rm->l[i];
 
+        check_silent(rm, l, now);
         if (l->state == ENGINE_HOST_UP && l->last_msg && now - l->last_msg > ENGINE_LAG_NS)
             l->state = ENGINE_HOST_LAGGING;
         else if (l->state == ENGINE_HOST_LAGGING && now - l->last_msg <= ENGINE_LAG_NS)
@@ -511,6 +530,14 @@ static bool all_refused(const struct remote *rm, const struct rproc *p)
 {
     for (size_t i = 0; i < p->n; i++)
         if (!rm->l[p->first + i].refused)
+            return false;
+    return true;
+}
+
+static bool all_cut(const struct remote *rm, const struct rproc *p)
+{
+    for (size_t i = 0; i < p->n; i++)
+        if (!rm->l[p->first + i].cut)
             return false;
     return true;
 }
@@ -601,7 +628,7 @@ static void remote_pass(struct remote *rm)
     for (size_t i = 0; i < rm->np; i++) {
         struct rproc *p = &rm->p[i];
 
-        if (!p->pid && now >= p->next_connect)
+        if (!p->pid && now >= p->next_connect && !all_cut(rm, p))
             proc_connect(rm, p, now);
         if (p->pid && now >= p->next_ping)
             proc_ping(p, now);
@@ -662,8 +689,9 @@ static void remote_stop(struct remote *rm)
     for (size_t i = 0; i < rm->n; i++) {
         rlink_reset_ids(&rm->l[i]);
         free(rm->l[i].devs);
-        free(rm->l[i].keys);
+        rlink_keys_free(&rm->l[i]);
     }
+    rclaims_free(&rm->claims);
     free(rm->p);
     free(rm->l);
 }
@@ -682,12 +710,17 @@ static void remote_init(struct remote *rm, struct engine *e, uint64_t now)
         struct rlink *l = &rm->l[i];
 
         snprintf(l->name, sizeof(l->name), "%s", e->o.remote.hosts[i]);
-        snprintf(l->agent_host, sizeof(l->agent_host), "%s", l->name);
+        /* Its ranks are shown on the name the head was given (without a user@), never on
+         * what its agent calls itself. */
+        snprintf(l->agent_host, sizeof(l->agent_host), "%s",
+                 strchr(l->name, '@') ? strchr(l->name, '@') + 1 : l->name);
+        l->claims = &rm->claims;
         l->slot = (int)i + 1;
         l->proc = rm->how == ENGINE_LAUNCH_RSH ? i : 0;
         l->state = ENGINE_HOST_CONNECTING;
         l->win_t0 = now;
         l->rtt_ns = INT64_MAX;
+        l->last_tick = -1;
     }
     for (size_t i = 0; i < rm->np; i++) {
         struct rproc *p = &rm->p[i];

@@ -1,8 +1,8 @@
 /* libFuzzer entry point for the head's reader of agent streams: the input is a byte stream
  * fed to the line framer in chunks whose sizes the input's first byte chooses, and every
  * complete line is parsed. Each parse must return 0 or APP_E_PARSE, leave every string
- * NUL-terminated and free of control bytes, and keep counts within their arrays; anything else
- * aborts, which libFuzzer reports as a crash. */
+ * NUL-terminated and free of control bytes (C0 and C1), and keep counts within their arrays;
+ * anything else aborts, which libFuzzer reports as a crash. */
 #include "ranktop/agentproto.h"
 
 #include <stdint.h>
@@ -18,7 +18,9 @@ static void check_text(const char *s, size_t len)
     if (!end)
         abort();
     for (; s < end; s++)
-        if ((unsigned char)*s < 0x20 || *s == 0x7f)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f ||
+            ((unsigned char)s[0] == 0xC2 && (unsigned char)s[1] >= 0x80 &&
+             (unsigned char)s[1] <= 0x9F)) /* a C1 control, U+0080..U+009F */
             abort();
 }
 

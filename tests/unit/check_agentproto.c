@@ -120,6 +120,11 @@ START_TEST(hostile)
     ok("{\"t\":\"hello\",\"proto\":[1,0],\"ver\":\"1\",\"host\":\"a\\u001b[2Jb\",\"mono\":1}",
        AGENTPROTO_HELLO, &m);
     ck_assert_str_eq(m.u.hello.host, "a?[2Jb");
+    /* Nor do C1 controls (U+009B is a one-character CSI; U+0085 a next-line): each becomes one
+     * '?', while other non-ASCII text stays. */
+    ok("{\"t\":\"d\",\"k\":\"gpu\",\"i\":0,\"name\":\"G\\u009b2J\\u0085\\u00e9\\u00a0x\"}",
+       AGENTPROTO_DEVICE, &m);
+    ck_assert_str_eq(m.u.device.name, "G?2J?\xc3\xa9\xc2\xa0x");
 }
 END_TEST
 

@@ -227,6 +227,34 @@ START_TEST(test_limit)
 }
 END_TEST
 
+/* A host given twice is one host: the first occurrences stay, in their order; appending after
+ * a dedup still works (the vector's capacity is implied by its count). */
+START_TEST(test_dedup)
+{
+    struct hostlist l = {0};
+    char got[512];
+
+    ck_assert_int_eq(hostlist_expand("b,a,b,n[1-3],a,n2,c,b", &l, NULL), 0);
+    hostlist_dedup(&l);
+    join(&l, got, sizeof(got));
+    ck_assert_str_eq(got, "b a n1 n2 n3 c");
+    ck_assert_int_eq(hostlist_expand("d,a,n[1-40]", &l, NULL), 0);
+    hostlist_dedup(&l);
+    ck_assert_uint_eq(l.n, 6 + 1 + 37);
+    ck_assert_str_eq(l.v[6], "d");
+    ck_assert_str_eq(l.v[l.n - 1], "n40");
+    hostlist_free(&l);
+    hostlist_dedup(&l); /* an empty list */
+    ck_assert_uint_eq(l.n, 0);
+    /* Many names: linear, not quadratic (65 536 names, each twice). */
+    ck_assert_int_eq(hostlist_expand("h[0-32767],h[0-32767]", &l, NULL), 0);
+    hostlist_dedup(&l);
+    ck_assert_uint_eq(l.n, 32768);
+    ck_assert_str_eq(l.v[32767], "h32767");
+    hostlist_free(&l);
+}
+END_TEST
+
 START_TEST(test_name_ok)
 {
     char name[330];
@@ -393,6 +421,7 @@ static Suite *hostlist_suite(void)
     tcase_add_test(tc, test_syntax_errors);
     tcase_add_test(tc, test_bad_names);
     tcase_add_test(tc, test_name_ok);
+    tcase_add_test(tc, test_dedup);
     suite_add_tcase(s, tc);
     tc = tcase_create("hostfile");
     tcase_add_test(tc, test_hostfile);

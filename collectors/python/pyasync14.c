@@ -555,8 +555,8 @@ static int locate(struct pyproc *p, struct app_err *err)
             (strncmp(base, "_asyncio.", 9) && strncmp(base, "libpython", 9) &&
              strncmp(base, "python", 6)))
             continue;
-        snprintf(path, sizeof(path), "/proc/%d/root%s", p->pid, m->path);
-        if (elf_inspect_file(path, &elf, &e2) < 0 || !elf.asyncio_debug)
+        if (procmaps_file_path(p->pid, m, path, sizeof(path)) < 0 ||
+            elf_inspect_file(path, &elf, &e2) < 0 || !elf.asyncio_debug)
             continue;
         p->asyncio_dbg = elf.asyncio_debug + (elf.type == ET_DYN ? m->start - elf.load_vaddr : 0);
     }

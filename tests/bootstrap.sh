@@ -66,8 +66,16 @@ demo() {
     ./build/src/cli/ranktop demo
 }
 
+# sid_pythons: the Debian sid chroot with live python3.14 and python3.15 that the reader tests
+# also run on (tests/sid_chroot.sh: built once, then cached; skipped, saying why, only where
+# debootstrap cannot reach a mirror).
+sid_pythons() {
+    sh tests/sid_chroot.sh || [ $? -eq 77 ]
+}
+
 run_tests() {
     install_viewer
+    sid_pythons
     build build --werror -Dtests=true
     meson test -C build --print-errorlogs --num-processes 2
     build build-asan --werror -Dtests=true -Db_sanitize=address,undefined -Db_lundef=false

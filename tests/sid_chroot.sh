@@ -16,8 +16,10 @@ MIRROR=${RANKTOP_SID_MIRROR:-http://deb.debian.org/debian}
 TMP=$DIR.tmp
 PYTHONS="python3.14 python3.15"
 
+# skip: the reason also goes to DIR.skip, which the e2e test sid_pythons quotes.
 skip() {
     echo "sid_chroot: skipped: $*" >&2
+    mkdir -p "$(dirname "$DIR")" && echo "$*" >"$DIR.skip" || true
     exit 77
 }
 
@@ -113,5 +115,6 @@ if ! ready; then
     echo "sid_chroot: built $DIR in $(($(date +%s) - start)) s" >&2
 fi
 ready || { echo "sid_chroot: $DIR is not usable" >&2; exit 1; }
+rm -f "$DIR.skip"
 write_wrappers
 echo "sid_chroot: $DIR: python $(tr '\n' ' ' <"$DIR/.ranktop-ready")" >&2

@@ -1,5 +1,6 @@
 #!/bin/sh
-# dump --async on every interpreter (pyenv's 3.8-3.13 and Debian's static python3.11): the
+# dump --async on every interpreter (pyenv's 3.8-3.13, Debian's static python3.11 and, where
+# tests/sid_chroot.sh built it, Debian sid's live python3.14 and python3.15): the
 # tasks of tests/py/async_tasks.py (nested tasks, gather, a Queue, to_thread, non-ASCII names,
 # a second loop in another thread whose current task blocks it, a loop never run, finished
 # tasks kept alive, a subinterpreter) as the target itself saw them (asyncio.all_tasks,
@@ -104,8 +105,20 @@ done
 [ "$n" -ge 2 ] || fail "fewer than two interpreters found: $ALL_PYTHONS"
 
 # Pure-Python tasks (asyncio.tasks._PyTask), with C futures and with everything pure Python.
+# On 3.14+ the reader reads the C module's task lists only: with every task pure Python it
+# must say that it did not read them, never answer "no tasks" (pytask cannot run there:
+# asyncio.current_task, from the C module, does not see a _PyTask run by the C loop).
 for py in $ALL_PYTHONS; do
     [ -x "$py" ] || continue
+    if "$py" -c 'import sys; sys.exit(sys.version_info < (3, 14))'; then
+        start_ready "$py" "$PY" pure
+        $RANKTOP_BIN dump --async --json -p "$T" > "$WORK/a.json" 2> "$WORK/a.err" ||
+            fail "$py pure: dump --async failed: $(cat "$WORK/a.err")"
+        json_check "$WORK/a.json" "'pure-Python task' in (d['processes'][0]['async_error'] or '') and d['processes'][0]['error'] is None" ||
+            fail "$py pure: the pure-Python tasks were not reported as unread"
+        kill "$T"
+        continue
+    fi
     for mode in pytask pure; do
         start_ready "$py" "$PY" "$mode"
         $RANKTOP_BIN dump --async --json -p "$T" > "$WORK/a.json" 2> "$WORK/a.err" ||

@@ -29,15 +29,15 @@ def record():
     with open(sys.argv[1] + ".tmp", "w") as out:
         json.dump(names, out)
     os.rename(sys.argv[1] + ".tmp", sys.argv[1])
-shim_outer()  # shim_python_marker
+shim_outer()
 PYEOF
 
-i=0
+r=0
 check() { # LABEL SHIM... : runs shim.py under the shim as rank i
     label=$1
     shift
     rm -f "$WORK/truth"
-    RANK=$i LOCAL_RANK=$i WORLD_SIZE=8 "$@" "$WORK/shim.py" "$WORK/truth" &
+    RANK=$r LOCAL_RANK=$r WORLD_SIZE=8 "$@" "$WORK/shim.py" "$WORK/truth" &
     T=$!
     PIDS="$PIDS $T"
     wait_for test -s "$WORK/truth" || fail "$label: did not start"
@@ -54,13 +54,13 @@ assert main, [t["tid"] for t in p["threads"]]
 got = [f["function"] for f in main[0]["frames"]]
 assert got == truth, (got, truth)
 PYEOF
-    $RANKTOP_BIN ls --json --match shim_python_marker > "$WORK/ls.json" 2> "$WORK/ls.err" ||
+    $RANKTOP_BIN ls --json --match "$WORK/shim.py" > "$WORK/ls.json" 2> "$WORK/ls.err" ||
         fail "$label: ls failed: $(cat "$WORK/ls.err")"
-    json_check "$WORK/ls.json" "[(p['rank'], p['python']) for p in d['processes'] if p['pid'] == $T] == [($i, True)]" ||
+    json_check "$WORK/ls.json" "[(p['rank'], p['python']) for p in d['processes'] if p['pid'] == $T] == [($r, True)]" ||
         fail "$label: ls does not list it as a Python rank"
     echo "$label: ok"
     kill "$T"
-    i=$((i + 1))
+    r=$((r + 1))
 }
 
 check "ld.so + static python3.11" "$LOADER" /usr/bin/python3.11

@@ -89,6 +89,13 @@ struct a14 {
         enum kind14 kind;
     } types[TYPE_CACHE];
     size_t ntypes;
+    /* The loop each thread runs (asyncio_running_loop), collected with the lists: a task's
+     * thread is the one running its loop, as asyncio itself sees it; a task whose loop no
+     * thread runs (never run, or stopped) has no known thread, whichever list holds it. */
+    struct {
+        uint64_t loop, ident;
+    } * loops;
+    size_t nloops;
 };
 
 /* A task found on a list, with the thread whose list holds it (0: the interpreter's list of
@@ -431,6 +438,13 @@ static int collect(struct a14 *a, uint64_t interp, struct tref **v, size_t *n)
         if (i == PYPROC_DEFAULT_THREADS || !bytes_ptr_ok(ts))
             return APP_E_STALE;
         st = rmem_readv(a->m, iov, 4, NULL);
+        if (st == 0 && loop) {
+            if ((a->nloops & (a->nloops - 1)) == 0)
+                a->loops =
+                    x_reallocarray(a->loops, a->nloops ? a->nloops * 2 : 4, sizeof(*a->loops));
+            a->loops[a->nloops].loop = loop;
+            a->loops[a->nloops++].ident = ident;
+        }
         if (st == 0)
             st = list_walk(a, ts + d->ts_head, (struct tref){task, ident, loop != 0}, v, n);
         ts = next;
@@ -445,6 +459,15 @@ static int cmp_tref(const void *x, const void *y)
     const struct tref *a = x, *b = y;
 
     return a->addr < b->addr ? -1 : a->addr > b->addr;
+}
+
+/* The thread whose running loop is loop; 0 when none runs it. */
+static uint64_t loop_thread(const struct a14 *a, uint64_t loop)
+{
+    for (size_t i = 0; loop && i < a->nloops; i++)
+        if (a->loops[i].loop == loop)
+            return a->loops[i].ident;
+    return 0;
 }
 
 static int task_read(struct a14 *a, const struct tref *t, struct raw14 *r, struct pyasync_task *o)
@@ -465,7 +488,7 @@ static int task_read(struct a14 *a, const struct tref *t, struct raw14 *r, struc
         (r->coro && !bytes_ptr_ok(r->coro)) || (r->ab && !bytes_ptr_ok(r->ab)))
         return APP_E_STALE;
     o->addr = t->addr;
-    o->thread = t->ident;
+    o->thread = loop_thread(a, bytes_load_u64(b + a->L->ob_type + 8)); /* FutureObj's fut_loop */
     o->state = r->state == 1   ? PYASYNC_CANCELLED
                : r->state == 2 ? PYASYNC_DONE
                : t->running    ? PYASYNC_RUNNING
@@ -617,6 +640,8 @@ static int pure_count(struct a14 *a, uint64_t interp, size_t *count)
     int st = pynames_walk_init(&w, a->m, a->L, NULL);
 
     *count = 0;
+    if (st == APP_E_VERSION) /* no object layout for this build (free-threaded): unknown */
+        return 0;
     for (size_t i = 0; st == 0 && i < sizeof(regs) / sizeof(regs[0]); i++) {
         uint64_t obj = 0, *keys = NULL;
         size_t n = 0;
@@ -638,6 +663,7 @@ static int read_all(struct a14 *a, bool lists, struct pyasync_list *out, size_t 
     int st = pyasync_main_interp(a->p, &interp);
 
     a->ntypes = 0;
+    a->nloops = 0;
     if (st == 0 && lists)
         st = read_once(a, interp, out);
     if (st == 0)
@@ -672,6 +698,7 @@ int pyasync_read14(struct pyproc *p, struct pyasync_list *out, struct app_err *e
         pyasync_free(out);
         st = read_all(a, lists, out, &npure);
     }
+    free(a->loops);
     free(a);
     if (st == 0 && npure)
         st = app_err_set(err, APP_E_VERSION,

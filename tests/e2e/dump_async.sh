@@ -44,9 +44,14 @@ for tid, want in want_by.items():
         assert gf == wf, (name, gf, wf)
         assert g["thread_known"] == known and not g["truncated"], name
         seen += 1
-# Finished tasks still referenced: in the registry, under their loop's thread, no frames.
+# Finished tasks still referenced: in the registry, under their loop's thread, no frames
+# (3.14+ unlinks a task from its thread's list when it finishes: there, absent).
 done = {t["name"]: t for t in threads[main_tid]["tasks"] if t["state"] in ("done", "cancelled")}
+v314 = tuple(int(x) for x in p["python"].split(".")[:2]) >= (3, 14)
 for h in truth["held"]:
+    if v314:
+        assert all(h["name"] != t["name"] for th in p["threads"] for t in th["tasks"]), h
+        continue
     assert h["name"] in done and done[h["name"]]["state"] == h["state"], (h, sorted(done))
     assert done[h["name"]]["frames"] == [], h
 # The shapes the target was built to have, so that a truth gone wrong cannot pass either.
@@ -86,7 +91,10 @@ for py in $ALL_PYTHONS; do
     grep -q '^      ждать_ü (.*async_tasks.py:[0-9]*)$' "$WORK/a.txt" || fail "$py: text: frames"
     grep -q '^  Task "idle-task" (pending) \[loop thread unknown\]$' "$WORK/a.txt" ||
         fail "$py: text: idle-task"
-    grep -q '^  Task "cancelled-one" (cancelled)$' "$WORK/a.txt" || fail "$py: text: cancelled"
+    case $py in # 3.14+ lists no finished task (see compare)
+    */python3.1[4-9]) ;;
+    *) grep -q '^  Task "cancelled-one" (cancelled)$' "$WORK/a.txt" || fail "$py: text: cancelled" ;;
+    esac
     # Without --async the JSON has no task keys at all.
     $RANKTOP_BIN dump --json -p "$T" > "$WORK/p.json" || fail "$py: dump without --async"
     json_check "$WORK/p.json" "'async_error' not in d['processes'][0] and not any('tasks' in t for t in d['processes'][0]['threads'])" ||

@@ -4,8 +4,8 @@
  * Files are opened through /proc/PID/exe, or where procmaps_file_path finds the mapped file
  * itself (the target's root, ours for a chroot, map_files for deleted binaries). When the
  * executable is a shim (ld.so run as a program, an emulator), the interpreter is the mapped
- * object that holds _PyRuntime. Every failure
- * becomes one actionable line in the caller's app_err. Runs on the attaching thread. */
+ * object that holds _PyRuntime. Every failure becomes one actionable line in the caller's
+ * app_err. Runs on the attaching thread. */
 #include "pyproc_priv.h"
 
 #include "ranktop/bytes.h"
@@ -353,7 +353,6 @@ static int locate_shim(int pid, const struct procmaps *maps, const char *exe, st
                 return 0;
             rc = APP_E_NOTFOUND;
         }
-    (void)err;
     return rc;
 }
 

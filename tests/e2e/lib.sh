@@ -35,12 +35,14 @@ while True: time.sleep(1)' &
     LAST=$!
 }
 
-# wait_for CMD...: retries a command for up to 60 s (no bare sleeps in assertions).
+# wait_for CMD...: retries a command for up to 60 s (no bare sleeps in assertions). Its
+# counter has a name of its own: callers count with i (mixed_versions waited for fewer ranks
+# than it started once wait_for had reset their i).
 wait_for() {
-    i=0
+    wf_n=0
     until "$@"; do
-        i=$((i + 1))
-        [ $i -ge 300 ] && return 1
+        wf_n=$((wf_n + 1))
+        [ $wf_n -ge 300 ] && return 1
         sleep 0.2
     done
 }

@@ -3,10 +3,12 @@
 # reader tests can run live targets of the newest CPythons (chroot DIR /usr/bin/python3.15 ...)
 # and read them from outside. The chroot is cached in a fixed place between CI runs:
 #   tests/sid_chroot.sh [DIR]     default DIR: $RANKTOP_SID_CHROOT or /var/cache/ranktop/sid-chroot
-# A ready chroot carries DIR/.ranktop-ready (the versions, one a line); with it the script only
-# checks that both interpreters start. Each run (re)writes the test interpreters
-# DIR.bin/python3.14 and DIR.bin/python3.15 (see write_wrappers). It builds into DIR.tmp and renames that when complete, so
-# an interrupted build never leaves a half chroot under DIR. /proc is mounted inside only while
+# A ready chroot carries DIR/.ranktop-ready (the package list, then the versions); with it the
+# script only checks that both interpreters start, and builds anew when the list changed. Each
+# run (re)writes the test interpreters DIR.bin/python3.14 and DIR.bin/python3.15 (see
+# write_wrappers). The headers (-dev) are there for tests that build a C extension against
+# each interpreter. It builds into DIR.tmp and renames that when complete, so an interrupted
+# build never leaves a half chroot under DIR. /proc is mounted inside only while
 # apt runs and unmounted on every exit: a recursive copy or removal of a chroot with /proc mounted
 # walks the host's /proc. Exit status: 0 ready, 77 skipped (no root, no debootstrap, mirror
 # unreachable: the reason goes to stderr), 1 failed.
@@ -15,6 +17,7 @@ DIR=${1:-${RANKTOP_SID_CHROOT:-/var/cache/ranktop/sid-chroot}}
 MIRROR=${RANKTOP_SID_MIRROR:-http://deb.debian.org/debian}
 TMP=$DIR.tmp
 PYTHONS="python3.14 python3.15"
+PACKAGES="$PYTHONS python3.14-dev python3.15-dev"
 
 # skip: the reason also goes to DIR.skip, which the e2e test sid_pythons quotes.
 skip() {
@@ -24,7 +27,8 @@ skip() {
 }
 
 ready() {
-    [ -f "$DIR/.ranktop-ready" ] || return 1
+    [ -f "$DIR/.ranktop-ready" ] && [ "$(head -n 1 "$DIR/.ranktop-ready")" = "packages: $PACKAGES" ] ||
+        return 1
     for py in $PYTHONS; do
         chroot "$DIR" /usr/bin/$py -c 'pass' 2>/dev/null || return 1
     done
@@ -68,12 +72,15 @@ build() {
     mount -t proc proc "$TMP/proc"
     chroot "$TMP" apt-get -qq -o Acquire::Check-Valid-Until=false update >>"$TMP.log" 2>&1
     DEBIAN_FRONTEND=noninteractive timeout 1200 chroot "$TMP" apt-get install -y -qq \
-        --no-install-recommends $PYTHONS >>"$TMP.log" 2>&1
+        --no-install-recommends $PACKAGES >>"$TMP.log" 2>&1
     chroot "$TMP" apt-get clean >>"$TMP.log" 2>&1
     unmount_proc
-    for py in $PYTHONS; do
-        chroot "$TMP" /usr/bin/$py -c 'import sys; print(sys.version.split()[0])'
-    done >"$TMP/.ranktop-ready"
+    {
+        echo "packages: $PACKAGES"
+        for py in $PYTHONS; do
+            chroot "$TMP" /usr/bin/$py -c 'import sys; print(sys.version.split()[0])'
+        done
+    } >"$TMP/.ranktop-ready"
     if [ -d "$DIR" ]; then
         grep -q " $DIR/" /proc/self/mounts && { echo "sid_chroot: $DIR has mounts" >&2; exit 1; }
         rm -rf --one-file-system "$DIR"
@@ -117,4 +124,4 @@ fi
 ready || { echo "sid_chroot: $DIR is not usable" >&2; exit 1; }
 rm -f "$DIR.skip"
 write_wrappers
-echo "sid_chroot: $DIR: python $(tr '\n' ' ' <"$DIR/.ranktop-ready")" >&2
+echo "sid_chroot: $DIR: python $(tail -n +2 "$DIR/.ranktop-ready" | tr '\n' ' ')" >&2

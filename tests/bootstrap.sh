@@ -17,7 +17,7 @@ libproc2-dev libjson-c-dev zlib1g-dev python3"
 # ssh, Slurm, pdsh), the viewers they load traces into, and their tools.
 TEST_PACKAGES="check tmux python3-torch procps clang openmpi-bin openssh-server openssh-client
 util-linux slurm-wlm munge pdsh strace libxml2-utils binutils xz-utils libc6-dbg
-protobuf-compiler chromium nodejs scdoc man-db git zsh"
+protobuf-compiler chromium nodejs scdoc man-db git zsh debootstrap qemu-user-static"
 # speedscope (npm) for the viewer test, kept where tests/viewer/speedscope.sh looks for it.
 NPM_DIR=${RANKTOP_NPM_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ranktop/npm}
 SPEEDSCOPE_VERSION=1.25.0
@@ -73,8 +73,16 @@ demo() {
     ./build/src/cli/ranktop demo
 }
 
+# sid_pythons: the Debian sid chroot with live python3.14 and python3.15 that the reader tests
+# also run on (tests/sid_chroot.sh: built once, then cached; skipped, saying why, only where
+# debootstrap cannot reach a mirror).
+sid_pythons() {
+    sh tests/sid_chroot.sh || [ $? -eq 77 ]
+}
+
 run_tests() {
     install_viewer
+    sid_pythons
     build build --werror -Dtests=enabled
     meson test -C build --print-errorlogs --num-processes 2
     build build-asan --werror -Dtests=enabled -Db_sanitize=address,undefined -Db_lundef=false

@@ -12,6 +12,7 @@
 
 #include "ranktop/util.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,17 +45,63 @@ static bool start_machinery(const char *fn)
                   !strcmp(fn, "start_thread"));
 }
 
+/* Where the evaluation calls are when no frame is named as one: a stripped interpreter whose
+ * compiler moved the loop into a local clone (Debian's 3.14 and 3.15, GCC 16, run the loop in
+ * an unnamed part of _PyEval_EvalFrameDefault called straight from PyEval_EvalCode and the
+ * vectorcall paths). Each maximal run of interpreter frames with an unnamed frame may hold
+ * one; a run without one cannot (its frames are all named, none the loop). The Python stack
+ * says how many there are (its entry frames), and the outermost runs take them, innermost
+ * unnamed frame first: inner runs are the likelier to be interpreter code that runs no Python
+ * (taking the GIL back after a C call). A run that holds two (Python -> a builtin -> Python
+ * without foreign frames between) shows its inner Python frames further out. */
+static bool in_run(const struct native_frame *f)
+{
+    return f->interp && !start_machinery(f->function);
+}
+
+static void guess_evals(const struct native_stack *nat, const struct pythread *py, bool *eval)
+{
+    size_t want = 0, have = 0, i = nat->n;
+
+    for (uint32_t j = 0; j < py->nframes; j++)
+        want += py->frames[j].entry;
+    if (!want)
+        want = 1;
+    while (i > 0 && have < want) { /* outermost run first */
+        size_t pick = SIZE_MAX;
+
+        if (!in_run(&nat->frames[--i]))
+            continue;
+        for (;;) { /* inward to the run's innermost frame */
+            if (!nat->frames[i].function)
+                pick = i;
+            if (i == 0 || !in_run(&nat->frames[i - 1]))
+                break;
+            i--;
+        }
+        if (pick != SIZE_MAX) {
+            eval[pick] = true;
+            have++;
+        }
+    }
+}
+
 void native_merge(const struct native_stack *nat, const struct pythread *py,
                   struct merged_frame **out, size_t *n)
 {
     size_t cap = nat->n + (py ? py->nframes : 0) + 1, k = 0;
     uint32_t p = 0, np = py ? py->nframes : 0;
     struct merged_frame *m = x_calloc(cap, sizeof(*m));
+    bool *eval = x_calloc(nat->n + 1, sizeof(*eval)), named = false;
 
+    for (size_t i = 0; i < nat->n; i++)
+        named |= eval[i] = nat->frames[i].eval;
+    if (!named && np)
+        guess_evals(nat, py, eval);
     for (size_t i = 0; i < nat->n; i++) {
         const struct native_frame *f = &nat->frames[i];
 
-        if (f->eval) {
+        if (eval[i]) {
             /* The Python frames this call runs: up to and including its entry frame. */
             while (p < np) {
                 bool entry = py->frames[p].entry;
@@ -71,6 +118,7 @@ void native_merge(const struct native_stack *nat, const struct pythread *py,
     }
     while (p < np) /* not lined up: what is left of the Python stack follows */
         m[k++] = (struct merged_frame){false, &py->frames[p++], NULL};
+    free(eval);
     *out = m;
     *n = k;
 }

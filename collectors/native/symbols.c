@@ -381,9 +381,12 @@ static bool is_interp(const char *path)
     return !strncmp(b, "python", 6) || !strncmp(b, "libpython", 9);
 }
 
-/* The object for path, loaded on first use (a file that cannot be read has no symbols). */
-static struct object *object_of(struct native_syms *s, const char *path)
+/* The object mapped at m, by its path, loaded on first use from where procmaps_file_path
+ * finds that very file (the target's root, ours for a chrooted target, map_files); a file
+ * that cannot be read has no symbols. */
+static struct object *object_of(struct native_syms *s, const struct procmap *m)
 {
+    const char *path = m->path;
     char full[4200];
     struct object *o;
     struct elf_load l;
@@ -396,8 +399,7 @@ static struct object *object_of(struct native_syms *s, const char *path)
     o->path = x_strdup(path);
     o->interp = is_interp(path);
     l = (struct elf_load){s, o, ""};
-    snprintf(full, sizeof(full), "/proc/%d/root%s", s->pid, path);
-    if (with_image(full, parse_elf, &l))
+    if (procmaps_file_path(s->pid, m, full, sizeof(full)) == 0 && with_image(full, parse_elf, &l))
         debugfile_syms(s, o, l.id); /* after the image is unmapped: one file at a time */
     sort_syms(o);
     return o;
@@ -446,7 +448,7 @@ static void name_frame(struct native_syms *s, struct native_frame *fr, bool inne
     fr->object = "";
     if (!m || m->path[0] != '/')
         return;
-    o = object_of(s, m->path);
+    o = object_of(s, m);
     off = look - m->start + m->offset;
     fr->object = o->path;
     fr->interp = o->interp;
@@ -487,7 +489,7 @@ bool native_syms_ehframe(struct native_syms *s, uint64_t ip, uint64_t *hdr, uint
 
     if (!m || m->path[0] != '/')
         return false;
-    o = object_of(s, m->path);
+    o = object_of(s, m);
     if (!o->eh_vaddr || !o->text_memsz || !load_bias(o, m, &bias))
         return false;
     *hdr = bias + o->eh_vaddr;

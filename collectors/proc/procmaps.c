@@ -1,34 +1,43 @@
 /* Parser and reader for /proc/PID/maps.
  *
  * Owns nothing global. The parser is pure (buffer in, records out) and accepts only lines of
- * the kernel's exact shape; everything else is skipped. Any thread may call it. */
+ * the kernel's exact shape; everything else is skipped. procmaps_file_path finds a path that
+ * opens a mapped file itself, whatever the target's root. Any thread may call them. */
 #include "ranktop/procmaps.h"
 
 #include "ranktop/util.h"
 
+#include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 
 static int parse_line(const char *line, size_t len, struct procmap *out)
 {
     char buf[4096 + 256], perms[8] = "";
     unsigned long long start, end, off, inode;
+    unsigned major, minor;
     int consumed = 0;
 
     if (len >= sizeof(buf))
         len = sizeof(buf) - 1;
     memcpy(buf, line, len);
     buf[len] = '\0';
-    if (sscanf(buf, "%llx-%llx %4s %llx %*x:%*x %llu %n", &start, &end, perms, &off, &inode,
-               &consumed) < 5 ||
+    if (sscanf(buf, "%llx-%llx %4s %llx %x:%x %llu %n", &start, &end, perms, &off, &major, &minor,
+               &inode, &consumed) < 7 ||
         end <= start || strlen(perms) != 4)
         return -1;
     out->start = start;
     out->end = end;
     out->offset = off;
     out->inode = inode;
+    out->dev = makedev(major, minor);
     memcpy(out->perms, perms, 5);
     out->path = x_strdup(consumed > 0 ? buf + consumed : "");
     return 0;
@@ -84,4 +93,41 @@ void procmaps_fini(struct procmaps *m)
     free(m->v);
     m->v = NULL;
     m->n = 0;
+}
+
+/* Whether path names the file of m (device and inode as the maps line gives them). */
+static bool same_file(const char *path, const struct procmap *m)
+{
+    struct stat st;
+
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_ino == m->inode &&
+           (uint64_t)st.st_dev == m->dev;
+}
+
+/* The kernel prints a mapped file's path as seen from the reader's root, not the target's:
+ * for a target in a chroot below ours the path is ours (/srv/root/usr/bin/python3), for a
+ * target in another mount namespace (a container) it is the target's (/usr/bin/python3),
+ * which only /proc/PID/root resolves. So the candidates are tried in that order, each taken
+ * only when it is the mapped file itself (same device and inode); then map_files, which is
+ * the file itself but needs CAP_SYS_ADMIN; then the target's view unchecked, because
+ * overlayfs reports the lower layer's inode in maps but its own in stat. */
+int procmaps_file_path(int pid, const struct procmap *m, char *out, size_t n)
+{
+    char root[PATH_MAX + 64];
+    const char *del = strstr(m->path, " (deleted)");
+
+    if (m->path[0] != '/')
+        return APP_E_NOTFOUND;
+    snprintf(root, sizeof(root), "/proc/%d/root%s", pid, m->path);
+    if (!del && same_file(root, m))
+        return snprintf(out, n, "%s", root) < (int)n ? 0 : APP_E_NOTFOUND;
+    if (!del && same_file(m->path, m))
+        return snprintf(out, n, "%s", m->path) < (int)n ? 0 : APP_E_NOTFOUND;
+    snprintf(out, n, "/proc/%d/map_files/%llx-%llx", pid, (unsigned long long)m->start,
+             (unsigned long long)m->end);
+    if (access(out, R_OK) == 0)
+        return 0;
+    if (!del && access(root, R_OK) == 0)
+        return snprintf(out, n, "%s", root) < (int)n ? 0 : APP_E_NOTFOUND;
+    return errno == EACCES || errno == EPERM ? APP_E_PERM : APP_E_NOTFOUND;
 }

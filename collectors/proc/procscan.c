@@ -230,7 +230,7 @@ int procscan_from_inner(const struct pslist *l, int inner)
     return found;
 }
 
-static bool python_basename(const char *path)
+bool procscan_python_name(const char *path)
 {
     const char *b = strrchr(path, '/');
 
@@ -245,20 +245,28 @@ static bool python_basename(const char *path)
            !strcmp(b, " (deleted)");
 }
 
-static bool maps_libpython(int pid)
+/* Whether the process maps libpython3 or a python executable: the interpreter is a mapped
+ * file also when the process's executable is a shim that loaded it (ld.so run as a program,
+ * an emulator such as qemu-user). */
+static bool maps_python(int pid)
 {
-    char path[64], *buf, *s;
+    char path[64], *buf;
     size_t len;
     bool found = false;
 
     snprintf(path, sizeof(path), "/proc/%d/maps", pid);
     if (file_read_all(path, 64u << 20, &buf, &len) < 0)
         return false;
-    for (s = buf; (s = strstr(s, "/libpython")) != NULL; s++)
-        if (!strncmp(s, "/libpython3", 11)) {
-            found = true;
-            break;
-        }
+    for (char *line = buf, *end; !found && line < buf + len; line = end + 1) {
+        char *slash;
+
+        end = memchr(line, '\n', (size_t)(buf + len - line));
+        if (!end)
+            end = buf + len;
+        *end = '\0';
+        slash = strchr(line, '/');
+        found = slash && (strstr(slash, "/libpython3") || procscan_python_name(slash));
+    }
     free(buf);
     return found;
 }
@@ -273,7 +281,7 @@ bool procscan_comm_python(int pid)
     if (file_read_all(path, 64, &buf, &len) < 0)
         return false;
     buf[strcspn(buf, "\n")] = '\0';
-    yes = python_basename(buf);
+    yes = procscan_python_name(buf);
     free(buf);
     return yes;
 }
@@ -287,10 +295,10 @@ bool procscan_is_python(int pid)
     n = readlink(link, exe, sizeof(exe) - 1);
     if (n > 0) {
         exe[n] = '\0';
-        if (python_basename(exe))
+        if (procscan_python_name(exe))
             return true;
     }
-    return maps_libpython(pid);
+    return maps_python(pid);
 }
 
 bool procscan_thread_of(int pid, int tid)

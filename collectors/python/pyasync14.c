@@ -35,6 +35,7 @@
 #include "pyproc_priv.h"
 
 #include "pyasync_priv.h"
+#include "pynames.h"
 #include "pystr.h"
 #include "ranktop/bytes.h"
 #include "ranktop/elfsym.h"
@@ -88,6 +89,13 @@ struct a14 {
         enum kind14 kind;
     } types[TYPE_CACHE];
     size_t ntypes;
+    /* The loop each thread runs (asyncio_running_loop), collected with the lists: a task's
+     * thread is the one running its loop, as asyncio itself sees it; a task whose loop no
+     * thread runs (never run, or stopped) has no known thread, whichever list holds it. */
+    struct {
+        uint64_t loop, ident;
+    } * loops;
+    size_t nloops;
 };
 
 /* A task found on a list, with the thread whose list holds it (0: the interpreter's list of
@@ -430,6 +438,13 @@ static int collect(struct a14 *a, uint64_t interp, struct tref **v, size_t *n)
         if (i == PYPROC_DEFAULT_THREADS || !bytes_ptr_ok(ts))
             return APP_E_STALE;
         st = rmem_readv(a->m, iov, 4, NULL);
+        if (st == 0 && loop) {
+            if ((a->nloops & (a->nloops - 1)) == 0)
+                a->loops =
+                    x_reallocarray(a->loops, a->nloops ? a->nloops * 2 : 4, sizeof(*a->loops));
+            a->loops[a->nloops].loop = loop;
+            a->loops[a->nloops++].ident = ident;
+        }
         if (st == 0)
             st = list_walk(a, ts + d->ts_head, (struct tref){task, ident, loop != 0}, v, n);
         ts = next;
@@ -444,6 +459,15 @@ static int cmp_tref(const void *x, const void *y)
     const struct tref *a = x, *b = y;
 
     return a->addr < b->addr ? -1 : a->addr > b->addr;
+}
+
+/* The thread whose running loop is loop; 0 when none runs it. */
+static uint64_t loop_thread(const struct a14 *a, uint64_t loop)
+{
+    for (size_t i = 0; loop && i < a->nloops; i++)
+        if (a->loops[i].loop == loop)
+            return a->loops[i].ident;
+    return 0;
 }
 
 static int task_read(struct a14 *a, const struct tref *t, struct raw14 *r, struct pyasync_task *o)
@@ -464,7 +488,7 @@ static int task_read(struct a14 *a, const struct tref *t, struct raw14 *r, struc
         (r->coro && !bytes_ptr_ok(r->coro)) || (r->ab && !bytes_ptr_ok(r->ab)))
         return APP_E_STALE;
     o->addr = t->addr;
-    o->thread = t->ident;
+    o->thread = loop_thread(a, bytes_load_u64(b + a->L->ob_type + 8)); /* FutureObj's fut_loop */
     o->state = r->state == 1   ? PYASYNC_CANCELLED
                : r->state == 2 ? PYASYNC_DONE
                : t->running    ? PYASYNC_RUNNING
@@ -532,39 +556,54 @@ static int read_once(struct a14 *a, uint64_t interp, struct pyasync_list *l)
 }
 
 /* Finds _AsyncioDebug (the .AsyncioDebug section) in the mapped _asyncio extension, or in
- * the interpreter or libpython when _asyncio is built in. Not mapped: asyncio not imported. */
+ * the interpreter or libpython when _asyncio is built in. None of them mapped with one:
+ * asyncio's C module is not loaded (1). A file that could not be inspected, or an _asyncio
+ * loaded without the section, is an error that names it: never "no tasks" for structures
+ * that were not found. */
 static int locate(struct pyproc *p, struct app_err *err)
 {
     struct procmaps maps;
     int st = procmaps_read(p->pid, &maps, err);
+    char why[4400] = "";
 
     /* Searching inspects ELF files: done again only once the mappings changed (an import). */
     if (st == 0 && maps.n == p->asyncio_nmaps) {
         procmaps_fini(&maps);
-        return 0;
+        return 1;
     }
     for (size_t i = 0; st == 0 && i < maps.n && !p->asyncio_dbg; i++) {
         const struct procmap *m = &maps.v[i];
         const char *base = strrchr(m->path, '/');
+        bool ext;
         struct elf_info elf;
         struct app_err e2 = {0};
         char path[4200];
+        int rc;
 
         base = base ? base + 1 : "";
-        if (m->offset != 0 || m->path[0] != '/' || strstr(m->path, " (deleted)") ||
-            (strncmp(base, "_asyncio.", 9) && strncmp(base, "libpython", 9) &&
-             strncmp(base, "python", 6)))
+        ext = !strncmp(base, "_asyncio.", 9);
+        if (m->offset != 0 || m->path[0] != '/' ||
+            (!ext && strncmp(base, "libpython", 9) && strncmp(base, "python", 6)))
             continue;
-        snprintf(path, sizeof(path), "/proc/%d/root%s", p->pid, m->path);
-        if (elf_inspect_file(path, &elf, &e2) < 0 || !elf.asyncio_debug)
-            continue;
-        p->asyncio_dbg = elf.asyncio_debug + (elf.type == ET_DYN ? m->start - elf.load_vaddr : 0);
+        rc = procmaps_file_path(p->pid, m, path, sizeof(path));
+        if (rc == 0)
+            rc = elf_inspect_file(path, &elf, &e2);
+        if (rc < 0 && !why[0])
+            snprintf(why, sizeof(why), "cannot inspect %s: %s", m->path,
+                     e2.msg[0] ? e2.msg : app_status_str(rc));
+        else if (rc == 0 && !elf.asyncio_debug && ext && !why[0])
+            snprintf(why, sizeof(why), "%s has no .AsyncioDebug section", m->path);
+        if (rc == 0 && elf.asyncio_debug)
+            p->asyncio_dbg =
+                elf.asyncio_debug + (elf.type == ET_DYN ? m->start - elf.load_vaddr : 0);
     }
-    if (st == 0) {
-        p->asyncio_nmaps = maps.n;
+    if (st == 0 && !p->asyncio_dbg && why[0])
+        st = app_err_set(err, APP_E_NOTFOUND, "asyncio tasks: task lists not found: %s", why);
+    else if (st == 0 && !p->asyncio_dbg)
+        p->asyncio_nmaps = maps.n; /* asyncio's C module is not loaded: no search until then */
+    if (maps.v)
         procmaps_fini(&maps);
-    }
-    return st;
+    return st < 0 ? st : p->asyncio_dbg ? 0 : 1;
 }
 
 /* _AsyncioDebug and the chain's offsets; 1 when asyncio is not loaded (no tasks). */
@@ -589,10 +628,54 @@ static int setup(struct a14 *a, struct app_err *err)
     return st < 0 ? app_err_set(err, st, "asyncio tasks: %s", app_status_str(st)) : 0;
 }
 
+/* How many tasks asyncio's pure-Python registries hold: asyncio.tasks._scheduled_tasks (a
+ * WeakSet: its data set of weak references) and _eager_tasks. On 3.14+ every
+ * asyncio.tasks._PyTask registers there (also beside the C module), and the C module's lists
+ * hold none of them, so this reader, which reads those lists only, must not answer "no
+ * tasks" while these are not empty. 0 when asyncio is not imported. */
+static int pure_count(struct a14 *a, uint64_t interp, size_t *count)
+{
+    static const char *const regs[] = {"_scheduled_tasks", "_eager_tasks"};
+    struct pynames_walk w;
+    int st = pynames_walk_init(&w, a->m, a->L, NULL);
+
+    *count = 0;
+    if (st == APP_E_VERSION) /* no object layout for this build (free-threaded): unknown */
+        return 0;
+    for (size_t i = 0; st == 0 && i < sizeof(regs) / sizeof(regs[0]); i++) {
+        uint64_t obj = 0, *keys = NULL;
+        size_t n = 0;
+
+        st = pynames_module_get(&w, interp, "asyncio.tasks", regs[i], &obj);
+        if (st == 0 && i == 0)
+            st = pynames_attr(&w, obj, "data", &obj);
+        if (st == 0)
+            st = pyasync_set_keys(a->m, obj, a->sh, &keys, &n);
+        free(keys);
+        *count += n;
+    }
+    return st == APP_E_NOTFOUND ? 0 : st;
+}
+
+static int read_all(struct a14 *a, bool lists, struct pyasync_list *out, size_t *npure)
+{
+    uint64_t interp = 0;
+    int st = pyasync_main_interp(a->p, &interp);
+
+    a->ntypes = 0;
+    a->nloops = 0;
+    if (st == 0 && lists)
+        st = read_once(a, interp, out);
+    if (st == 0)
+        st = pure_count(a, interp, npure);
+    return st == APP_E_NOTFOUND ? APP_E_STALE : st;
+}
+
 int pyasync_read14(struct pyproc *p, struct pyasync_list *out, struct app_err *err)
 {
     struct a14 *a;
-    uint64_t interp = 0;
+    size_t npure = 0;
+    bool lists;
     int st = APP_E_STALE;
 
     memset(out, 0, sizeof(*out));
@@ -604,25 +687,28 @@ int pyasync_read14(struct pyproc *p, struct pyasync_list *out, struct app_err *e
     a = x_calloc(1, sizeof(*a));
     *a = (struct a14){.p = p, .m = p->mem, .L = &p->L, .sh = p->L.ob_type - 8};
     st = setup(a, err);
-    if (st != 0) {
+    if (st < 0) {
         free(a);
-        return st > 0 ? 0 : st;
+        return st;
     }
+    lists = st == 0; /* else asyncio's C module is not loaded: no C task lists */
     pycode_cache_next_epoch(&p->codes);
     st = APP_E_STALE;
     for (int i = 0; i < TRIES && st == APP_E_STALE; i++) {
         pyasync_free(out);
-        a->ntypes = 0;
-        st = pyasync_main_interp(p, &interp);
-        if (st == 0)
-            st = read_once(a, interp, out);
-        if (st == APP_E_NOTFOUND)
-            st = APP_E_STALE;
+        st = read_all(a, lists, out, &npure);
     }
+    free(a->loops);
     free(a);
-    if (st < 0) {
+    if (st == 0 && npure)
+        st = app_err_set(err, APP_E_VERSION,
+                         "asyncio tasks: %zu pure-Python task%s (asyncio.tasks._PyTask, or any "
+                         "Task without the _asyncio module) not read: on CPython 3.14 and later "
+                         "this ranktop reads _asyncio.Task only",
+                         npure, npure == 1 ? "" : "s");
+    else if (st < 0)
+        st = app_err_set(err, st, "asyncio tasks: %s", app_status_str(st));
+    if (st < 0)
         pyasync_free(out);
-        return app_err_set(err, st, "asyncio tasks: %s", app_status_str(st));
-    }
-    return 0;
+    return st;
 }

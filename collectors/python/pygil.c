@@ -5,9 +5,10 @@
  * `locked && last_holder`; its tstate is mapped to a threading ident through a small cache.
  * Drop requests are an int in the runtime (3.8) or interpreter (3.9-3.12), and bit 0 of the
  * holder's tstate->eval_breaker from 3.13. Waiters are glibc's condvar waiter count, only
- * when the target maps glibc. gc.collecting sits in the runtime (3.8), the interpreter
- * (3.9-3.12), or where _Py_DebugOffsets says (3.13+). Every one of those locations comes from
- * the gil part of the version's descriptor (abi/pyabi.h); this file holds none.
+ * when the target maps a glibc whose release the mapped libc names (__wrefs moved in 2.41).
+ * gc.collecting sits in the runtime (3.8), the interpreter (3.9-3.12), or where _Py_DebugOffsets
+ * says (3.13+). Every one of those locations comes from the gil part of the version's descriptor
+ * (abi/pyabi.h); this file holds none.
  *
  * Cost: after a one-time resolution, a probe is one process_vm_readv of a few merged ranges
  * that re-validates the cached interpreter and GIL pointers and speculatively reads the
@@ -22,11 +23,14 @@
 #include "ranktop/procmaps.h"
 #include "ranktop/util.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define COND_SIZE 48     /* sizeof(pthread_cond_t), x86-64 glibc */
-#define COND_WREFS 36    /* glibc 2.25+: __wrefs, waiters << 3 | flags */
+#define COND_SIZE 48      /* sizeof(pthread_cond_t), x86-64 glibc */
+#define COND_WREFS 36     /* glibc 2.25-2.40: __wrefs, waiters << 3 | flags */
+#define COND_WREFS_241 28 /* glibc 2.41+ (__g_refs gone): __wrefs after __g1_orig_size */
+#define LIBC_READ_MAX (32u << 20)
 #define GIL_READ_MAX 256 /* bytes of _gil_runtime_state up to the end of cond */
 #define SPAN_MAX 512     /* bytes of a tstate read for its ident and eval_breaker */
 #define IDENT_CACHE 64
@@ -64,7 +68,7 @@ struct pygil {
     /* Resolved on the first probe and re-validated by every probe. */
     bool ready;
     uint64_t interp, gil, drop_addr, gc_addr; /* 0 = none */
-    int glibc;                                /* 1 glibc, 0 not, -1 not checked yet */
+    int glibc; /* __wrefs' place in the condvar, 0 unknown (not glibc), -1 not checked yet */
     struct plan plan;
 
     uint64_t spec_ts; /* the last holder: its tstate is read speculatively */
@@ -101,7 +105,7 @@ struct pygil *pygil_new(const struct pyproc *p)
     hi = p->L.ts.thread_id + 8;
     g->span_lo = lo;
     g->span_len = hi > lo && hi - lo <= SPAN_MAX ? hi - lo : 0;
-    g->glibc = p->pid > 0 ? -1 : 1; /* memory images describe glibc processes */
+    g->glibc = p->pid > 0 ? -1 : COND_WREFS; /* memory images describe glibc 2.36 processes */
     return g;
 }
 
@@ -121,22 +125,52 @@ void pygil_get_stats(const struct pygil *g, struct pygil_stats *st)
     st->errors = g->errors;
 }
 
-/* True when the target maps glibc (a libc.so.6 or libc-2.X.so); musl has no __wrefs. */
+/* The minor release of the glibc in the file at path, from its banner ("... release version
+ * 2.43"), or -1. */
+static int glibc_minor(const char *path)
+{
+    static const char tag[] = "release version 2.";
+    char *buf = NULL, *at;
+    size_t len = 0;
+    int minor = -1;
+
+    if (file_read_all(path, LIBC_READ_MAX, &buf, &len) < 0)
+        return -1;
+    at = memmem(buf, len, tag, sizeof(tag) - 1);
+    if (at && (size_t)(at - buf) + sizeof(tag) + 2 < len)
+        minor = atoi(at + sizeof(tag) - 1);
+    free(buf);
+    return minor;
+}
+
+/* Where the target's glibc keeps a condvar's __wrefs: 36 up to 2.40, 28 from 2.41 (which
+ * dropped __g_refs and moved __g_signals behind __wrefs); 0 for musl, which has none, and for
+ * a libc whose release cannot be read (a wrong word would be shown as a waiter count). */
 static int detect_glibc(int pid)
 {
     struct procmaps maps;
-    int found = 0;
+    int at = 0;
+    bool seen = false;
 
     if (procmaps_read(pid, &maps, NULL) < 0)
         return 0;
-    for (size_t i = 0; i < maps.n && !found; i++) {
+    for (size_t i = 0; i < maps.n && !seen; i++) {
         const char *base = strrchr(maps.v[i].path, '/');
+        char path[4200];
+        int minor;
 
         base = base ? base + 1 : maps.v[i].path;
-        found = strncmp(base, "libc.so.6", 9) == 0 || strncmp(base, "libc-2.", 7) == 0;
+        if (maps.v[i].offset != 0 ||
+            (strncmp(base, "libc.so.6", 9) != 0 && strncmp(base, "libc-2.", 7) != 0))
+            continue;
+        seen = true;
+        if (procmaps_file_path(pid, &maps.v[i], path, sizeof(path)) < 0)
+            continue;
+        minor = glibc_minor(path);
+        at = minor >= 41 ? COND_WREFS_241 : minor >= 25 ? COND_WREFS : 0;
     }
     procmaps_fini(&maps);
-    return found;
+    return at;
 }
 
 /* 3.13+: &interp->gc.collecting from the target's _Py_DebugOffsets, validated; 0 if not. */
@@ -359,12 +393,12 @@ static void decode(struct pygil *g, int32_t locked, bool span_ok, struct pygil_s
     const struct plan *pl = &g->plan;
     const uint8_t *gil = pl->buf + pl->at[F_GIL];
     int32_t gc = pl->at[F_GC] == AT_NONE ? -1 : bytes_load_i32(pl->buf + pl->at[F_GC]);
-    uint32_t wrefs = bytes_load_u32(gil + L->gil.cond + COND_WREFS);
+    uint32_t wrefs = g->glibc > 0 ? bytes_load_u32(gil + L->gil.cond + (uint32_t)g->glibc) : 0;
 
     out->known = true;
     out->locked = locked == 1;
     out->switch_number = bytes_load_u64(gil + L->gil.switch_number);
-    out->waiters = g->glibc == 1 && wrefs >> 3 <= MAX_WAITERS ? (int)(wrefs >> 3) : -1;
+    out->waiters = g->glibc > 0 && wrefs >> 3 <= MAX_WAITERS ? (int)(wrefs >> 3) : -1;
     out->in_gc = gc == 0 || gc == 1 ? gc : -1;
     if (pl->at[F_DROP] != AT_NONE) {
         out->drop_known = true;

@@ -1,14 +1,17 @@
 /* Attaching to a process: find the interpreter binary in its mappings, _PyRuntime in that
  * binary, and the Python version, then hand over to pyproc_open_mem.
  *
- * Files are opened through /proc/PID/root (or /proc/PID/exe, /proc/PID/map_files for deleted
- * binaries) so containerised targets resolve inside their own mount namespace. Every failure
- * becomes one actionable line in the caller's app_err. Runs on the attaching thread. */
+ * Files are opened through /proc/PID/exe, or where procmaps_file_path finds the mapped file
+ * itself (the target's root, ours for a chroot, map_files for deleted binaries). When the
+ * executable is a shim (ld.so run as a program, an emulator), the interpreter is the mapped
+ * object that holds _PyRuntime. Every failure becomes one actionable line in the caller's
+ * app_err. Runs on the attaching thread. */
 #include "pyproc_priv.h"
 
 #include "ranktop/bytes.h"
 #include "ranktop/elfsym.h"
 #include "ranktop/procmaps.h"
+#include "ranktop/procscan.h"
 #include "ranktop/util.h"
 
 #include <elf.h>
@@ -45,27 +48,28 @@ static uint64_t map_base(const struct procmaps *maps, const char *path)
     return base;
 }
 
-/* Opens the mapped file the way that works across mount namespaces and deleted files. */
+/* Opens the mapped file the way that works across mount namespaces, chroots and deleted
+ * files: the executable through /proc/PID/exe, anything else where procmaps_file_path finds
+ * the very file mapped. */
 static int inspect_mapped(int pid, const struct procmaps *maps, const char *path, bool is_exe,
                           struct elf_info *elf, struct app_err *err)
 {
-    char buf[PATH_MAX + 64];
-    const char *del = strstr(path, " (deleted)");
+    char buf[PATH_MAX + 64] = "";
+    int rc = APP_E_NOTFOUND;
 
-    if (is_exe)
+    if (is_exe) {
         snprintf(buf, sizeof(buf), "/proc/%d/exe", pid);
-    else if (!del)
-        snprintf(buf, sizeof(buf), "/proc/%d/root%s", pid, path);
-    else {
-        for (size_t i = 0; i < maps->n; i++)
-            if (!strcmp(maps->v[i].path, path) && maps->v[i].offset == 0) {
-                snprintf(buf, sizeof(buf), "/proc/%d/map_files/%llx-%llx", pid,
-                         (unsigned long long)maps->v[i].start, (unsigned long long)maps->v[i].end);
-                break;
-            }
+        rc = 0;
     }
-    if (access(buf, R_OK) < 0 && (errno == EACCES || errno == EPERM))
-        return app_err_set(err, APP_E_PERM, "cannot open %s: permission denied", buf);
+    for (size_t i = 0; rc < 0 && i < maps->n; i++)
+        if (!strcmp(maps->v[i].path, path) && maps->v[i].offset == 0)
+            rc = procmaps_file_path(pid, &maps->v[i], buf, sizeof(buf));
+    if (rc == APP_E_PERM ||
+        (rc == 0 && access(buf, R_OK) < 0 && (errno == EACCES || errno == EPERM)))
+        return app_err_set(err, APP_E_PERM, "cannot open %s: permission denied",
+                           buf[0] ? buf : path);
+    if (rc < 0)
+        return app_err_set(err, rc, "cannot open %s (process %d): not found", path, pid);
     return elf_inspect_file(buf, elf, err);
 }
 
@@ -299,10 +303,63 @@ static int attach_found(int pid, const struct procmaps *maps, struct pycand *c,
                            version, opts, out, err);
 }
 
+/* The interpreter when the executable is not it: ld.so run as a program
+ * (/lib64/ld-linux-x86-64.so.2 /usr/bin/python3.11 x.py), an emulator (qemu-user) or another
+ * shim maps the python binary itself. The mapped objects other than the executable are tried,
+ * those named python first, then those with an executable mapping and a name that is not a
+ * library's (a renamed interpreter), at most SHIM_TRIES of them; the first whose ELF holds
+ * _PyRuntime is taken. 0 with c filled in, else APP_E_NOTFOUND (or APP_E_PERM). */
+#define SHIM_TRIES 16
+
+static bool shim_candidate(const struct procmaps *maps, size_t i, const char *exe, bool named)
+{
+    const struct procmap *m = &maps->v[i];
+    const char *b = strrchr(m->path, '/');
+    bool x = false;
+
+    if (m->offset != 0 || m->path[0] != '/' || !strcmp(m->path, exe) || is_libpython(m->path))
+        return false;
+    for (size_t k = 0; k < i; k++) /* each object once: its first offset-0 mapping */
+        if (maps->v[k].offset == 0 && !strcmp(maps->v[k].path, m->path))
+            return false;
+    b = b ? b + 1 : m->path;
+    if (named)
+        return procscan_python_name(m->path);
+    for (size_t k = 0; k < maps->n && !x; k++)
+        x = maps->v[k].perms[2] == 'x' && !strcmp(maps->v[k].path, m->path);
+    return x && !procscan_python_name(m->path) && strncmp(b, "lib", 3) && strncmp(b, "ld-", 3) &&
+           !strstr(b, ".so");
+}
+
+static int locate_shim(int pid, const struct procmaps *maps, const char *exe, struct pycand *c,
+                       struct app_err *err)
+{
+    int tries = 0, rc = APP_E_NOTFOUND;
+
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < maps->n && tries < SHIM_TRIES; i++) {
+            struct app_err e2 = {0};
+
+            if (!shim_candidate(maps, i, exe, pass == 0))
+                continue;
+            tries++;
+            *c = (struct pycand){.path = maps->v[i].path};
+            rc = locate_in(pid, maps, c, false, &e2);
+            if (rc == APP_E_PERM) {
+                *err = e2;
+                return rc;
+            }
+            if (rc == 0 && (c->elf.pyruntime || c->elf.pyruntime_sec))
+                return 0;
+            rc = APP_E_NOTFOUND;
+        }
+    return rc;
+}
+
 int pyproc_open(int pid, const struct pyproc_opts *opts, struct pyproc **out, struct app_err *err)
 {
     struct procmaps maps;
-    struct pycand lib = {0}, exe = {0};
+    struct pycand lib = {0}, exe = {0}, shim = {0};
     char exepath[PATH_MAX + 1], link[64];
     ssize_t n;
     int rc;
@@ -339,10 +396,12 @@ int pyproc_open(int pid, const struct pyproc_opts *opts, struct pyproc **out, st
         if (rc == 0 && (exe.elf.pyruntime || exe.elf.pyruntime_sec || lib.have_elf ||
                         version_from_path(exe.path)))
             rc = attach_found(pid, &maps, lib.have_elf ? &lib : &exe, opts, out, err);
-        else if (rc == 0)
+        else if (rc == 0 && (rc = locate_shim(pid, &maps, exe.path, &shim, err)) == 0)
+            rc = attach_found(pid, &maps, &shim, opts, out, err);
+        else if (rc == APP_E_NOTFOUND && exe.have_elf)
             rc = app_err_set(err, APP_E_NOTPY,
-                             "process %d is not a Python process (%s has no _PyRuntime and no "
-                             "libpython is mapped)",
+                             "process %d is not a Python process (%s has no _PyRuntime, no "
+                             "libpython is mapped, nor any other object that holds one)",
                              pid, exepath[0] ? exepath : "its executable");
     }
     procmaps_fini(&maps);

@@ -15,7 +15,8 @@ struct procmap {
     uint64_t start, end, offset;
     char perms[5];
     uint64_t inode;
-    char *path; /* "" for anonymous mappings; " (deleted)" kept as the kernel prints it */
+    uint64_t dev; /* makedev(major, minor) of the maps line */
+    char *path;   /* "" for anonymous mappings; " (deleted)" kept as the kernel prints it */
 };
 
 struct procmaps {
@@ -31,5 +32,10 @@ int procmaps_parse(const char *buf, size_t len, struct procmaps *out);
 int procmaps_read(int pid, struct procmaps *out, struct app_err *err);
 
 void procmaps_fini(struct procmaps *m);
+
+/* A path (at most n bytes, into out) through which this process opens the file mapped at m,
+ * verified to be that file where the kernel allows: the target's root, ours, or map_files.
+ * APP_E_NOTFOUND (anonymous, gone, or too long a path) or APP_E_PERM. */
+int procmaps_file_path(int pid, const struct procmap *m, char *out, size_t n);
 
 #endif

@@ -26,8 +26,12 @@ void procscan_list_fini(struct pslist *l);
 /* Index of pid in the list, or -1. */
 long procscan_find(const struct pslist *l, int pid);
 
-/* True when pid runs CPython: its executable is a python binary or it maps libpython. */
+/* True when pid runs CPython: its executable is a python binary, or it maps libpython or a
+ * python binary (run through ld.so or an emulator). */
 bool procscan_is_python(int pid);
+/* Whether a path's last component names a python executable: python, python3, python3.11,
+ * python3.11d (also with the kernel's " (deleted)"); not python-config. */
+bool procscan_python_name(const char *path);
 /* Whether /proc/PID/comm (readable for every process) names a Python interpreter: a hint for
  * processes whose executable and maps cannot be read. */
 bool procscan_comm_python(int pid);

@@ -3,7 +3,8 @@
 # (tests/native/blockext.c): threads blocked in nanosleep and in pthread_cond_wait with the GIL
 # released, two Python frames deep, show the C frames inside them; the main thread spinning in
 # C while holding the GIL shows its C frame inside its Python frame and holds the GIL; a forked
-# DataLoader-style child is read the same way.
+# DataLoader-style child is read the same way. On every interpreter with headers, the sid
+# chroot's python3.14 and python3.15 (tests/sid_chroot.sh installs their -dev packages) too.
 . "$(dirname "$0")/lib.sh"
 
 SRC="$RANKTOP_SRCDIR/tests/native/blockext.c"
@@ -37,10 +38,17 @@ for py in $PYTHONS; do
     [ -x "$py" ] || continue
     inc=$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
     suffix=$("$py" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
-    [ -f "$inc/Python.h" ] || { echo "skipped: $py has no headers ($inc)"; continue; }
+    root=""
+    case $py in # the sid chroot's interpreters: their headers are inside it
+    "$SID_CHROOT.bin/"*) root=$SID_CHROOT ;;
+    esac
+    [ -f "$root$inc/Python.h" ] || { echo "skipped: $py has no headers ($inc)"; continue; }
     n=$((n + 1))
     mkdir -p "$WORK/ext$n"
-    $CC -shared -fPIC -O1 -g -I"$inc" "$SRC" -o "$WORK/ext$n/blockext$suffix" -lpthread ||
+    # Debian's Python.h includes <x86_64-linux-gnu/python3.X/pyconfig.h>: the chroot's
+    # /usr/include is searched after ours, so only what ours lacks comes from there.
+    $CC -shared -fPIC -O1 -g -I"$root$inc" ${root:+-idirafter "$root/usr/include"} "$SRC" \
+        -o "$WORK/ext$n/blockext$suffix" -lpthread ||
         fail "$py: the extension did not build"
     rm -f "$WORK/ready"
     "$py" "$PY" "$WORK/ready" "$WORK/ext$n" &
@@ -63,6 +71,7 @@ for py in $PYTHONS; do
     json_check "$WORK/c.json" "any(f['function'] == 'blockext_sleep_forever' for f in d['processes'][0]['threads'][0]['frames']) and any(f['function'] == 'outer_sleep' for f in d['processes'][0]['threads'][0]['frames'])" ||
         fail "$py: the forked child"
     kill -9 "$T" "$CHILD"
+    echo "$py: ok"
 done
 [ "$n" -ge 2 ] || fail "fewer than two interpreters with headers: $PYTHONS"
 echo ok

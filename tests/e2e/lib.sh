@@ -35,12 +35,14 @@ while True: time.sleep(1)' &
     LAST=$!
 }
 
-# wait_for CMD...: retries a command for up to 60 s (no bare sleeps in assertions).
+# wait_for CMD...: retries a command for up to 60 s (no bare sleeps in assertions). Its
+# counter has a name of its own: callers count with i (mixed_versions waited for fewer ranks
+# than it started once wait_for had reset their i).
 wait_for() {
-    i=0
+    wf_n=0
     until "$@"; do
-        i=$((i + 1))
-        [ $i -ge 300 ] && return 1
+        wf_n=$((wf_n + 1))
+        [ $wf_n -ge 300 ] && return 1
         sleep 0.2
     done
 }
@@ -60,10 +62,17 @@ if not ok:
     sys.exit(1)' "$1" "$2"
 }
 
-# ALL_PYTHONS: every interpreter the native-frame tests run on: pyenv's 3.8-3.13 and Debian's
-# static, stripped python3.11.
+# SID_PYTHONS: Debian sid's python3.14 and python3.15, live in the chroot tests/sid_chroot.sh
+# builds (bootstrap.sh test does), run through its in-place wrappers; empty without it.
+SID_CHROOT=${RANKTOP_SID_CHROOT:-/var/cache/ranktop/sid-chroot}
+SID_PYTHONS=""
+for v in 3.14 3.15; do
+    [ -x "$SID_CHROOT.bin/python$v" ] && SID_PYTHONS="$SID_PYTHONS $SID_CHROOT.bin/python$v"
+done
+# ALL_PYTHONS: every interpreter the reader tests run on: pyenv's 3.8-3.13, Debian's static,
+# stripped python3.11, and SID_PYTHONS.
 ALL_PYTHONS="$(ls -d "$(pyenv root 2> /dev/null || echo "$HOME/.pyenv")"/versions/3.*/bin/python3 2> /dev/null |
-    grep -E '/3\.(8|9|10|11|12|13)\.' || true) /usr/bin/python3.11"
+    grep -E '/3\.(8|9|10|11|12|13)\.' || true) /usr/bin/python3.11$SID_PYTHONS"
 
 # untraced PID: the process runs or sleeps (not in tracing stop) and has no tracer.
 untraced() {

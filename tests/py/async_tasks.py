@@ -91,7 +91,10 @@ def awaited_by(tasks):
 
 def loop_truth(loop, ident, native):
     tasks = list(asyncio.all_tasks(loop))
-    cur = asyncio.tasks._current_tasks.get(loop)
+    # 3.14+ keeps the current task in the thread state (asyncio.tasks._current_tasks is the
+    # pure-Python registry, unused by the C loop); current_task(loop) finds it in any thread.
+    cur = (asyncio.current_task(loop) if sys.version_info >= (3, 14)
+           else asyncio.tasks._current_tasks.get(loop))
     by = awaited_by(tasks)
     out = []
     for t in tasks:

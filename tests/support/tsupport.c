@@ -187,6 +187,23 @@ static void pythons_from_env(struct ts_pylist *l, const char *list)
         ts_fail("RANKTOP_PYTHONS is set but names no usable interpreter");
 }
 
+/* Debian sid's python3.14 and python3.15 through the in-place wrappers of the chroot that
+ * tests/sid_chroot.sh builds ($RANKTOP_SID_CHROOT, else /var/cache/ranktop/sid-chroot):
+ * required where that chroot exists, absent otherwise (the e2e test sid_pythons says so). */
+static void sid_pythons(struct ts_pylist *l)
+{
+    const char *dir = getenv("RANKTOP_SID_CHROOT");
+    char path[PATH_MAX];
+
+    if (!dir || !*dir)
+        dir = "/var/cache/ranktop/sid-chroot";
+    for (int minor = 14; minor <= 15; minor++) {
+        snprintf(path, sizeof(path), "%s.bin/python3.%d", dir, minor);
+        if (access(path, X_OK) == 0)
+            pylist_add(l, path, true);
+    }
+}
+
 void ts_pythons_discover(struct ts_pylist *l, int required_minor, bool debian_required)
 {
     const char *env = getenv("RANKTOP_PYTHONS");
@@ -210,6 +227,7 @@ void ts_pythons_discover(struct ts_pylist *l, int required_minor, bool debian_re
         pylist_add(l, "/usr/bin/python3.11", debian_required);
     else if (debian_required)
         ts_fail("missing interpreter: /usr/bin/python3.11 (Debian's static, non-PIE build)");
+    sid_pythons(l);
 }
 
 void ts_pythons_unsupported(struct ts_pylist *l)

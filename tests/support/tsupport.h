@@ -42,7 +42,8 @@ struct ts_pylist {
 };
 
 /* RANKTOP_PYTHONS (blank-separated paths, all required) or pyenv's 3.8-3.13 plus Debian's
- * /usr/bin/python3.11. pyenv minors from `required_minor` on are required (a missing one is a
+ * /usr/bin/python3.11 and, where tests/sid_chroot.sh built its chroot, Debian sid's python3.14
+ * and python3.15 (required). pyenv minors from `required_minor` on are required (a missing one is a
  * noted failure); Debian's is required when `debian_required`. */
 void ts_pythons_discover(struct ts_pylist *l, int required_minor, bool debian_required);
 /* pyenv's 3.6 and 3.7 (the reader must refuse them); may be empty. */

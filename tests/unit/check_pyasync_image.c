@@ -164,6 +164,15 @@ static struct img *async_image(const struct variant *v)
     put_head(m, TS2 + TS_HEAD, NODE(3), NODE(3));
     put_head(m, INTERP + IS_HEAD, NODE(4), NODE(4));
     rmem_image_write(m, TS1 + TS_LOOP, tsf, 16); /* a loop runs T1 */
+    /* A task's thread is the one running its loop (FutureObj's fut_loop, after the header):
+     * T1 and T2 of TS1's loop, T3 of TS2's, T4 of a loop that no thread runs. */
+    rmem_image_write(m, TS2 + TS_LOOP, (uint64_t[]){0x7e1000}, 8);
+    for (int i = 1; i <= 4; i++)
+        rmem_image_write(m, T(i) + 16,
+                         (uint64_t[]){i <= 2   ? 0x7e0000
+                                      : i == 3 ? 0x7e1000
+                                               : 0x7e2000},
+                         8);
     put_asyncio_debug(m);
     put_gen_offsets(m);
     return im;

@@ -217,6 +217,15 @@ static struct img *async_image(const struct acase *k, struct target *tv)
     put_head(im, TS2 + TS_HEAD, T(3) + t_node(im), T(3) + t_node(im));
     put_head(im, INTERP + IS_AHEAD, T(4) + t_node(im), T(4) + t_node(im));
     rmem_image_write(im->m, TS1 + TS_LOOP, tsf, 16); /* a loop runs T1 */
+    /* A task's thread is the one running its loop (FutureObj's fut_loop, after the header):
+     * T1 and T2 of TS1's loop, T3 of TS2's, T4 of a loop that no thread runs. */
+    rmem_image_write(im->m, TS2 + TS_LOOP, (uint64_t[]){0x7e1000}, 8);
+    for (int i = 1; i <= 4; i++)
+        rmem_image_write(im->m, T(i) + 16 + SH(im),
+                         (uint64_t[]){i <= 2   ? 0x7e0000
+                                      : i == 3 ? 0x7e1000
+                                               : 0x7e2000},
+                         8);
     put_asyncio_debug(im);
     return im;
 }

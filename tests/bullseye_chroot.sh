@@ -20,7 +20,7 @@
 set -eu
 MIRROR=${RANKTOP_BULLSEYE_MIRROR:-http://deb.debian.org/debian}
 PACKAGES="gcc libc6-dev meson ninja-build pkg-config libncurses-dev libunwind-dev libprocps-dev
-libjson-c-dev zlib1g-dev check python3"
+libjson-c-dev zlib1g-dev check python3 libxml2-utils protobuf-compiler"
 PACKAGES=$(echo $PACKAGES)
 
 # run_in DIR CMD: CMD runs under sh inside the chroot, in a private mount namespace where the

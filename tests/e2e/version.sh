@@ -10,6 +10,7 @@
 VERSION_SH="$RANKTOP_SRCDIR/src/cli/version.sh"
 
 "$RANKTOP_BIN" -V >"$WORK/v" || fail "-V exited $?"
+# field KEY: the value of -V's line "KEY: value".
 field() { sed -n "s/^$1: //p" "$WORK/v"; }
 
 # 1. The version and commit, against git's own answer for the source tree.
@@ -44,7 +45,12 @@ none) ! grep -Eq 'libproc(2|ps)\.so' "$WORK/ldd" || fail "-V says none, ldd: $(c
 esac
 grep -q '^loaded at run time when present: NVML' "$WORK/v" || fail "-V: $(cat "$WORK/v")"
 
-# 4. version.sh without a tag, on a tag, past it, with another kind of tag, dirty, outside git.
+# 4. version.sh without a tag, on a tag, past it, with another kind of tag, dirty, outside git
+# (where git is installed: the Debian 11 build chroot has none, and part 1 checked that case).
+if ! command -v git >/dev/null 2>&1; then
+    echo "ok (no git here: version.sh's tag cases not run): $(tr '\n' ';' <"$WORK/v")"
+    exit 0
+fi
 R="$WORK/repo"
 git init -q "$R"
 g() { git -C "$R" -c user.name=t -c user.email=t@t -c commit.gpgsign=false "$@"; }

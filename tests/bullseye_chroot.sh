@@ -19,9 +19,9 @@
 # configures it with its own meson (the bullseye build in CI keeps that floor honest).
 set -eu
 MIRROR=${RANKTOP_BULLSEYE_MIRROR:-http://deb.debian.org/debian}
-PACKAGES="gcc libc6-dev meson ninja-build pkg-config libncurses-dev libunwind-dev libprocps-dev
-libjson-c-dev zlib1g-dev check python3 libxml2-utils protobuf-compiler"
-PACKAGES=$(echo $PACKAGES)
+# The build's, then what the unit suite calls (check_export: xmllint; check_pb: protoc).
+PACKAGES="gcc libc6-dev meson ninja-build pkg-config libncurses-dev libunwind-dev libprocps-dev"
+PACKAGES="$PACKAGES libjson-c-dev zlib1g-dev check python3 libxml2-utils protobuf-compiler"
 
 # run_in DIR CMD: CMD runs under sh inside the chroot, in a private mount namespace where the
 # current directory and /proc are mounted at their host paths; those mounts vanish with the

@@ -83,8 +83,10 @@ build() {
     # a mirror that answers but crawls.
     if ! timeout 1200 debootstrap --variant=minbase bullseye "$TMP" "$MIRROR" >"$TMP.log" 2>&1; then
         if grep -qiE 'Failed getting release file|Could not resolve|unable to connect|Connection (refused|timed out)|Temporary failure in name resolution' "$TMP.log"; then
+            why=$(tail -n 1 "$TMP.log")
             remove_tmp
-            skip "debootstrap cannot reach $MIRROR ($(tail -n 1 "$TMP.log"))"
+            rm -f "$TMP.log"
+            skip "debootstrap cannot reach $MIRROR ($why)"
         fi
         echo "bullseye_chroot: debootstrap failed; its log is $TMP.log" >&2
         exit 1

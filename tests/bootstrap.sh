@@ -4,7 +4,7 @@
 #                             the bundled demo
 #   tests/bootstrap.sh test   install that and what the tests need, build with warnings as
 #                             errors, run every test suite, then the unit and sampler suites
-#                             under ASan+UBSan
+#                             under ASan+UBSan, then the other procps variants (procps_variants)
 #   tests/bootstrap.sh packages demo|test   print the packages that demo or test installs
 # It exits non-zero as soon as a step or a test fails.
 set -eu
@@ -92,6 +92,36 @@ run_tests() {
     # The parser fuzzers need clang's libFuzzer; each runs for a bounded time.
     CC=clang build build-fuzz --werror -Dtests=enabled
     meson test -C build-fuzz --print-errorlogs --num-processes 2 --suite fuzz
+    procps_variants
+}
+
+# procps_variants: the builds beside the normal one (libproc2, Debian 12's), each with the unit
+# suite and -V's test: without a procps library (-Dprocps=none) here, and against libprocps
+# (Debian 11, Ubuntu 22.04, RHEL 9) in a Debian 11 chroot, which also holds the build to
+# bullseye's meson 0.56, gcc 10, glibc 2.31 and libunwind 1.3. tests/bullseye_chroot.sh builds
+# the chroot once (about 5 minutes) and then reuses it; skipped, saying why, only where
+# debootstrap cannot reach a mirror.
+procps_variants() {
+    # --fatal-meson-warnings: the host meson's warning that meson.build uses a feature newer
+    # than its meson_version (0.56, Debian 11's) fails here, before the chroot build would.
+    set --
+    [ ! -f build-none/build.ninja ] || set -- --reconfigure
+    meson setup "$@" --fatal-meson-warnings build-none --werror -Dtests=enabled \
+        -Dbench=disabled -Dprocps=none >/dev/null
+    ninja -C build-none >/dev/null
+    meson test -C build-none --print-errorlogs --num-processes 2 --suite unit
+    meson test -C build-none --print-errorlogs version
+    rc=0
+    sh tests/bullseye_chroot.sh || rc=$?
+    [ $rc -eq 77 ] && return 0
+    [ $rc -eq 0 ] || return $rc
+    sh tests/bullseye_chroot.sh run "${RANKTOP_BULLSEYE_CHROOT:-/var/cache/ranktop/bullseye-chroot}" '
+        set -e
+        [ -f build-bullseye/build.ninja ] ||
+            meson setup build-bullseye --werror -Dtests=enabled -Dbench=disabled -Dprocps=libprocps >/dev/null
+        ninja -C build-bullseye >/dev/null
+        meson test -C build-bullseye --print-errorlogs --num-processes 2 --suite unit
+        meson test -C build-bullseye --print-errorlogs version'
 }
 
 # shellcheck disable=SC2086 # the package lists are word lists

@@ -1,23 +1,22 @@
 /* Process memory from /proc: smaps_rollup, status and smaps parsers, the readers around them,
  * and the "which mappings grew" comparison.
  *
- * Owns no state except proc2_lock, which serialises the libproc2 fallback (libproc2 keeps
- * internal buffers and does not promise thread safety). The parsers and memstat_top_growth are
- * pure: they see only the buffer or records they are given, allocate only what they return, and
- * accept lines of the kernel's exact shape ("Key:   123 kB"), ignoring keys they do not know.
- * Every parsed record is complete or the call fails: a file cut short mid-line or mid-mapping is
- * APP_E_PARSE, never a silently low figure. Any thread may call any function here; the engine's
+ * Owns no state: the procps library's fallback reader (procps.h, one file per variant) keeps
+ * and serialises its own. The parsers and memstat_top_growth are pure: they see only the
+ * buffer or records they are given, allocate only what they return, and accept lines of the
+ * kernel's exact shape ("Key:   123 kB"), ignoring keys they do not know. Every parsed record
+ * is complete or the call fails: a file cut short mid-line or mid-mapping is APP_E_PARSE, never
+ * a silently low figure. Any thread may call any function here; the engine's
  * memory thread calls memstat_read once a second per rank, memstat_read_maps only on request. */
 #include "ranktop/memstat.h"
 
 #include <inttypes.h>
-#include <libproc2/pids.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "procps.h"
 #include "ranktop/util.h"
 
 #define ROLLUP_MAX_BYTES (64u << 10)
@@ -385,8 +384,6 @@ int memstat_parse_smaps(const char *buf, size_t len, struct memmap **out, size_t
 
 /* ---- readers ---------------------------------------------------------------------------- */
 
-static pthread_mutex_t proc2_lock = PTHREAD_MUTEX_INITIALIZER;
-
 static bool proc_exists(int pid)
 {
     char path[32];
@@ -395,49 +392,9 @@ static bool proc_exists(int pid)
     return access(path, F_OK) == 0;
 }
 
-static void proc2_store(struct pids_stack *s, struct memstat *out)
+const char *memstat_procps(void)
 {
-    /* Item order as in proc2_read's items[]: state, VmRSS, VmSwap, RssAnon, statm resident. */
-    unsigned long rss = PIDS_VAL(1, ul_int, s, NULL);
-
-    memset(out, 0, sizeof(*out));
-    out->rss_kb = (int64_t)(rss ? rss : PIDS_VAL(4, ul_int, s, NULL));
-    out->swap_kb = (int64_t)PIDS_VAL(2, ul_int, s, NULL);
-    out->anon_kb = (int64_t)PIDS_VAL(3, ul_int, s, NULL);
-    out->valid = MEMSTAT_RSS | MEMSTAT_SWAP | MEMSTAT_ANON;
-}
-
-/* libproc2's view (/proc/PID/status and statm). 0, APP_E_GONE, or APP_E_IO when libproc2
- * itself failed and the caller should read status directly. */
-static int proc2_read(int pid, struct memstat *out, struct app_err *err)
-{
-    enum pids_item items[] = {PIDS_STATE, PIDS_VM_RSS, PIDS_VM_SWAP, PIDS_VM_RSS_ANON,
-                              PIDS_MEM_RES};
-    struct pids_info *info = NULL;
-    struct pids_fetch *f;
-    unsigned these = (unsigned)pid;
-    int rc = APP_E_IO;
-
-    pthread_mutex_lock(&proc2_lock);
-    if (procps_pids_new(&info, items, (int)(sizeof(items) / sizeof(items[0]))) < 0)
-        goto out;
-    f = procps_pids_select(info, &these, 1, PIDS_SELECT_PID);
-    if (!f || !f->counts)
-        goto out;
-    if (f->counts->total == 0)
-        rc = proc_exists(pid) ? APP_E_IO : APP_E_GONE;
-    else if (PIDS_VAL(0, s_ch, f->stacks[0], info) == 'Z')
-        rc = APP_E_GONE;
-    else {
-        proc2_store(f->stacks[0], out);
-        rc = 0;
-    }
-out:
-    procps_pids_unref(&info);
-    pthread_mutex_unlock(&proc2_lock);
-    if (rc == APP_E_GONE)
-        app_err_set(err, rc, "process %d is gone", pid);
-    return rc;
+    return RANKTOP_PROCPS;
 }
 
 /* True when pid is a zombie (its smaps is then empty, like a kernel thread's). */
@@ -493,7 +450,7 @@ int memstat_read(int pid, struct memstat *out, struct app_err *err)
     /* Unreadable (permissions, no smaps_rollup before Linux 4.14, a zombie or kernel thread,
      * or a process that has just exited): the status figures say which, and are better than
      * nothing. */
-    rc = proc2_read(pid, out, err);
+    rc = procps_read(pid, out, err);
     if (rc != APP_E_IO)
         return rc;
     return memstat_read_status(pid, out, err);

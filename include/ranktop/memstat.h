@@ -4,7 +4,7 @@
  *
  * The parsers and memstat_top_growth are pure (buffer or records in, records out) and may run
  * on any thread. The readers (memstat_read, memstat_read_maps) do file I/O on /proc and may also
- * run on any thread; the libproc2 fallback they use is serialised internally. All sizes are
+ * run on any thread; the procps library fallback they use is serialised internally. All sizes are
  * KiB, as the kernel prints them. */
 #ifndef RANKTOP_MEMSTAT_H
 #define RANKTOP_MEMSTAT_H
@@ -53,12 +53,16 @@ int memstat_parse_rollup(const char *buf, size_t len, struct memstat *out, struc
 int memstat_parse_status(const char *buf, size_t len, struct memstat *out, struct app_err *err);
 
 /* Reads the totals of process pid. First /proc/PID/smaps_rollup (all five fields); when that
- * is unreadable (another user's process, an old kernel, a malformed file) libproc2 (RSS, SWAP,
- * ANON from /proc/PID/status and statm) and, if libproc2 itself fails, /proc/PID/status
- * directly. APP_E_GONE when the process no longer exists or is a zombie; APP_E_PERM or
- * APP_E_IO when nothing could be read. Costs time in proportion to the resident size: see
- * memstat_read_status for the cheap alternative. */
+ * is unreadable (another user's process, an old kernel, a malformed file) the procps library
+ * the build links (RSS, SWAP, ANON from /proc/PID/status and statm) and, if it fails or none is
+ * built in, /proc/PID/status directly. APP_E_GONE when the process no longer exists or is a zombie;
+ * APP_E_PERM or APP_E_IO when nothing could be read. Costs time in proportion to the resident size:
+ * see memstat_read_status for the cheap alternative. */
 int memstat_read(int pid, struct memstat *out, struct app_err *err);
+
+/* The procps library this build reads through, with its version: "libproc2 4.0.2",
+ * "libprocps 3.3.17", or "none" (meson option procps). A static string. */
+const char *memstat_procps(void);
 
 /* The cheap reading: RSS, SWAP and ANON from /proc/PID/status, which the kernel answers from
  * counters (tens of microseconds whatever the process size), while smaps_rollup walks every

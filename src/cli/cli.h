@@ -15,6 +15,11 @@ int cmd_agent(int argc, char **argv);
 /* The monitor's options, for `ranktop --help` (which shows them after the commands). */
 void cmd_monitor_options(FILE *f);
 
+/* Prints `ranktop -V`: version, commit, architecture, the optional parts built in (procps
+ * library, sanitizers) and the libraries looked for at run time, one "key: value" a line after
+ * the first ("ranktop VERSION"). */
+void cli_version(FILE *f);
+
 /* Exit statuses, the same for every command (--help, the man page and the README say so). */
 enum cli_exit {
     CLI_EXIT_OK = 0,    /* done */

@@ -57,7 +57,7 @@ int main(int argc, char **argv)
         return CLI_EXIT_OK;
     }
     if (argc >= 2 && is_opt(argv[1], "-V", "--version")) {
-        puts("ranktop " RANKTOP_VERSION);
+        cli_version(stdout);
         return CLI_EXIT_OK;
     }
     if (argc < 2 || argv[1][0] == '-') {

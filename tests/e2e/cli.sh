@@ -35,7 +35,7 @@ for w in '^  demo ' '^  ls ' '^  dump ' '^  record ' '^  agent ' '^  -V, --versi
 done
 [ ! -s "$WORK/err" ] || fail "--help wrote to stderr"
 run_rc 0 "$RANKTOP_BIN" -V
-grep -Eqx 'ranktop [0-9]+\.[0-9]+\.[0-9]+' "$WORK/out" || fail "-V: $(cat "$WORK/out")"
+grep -Eqx 'ranktop [0-9]+\.[0-9]+\.[0-9]+(-[0-9]+-g[0-9a-f]+)?(-dirty)?' "$WORK/out" || fail "-V: $(cat "$WORK/out")"
 for cmd in demo ls dump record agent; do
     run_rc 0 "$RANKTOP_BIN" $cmd --help
     grep -Eq "^(usage:)? +ranktop $cmd " "$WORK/out" || fail "$cmd --help: $(head -n 2 "$WORK/out")"

@@ -52,7 +52,7 @@ for w in 'commands:' '^  demo ' '^  ls ' '^  dump ' '^  record ' '^  agent ' '-V
     'Exit status' '2 a usage error'; do
     grep -Eq -- "$w" "$WORK/help.txt" || fail "--help lacks '$w': $(cat "$WORK/help.txt")"
 done
-"$R" -V | grep -Eqx 'ranktop [0-9]+\.[0-9]+\.[0-9]+' || fail "-V: $("$R" -V)"
+"$R" -V | grep -Eqx 'ranktop [0-9]+\.[0-9]+\.[0-9]+(-[0-9]+-g[0-9a-f]+)?(-dirty)?' || fail "-V: $("$R" -V)"
 
 # The man page renders, with its sections, and names every flag of every command's --help.
 MANWIDTH=250 man --nh --nj -l "$INST/share/man/man1/ranktop.1" > "$WORK/man.txt" 2> "$WORK/man.err" ||

@@ -1,0 +1,19 @@
+#!/bin/sh
+# What `ranktop -V` says about its source, for meson's vcs_tag (src/cli/meson.build); it runs
+# at every build, and never fails (outside git, or where git refuses the tree, it falls back):
+#   version.sh SRCDIR version FALLBACK   `git describe` of the newest vMAJOR.MINOR.PATCH tag,
+#                                        without the v: "0.2.0" on the tag, "0.2.0-3-gHASH"
+#                                        three commits later, "-dirty" added for a changed tree;
+#                                        FALLBACK (meson's project version) when there is none
+#   version.sh SRCDIR commit             the commit (12 hex digits, "-dirty" for a changed
+#                                        tree), or "unknown" outside git
+case $2 in
+version)
+    v=$(git -C "$1" describe --tags --abbrev=12 --match 'v[0-9]*.[0-9]*.[0-9]*' --dirty 2>/dev/null) &&
+        [ -n "$v" ] && echo "${v#v}" || echo "$3"
+    ;;
+commit)
+    c=$(git -C "$1" describe --always --abbrev=12 --exclude '*' --dirty 2>/dev/null) &&
+        [ -n "$c" ] && echo "$c" || echo unknown
+    ;;
+esac

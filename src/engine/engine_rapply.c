@@ -186,15 +186,26 @@ static void on_rank(struct engine *e, struct rlink *l, const struct agentproto_r
     }
 }
 
-static void on_thread(struct rlink *l, const struct agentproto_thread *m)
+static struct hthread *hist_thread(struct engine *e, struct rthread *t);
+
+static void on_thread(struct engine *e, struct rlink *l, const struct agentproto_thread *m)
 {
     struct rthread *t;
+    struct hthread *ht;
 
     if (!fit((void **)&l->threads, &l->nthreads, sizeof(*l->threads), m->id)) {
         rlink_set_error(l, "agent stream: thread id %u out of range", m->id);
         return;
     }
     t = &l->threads[m->id];
+    /* An id given to another thread: the one it named has ended (else it would stay live in
+     * the history for good, beyond the reach of the window and the memory cap). */
+    if (t->defined && !t->gone &&
+        (t->key != engine_key(l->slot, m->pid) || t->worker != m->worker || t->ident != m->ident) &&
+        (ht = hist_thread(e, t))) {
+        history_thread_gone(ht, ht->last);
+        t->gone = true;
+    }
     if (!t->defined)
         *t = (struct rthread){.cur = HSTACK_NONE, .cur_wire = -1, .ri = SIZE_MAX, .ti = SIZE_MAX};
     t->defined = true;
@@ -451,7 +462,7 @@ bool rlink_apply(struct engine *e, struct rlink *l, const struct agentproto_msg 
         on_rank(e, l, &m->u.rank);
         break;
     case AGENTPROTO_THREAD:
-        on_thread(l, &m->u.thread);
+        on_thread(e, l, &m->u.thread);
         break;
     case AGENTPROTO_RUN:
         on_run(e, l, &m->u.run);

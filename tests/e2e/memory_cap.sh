@@ -39,7 +39,7 @@ echo "base: $BASE KiB"
 
 # 1. New long names.
 start_ready python3 "$RANKTOP_SRCDIR/tests/py/new_names.py" 0.001
-$PEAK "$WORK/p1" "$RANKTOP_BIN" record -p "$T" -r 1000 -d 12 --memory-cap $CAP $NONE \
+$PEAK "$WORK/p1" "$RANKTOP_BIN" record -p "$T" -r 1000 -d 8 --memory-cap $CAP $NONE \
     -o "$WORK/n.json" 2> "$WORK/n.err" || fail "record names: $(cat "$WORK/n.err")"
 within "new names" "$WORK/p1" "$BASE"
 $CHECK -q "$WORK/n.json" || fail "trace check (names)"
@@ -47,7 +47,7 @@ kill_tree "$T"
 
 # 2. Thread churn.
 start_ready python3 "$RANKTOP_SRCDIR/tests/py/thread_churn.py"
-$PEAK "$WORK/p2" "$RANKTOP_BIN" record --all-threads -p "$T" -r 1000 -d 12 --memory-cap $CAP \
+$PEAK "$WORK/p2" "$RANKTOP_BIN" record --all-threads -p "$T" -r 1000 -d 8 --memory-cap $CAP \
     $NONE -o "$WORK/t.json" 2> "$WORK/t.err" || fail "record threads: $(cat "$WORK/t.err")"
 within "thread churn" "$WORK/p2" "$BASE"
 $CHECK -q "$WORK/t.json" || fail "trace check (threads)"
@@ -55,7 +55,7 @@ kill_tree "$T"
 
 # 3. An agent stream redefining thread ids with new idents.
 timeout 300 $PEAK "$WORK/p3" "$RANKTOP_BIN" record --all-threads --hosts churnhost \
-    --rsh "$RANKTOP_SRCDIR/tests/fake/ident-churn-rsh" -d 12 --memory-cap $CAP $NONE \
+    --rsh "$RANKTOP_SRCDIR/tests/fake/ident-churn-rsh" -d 8 --memory-cap $CAP $NONE \
     -o "$WORK/i.json" 2> "$WORK/i.err" || fail "record ident churn: $(cat "$WORK/i.err")"
 within "ident churn" "$WORK/p3" "$BASE"
 $CHECK -q "$WORK/i.json" || fail "trace check (ident churn)"

@@ -90,6 +90,7 @@ struct hrank {
      * (history_tasks_fold) and the live tasks of the last read left without a lane (the
      * engine's live-lane cap). */
     void *task_index;
+    void *thread_index; /* the threads by (worker, ident), private to history.c like it */
     uint64_t tasks_folded;
     uint32_t tasks_unlaned;
 };
@@ -141,6 +142,7 @@ struct history {
     /* history_memory, the part of it in the interning tables and an estimate of the thread
      * records at the end of the last history_trim, for history_over_budget to tell quickly. */
     size_t trim_bytes, trim_tables, trim_threads;
+    uint64_t cap_cut; /* where the last trim to the budget cut (ns; 0 none yet) */
     /* Task lanes: the per-rank cap the engine keeps them to (0: no task reads), ended task
      * lanes folded away in all ranks, and the most live tasks one read left without a lane. */
     size_t task_lane_cap;

@@ -359,13 +359,101 @@ static void taskix_add(struct hrank *r, size_t i)
         taskix_put(x, r->threads[i].ident, i);
 }
 
+/* An index of a rank's threads (not tasks) by (worker, ident): positions in r->threads + 1,
+ * open-addressed, at most half full. A key may be at several positions (threads that ended
+ * and one that took their ident again); the lookup takes the first position that matches, as
+ * a scan of r->threads would. Dropped whenever threads are dropped (positions move); rebuilt
+ * on the next lookup. */
+struct thix {
+    uint32_t *slot;
+    size_t cap, used;
+};
+
+static size_t thix_home(int worker, uint64_t ident, size_t cap)
+{
+    uint64_t k = hash_mix(ident, (uint64_t)(unsigned)worker);
+
+    return (size_t)(k >> 17) & (cap - 1);
+}
+
+static void thix_put(struct thix *x, const struct hthread *t, size_t i)
+{
+    size_t j = thix_home(t->worker, t->ident, x->cap);
+
+    while (x->slot[j])
+        j = (j + 1) & (x->cap - 1);
+    x->slot[j] = (uint32_t)i + 1;
+    x->used++;
+}
+
+static void thix_free(struct hrank *r)
+{
+    struct thix *x = r->thread_index;
+
+    if (x)
+        free(x->slot);
+    free(x);
+    r->thread_index = NULL;
+}
+
+static struct thix *thix_build(struct hrank *r)
+{
+    struct thix *x = x_calloc(1, sizeof(*x));
+
+    for (x->cap = 64; x->cap < 2 * r->nthreads + 2;)
+        x->cap *= 2;
+    x->slot = x_calloc(x->cap, sizeof(*x->slot));
+    for (size_t i = 0; i < r->nthreads; i++)
+        if (!r->threads[i].task)
+            thix_put(x, &r->threads[i], i);
+    thix_free(r);
+    r->thread_index = x;
+    return x;
+}
+
+/* The first thread of r (in r->threads order) that is (worker, ident), live or, when tid is
+ * known, of that tid; NULL when none. */
+static struct hthread *thix_find(struct hrank *r, int worker, uint64_t ident, int tid)
+{
+    struct thix *x = r->thread_index ? r->thread_index : thix_build(r);
+    size_t best = SIZE_MAX;
+
+    for (size_t j = thix_home(worker, ident, x->cap); x->slot[j]; j = (j + 1) & (x->cap - 1)) {
+        size_t i = x->slot[j] - 1;
+        const struct hthread *t = &r->threads[i];
+
+        if (i < best && t->worker == worker && t->ident == ident &&
+            (!t->gone || (tid && t->tid == tid)))
+            best = i;
+    }
+    return best == SIZE_MAX ? NULL : &r->threads[best];
+}
+
+/* Indexes the thread just appended as r->threads[i]. */
+static void thix_add(struct hrank *r, size_t i)
+{
+    struct thix *x = r->thread_index;
+
+    if (!x || (x->used + 1) * 2 > x->cap)
+        thix_build(r);
+    else
+        thix_put(x, &r->threads[i], i);
+}
+
+/* Threads were dropped or moved: both indexes go (rebuilt on use). */
+static void index_free(struct hrank *r)
+{
+    taskix_free(r);
+    thix_free(r);
+}
+
 static void free_ranks(struct history *h)
 {
     for (size_t i = 0; i < h->nranks; i++) {
         for (size_t k = 0; k < h->ranks[i].nthreads; k++)
             free(h->ranks[i].threads[k].runs);
         free(h->ranks[i].threads);
-        taskix_free(&h->ranks[i]);
+        index_free(&h->ranks[i]);
     }
     free(h->ranks);
     for (size_t i = 0; i < h->nseries; i++)
@@ -417,21 +505,18 @@ int history_rank_label(const struct hrank *r, char *buf, size_t len)
 static struct hthread *thread_of(struct hrank *r, int worker, uint64_t ident, int tid,
                                  const char *name, bool main)
 {
-    struct hthread *t;
+    struct hthread *t = thix_find(r, worker, ident, tid);
 
-    for (size_t i = 0; i < r->nthreads; i++) {
-        t = &r->threads[i];
-        if (t->worker == worker && t->ident == ident && (!t->gone || (tid && t->tid == tid))) {
-            if (name && name[0] && strcmp(t->name, name))
-                snprintf(t->name, sizeof(t->name), "%s", name);
-            if (tid)
-                t->tid = tid;
-            /* A first look may have caught the thread list while a thread was being added:
-             * the interpreter's main thread is the one it says is main, whenever it says so. */
-            t->main |= main;
-            t->gone = false;
-            return t;
-        }
+    if (t) {
+        if (name && name[0] && strcmp(t->name, name))
+            snprintf(t->name, sizeof(t->name), "%s", name);
+        if (tid)
+            t->tid = tid;
+        /* A first look may have caught the thread list while a thread was being added: the
+         * interpreter's main thread is the one it says is main, whenever it says so. */
+        t->main |= main;
+        t->gone = false;
+        return t;
     }
     GROW(r->threads, r->nthreads, r->cap);
     t = memset(&r->threads[r->nthreads++], 0, sizeof(*t));
@@ -440,6 +525,7 @@ static struct hthread *thread_of(struct hrank *r, int worker, uint64_t ident, in
     t->main = main;
     t->worker = worker;
     snprintf(t->name, sizeof(t->name), "%s", name ? name : "");
+    thix_add(r, r->nthreads - 1);
     return t;
 }
 
@@ -520,7 +606,7 @@ static void threads_drop(struct hrank *r, const bool *drop)
             r->threads[kept++] = r->threads[k];
     }
     r->nthreads = kept;
-    taskix_free(r);
+    index_free(r);
 }
 
 size_t history_tasks_fold(struct history *h, struct hrank *r, size_t keep)
@@ -656,7 +742,10 @@ size_t history_memory(const struct history *h)
         const struct hrank *r = &h->ranks[i];
         const struct taskix *x = r->task_index;
 
+        const struct thix *y = r->thread_index;
+
         b += x ? sizeof(*x) + x->cap * sizeof(*x->slot) : 0;
+        b += y ? sizeof(*y) + y->cap * sizeof(*y->slot) : 0;
         b += r->cap * sizeof(struct hthread);
         for (size_t k = 0; k < r->nthreads; k++)
             b += r->threads[k].cap * sizeof(struct hrun);
@@ -820,7 +909,7 @@ static void drop_gone(struct history *h, uint64_t cut)
             r->threads[kept++] = *t;
         }
         if (kept != r->nthreads) /* the index holds thread positions */
-            taskix_free(r);
+            index_free(r);
         r->nthreads = kept;
         if (r->cap > 16 && r->nthreads < r->cap / 4) {
             r->cap = r->nthreads * 2 > 16 ? r->nthreads * 2 : 16;
@@ -828,7 +917,7 @@ static void drop_gone(struct history *h, uint64_t cut)
         }
         if (r->exited && !r->nthreads && r->end < cut) {
             free(r->threads);
-            taskix_free(r);
+            index_free(r);
             continue;
         }
         h->ranks[nr++] = *r;
@@ -857,7 +946,9 @@ void history_trim(struct history *h, uint64_t now)
     /* Over the budget: give up the oldest quarter of what is left, with the threads that ended
      * before it and what no kept run refers to, until a quarter of the budget is free again
      * (so that the next samples do not cross it at once); a few times at most. */
-    if (h->mem_cap && history_memory(h) > budget)
+    if (h->mem_cap && history_memory(h) > budget) {
+        /* From where the last such trim stopped: what came before is gone already. */
+        cut = cut > h->cap_cut ? cut : h->cap_cut;
         for (int i = 0; i < 8 && history_memory(h) > budget - budget / 4; i++) {
             cut = cut ? cut : h->t0;
             cut += (now > cut ? now - cut : 0) / 4;
@@ -865,6 +956,8 @@ void history_trim(struct history *h, uint64_t now)
             drop_gone(h, cut);
             compact(h);
         }
+        h->cap_cut = cut;
+    }
     if (cut) {
         drop_gone(h, cut);
         maybe_compact(h);
@@ -934,7 +1027,7 @@ void history_clone(const struct history *h, struct history *out)
 
         r->threads = dup_array(h->ranks[i].threads, r->nthreads, sizeof(*r->threads));
         r->cap = r->nthreads;
-        r->task_index = NULL; /* the clone is read-only */
+        r->task_index = r->thread_index = NULL; /* the clone is read-only */
         for (size_t k = 0; k < r->nthreads; k++) {
             struct hthread *t = &r->threads[k];
 

@@ -430,6 +430,8 @@ static void observe_tasks_locked(struct sampler *sp, struct slot *sl, const stru
                         now);
     }
     free(has);
+    /* The tasks the read left out (its caps, pyasync.h) have no lane either: said, not lost. */
+    unlaned += l->not_read > UINT32_MAX - unlaned ? UINT32_MAX - unlaned : (uint32_t)l->not_read;
     r->tasks_unlaned = unlaned;
     if (unlaned > e->hist.tasks_unlaned_max)
         e->hist.tasks_unlaned_max = unlaned;

@@ -24,10 +24,17 @@ CAP=16
 ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=1:thread_local_quarantine_size_kb=64"
 export ASAN_OPTIONS
 
+# AddressSanitizer gives every allocation a redzone and rounds it to its own size classes,
+# which the history's accounting does not know: in such a build the cap part of the bound is
+# a quarter larger (under ASan the names churn peaked at 37.6 of a plain bound of 38.2 MiB).
+SLACK=100
+if grep -q __asan_init "$RANKTOP_BIN"; then SLACK=125; fi
+
 within() { # WHAT PEAK_FILE BASE_KIB
     p=$(cat "$2")
-    echo "$1: peak RSS $p KiB (bound $(($3 + CAP * 1024)) KiB: base $3 + cap $CAP MiB)"
-    [ "$p" -le $(($3 + CAP * 1024)) ] || fail "$1: peak RSS $p KiB is past base $3 KiB + $CAP MiB"
+    b=$(($3 + CAP * 1024 * SLACK / 100))
+    echo "$1: peak RSS $p KiB (bound $b KiB: base $3 + cap $CAP MiB x $SLACK %)"
+    [ "$p" -le "$b" ] || fail "$1: peak RSS $p KiB is past base $3 KiB + $CAP MiB x $SLACK %"
 }
 
 # The base: a sleeping target, a 1 s history.

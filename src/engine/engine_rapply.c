@@ -199,8 +199,9 @@ static void on_thread(struct engine *e, struct rlink *l, const struct agentproto
     }
     t = &l->threads[m->id];
     /* An id given to another thread: the one it named has ended (else it would stay live in
-     * the history for good, beyond the reach of the window and the memory cap). */
-    if (t->defined && !t->gone &&
+     * the history for good, beyond the reach of the window and the memory cap). Only a thread
+     * that was ever shown has a record (ri found) to end. */
+    if (t->defined && !t->gone && t->ri != SIZE_MAX &&
         (t->key != engine_key(l->slot, m->pid) || t->worker != m->worker || t->ident != m->ident) &&
         (ht = hist_thread(e, t))) {
         history_thread_gone(ht, ht->last);

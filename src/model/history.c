@@ -1,11 +1,14 @@
 /* The recorded timeline: interning of strings, frames and stacks; per-thread runs; counter
- * series; trimming to the time window and memory cap.
+ * series; trimming to the time window and to the history's share of the memory cap.
  *
  * Invariants: frames, stacks and interned strings are append-only between compactions: ids
  * and string pointers stay valid until history_trim compacts (which bumps gen and leaves a
- * stack id map for the holders of stack ids); a clone owns copies of all of them and outlives
- * the original; runs of a thread are in time order and only the last run is ever extended. The
- * engine serialises writers with its lock; this file has no locking of its own. */
+ * stack id map for the holders of stack ids; the strings kept move to the new tables, so a
+ * pointer to a kept string stays valid); a clone owns copies of all of them and outlives the
+ * original; runs of a thread are in time order and only the last run is ever extended; the
+ * indexes of a rank's threads and task lanes hold positions in its threads array and go
+ * whenever threads are dropped. The engine serialises writers with its lock; this file has no
+ * locking of its own. */
 #include "ranktop/history.h"
 
 #include "ranktop/hash.h"

@@ -26,7 +26,7 @@ export ASAN_OPTIONS
 
 # AddressSanitizer gives every allocation a redzone and rounds it to its own size classes,
 # which the history's accounting does not know: in such a build the cap part of the bound is
-# a quarter larger (under ASan the names churn peaked at 37.6 of a plain bound of 38.2 MiB).
+# a quarter larger (under ASan the thread churn peaked at 39.8 MiB, a plain bound 38.7 MiB).
 SLACK=100
 if grep -q __asan_init "$RANKTOP_BIN"; then SLACK=125; fi
 

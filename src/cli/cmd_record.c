@@ -104,7 +104,8 @@ static void rec_usage(FILE *f)
           "      --trigger-file PATH       record only while PATH exists; write each window\n"
           "                                to its own time-tagged file\n"
           "      --history S               keep only the last S seconds (default: all)\n"
-          "      --memory-cap MB           history memory cap (default 1024)\n"
+          "      --memory-cap MB           memory cap of the whole process beyond its\n"
+          "                                base (default 1024)\n"
           "      --sampler-threads N       read the ranks' stacks on N threads (1-4;\n"
           "                                default: one, more while one cannot keep the\n"
           "                                rate, up to 4 and the CPUs online)\n",

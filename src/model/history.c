@@ -765,9 +765,12 @@ size_t history_budget(const struct history *h)
 
 bool history_over_budget(const struct history *h)
 {
-    return h->mem_cap && h->trim_bytes - h->trim_tables - h->trim_threads + tables_memory(h) +
-                                 threads_estimate(h) >
-                             history_budget(h);
+    /* The rest (runs, series) as the last trim left it; the thread estimate may exceed what
+     * the threads then cost (threads without runs), hence the floor at 0. */
+    size_t was = h->trim_tables + h->trim_threads;
+    size_t rest = h->trim_bytes > was ? h->trim_bytes - was : 0;
+
+    return h->mem_cap && rest + tables_memory(h) + threads_estimate(h) > history_budget(h);
 }
 
 /* What a compaction carries over: maps from the old ids to the new (HSTACK_NONE: not yet) of

@@ -143,6 +143,7 @@ struct history {
      * records at the end of the last history_trim, for history_over_budget to tell quickly. */
     size_t trim_bytes, trim_tables, trim_threads;
     uint64_t cap_cut; /* where the last trim to the budget cut (ns; 0 none yet) */
+    bool trim_failed; /* the last trim left the history past its budget */
     /* Task lanes: the per-rank cap the engine keeps them to (0: no task reads), ended task
      * lanes folded away in all ranks, and the most live tasks one read left without a lane. */
     size_t task_lane_cap;
@@ -233,7 +234,8 @@ size_t history_budget(const struct history *h);
 
 /* Whether the history has grown past its budget since the last history_trim, by what new
  * frames, stacks, strings and thread records cost (further runs aside). Constant time per
- * rank: a writer asks after every sample and trims at once when it says so. */
+ * rank: a writer asks after every sample and trims at once when it says so. After a trim
+ * that could not reach the budget (all it holds is live) it says no until the next trim. */
 bool history_over_budget(const struct history *h);
 
 /* Deep copy for an exporter or the UI: the copy owns its arrays and strings and stays valid

@@ -770,7 +770,10 @@ bool history_over_budget(const struct history *h)
     size_t was = h->trim_tables + h->trim_threads;
     size_t rest = h->trim_bytes > was ? h->trim_bytes - was : 0;
 
-    return h->mem_cap && rest + tables_memory(h) + threads_estimate(h) > history_budget(h);
+    /* A history that the last trim could not bring within its budget (what it holds is live)
+     * waits for the regular trims: compacting it at once again would gain nothing. */
+    return h->mem_cap && !h->trim_failed &&
+           rest + tables_memory(h) + threads_estimate(h) > history_budget(h);
 }
 
 /* What a compaction carries over: maps from the old ids to the new (HSTACK_NONE: not yet) of
@@ -969,6 +972,7 @@ void history_trim(struct history *h, uint64_t now)
         maybe_compact(h);
     }
     h->trim_bytes = history_memory(h);
+    h->trim_failed = h->mem_cap && h->trim_bytes > budget;
     h->trim_tables = tables_memory(h);
     h->trim_threads = threads_estimate(h);
 }

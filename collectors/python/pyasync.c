@@ -100,7 +100,10 @@ struct actx {
     uint64_t *cur; /* tasks that are the current task of their loop */
     size_t ncur;
     uint64_t *loops, *idents; /* loop -> thread ident */
+    uint64_t *nread;          /* per loop: its tasks read so far */
     size_t nloops;
+    size_t over;                 /* tasks beyond PYASYNC_MAX_TASKS in the registries */
+    size_t bytes;                /* names and frames read so far */
     uint64_t interp;             /* the interpreter read */
     uint64_t py_task, py_future; /* _PyTask and _PyFuture (0: absent), once py_looked */
     bool py_looked;
@@ -364,8 +367,10 @@ static int collect(struct actx *a, uint64_t interp, uint64_t **tasks, size_t *n)
         if (st == 0)
             push(&a->cur, &a->ncur, vals[i]);
     }
-    if (*n > PYASYNC_MAX_TASKS)
+    if (*n > PYASYNC_MAX_TASKS) {
+        a->over = *n - PYASYNC_MAX_TASKS;
         *n = PYASYNC_MAX_TASKS;
+    }
     return st;
 }
 
@@ -389,6 +394,7 @@ static int loop_thread(struct actx *a, uint64_t loop, uint64_t *ident)
     if (st < 0) /* no _thread_id, or a loop type without an instance dict: thread unknown */
         *ident = 0;
     push(&a->idents, &(size_t){a->nloops}, *ident);
+    push(&a->nread, &(size_t){a->nloops}, 0);
     push(&a->loops, &a->nloops, loop);
     return 0;
 }
@@ -688,6 +694,28 @@ static int pytask_read(struct actx *a, uint64_t addr, struct raw *r)
 }
 
 /* Reads one task's object, name, thread and chain. */
+#define TASK_LEFT_OUT 1 /* task_read: a cap left the task out */
+
+/* The tasks of loop read so far, counting this one. */
+static uint64_t loop_read(struct actx *a, uint64_t loop)
+{
+    for (size_t i = 0; i < a->nloops; i++)
+        if (a->loops[i] == loop)
+            return ++a->nread[i];
+    return 0;
+}
+
+/* What a task read costs: its record, name and frames. */
+static size_t task_bytes(const struct pyasync_task *t)
+{
+    size_t b = sizeof(*t) + (t->name ? strlen(t->name) + 1 : 0);
+
+    for (size_t i = 0; i < t->nframes; i++)
+        b += sizeof(t->frames[i]) + (t->frames[i].function ? strlen(t->frames[i].function) : 0) +
+             (t->frames[i].file ? strlen(t->frames[i].file) : 0) + 2;
+    return b;
+}
+
 static int task_read(struct actx *a, uint64_t addr, struct raw *r, struct pyasync_task *t)
 {
     const struct async_offsets *A = a->A;
@@ -714,16 +742,20 @@ static int task_read(struct actx *a, uint64_t addr, struct raw *r, struct pyasyn
     if (r->state < 0 || r->state > 2 || !bytes_ptr_ok(r->loop) || !bytes_ptr_ok(r->name) ||
         (r->coro && !bytes_ptr_ok(r->coro)) || (r->waiter && !bytes_ptr_ok(r->waiter)))
         return APP_E_STALE;
+    /* The caps: the loop's thread first, which tells whose share the task counts in. */
+    if ((st = loop_thread(a, r->loop, &t->thread)) < 0)
+        return st;
+    if (a->bytes >= PYASYNC_MAX_BYTES || loop_read(a, r->loop) > PYASYNC_THREAD_TASKS)
+        return TASK_LEFT_OUT;
     t->addr = addr;
     t->state = r->state == 1               ? PYASYNC_CANCELLED
                : r->state == 2             ? PYASYNC_DONE
                : in(a->cur, a->ncur, addr) ? PYASYNC_RUNNING
                                            : PYASYNC_PENDING;
     st = task_name(a, r->name, &t->name);
-    if (st == 0)
-        st = loop_thread(a, r->loop, &t->thread);
     if (st == 0 && r->state == 0 && r->coro)
         st = pyasync_chain_read(a->p, step, a, r->coro, t);
+    a->bytes += task_bytes(t);
     return st;
 }
 
@@ -843,8 +875,18 @@ static int read_once(struct actx *a, uint64_t interp, struct pyasync_list *l)
     n = sort_unique(addrs, n);
     l->tasks = x_calloc(n + 1, sizeof(*l->tasks));
     r = x_calloc(n + 1, sizeof(*r));
-    for (size_t i = 0; st == 0 && i < n; i++, l->n++)
-        st = task_read(a, addrs[i], &r[i], &l->tasks[i]);
+    /* Tasks left out by a cap leave no gap: the kept ones stay sorted for task_index. */
+    for (size_t i = 0; st == 0 && i < n; i++) {
+        st = task_read(a, addrs[i], &r[l->n], &l->tasks[l->n]);
+        if (st == TASK_LEFT_OUT) {
+            memset(&l->tasks[l->n], 0, sizeof(l->tasks[l->n]));
+            l->not_read++;
+            st = 0;
+            continue;
+        }
+        l->n++;
+    }
+    l->not_read += a->over;
     if (st == 0)
         st = link_waiters(a, r, l);
     if (st == APP_E_NOTFOUND) /* an attribute of an object freed under the read: torn */
@@ -859,8 +901,9 @@ static void actx_reset(struct actx *a)
     free(a->cur);
     free(a->loops);
     free(a->idents);
-    a->cur = a->loops = a->idents = NULL;
-    a->ncur = a->nloops = a->ntypes = 0;
+    free(a->nread);
+    a->cur = a->loops = a->idents = a->nread = NULL;
+    a->ncur = a->nloops = a->ntypes = a->over = a->bytes = 0;
     a->py_looked = false;
     a->ncodes = 0;
     memset(a->pystates, 0, sizeof(a->pystates));
@@ -937,5 +980,5 @@ void pyasync_free(struct pyasync_list *l)
     }
     free(l->tasks);
     l->tasks = NULL;
-    l->n = 0;
+    l->n = l->not_read = 0;
 }

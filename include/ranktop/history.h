@@ -90,6 +90,7 @@ struct hrank {
      * (history_tasks_fold) and the live tasks of the last read left without a lane (the
      * engine's live-lane cap). */
     void *task_index;
+    void *thread_index; /* the threads by (worker, ident), private to history.c like it */
     uint64_t tasks_folded;
     uint32_t tasks_unlaned;
 };
@@ -127,7 +128,7 @@ struct history {
     struct hseries *series;
     size_t nseries, series_cap;
     uint64_t window_ns;  /* runs ending before now - window are trimmed; 0 keeps all */
-    size_t mem_cap;      /* bytes; oldest runs trimmed beyond it; 0 = no cap */
+    size_t mem_cap;      /* the process's memory cap (bytes, 0 none): see history_budget */
     size_t dropped_runs; /* runs trimmed so far */
     /* Compaction (history_trim): once the tables have doubled since the last one, frames,
      * stacks and strings no run refers to any more are dropped and the rest renumbered. gen
@@ -138,6 +139,11 @@ struct history {
     uint32_t *stack_remap;
     size_t nstack_remap;
     size_t compact_at; /* stacks + frames at the last compaction */
+    /* history_memory, the part of it in the interning tables and an estimate of the thread
+     * records at the end of the last history_trim, for history_over_budget to tell quickly. */
+    size_t trim_bytes, trim_tables, trim_threads;
+    uint64_t cap_cut; /* where the last trim to the budget cut (ns; 0 none yet) */
+    bool trim_failed; /* the last trim left the history past its budget */
     /* Task lanes: the per-rank cap the engine keeps them to (0: no task reads), ended task
      * lanes folded away in all ranks, and the most live tasks one read left without a lane. */
     size_t task_lane_cap;
@@ -212,11 +218,25 @@ void history_counter(struct history *h, enum series_id id, const char *name, int
  * NULL when there is none. Borrowed from h (series.c). */
 const struct hseries *history_series(const struct history *h, enum series_id id, int pid);
 
-/* Drops runs and points older than the window and enforces the memory cap. */
+/* Drops runs and points older than the window and keeps the history within its budget. */
 void history_trim(struct history *h, uint64_t now);
 
-/* Bytes the history uses (arrays, strings, tables). */
+/* Bytes the history uses (arrays, strings with malloc's overhead, tables). */
 size_t history_memory(const struct history *h);
+
+/* --memory-cap bounds the whole process beyond a fixed base, not the history alone: at its
+ * peak the process holds the history, a compaction's new tables (history_trim), the clone an
+ * export works on (history_clone) and the exporter's own tables. So the history keeps to a
+ * share of the cap, its budget: history_trim trims it below that, and exporters keep their
+ * tables within it too (h->mem_cap of a clone is the original's). 0: no cap. */
+#define HISTORY_CAP_SHARE 4
+size_t history_budget(const struct history *h);
+
+/* Whether the history has grown past its budget since the last history_trim, by what new
+ * frames, stacks, strings and thread records cost (further runs aside). Constant time per
+ * rank: a writer asks after every sample and trims at once when it says so. After a trim
+ * that could not reach the budget (all it holds is live) it says no until the next trim. */
+bool history_over_budget(const struct history *h);
 
 /* Deep copy for an exporter or the UI: the copy owns its arrays and strings and stays valid
  * after the original is freed. It is read-only (no interning tables): never pass it to

@@ -20,9 +20,15 @@
 
 struct pyproc;
 
-/* Most tasks one read reports, and most coroutines followed in one await chain. */
+/* Most tasks taken from the registries in one read, most coroutines followed in one await
+ * chain. Of those tasks one read reads at most PYASYNC_THREAD_TASKS per loop (per thread
+ * running a loop) and stops reading more once the names and frames read reach
+ * PYASYNC_MAX_BYTES: what a read costs stays bounded whatever the process holds, and the
+ * tasks left out are counted (pyasync_list.not_read), never silently dropped. */
 #define PYASYNC_MAX_TASKS 100000
 #define PYASYNC_MAX_CHAIN 256
+#define PYASYNC_THREAD_TASKS 1000
+#define PYASYNC_MAX_BYTES (4u << 20)
 
 enum pyasync_state { PYASYNC_PENDING, PYASYNC_RUNNING, PYASYNC_DONE, PYASYNC_CANCELLED };
 
@@ -47,6 +53,7 @@ struct pyasync_task {
 struct pyasync_list {
     struct pyasync_task *tasks;
     size_t n;
+    size_t not_read; /* tasks found but left out by the caps above */
 };
 
 /* Reads the asyncio tasks of the main interpreter of p's process into *out (free with

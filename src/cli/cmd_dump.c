@@ -360,8 +360,11 @@ static json_object *process_json(int pid, int rank, const char *python, const ch
     json_object_object_add(o, "error", error ? cli_json_str(error) : NULL);
     if (nv->on) /* only with --native: the output is otherwise exactly as before */
         json_object_object_add(o, "native_error", nv->err[0] ? cli_json_str(nv->err) : NULL);
-    if (as->on) /* only with --async */
+    if (as->on) { /* only with --async */
         json_object_object_add(o, "async_error", as->err[0] ? cli_json_str(as->err) : NULL);
+        /* Tasks found but not read: the read's caps (per loop thread, bytes) left them out. */
+        json_object_object_add(o, "tasks_not_read", json_object_new_int64((int64_t)as->l.not_read));
+    }
     for (uint32_t i = 0; s && i < s->nthreads; i++)
         json_object_array_add(threads,
                               thread_json(&s->threads[i], nv, nv->t ? &nv->t[i] : NULL, as, i));
@@ -429,6 +432,10 @@ static void process_text(int pid, int rank, const char *python, const struct pys
         thread_text(&s->threads[i], nv->t ? &nv->t[i] : NULL);
         tasks_text(as, i);
     }
+    if (as->on && as->l.not_read)
+        printf("  ... %zu more tasks not read (a read takes at most %d tasks a loop thread and "
+               "%u MiB of names and frames)\n",
+               as->l.not_read, PYASYNC_THREAD_TASKS, PYASYNC_MAX_BYTES >> 20);
 }
 
 /* The hook's read: the stopped thread's Python stack, from a second reader so that the

@@ -97,7 +97,8 @@ static const struct cli_opt rec_opts_table[] = {
     {OPT_TRIGGER, "trigger-file", "PATH",
      "record only while PATH exists; write each window to its own time-tagged file"},
     {OPT_HISTORY, "history", "S", "keep only the last S seconds (default: all)"},
-    {OPT_MEMCAP, "memory-cap", "MB", "history memory cap (default 1024)"},
+    {OPT_MEMCAP, "memory-cap", "MB",
+     "memory cap of the whole process beyond its base (default 1024)"},
     {OPT_SAMPLERS, "sampler-threads", "N",
      "read the ranks' stacks on N threads (1-4; default: one, more while one cannot keep the "
      "rate, up to 4 and the CPUs online)"},

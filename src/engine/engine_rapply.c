@@ -307,14 +307,27 @@ static void on_rank(struct engine *e, struct rlink *l, const struct agentproto_r
     }
 }
 
-static void on_thread(struct rlink *l, const struct agentproto_thread *m)
+static struct hthread *hist_thread(struct engine *e, struct rlink *l, struct rthread *t);
+
+static void on_thread(struct engine *e, struct rlink *l, const struct agentproto_thread *m)
 {
     struct rthread *t;
+    struct hthread *ht;
 
     if (!fit(l, (void **)&l->threads, &l->nthreads, sizeof(*l->threads), m->id,
              l->def_threads + THREAD_SLACK, "thread"))
         return;
     t = &l->threads[m->id];
+    /* An id given to another thread: the one it named has ended (else it would stay live in
+     * the history for good, beyond the reach of the window and the memory cap). Only a thread
+     * that was ever shown has a record (ri found) to end. */
+    if (t->defined && !t->gone && t->ri != SIZE_MAX &&
+        (t->key != engine_key(l->slot, m->pid) || t->worker != m->worker || t->ident != m->ident) &&
+        (ht = hist_thread(e, l, t))) {
+        history_thread_gone(ht, ht->last);
+        t->gone = true;
+        l->nlive_threads--;
+    }
     if (!t->defined) {
         if (l->nlive_threads >= RLINK_MAX_THREADS) {
             if (!l->threads_said)
@@ -642,7 +655,7 @@ bool rlink_apply(struct engine *e, struct rlink *l, const struct agentproto_msg 
         on_rank(e, l, &m->u.rank);
         break;
     case AGENTPROTO_THREAD:
-        on_thread(l, &m->u.thread);
+        on_thread(e, l, &m->u.thread);
         break;
     case AGENTPROTO_RUN:
         on_run(e, l, &m->u.run);

@@ -750,12 +750,16 @@ void *engine_remote_main(void *arg)
     remote_init(&rm, e, clock_mono_ns());
     while (!engine_wait(e, 0)) {
         remote_pass(&rm);
-        if (trims && clock_mono_ns() >= trim_at) {
+        if (!trims)
+            continue;
+        /* Every second, and at once (at most every 50 ms) past the history's budget. */
+        pthread_mutex_lock(&e->lock);
+        if (clock_mono_ns() >= trim_at ||
+            (clock_mono_ns() + 950000000ull >= trim_at && history_over_budget(&e->hist))) {
             trim_at = clock_mono_ns() + 1000000000ull;
-            pthread_mutex_lock(&e->lock);
             history_trim(&e->hist, clock_mono_ns());
-            pthread_mutex_unlock(&e->lock);
         }
+        pthread_mutex_unlock(&e->lock);
     }
     remote_stop(&rm);
     return NULL;

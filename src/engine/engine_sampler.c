@@ -22,6 +22,7 @@
 
 #define ATTACH_RETRY_NS (2000000000ull)
 #define TRIM_EVERY_NS (1000000000ull)
+#define TRIM_SOON_NS (50000000ull) /* the least time between two trims */
 
 struct slot {
     struct target t;
@@ -429,6 +430,8 @@ static void observe_tasks_locked(struct sampler *sp, struct slot *sl, const stru
                         now);
     }
     free(has);
+    /* The tasks the read left out (its caps, pyasync.h) have no lane either: said, not lost. */
+    unlaned += l->not_read > UINT32_MAX - unlaned ? UINT32_MAX - unlaned : (uint32_t)l->not_read;
     r->tasks_unlaned = unlaned;
     if (unlaned > e->hist.tasks_unlaned_max)
         e->hist.tasks_unlaned_max = unlaned;
@@ -724,7 +727,10 @@ static uint64_t pass_done(struct engine *e, int live, uint64_t lag, uint64_t now
     e->ranks_now = live;
     if (e->hist.nranks > (size_t)e->ranks_seen)
         e->ranks_seen = (int)e->hist.nranks;
-    if (now >= *trim_at) {
+    /* Every second, and at once (at most every TRIM_SOON_NS) when new frames and stacks have
+     * taken the history past its budget: the memory cap holds between the regular trims. */
+    if (now >= *trim_at ||
+        (now + TRIM_EVERY_NS - TRIM_SOON_NS >= *trim_at && history_over_budget(&e->hist))) {
         history_trim(&e->hist, now);
         *trim_at = now + TRIM_EVERY_NS;
     }

@@ -287,37 +287,58 @@ static void lane_names(struct xlane *l)
         snprintf(l->name, sizeof(l->name), "%s", l->label);
 }
 
-static bool id_taken(const int *ids, size_t n, int id)
+/* Ids claimed so far (all positive): an open-addressed set sized for `most` of them, so that
+ * a lane of many threads without a kernel tid costs linear time, not cubic; synthetic ids are
+ * handed out from `synth` up. */
+struct ids {
+    int *slot; /* 0 = empty */
+    size_t cap;
+    int synth;
+};
+
+static void ids_init(struct ids *s, size_t most)
 {
-    for (size_t i = 0; i < n; i++)
-        if (ids[i] == id)
-            return true;
-    return false;
+    for (s->cap = 16; s->cap < 2 * most + 2;)
+        s->cap *= 2;
+    s->slot = x_calloc(s->cap, sizeof(*s->slot));
+    s->synth = XPLAN_SYNTH_ID;
 }
 
-/* The first of the wanted ids (0: none) not in ids[0..n), else a synthetic one; appended. */
-static int id_claim(int *ids, size_t n, int want1, int want2)
+/* The slot of id, or the empty slot where it would go. */
+static int *ids_at(const struct ids *s, int id)
+{
+    size_t j = ((uint32_t)id * 0x9e3779b1u) & (s->cap - 1);
+
+    while (s->slot[j] && s->slot[j] != id)
+        j = (j + 1) & (s->cap - 1);
+    return &s->slot[j];
+}
+
+/* The first of the wanted ids (0: none) not claimed yet, else a synthetic one; claimed. */
+static int id_claim(struct ids *s, int want1, int want2)
 {
     int id = want1;
 
-    if (id <= 0 || id_taken(ids, n, id))
+    if (id <= 0 || *ids_at(s, id))
         id = want2;
-    for (int k = XPLAN_SYNTH_ID; id <= 0 || id_taken(ids, n, id); k++)
-        id = k;
-    ids[n] = id;
+    if (id <= 0 || *ids_at(s, id)) {
+        while (*ids_at(s, s->synth))
+            s->synth++;
+        id = s->synth++;
+    }
+    *ids_at(s, id) = id;
     return id;
 }
 
-/* tids[0..*ntid) are the lane's tids so far; tids[0] is the lane's pid, kept for the main
- * thread (the process's own thread, tid == pid) even in a lane that shows none. */
-static void thread_add(struct xlane *l, const struct hthread *t, bool is_main, int *tids,
-                       size_t *ntid)
+/* tids holds the lane's tids so far, first the lane's pid, kept for the main thread (the
+ * process's own thread, tid == pid) even in a lane that shows none. */
+static void thread_add(struct xlane *l, const struct hthread *t, bool is_main, struct ids *tids)
 {
     struct xthread *x = &l->th[l->nth];
 
     x->t = t;
     x->order = (int)l->nth++;
-    x->tid = is_main ? l->pid : id_claim(tids, (*ntid)++, t->tid, 0);
+    x->tid = is_main ? l->pid : id_claim(tids, t->tid, 0);
     if (t->task) /* an asyncio task (record --async): a lane of its own, named by the task */
         snprintf(x->name, sizeof(x->name), "task %.58s", t->name);
     else if (t->worker) /* a DataLoader-style worker's thread, shown in its rank's process */
@@ -338,24 +359,24 @@ static void lane_threads(struct xlane *l, const struct export_opts *o)
 {
     const struct hrank *r = l->r;
     size_t main_i = r->nthreads;
-    int *tids = x_calloc(r->nthreads + 1, sizeof(*tids));
-    size_t ntid = 1;
+    struct ids tids;
 
     l->th = x_calloc(r->nthreads ? r->nthreads : 1, sizeof(*l->th));
     for (size_t i = 0; i < r->nthreads && main_i == r->nthreads; i++)
         if (r->threads[i].main && r->threads[i].nruns)
             main_i = i;
-    tids[0] = l->pid;
+    ids_init(&tids, r->nthreads + 1);
+    id_claim(&tids, l->pid, 0);
     if (main_i < r->nthreads)
-        thread_add(l, &r->threads[main_i], true, tids, &ntid);
+        thread_add(l, &r->threads[main_i], true, &tids);
     for (size_t i = 0; i < r->nthreads; i++) {
         const struct hthread *t = &r->threads[i];
 
         if (i == main_i || !t->nruns || !(o->all_threads || t->main || t->task))
             continue;
-        thread_add(l, t, false, tids, &ntid);
+        thread_add(l, t, false, &tids);
     }
-    free(tids);
+    free(tids.slot);
 }
 
 static int lane_cmp(const void *a, const void *b)
@@ -376,7 +397,7 @@ static int lane_cmp(const void *a, const void *b)
 
 void xplan_init(struct xplan *p, const struct history *h, const struct export_opts *o)
 {
-    int *pids;
+    struct ids pids;
 
     memset(p, 0, sizeof(*p));
     p->h = h;
@@ -392,17 +413,17 @@ void xplan_init(struct xplan *p, const struct history *h, const struct export_op
         }
     }
     x_qsort(p->lane, p->nlane, sizeof(*p->lane), lane_cmp);
-    pids = x_calloc(p->nlane + 1, sizeof(*pids));
+    ids_init(&pids, p->nlane + 1);
     for (size_t i = 0; i < p->nlane; i++) {
         struct xlane *l = &p->lane[i];
 
         l->order = (int)i + 1;
-        l->pid = id_claim(pids, i, history_key_pid(l->r->pid), l->r->pid);
+        l->pid = id_claim(&pids, history_key_pid(l->r->pid), l->r->pid);
         lane_names(l);
         lane_threads(l, o);
     }
-    p->dev_pid = id_claim(pids, p->nlane, 0, 0);
-    free(pids);
+    p->dev_pid = id_claim(&pids, 0, 0);
+    free(pids.slot);
 }
 
 void xplan_fini(struct xplan *p)

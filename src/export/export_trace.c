@@ -41,9 +41,10 @@ struct cw {
     struct xbuf *b;
     const struct xplan *p;
     const struct history *h;
-    bool first;       /* no event written yet: the next one needs no separator */
-    struct xbuf tail; /* per frame: the B tail, then the E tail (text after "ts":N) */
-    size_t *off;      /* 2 * nframes + 1 offsets into tail.p */
+    bool first;             /* no event written yet: the next one needs no separator */
+    struct xbuf tail;       /* per frame: ,"name":LABEL (what follows "ts":N, less the end) */
+    size_t *off;            /* nframes + 1 offsets into tail.p; equal: not kept, made on use */
+    struct xbuf one, label; /* a frame's ,"name":LABEL made on use, and its label */
     long *series_lane;
     struct xopen open;           /* the lane's open slices */
     char head_b[64], head_e[64]; /* {"ph":"B","pid":P,"tid":T,"ts": */
@@ -61,39 +62,43 @@ static void cw_ts(struct cw *w, uint64_t t)
     xb_us(w->b, t > w->h->t0 ? t - w->h->t0 : 0);
 }
 
-/* Pre-renders, for every frame, what follows "ts":N in its B and E events. */
+/* ,"name":LABEL of frame i, appended to b. */
+static void cw_name(struct xbuf *b, struct xbuf *label, const struct hframe *f)
+{
+    label->len = 0;
+    xframe_label(label, f);
+    xb_put(label, "", 1);
+    xb_puts(b, ",\"name\":");
+    xb_jstr(b, label->p);
+}
+
+/* Pre-renders, for every frame, what follows "ts":N in its B and E events but their ends, as
+ * long as these fit the history's budget (a share of --memory-cap, history_budget): frames
+ * beyond it are rendered on use, so that an export of many long names stays within the cap. */
 static void cw_frame_tails(struct cw *w)
 {
     const struct history *h = w->h;
+    size_t most = h->mem_cap ? history_budget(h) : SIZE_MAX;
     struct xbuf label;
 
     xb_init(&label, NULL);
     xb_init(&w->tail, NULL);
-    w->off = x_calloc(2 * h->nframes + 1, sizeof(*w->off));
+    xb_init(&w->one, NULL);
+    xb_init(&w->label, NULL);
+    w->off = x_calloc(h->nframes + 1, sizeof(*w->off));
     for (size_t i = 0; i < h->nframes; i++) {
-        const struct hframe *f = &h->frames[i];
-
-        label.len = 0;
-        xframe_label(&label, f);
-        xb_put(&label, "", 1);
-        w->off[2 * i] = w->tail.len;
-        xb_puts(&w->tail, ",\"name\":");
-        xb_jstr(&w->tail, label.p);
-        /* A native frame (--native) is told apart by its category: viewers filter on it. */
-        xb_puts(&w->tail, f->native ? ",\"cat\":\"native\"}" : ",\"cat\":\"sampled\"}");
-        w->off[2 * i + 1] = w->tail.len;
-        xb_puts(&w->tail, ",\"name\":");
-        xb_jstr(&w->tail, label.p);
-        xb_puts(&w->tail, "}");
+        w->off[i] = w->tail.len;
+        if (w->tail.len < most)
+            cw_name(&w->tail, &label, &h->frames[i]);
     }
-    w->off[2 * h->nframes] = w->tail.len;
+    w->off[h->nframes] = w->tail.len;
     xb_fini(&label);
 }
 
 static void cw_slice(void *ctx, bool begin, uint32_t frame, uint64_t t)
 {
     struct cw *w = ctx;
-    size_t k = 2 * (size_t)frame + (begin ? 0 : 1);
+    const struct hframe *f = &w->h->frames[frame];
 
     cw_sep(w);
     if (begin)
@@ -101,7 +106,18 @@ static void cw_slice(void *ctx, bool begin, uint32_t frame, uint64_t t)
     else
         xb_put(w->b, w->head_e, w->len_e);
     cw_ts(w, t);
-    xb_put(w->b, w->tail.p + w->off[k], w->off[k + 1] - w->off[k]);
+    if (w->off[frame + 1] > w->off[frame]) {
+        xb_put(w->b, w->tail.p + w->off[frame], w->off[frame + 1] - w->off[frame]);
+    } else {
+        w->one.len = 0;
+        cw_name(&w->one, &w->label, f);
+        xb_put(w->b, w->one.p, w->one.len);
+    }
+    /* A native frame (--native) is told apart by its category: viewers filter on it. */
+    if (!begin)
+        xb_puts(w->b, "}");
+    else
+        xb_puts(w->b, f->native ? ",\"cat\":\"native\"}" : ",\"cat\":\"sampled\"}");
 }
 
 static void cw_thread(struct cw *w, const struct xlane *l, const struct xthread *x)
@@ -384,6 +400,8 @@ void export_chrome(struct xbuf *b, const struct xplan *p)
         cw_process_events(&w, dev_pid, -1, NULL);
     cw_other_data(&w);
     xb_fini(&w.tail);
+    xb_fini(&w.one);
+    xb_fini(&w.label);
     free(w.off);
     free(w.series_lane);
     free(w.open.f);

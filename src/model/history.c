@@ -1,11 +1,14 @@
 /* The recorded timeline: interning of strings, frames and stacks; per-thread runs; counter
- * series; trimming to the time window and memory cap.
+ * series; trimming to the time window and to the history's share of the memory cap.
  *
  * Invariants: frames, stacks and interned strings are append-only between compactions: ids
  * and string pointers stay valid until history_trim compacts (which bumps gen and leaves a
- * stack id map for the holders of stack ids); a clone owns copies of all of them and outlives
- * the original; runs of a thread are in time order and only the last run is ever extended. The
- * engine serialises writers with its lock; this file has no locking of its own. */
+ * stack id map for the holders of stack ids; the strings kept move to the new tables, so a
+ * pointer to a kept string stays valid); a clone owns copies of all of them and outlives the
+ * original; runs of a thread are in time order and only the last run is ever extended; the
+ * indexes of a rank's threads and task lanes hold positions in its threads array and go
+ * whenever threads are dropped. The engine serialises writers with its lock; this file has no
+ * locking of its own. */
 #include "ranktop/history.h"
 
 #include "ranktop/hash.h"
@@ -14,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#define RUNS_FIRST 4 /* room for runs a new thread starts with */
 
 /* Open-addressed hash set of ids; the caller compares candidates. */
 struct idset {
@@ -131,6 +136,32 @@ static uint32_t intern_str(struct intern *in, const char *s)
     return idset_get(&in->strs, hash_str(c.s), str_eq, str_make, &c);
 }
 
+/* Compaction moves a string from the old tables to the new ones instead of copying it, so
+ * that compacting costs the tables, not a second copy of every string kept. */
+static uint32_t str_take(void *c)
+{
+    struct str_ctx *x = c;
+
+    GROW(x->in->str, x->in->nstr, x->in->strcap);
+    x->in->str[x->in->nstr] = (char *)x->s;
+    x->in->str_bytes += strlen(x->s) + 1;
+    return (uint32_t)x->in->nstr++;
+}
+
+/* The id in `to` of string id of `from`, moving the string over on first use (smap: from's
+ * ids -> to's, HSTACK_NONE when not yet moved). Strings are unique in `from`, so a moved one
+ * never meets its equal in `to`. */
+static uint32_t move_str(struct intern *to, struct intern *from, uint32_t id, uint32_t *smap)
+{
+    struct str_ctx c = {to, from->str[id]};
+
+    if (smap[id] != HSTACK_NONE)
+        return smap[id];
+    smap[id] = idset_get(&to->strs, hash_str(c.s), str_eq, str_take, &c);
+    from->str[id] = NULL; /* owned by `to` now */
+    return smap[id];
+}
+
 struct frame_ctx {
     struct history *h;
     struct hframe f;   /* with interned strings */
@@ -163,17 +194,26 @@ static uint32_t frame_make(void *c)
     return (uint32_t)x->h->nframes++;
 }
 
-static uint32_t intern_frame(struct history *h, const struct hframe *f)
+/* Interns frame f whose strings are interned already as fn and file. */
+static uint32_t intern_frame_ids(struct history *h, const struct hframe *f, uint32_t fn,
+                                 uint32_t file)
 {
     struct intern *in = h->intern;
-    uint32_t fn = intern_str(in, f->function), file = intern_str(in, f->file);
-    /* Index in->str only after both calls: str_make may move the array. */
     struct frame_ctx c = {h, {in->str[fn], in->str[file], f->line, f->native}, fn, file};
     uint64_t k =
         hash_mix(hash_mix((uint64_t)(uintptr_t)c.f.function, (uint64_t)(uintptr_t)c.f.file),
                  (uint64_t)f->line * 2 + f->native);
 
     return idset_get(&in->frames, k, frame_eq, frame_make, &c);
+}
+
+static uint32_t intern_frame(struct history *h, const struct hframe *f)
+{
+    struct intern *in = h->intern;
+    uint32_t fn = intern_str(in, f->function), file = intern_str(in, f->file);
+
+    /* in->str is indexed only after both calls: str_make may move the array. */
+    return intern_frame_ids(h, f, fn, file);
 }
 
 struct stack_ctx {
@@ -322,13 +362,101 @@ static void taskix_add(struct hrank *r, size_t i)
         taskix_put(x, r->threads[i].ident, i);
 }
 
+/* An index of a rank's threads (not tasks) by (worker, ident): positions in r->threads + 1,
+ * open-addressed, at most half full. A key may be at several positions (threads that ended
+ * and one that took their ident again); the lookup takes the first position that matches, as
+ * a scan of r->threads would. Dropped whenever threads are dropped (positions move); rebuilt
+ * on the next lookup. */
+struct thix {
+    uint32_t *slot;
+    size_t cap, used;
+};
+
+static size_t thix_home(int worker, uint64_t ident, size_t cap)
+{
+    uint64_t k = hash_mix(ident, (uint64_t)(unsigned)worker);
+
+    return (size_t)(k >> 17) & (cap - 1);
+}
+
+static void thix_put(struct thix *x, const struct hthread *t, size_t i)
+{
+    size_t j = thix_home(t->worker, t->ident, x->cap);
+
+    while (x->slot[j])
+        j = (j + 1) & (x->cap - 1);
+    x->slot[j] = (uint32_t)i + 1;
+    x->used++;
+}
+
+static void thix_free(struct hrank *r)
+{
+    struct thix *x = r->thread_index;
+
+    if (x)
+        free(x->slot);
+    free(x);
+    r->thread_index = NULL;
+}
+
+static struct thix *thix_build(struct hrank *r)
+{
+    struct thix *x = x_calloc(1, sizeof(*x));
+
+    for (x->cap = 64; x->cap < 2 * r->nthreads + 2;)
+        x->cap *= 2;
+    x->slot = x_calloc(x->cap, sizeof(*x->slot));
+    for (size_t i = 0; i < r->nthreads; i++)
+        if (!r->threads[i].task)
+            thix_put(x, &r->threads[i], i);
+    thix_free(r);
+    r->thread_index = x;
+    return x;
+}
+
+/* The first thread of r (in r->threads order) that is (worker, ident), live or, when tid is
+ * known, of that tid; NULL when none. */
+static struct hthread *thix_find(struct hrank *r, int worker, uint64_t ident, int tid)
+{
+    struct thix *x = r->thread_index ? r->thread_index : thix_build(r);
+    size_t best = SIZE_MAX;
+
+    for (size_t j = thix_home(worker, ident, x->cap); x->slot[j]; j = (j + 1) & (x->cap - 1)) {
+        size_t i = x->slot[j] - 1;
+        const struct hthread *t = &r->threads[i];
+
+        if (i < best && t->worker == worker && t->ident == ident &&
+            (!t->gone || (tid && t->tid == tid)))
+            best = i;
+    }
+    return best == SIZE_MAX ? NULL : &r->threads[best];
+}
+
+/* Indexes the thread just appended as r->threads[i]. */
+static void thix_add(struct hrank *r, size_t i)
+{
+    struct thix *x = r->thread_index;
+
+    if (!x || (x->used + 1) * 2 > x->cap)
+        thix_build(r);
+    else
+        thix_put(x, &r->threads[i], i);
+}
+
+/* Threads were dropped or moved: both indexes go (rebuilt on use). */
+static void index_free(struct hrank *r)
+{
+    taskix_free(r);
+    thix_free(r);
+}
+
 static void free_ranks(struct history *h)
 {
     for (size_t i = 0; i < h->nranks; i++) {
         for (size_t k = 0; k < h->ranks[i].nthreads; k++)
             free(h->ranks[i].threads[k].runs);
         free(h->ranks[i].threads);
-        taskix_free(&h->ranks[i]);
+        index_free(&h->ranks[i]);
     }
     free(h->ranks);
     for (size_t i = 0; i < h->nseries; i++)
@@ -380,21 +508,18 @@ int history_rank_label(const struct hrank *r, char *buf, size_t len)
 static struct hthread *thread_of(struct hrank *r, int worker, uint64_t ident, int tid,
                                  const char *name, bool main)
 {
-    struct hthread *t;
+    struct hthread *t = thix_find(r, worker, ident, tid);
 
-    for (size_t i = 0; i < r->nthreads; i++) {
-        t = &r->threads[i];
-        if (t->worker == worker && t->ident == ident && (!t->gone || (tid && t->tid == tid))) {
-            if (name && name[0] && strcmp(t->name, name))
-                snprintf(t->name, sizeof(t->name), "%s", name);
-            if (tid)
-                t->tid = tid;
-            /* A first look may have caught the thread list while a thread was being added:
-             * the interpreter's main thread is the one it says is main, whenever it says so. */
-            t->main |= main;
-            t->gone = false;
-            return t;
-        }
+    if (t) {
+        if (name && name[0] && strcmp(t->name, name))
+            snprintf(t->name, sizeof(t->name), "%s", name);
+        if (tid)
+            t->tid = tid;
+        /* A first look may have caught the thread list while a thread was being added: the
+         * interpreter's main thread is the one it says is main, whenever it says so. */
+        t->main |= main;
+        t->gone = false;
+        return t;
     }
     GROW(r->threads, r->nthreads, r->cap);
     t = memset(&r->threads[r->nthreads++], 0, sizeof(*t));
@@ -403,6 +528,7 @@ static struct hthread *thread_of(struct hrank *r, int worker, uint64_t ident, in
     t->main = main;
     t->worker = worker;
     snprintf(t->name, sizeof(t->name), "%s", name ? name : "");
+    thix_add(r, r->nthreads - 1);
     return t;
 }
 
@@ -483,7 +609,7 @@ static void threads_drop(struct hrank *r, const bool *drop)
             r->threads[kept++] = r->threads[k];
     }
     r->nthreads = kept;
-    taskix_free(r);
+    index_free(r);
 }
 
 size_t history_tasks_fold(struct history *h, struct hrank *r, size_t keep)
@@ -536,7 +662,12 @@ void history_observe(struct hthread *t, uint32_t stack, uint64_t now)
         last->t1 = now;
         return;
     }
-    GROW(t->runs, t->nruns, t->cap);
+    /* A thread starts with room for RUNS_FIRST runs: most short-lived threads need no more,
+     * and a job that starts thousands of them must not pay 64 runs for each. */
+    if (t->nruns == t->cap) {
+        t->cap = t->cap ? t->cap * 2 : RUNS_FIRST;
+        t->runs = x_reallocarray(t->runs, t->cap, sizeof(*t->runs));
+    }
     t->runs[t->nruns++] = (struct hrun){stack, now, now};
 }
 
@@ -576,78 +707,146 @@ void history_counter(struct history *h, enum series_id id, const char *name, int
     s->pts[s->n++] = (struct hpoint){t, v};
 }
 
-size_t history_memory(const struct history *h)
+/* What malloc adds to each interned string beyond its bytes (its header and rounding). */
+#define STR_OVERHEAD 16
+
+/* What the thread records would cost if each had its first runs only: constant time per rank,
+ * for history_over_budget to see a burst of new threads. */
+static size_t threads_estimate(const struct history *h)
+{
+    size_t b = 0;
+
+    for (size_t i = 0; i < h->nranks; i++)
+        b += h->ranks[i].cap * (sizeof(struct hthread) + RUNS_FIRST * sizeof(struct hrun));
+    return b;
+}
+
+/* Bytes of the interning tables and the strings: what grows when samples bring new frames.
+ * Constant time, so that it can be asked after every sample. */
+static size_t tables_memory(const struct history *h)
 {
     const struct intern *in = h->intern;
-    size_t b = sizeof(*h) + h->frames_cap * sizeof(struct hframe) +
-               h->stacks_cap * sizeof(struct hstack) + h->stack_frames_cap * sizeof(uint32_t) +
-               h->ranks_cap * sizeof(struct hrank) + h->series_cap * sizeof(struct hseries);
+    size_t b = h->frames_cap * sizeof(struct hframe) + h->stacks_cap * sizeof(struct hstack) +
+               h->stack_frames_cap * sizeof(uint32_t) + h->nstack_remap * sizeof(uint32_t);
 
     if (in)
-        b += in->str_bytes + in->strcap * sizeof(char *) +
+        b += sizeof(*in) + in->str_bytes + in->nstr * STR_OVERHEAD + in->strcap * sizeof(char *) +
              (in->strs.cap + in->frames.cap + in->stacks.cap) * 12 +
              in->frame_str_cap * 2 * sizeof(uint32_t);
+    return b;
+}
+
+size_t history_memory(const struct history *h)
+{
+    size_t b = sizeof(*h) + tables_memory(h) + h->ranks_cap * sizeof(struct hrank) +
+               h->series_cap * sizeof(struct hseries);
+
     for (size_t i = 0; i < h->nranks; i++) {
-        const struct taskix *x = h->ranks[i].task_index;
+        const struct hrank *r = &h->ranks[i];
+        const struct taskix *x = r->task_index;
+
+        const struct thix *y = r->thread_index;
 
         b += x ? sizeof(*x) + x->cap * sizeof(*x->slot) : 0;
-        for (size_t k = 0; k < h->ranks[i].nthreads; k++)
-            b += sizeof(struct hthread) + h->ranks[i].threads[k].cap * sizeof(struct hrun);
+        b += y ? sizeof(*y) + y->cap * sizeof(*y->slot) : 0;
+        b += r->cap * sizeof(struct hthread);
+        for (size_t k = 0; k < r->nthreads; k++)
+            b += r->threads[k].cap * sizeof(struct hrun);
     }
     for (size_t i = 0; i < h->nseries; i++)
         b += h->series[i].cap * sizeof(struct hpoint);
     return b;
 }
 
-/* The stack id in the compacted history nh of stack id of h, interning it there on first use
- * (map: h's stack ids -> nh's, fmap: h's frame ids -> nh's, both HSTACK_NONE when not yet). */
-static uint32_t carry_stack(const struct history *h, struct history *nh, uint32_t id, uint32_t *map,
-                            uint32_t *fmap, uint32_t **ids, size_t *cap)
+size_t history_budget(const struct history *h)
+{
+    return h->mem_cap / HISTORY_CAP_SHARE;
+}
+
+bool history_over_budget(const struct history *h)
+{
+    /* The rest (runs, series) as the last trim left it; the thread estimate may exceed what
+     * the threads then cost (threads without runs), hence the floor at 0. */
+    size_t was = h->trim_tables + h->trim_threads;
+    size_t rest = h->trim_bytes > was ? h->trim_bytes - was : 0;
+
+    /* A history that the last trim could not bring within its budget (what it holds is live)
+     * waits for the regular trims: compacting it at once again would gain nothing. */
+    return h->mem_cap && !h->trim_failed &&
+           rest + tables_memory(h) + threads_estimate(h) > history_budget(h);
+}
+
+/* What a compaction carries over: maps from the old ids to the new (HSTACK_NONE: not yet) of
+ * stacks, frames and strings, and a scratch array of frame ids. */
+struct carry {
+    uint32_t *stack, *frame, *str;
+    uint32_t *ids;
+    size_t cap;
+};
+
+static uint32_t *carry_map(size_t n)
+{
+    uint32_t *m = x_reallocarray(NULL, n ? n : 1, sizeof(*m));
+
+    memset(m, 0xff, (n ? n : 1) * sizeof(*m));
+    return m;
+}
+
+/* The stack id in the compacted history nh of stack id of h, interning it there on first use;
+ * its frames' strings move from h's tables to nh's. */
+static uint32_t carry_stack(struct history *h, struct history *nh, uint32_t id, struct carry *c)
 {
     const struct hstack *st = &h->stacks[id];
+    struct intern *from = h->intern;
 
-    if (map[id] != HSTACK_NONE)
-        return map[id];
-    if (st->nframes > *cap) {
-        *cap = st->nframes;
-        *ids = x_reallocarray(*ids, *cap, sizeof(**ids));
+    if (c->stack[id] != HSTACK_NONE)
+        return c->stack[id];
+    if (st->nframes > c->cap) {
+        c->cap = st->nframes;
+        c->ids = x_reallocarray(c->ids, c->cap, sizeof(*c->ids));
     }
     for (uint32_t k = 0; k < st->nframes; k++) {
         uint32_t f = h->stack_frames[st->first + k];
 
-        if (fmap[f] == HSTACK_NONE)
-            fmap[f] = intern_frame(nh, &h->frames[f]);
-        (*ids)[k] = fmap[f];
+        if (c->frame[f] == HSTACK_NONE) {
+            uint32_t fn = move_str(nh->intern, from, from->frame_str[2 * f], c->str);
+            uint32_t file = move_str(nh->intern, from, from->frame_str[2 * f + 1], c->str);
+
+            c->frame[f] = intern_frame_ids(nh, &h->frames[f], fn, file);
+        }
+        c->ids[k] = c->frame[f];
     }
-    map[id] = history_intern_stack_ids(nh, *ids, st->nframes);
-    return map[id];
+    c->stack[id] = history_intern_stack_ids(nh, c->ids, st->nframes);
+    return c->stack[id];
 }
 
 /* Rebuilds the interning tables from what the runs refer to; every run's stack is renumbered
- * and h->stack_remap says how. */
+ * and h->stack_remap says how. The strings kept move to the new tables (no copy), so the
+ * compaction's transient cost is the new tables only. */
 static void compact(struct history *h)
 {
     size_t old = h->nstacks;
     struct history nh;
-    uint32_t *map = x_reallocarray(NULL, h->nstacks ? h->nstacks : 1, sizeof(*map));
-    uint32_t *fmap = x_reallocarray(NULL, h->nframes ? h->nframes : 1, sizeof(*fmap));
-    uint32_t *ids = NULL;
-    size_t cap = 0;
+    struct carry c = {carry_map(h->nstacks), carry_map(h->nframes),
+                      carry_map(((struct intern *)h->intern)->nstr), NULL, 0};
 
-    memset(map, 0xff, (h->nstacks ? h->nstacks : 1) * sizeof(*map));
-    memset(fmap, 0xff, (h->nframes ? h->nframes : 1) * sizeof(*fmap));
     memset(&nh, 0, sizeof(nh));
     nh.intern = x_calloc(1, sizeof(struct intern));
+    /* The remap of the previous compaction is no longer wanted: it goes first. */
+    free(h->stack_remap);
+    h->stack_remap = NULL;
+    h->nstack_remap = 0;
     for (size_t i = 0; i < h->nranks; i++)
         for (size_t k = 0; k < h->ranks[i].nthreads; k++) {
             struct hthread *t = &h->ranks[i].threads[k];
 
             for (size_t r = 0; r < t->nruns; r++)
                 if (t->runs[r].stack != HSTACK_NONE && t->runs[r].stack < h->nstacks)
-                    t->runs[r].stack = carry_stack(h, &nh, t->runs[r].stack, map, fmap, &ids, &cap);
+                    t->runs[r].stack = carry_stack(h, &nh, t->runs[r].stack, &c);
         }
-    free(ids);
-    free(fmap);
+    free(c.ids);
+    free(c.frame);
+    free(c.str);
     intern_free(h->intern);
     free(h->frames);
     free(h->stacks);
@@ -657,8 +856,7 @@ static void compact(struct history *h)
     h->stacks = nh.stacks, h->nstacks = nh.nstacks, h->stacks_cap = nh.stacks_cap;
     h->stack_frames = nh.stack_frames, h->nstack_frames = nh.nstack_frames;
     h->stack_frames_cap = nh.stack_frames_cap;
-    free(h->stack_remap);
-    h->stack_remap = map;
+    h->stack_remap = c.stack;
     h->nstack_remap = old;
     h->gen++;
     h->compact_at = h->nstacks + h->nframes;
@@ -720,7 +918,7 @@ static void drop_gone(struct history *h, uint64_t cut)
             r->threads[kept++] = *t;
         }
         if (kept != r->nthreads) /* the index holds thread positions */
-            taskix_free(r);
+            index_free(r);
         r->nthreads = kept;
         if (r->cap > 16 && r->nthreads < r->cap / 4) {
             r->cap = r->nthreads * 2 > 16 ? r->nthreads * 2 : 16;
@@ -728,7 +926,7 @@ static void drop_gone(struct history *h, uint64_t cut)
         }
         if (r->exited && !r->nthreads && r->end < cut) {
             free(r->threads);
-            taskix_free(r);
+            index_free(r);
             continue;
         }
         h->ranks[nr++] = *r;
@@ -750,22 +948,33 @@ static void maybe_compact(struct history *h)
 void history_trim(struct history *h, uint64_t now)
 {
     uint64_t cut = h->window_ns && now > h->window_ns ? now - h->window_ns : 0;
+    size_t budget = history_budget(h);
 
     if (cut)
         trim_before(h, cut);
-    /* Over the memory cap: give up the oldest quarter of what is left, a few times; then what
-     * is no longer referred to goes too. */
-    for (int i = 0; i < 8 && h->mem_cap && history_memory(h) > h->mem_cap; i++) {
-        cut = cut ? cut : h->t0;
-        cut += (now - cut) / 4;
-        trim_before(h, cut);
-        if (history_memory(h) > h->mem_cap)
+    /* Over the budget: give up the oldest quarter of what is left, with the threads that ended
+     * before it and what no kept run refers to, until a quarter of the budget is free again
+     * (so that the next samples do not cross it at once); a few times at most. */
+    if (h->mem_cap && history_memory(h) > budget) {
+        /* From where the last such trim stopped: what came before is gone already. */
+        cut = cut > h->cap_cut ? cut : h->cap_cut;
+        for (int i = 0; i < 8 && history_memory(h) > budget - budget / 4; i++) {
+            cut = cut ? cut : h->t0;
+            cut += (now > cut ? now - cut : 0) / 4;
+            trim_before(h, cut);
+            drop_gone(h, cut);
             compact(h);
+        }
+        h->cap_cut = cut;
     }
     if (cut) {
         drop_gone(h, cut);
         maybe_compact(h);
     }
+    h->trim_bytes = history_memory(h);
+    h->trim_failed = h->mem_cap && h->trim_bytes > budget;
+    h->trim_tables = tables_memory(h);
+    h->trim_threads = threads_estimate(h);
 }
 
 uint32_t history_remap_stack(const struct history *h, uint32_t id)
@@ -828,7 +1037,7 @@ void history_clone(const struct history *h, struct history *out)
 
         r->threads = dup_array(h->ranks[i].threads, r->nthreads, sizeof(*r->threads));
         r->cap = r->nthreads;
-        r->task_index = NULL; /* the clone is read-only */
+        r->task_index = r->thread_index = NULL; /* the clone is read-only */
         for (size_t k = 0; k < r->nthreads; k++) {
             struct hthread *t = &r->threads[k];
 

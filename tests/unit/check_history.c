@@ -313,6 +313,67 @@ START_TEST(test_compaction_bounds_memory)
 }
 END_TEST
 
+/* --memory-cap without a window: a fresh 1000-character function every sample and a new
+ * thread every tenth. A writer that trims when history_over_budget says so (as the engine
+ * does after every sample) keeps the history within its budget, a quarter of the cap, after
+ * every trim; the kept strings survive the compactions that moved them; threads are found
+ * again by (worker, ident) and, once gone, only by their tid. */
+START_TEST(test_budget_holds_without_window)
+{
+    struct history h;
+    struct hrank *r;
+    char *name = malloc(1100);
+    size_t trims = 0;
+
+    ck_assert_ptr_nonnull(name);
+    history_init(&h, 0, 0, "host");
+    h.mem_cap = 8u << 20;
+    ck_assert_uint_eq(history_budget(&h), 2u << 20);
+    r = history_rank(&h, 100, 0, "");
+    for (int i = 0; i < 20000; i++) {
+        uint64_t now = 1 + (uint64_t)i * 1000000ull;
+        struct hthread *w = history_thread(r, 5000 + (uint64_t)(i / 10), 0, "churn", false);
+        struct hframe f = {name, "/x/gen.py", 3, false};
+
+        snprintf(name, 1100, "fn_%06d_%0990d", i, 0);
+        history_observe(history_thread(r, 1, 100, "MainThread", true),
+                        history_intern_stack(&h, &f, 1), now);
+        history_observe(w, HSTACK_NONE, now);
+        if (i % 10 == 9)
+            history_thread_gone(w, now);
+        if (history_over_budget(&h) || i % 1000 == 999) {
+            history_trim(&h, now);
+            trims++;
+            ck_assert_uint_le(history_memory(&h), history_budget(&h));
+        }
+    }
+    ck_assert_uint_gt(trims, 20);
+    /* The main thread's last run reads as this sample's function after all the moves. */
+    {
+        struct hthread *t = history_thread(r, 1, 100, "MainThread", true);
+        const struct hframe *f =
+            &h.frames[history_stack_frames(&h, t->runs[t->nruns - 1].stack)[0]];
+
+        ck_assert_str_eq(f->function, name);
+        ck_assert_ptr_eq(history_thread(r, 1, 0, "", false), t);
+    }
+    /* A gone thread is found by its tid only; its ident alone makes a new record. */
+    {
+        struct hthread *a = history_thread(r, 77, 4242, "a", false);
+        size_t n;
+
+        history_thread_gone(a, 1);
+        n = r->nthreads;
+        ck_assert_ptr_eq(history_thread(r, 77, 4242, "a", false), &r->threads[n - 1]);
+        history_thread_gone(&r->threads[n - 1], 1);
+        ck_assert_ptr_ne(history_thread(r, 77, 4343, "b", false), &r->threads[n - 1]);
+        ck_assert_uint_eq(r->nthreads, n + 1);
+    }
+    history_fini(&h);
+    free(name);
+}
+END_TEST
+
 static int u64_cmp(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -356,6 +417,7 @@ static Suite *history_suite(void)
     tcase_add_test(tc, test_task_threads);
     tcase_add_test(tc, test_task_lanes_fold);
     tcase_add_test(tc, test_compaction_bounds_memory);
+    tcase_add_test(tc, test_budget_holds_without_window);
     tcase_add_test(tc, test_hash_mix_small_inputs);
     tcase_add_test(tc, test_keep_ranks);
     suite_add_tcase(s, tc);

@@ -13,6 +13,10 @@
 DENY=${RANKTOP_DENY_VM_READV:?set by meson}
 QEMU=$(command -v "qemu-$(uname -m)-static" || true)
 [ -n "$QEMU" ] || echo "qemu-$(uname -m)-static is not installed: the emulator half is skipped" >&2
+if [ -n "$QEMU" ] && grep -q __asan_init "$RANKTOP_BIN"; then
+    echo "a sanitizer build (its shadow memory does not fit qemu-user): the emulator half is skipped" >&2
+    QEMU=""
+fi
 FAKE_TOOLS="--nvidia-smi /nonexistent --npu-smi /nonexistent"
 SECCOMP_WHY="process_vm_readv: EPERM from a seccomp filter"
 QEMU_WHY="process_vm_readv: ENOSYS"

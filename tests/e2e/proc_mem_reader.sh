@@ -17,7 +17,6 @@ if [ -n "$QEMU" ] && grep -q __asan_init "$RANKTOP_BIN"; then
     echo "a sanitizer build (its shadow memory does not fit qemu-user): the emulator half is skipped" >&2
     QEMU=""
 fi
-FAKE_TOOLS="--nvidia-smi /nonexistent --npu-smi /nonexistent"
 SECCOMP_WHY="process_vm_readv: EPERM from a seccomp filter"
 QEMU_WHY="process_vm_readv: ENOSYS"
 
@@ -93,14 +92,17 @@ sed -n 3p "$WORK/two.txt" | grep -q '^Memory reader: ' || fail "not in the first
 ! grep -q 'Memory reader' "$WORK/plain.txt" || fail "process_vm_readv is said in a plain dump"
 
 # ls says it before any read: a text line and the JSON fields.
-"$DENY" "$RANKTOP_BIN" ls -p "$T" $FAKE_TOOLS > "$WORK/ls.txt" 2> /dev/null || fail "ls under the filter"
+"$DENY" "$RANKTOP_BIN" ls -p "$T" --nvidia-smi /nonexistent --npu-smi /nonexistent \
+    > "$WORK/ls.txt" 2> /dev/null || fail "ls under the filter"
 sed -n 2p "$WORK/ls.txt" | grep -qx "memory reader: /proc/PID/mem ($SECCOMP_WHY)" ||
     fail "ls does not say the reader: $(head -n 3 "$WORK/ls.txt")"
-"$RANKTOP_BIN" ls --json -p "$T" $FAKE_TOOLS > "$WORK/ls.json" 2> /dev/null || fail "ls --json"
+"$RANKTOP_BIN" ls --json -p "$T" --nvidia-smi /nonexistent --npu-smi /nonexistent \
+    > "$WORK/ls.json" 2> /dev/null || fail "ls --json"
 json_check "$WORK/ls.json" 'd["reader"] == "process_vm_readv" and d["reader_why"] is None' ||
     fail "plain ls --json"
 if [ -n "$QEMU" ]; then
-    "$QEMU" "$RANKTOP_BIN" ls --json -p "$T" $FAKE_TOOLS > "$WORK/lsq.json" 2> /dev/null ||
+    "$QEMU" "$RANKTOP_BIN" ls --json -p "$T" --nvidia-smi /nonexistent --npu-smi /nonexistent \
+        > "$WORK/lsq.json" 2> /dev/null ||
         fail "ls --json under $QEMU"
     json_check "$WORK/lsq.json" "d['reader'] == '/proc/PID/mem' and d['reader_why'] == '$QEMU_WHY'" ||
         fail "ls --json under $QEMU"
@@ -108,7 +110,8 @@ fi
 
 # record's summary, and what it recorded through /proc/PID/mem: the deep thread's 1000 frames.
 "$DENY" "$RANKTOP_BIN" record -p "$T" -d 1 --all-threads -f collapsed -o "$WORK/r.folded" \
-    $FAKE_TOOLS 2> "$WORK/rec.err" || fail "record under the filter: $(cat "$WORK/rec.err")"
+    --nvidia-smi /nonexistent --npu-smi /nonexistent 2> "$WORK/rec.err" ||
+    fail "record under the filter: $(cat "$WORK/rec.err")"
 grep -qx "ranktop: memory reader: /proc/PID/mem ($SECCOMP_WHY)" "$WORK/rec.err" ||
     fail "record's summary does not say the reader: $(cat "$WORK/rec.err")"
 python3 -c 'import sys

@@ -159,6 +159,7 @@ static void draw_header(struct ui *u)
     const struct layout_rect *r = &u->lay.header;
     size_t live = 0;
     char prompt[200], hist[16], hosts[96], hz[32] = "--", flags[192], tags[32] = "", sort[32] = "";
+    char reader[128] = "";
     double rate = engine_rate(u->e), got = view_rate_hz(&u->rate, view_rate_window(rate));
 
     for (size_t i = 0; i < u->hist.nranks; i++)
@@ -177,9 +178,11 @@ static void draw_header(struct ui *u)
     snprintf(flags, sizeof(flags), "%s%s%s%.40s%s%s%s", u->paused ? "  [PAUSED]" : "", sort,
              u->filter[0] ? "  [filter '" : "", u->filter, u->filter[0] ? "']" : "", tags,
              u->all_threads ? "  [all threads]" : "");
+    if (u->stats.reader_why) /* the memory reader, when not process_vm_readv */
+        snprintf(reader, sizeof(reader), "  reader %s (%s)", u->stats.reader, u->stats.reader_why);
     putf(u, r->y, r->x, r->w, ROLE_TITLE, true,
          "ranktop  %s  %s  ranks %zu/%zu%s  %s/%.4g Hz%s  lag %.1f ms  errors %.2f%%  torn lost "
-         "%.2f%%  hist %s",
+         "%.2f%%  hist %s%s",
          u->hist.host, u->o->title ? u->o->title : "", live, u->hist.nranks, hosts, hz, rate, flags,
          u->stats.lag_ms,
          u->stats.stacks + u->stats.errors
@@ -188,7 +191,7 @@ static void draw_header(struct ui *u)
          u->stats.stacks + u->stats.lost
              ? 100.0 * (double)u->stats.lost / (double)(u->stats.stacks + u->stats.lost)
              : 0.0,
-         hist);
+         hist, reader);
     if (u->lay.banner_lines > 0)
         put(u, r->y + 1, r->x, r->w, ROLE_BANNER, true, u->hang.text);
     if (u->input != INPUT_NONE) {

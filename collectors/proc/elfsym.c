@@ -5,6 +5,8 @@
  * elf_inspect_file only maps the file. Called from whichever thread attaches to a process. */
 #include "ranktop/elfsym.h"
 
+#include "ranktop/util.h"
+
 #include <elf.h>
 #include <fcntl.h>
 #include <string.h>
@@ -13,6 +15,19 @@
 #include <unistd.h>
 
 #define ELF_MAX_SYMS 4000000u
+
+/* The one machine this build reads: the CPython layouts, registers and pointer size are its, so
+ * a target's ELF files must be 64-bit little-endian objects of it (one build per architecture;
+ * 32-bit targets are refused, on either). */
+#if defined(__x86_64__)
+#define ELF_OWN_MACHINE EM_X86_64
+#define ELF_OWN_NAME "x86-64"
+#elif defined(__aarch64__)
+#define ELF_OWN_MACHINE EM_AARCH64
+#define ELF_OWN_NAME "aarch64"
+#else
+#error "collectors/proc/elfsym.c: no ELF machine for this architecture"
+#endif
 
 struct elf_buf {
     const uint8_t *p;
@@ -190,28 +205,73 @@ static int elf_first_load(const struct elf_buf *b, const Elf64_Ehdr *eh, struct 
         if (!ph)
             return APP_E_PARSE;
         if (ph->p_type == PT_LOAD) {
-            uint64_t align = ph->p_align > 1 ? ph->p_align : 1;
-
-            out->load_vaddr = ph->p_vaddr & ~(align - 1);
+            /* The kernel and ld.so map a segment from its page (not its p_align): the page
+             * the mapping in /proc/PID/maps starts at. */
+            out->load_vaddr = ph->p_vaddr & ~((uint64_t)sys_page_size() - 1);
             return 0;
         }
     }
     return APP_E_PARSE;
 }
 
+static const char *machine_name(unsigned m)
+{
+    switch (m) {
+    case EM_386:
+        return "x86";
+    case EM_X86_64:
+        return "x86-64";
+    case EM_ARM:
+        return "arm";
+    case EM_AARCH64:
+        return "aarch64";
+    case EM_PPC64:
+        return "ppc64";
+    case EM_S390:
+        return "s390";
+    case EM_RISCV:
+        return "riscv";
+    default:
+        return "foreign";
+    }
+}
+
+/* The class, byte order and machine, from the bytes every ELF header starts with (e_machine
+ * is at the same offset in 32- and 64-bit headers): APP_E_ARCH, saying which, for any other
+ * than this build's. */
+static int elf_arch_check(const struct elf_buf *b, struct app_err *err)
+{
+    const uint8_t *id = elf_at(b, 0, EI_NIDENT + 4);
+    unsigned machine;
+
+    if (!id || memcmp(id, ELFMAG, SELFMAG) != 0)
+        return app_err_set(err, APP_E_PARSE, "not an ELF file");
+    machine = id[EI_DATA] == ELFDATA2MSB ? (unsigned)id[18] << 8 | id[19]
+                                         : (unsigned)id[19] << 8 | id[18];
+    if (id[EI_CLASS] == ELFCLASS32)
+        return app_err_set(err, APP_E_ARCH,
+                           "a 32-bit program for %s: ranktop reads 64-bit " ELF_OWN_NAME
+                           " processes only",
+                           machine_name(machine));
+    if (id[EI_CLASS] != ELFCLASS64 || id[EI_DATA] != ELFDATA2LSB || machine != ELF_OWN_MACHINE)
+        return app_err_set(err, APP_E_ARCH,
+                           "a %sprogram for %s: this ranktop reads 64-bit " ELF_OWN_NAME
+                           " processes (one build per architecture)",
+                           id[EI_DATA] == ELFDATA2MSB ? "big-endian " : "", machine_name(machine));
+    return 0;
+}
+
 int elf_parse(const uint8_t *buf, size_t len, struct elf_info *out, struct app_err *err)
 {
     struct elf_buf b = {buf, len};
-    const Elf64_Ehdr *eh = elf_at(&b, 0, sizeof(Elf64_Ehdr));
+    const Elf64_Ehdr *eh;
+    int rc;
 
     memset(out, 0, sizeof(*out));
-    if (!eh || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0)
+    if ((rc = elf_arch_check(&b, err)) < 0)
+        return rc;
+    if (!(eh = elf_at(&b, 0, sizeof(Elf64_Ehdr))))
         return app_err_set(err, APP_E_PARSE, "not an ELF file");
-    if (eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_ident[EI_DATA] != ELFDATA2LSB ||
-        eh->e_machine != EM_X86_64)
-        return app_err_set(err, APP_E_ARCH,
-                           "not a 64-bit x86-64 binary (32-bit and foreign targets are not "
-                           "supported)");
     out->type = eh->e_type;
     if (elf_first_load(&b, eh, out) < 0)
         return app_err_set(err, APP_E_PARSE, "ELF file has no loadable segment");

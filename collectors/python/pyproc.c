@@ -164,4 +164,10 @@ void pyproc_get_stats(const struct pyproc *p, struct pyproc_stats *st)
     st->prefetched = p->stat_prefetched;
     st->code_hits = p->codes.hits;
     st->code_misses = p->codes.misses;
+    st->reader = rmem_reader(p->mem, &st->reader_why);
+}
+
+const char *pyproc_reader_probe(const char **why)
+{
+    return rmem_reader_probe(why);
 }

@@ -115,13 +115,13 @@ struct ahead {
     int fetches;
 };
 
-#define PAGE_SHIFT 12
 #define SPAN_LOOKBACK 8 /* spans searched for a frame's page: chains walk pools in order */
 
 struct spans {
     struct rmem_iov iov[AHEAD_MAX];
     uint64_t page[AHEAD_MAX];
     uint16_t of[AHEAD_MAX]; /* each frame's span */
+    uint64_t pg;            /* the kernel's page size (4 KiB, or 16 or 64 KiB on aarch64) */
     int n;
 };
 
@@ -131,7 +131,7 @@ static int span_add(struct spans *sp, uint64_t addr, uint32_t fs)
     for (int s = sp->n - 1; s >= 0 && s >= sp->n - SPAN_LOOKBACK; s--) {
         struct rmem_iov *v = &sp->iov[s];
 
-        if (sp->page[s] != addr >> PAGE_SHIFT)
+        if (sp->page[s] != addr / sp->pg)
             continue;
         if (addr + fs > v->addr + v->len)
             v->len = addr + fs - v->addr;
@@ -141,7 +141,7 @@ static int span_add(struct spans *sp, uint64_t addr, uint32_t fs)
         }
         return s;
     }
-    sp->page[sp->n] = addr >> PAGE_SHIFT;
+    sp->page[sp->n] = addr / sp->pg;
     sp->iov[sp->n] = (struct rmem_iov){addr, NULL, fs};
     return sp->n++;
 }
@@ -159,6 +159,7 @@ static uint32_t fetch_frames(struct pyproc *p, const uint64_t *addr, uint32_t n)
     int done = 0;
 
     sp.n = 0;
+    sp.pg = sys_page_size();
     for (i = 0; i < n; i++)
         sp.of[i] = (uint16_t)span_add(&sp, addr[i], fs);
     for (int s = 0; s < sp.n; s++)

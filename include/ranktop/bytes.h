@@ -35,7 +35,8 @@ BYTES_LOADER(u16, uint16_t)
 #undef BYTES_LOADER
 
 /* True for an address that can hold a heap object of a user-space process: 8-aligned, above
- * the unmapped first page and below 2^57, the top of user space with 5-level paging. */
+ * the first 4 KiB (not mapped: Linux's default mmap_min_addr is 4 KiB or more, whatever the
+ * page size) and below 2^57, the top of user space with 5-level paging. */
 static inline bool bytes_ptr_ok(uint64_t p)
 {
     return p >= 4096 && p < (1ull << 57) && (p & 7) == 0;

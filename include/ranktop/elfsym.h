@@ -27,7 +27,8 @@ struct elf_info {
 };
 
 /* Parses an ELF image held in memory. Pure: bounded by len, no I/O. Returns 0, APP_E_PARSE for
- * a malformed file, or APP_E_ARCH for anything but a 64-bit little-endian x86-64 object. */
+ * a malformed file, or APP_E_ARCH, saying what it is ("a 32-bit program for x86: ..."), for
+ * anything but a 64-bit little-endian object of this build's machine (x86-64 or aarch64). */
 int elf_parse(const uint8_t *buf, size_t len, struct elf_info *out, struct app_err *err);
 
 /* Maps path read-only and parses it. */

@@ -97,6 +97,9 @@ struct engine_stats {
     size_t task_lane_cap;
     uint64_t tasks_folded;
     uint32_t tasks_unlaned_max;
+    /* How the sampler reads the ranks' memory (pyproc_stats.reader, reader_why): NULL until a
+     * rank was attached; /proc/PID/mem, with why, as soon as any rank is read through it. */
+    const char *reader, *reader_why;
 };
 
 struct engine;

@@ -2,7 +2,7 @@
  *
  * A struct pyproc is attached to one process and owned by one thread at a time (the sampler
  * or `ranktop dump`); it is not thread-safe. It never writes into the target and never stops
- * it: every read is a bounded, validated process_vm_readv. */
+ * it: every read is bounded and validated (process_vm_readv, or /proc/PID/mem: see rmem.h). */
 #ifndef RANKTOP_PYSTACK_H
 #define RANKTOP_PYSTACK_H
 
@@ -82,6 +82,10 @@ struct pyproc_stats {
     uint64_t reused;     /* thread stacks reused unread (pysample.reused) */
     uint64_t prefetched; /* walks that took their first read from the shared call */
     uint64_t code_hits, code_misses;
+    /* How the target's memory is read (README, "Reading stacks"): "process_vm_readv" or
+     * "/proc/PID/mem", and why the latter ("process_vm_readv: ENOSYS"; NULL for the former).
+     * reader is NULL until a read decided it. Static strings. */
+    const char *reader, *reader_why;
 };
 
 /* Attaches to pid: locates _PyRuntime, detects the version and picks the layout. Reads only.
@@ -106,6 +110,11 @@ const char *pyproc_version(const struct pyproc *p);
 /* PY_VERSION_HEX of the target (0x030b07f0). */
 uint32_t pyproc_version_hex(const struct pyproc *p);
 void pyproc_get_stats(const struct pyproc *p, struct pyproc_stats *st);
+
+/* The reader a new pyproc of another process would start with (see pyproc_stats.reader), from
+ * a read of ranktop's own memory made once per process; why is NULL for process_vm_readv.
+ * For what `ranktop ls` says before reading any target. Static strings. */
+const char *pyproc_reader_probe(const char **why);
 
 /* The supported range as text, for error messages ("3.8 to 3.14"). */
 const char *pyproc_supported_range(void);

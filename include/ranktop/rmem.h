@@ -22,8 +22,23 @@ struct rmem_iov {
     size_t len;
 };
 
-/* A reader for process pid (process_vm_readv, falling back to /proc/PID/mem on ENOSYS). */
+/* A reader for process pid: process_vm_readv, or pread on /proc/PID/mem where that call is
+ * unavailable (ENOSYS: an emulator) or refused (EPERM: a seccomp filter) while the file is
+ * readable. The choice is made once, by the reader's first answer, and kept. */
 struct rmem *rmem_new_pid(int pid);
+
+#define RMEM_READER_VM "process_vm_readv"
+#define RMEM_READER_MEM "/proc/PID/mem"
+
+/* Which reader m uses: RMEM_READER_VM or RMEM_READER_MEM, NULL while no read has decided it
+ * (and for images). *why (if why is not NULL) says why /proc/PID/mem, e.g.
+ * "process_vm_readv: ENOSYS", and is NULL for process_vm_readv. Static strings. */
+const char *rmem_reader(const struct rmem *m, const char **why);
+
+/* The reader a new rmem starts with, from a read of ranktop's own memory made once per
+ * process: RMEM_READER_MEM (and *why) when process_vm_readv failed there, whatever the target;
+ * else RMEM_READER_VM (a target may still refuse it alone). Static strings. */
+const char *rmem_reader_probe(const char **why);
 
 /* An empty memory image: reads succeed only inside regions added with rmem_image_add. */
 struct rmem *rmem_new_image(void);

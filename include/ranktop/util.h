@@ -45,6 +45,10 @@ uint64_t clock_mono_ns(void);
 uint64_t clock_thread_cpu_ns(void);
 uint64_t clock_process_cpu_ns(void);
 
+/* The kernel's page size, sysconf(_SC_PAGESIZE): 4 KiB on x86-64; 4, 16 or 64 KiB on aarch64
+ * (RHEL and openEuler on Kunpeng use 64 KiB). Never assume 4096 where a page matters. */
+size_t sys_page_size(void);
+
 /* qsort that accepts an empty or NULL array (C leaves qsort(NULL, 0, ...) undefined, and
  * UBSan says so); arrays of fewer than two elements are left as they are. */
 void x_qsort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));

@@ -119,6 +119,13 @@ uint64_t clock_process_cpu_ns(void)
     return clock_ns(CLOCK_PROCESS_CPUTIME_ID);
 }
 
+size_t sys_page_size(void)
+{
+    long pg = sysconf(_SC_PAGESIZE); /* glibc answers from the auxiliary vector: no system call */
+
+    return pg > 0 ? (size_t)pg : 4096;
+}
+
 static int open_status(int e)
 {
     return e == ENOENT || e == ESRCH   ? APP_E_NOTFOUND

@@ -350,7 +350,7 @@ static json_object *thread_json(const struct pythread *t, const struct dump_nati
 
 static json_object *process_json(int pid, int rank, const char *python, const char *error,
                                  const struct pysample *s, const struct dump_native *nv,
-                                 const struct dump_async *as)
+                                 const struct dump_async *as, const struct pyproc_stats *st)
 {
     json_object *o = json_object_new_object(), *threads = json_object_new_array();
 
@@ -358,6 +358,9 @@ static json_object *process_json(int pid, int rank, const char *python, const ch
     json_object_object_add(o, "rank", rank >= 0 ? json_object_new_int(rank) : NULL);
     json_object_object_add(o, "python", python ? cli_json_str(python) : NULL);
     json_object_object_add(o, "error", error ? cli_json_str(error) : NULL);
+    /* How its memory was read, and why /proc/PID/mem: null until a read decided it. */
+    json_object_object_add(o, "reader", st->reader ? cli_json_str(st->reader) : NULL);
+    json_object_object_add(o, "reader_why", st->reader_why ? cli_json_str(st->reader_why) : NULL);
     if (nv->on) /* only with --native: the output is otherwise exactly as before */
         json_object_object_add(o, "native_error", nv->err[0] ? cli_json_str(nv->err) : NULL);
     if (as->on) { /* only with --async */
@@ -415,9 +418,11 @@ static void thread_text(const struct pythread *t, const struct thread_native *tn
 }
 
 /* A process that was read: its header and threads on stdout (what could not be read goes to
- * stderr, see tell_error). */
+ * stderr, see tell_error). A reader other than process_vm_readv is said in the header of the
+ * first process read through it (*said: the last one said), with why. */
 static void process_text(int pid, int rank, const char *python, const struct pysample *s,
-                         const struct dump_native *nv, const struct dump_async *as)
+                         const struct dump_native *nv, const struct dump_async *as,
+                         const struct pyproc_stats *st, const char **said)
 {
     char cmd[512] = "";
 
@@ -428,6 +433,10 @@ static void process_text(int pid, int rank, const char *python, const struct pys
         printf("Process %d: %s\n", pid, text_safe(cmd));
     if (python)
         printf("Python %s\n", text_safe(python));
+    if (st->reader && st->reader_why && st->reader_why != *said)
+        printf("Memory reader: %s (%s)\n", st->reader, st->reader_why);
+    if (st->reader)
+        *said = st->reader_why;
     for (uint32_t i = 0; s && i < s->nthreads; i++) {
         thread_text(&s->threads[i], nv->t ? &nv->t[i] : NULL);
         tasks_text(as, i);
@@ -546,11 +555,13 @@ static void tell_error(int pid, const char *what, const char *msg)
             what ? what : "", what ? ": " : "", text_safe(msg));
 }
 
-/* Reads one process and emits it; shown counts the processes printed as text so far. Returns
- * 0 when it was read. */
-static int dump_one(const struct dump_opts *o, int pid, json_object *arr, int *shown)
+/* Reads one process and emits it; shown counts the processes printed as text so far, said is
+ * the memory reader's reason the text said last. Returns 0 when it was read. */
+static int dump_one(const struct dump_opts *o, int pid, json_object *arr, int *shown,
+                    const char **said)
 {
     struct app_err err = {0};
+    struct pyproc_stats st = {0};
     struct pyproc *p = NULL;
     const struct pysample *s = NULL;
     struct dump_native nv = {.on = o->native};
@@ -567,13 +578,15 @@ static int dump_one(const struct dump_opts *o, int pid, json_object *arr, int *s
         s = NULL;
     gather_native(pid, o, s, &nv);
     gather_async(p, pid, s, &as);
+    if (p)
+        pyproc_get_stats(p, &st);
     if (o->json) {
         json_object_array_add(arr, process_json(pid, rank, p ? pyproc_version(p) : NULL,
-                                                rc < 0 ? err.msg : NULL, s, &nv, &as));
+                                                rc < 0 ? err.msg : NULL, s, &nv, &as, &st));
     } else if (rc == 0) {
         if ((*shown)++)
             fputs("\n", stdout);
-        process_text(pid, rank, p ? pyproc_version(p) : NULL, s, &nv, &as);
+        process_text(pid, rank, p ? pyproc_version(p) : NULL, s, &nv, &as, &st, said);
     }
     if (rc < 0)
         tell_error(pid, NULL, err.msg);
@@ -724,6 +737,7 @@ int cmd_dump(int argc, char **argv)
     struct dump_opts o = {0};
     json_object *root = NULL, *arr = NULL;
     int rc = parse_dump_args(argc, argv, &o), failed = 0, shown = 0;
+    const char *said = NULL; /* the reader's reason the text said last */
     bool local = !o.remote.nhosts || o.remote.local;
     char me[64] = "";
 
@@ -753,7 +767,7 @@ int cmd_dump(int argc, char **argv)
     if (local && o.remote.nhosts && !o.json)
         printf("=== host %s ===\n", me);
     for (int i = 0; local && i < o.npids; i++)
-        failed += dump_one(&o, o.pids[i], arr, &shown) < 0;
+        failed += dump_one(&o, o.pids[i], arr, &shown, &said) < 0;
     for (size_t i = 0; o.json && o.remote.nhosts && i < json_object_array_length(arr); i++)
         json_object_object_add(json_object_array_get_idx(arr, i), "host", cli_json_str(me));
     if (o.remote.nhosts)

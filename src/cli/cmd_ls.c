@@ -7,6 +7,7 @@
 #include "cli_remote.h"
 
 #include "ranktop/discovery.h"
+#include "ranktop/pystack.h"
 #include "ranktop/util.h"
 
 #include <json-c/json.h>
@@ -104,6 +105,13 @@ static json_object *ls_json(const struct discovery *d)
     json_object *root = json_object_new_object(), *a;
 
     json_object_object_add(root, "host", cli_json_str(d->host));
+    /* How dump, record and the monitor would read these processes' memory, and why. */
+    {
+        const char *why, *reader = pyproc_reader_probe(&why);
+
+        json_object_object_add(root, "reader", cli_json_str(reader));
+        json_object_object_add(root, "reader_why", why ? cli_json_str(why) : NULL);
+    }
     a = json_object_new_array();
     for (size_t i = 0; i < d->devs.ndevs; i++)
         json_object_array_add(a, device_json(&d->devs.devs[i]));
@@ -523,7 +531,11 @@ int cmd_ls(int argc, char **argv)
         if (json)
             print_json(&d);
         else {
+            const char *why, *reader = pyproc_reader_probe(&why);
+
             printf("host %s\n", d.host);
+            if (why) /* said when not process_vm_readv */
+                printf("memory reader: %s (%s)\n", reader, why);
             print_devices(&d);
             print_procs(&d);
             for (size_t i = 0; i < d.nerrors; i++)

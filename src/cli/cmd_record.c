@@ -606,6 +606,9 @@ static void summary(struct engine *e)
             (unsigned long long)st.lost, pct, (unsigned long long)st.torn);
     if (st.sampler_threads > 1)
         fprintf(stderr, "ranktop: stacks read on %d threads\n", st.sampler_threads);
+    if (st.reader) /* this node's: process_vm_readv, or /proc/PID/mem and why */
+        fprintf(stderr, "ranktop: memory reader: %s%s%s%s\n", st.reader, st.reader_why ? " (" : "",
+                st.reader_why ? st.reader_why : "", st.reader_why ? ")" : "");
     if (st.task_lane_cap)
         fprintf(stderr,
                 "ranktop: task lanes: %llu ended ones folded away (%zu kept per rank), at most "

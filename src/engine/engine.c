@@ -379,6 +379,8 @@ void engine_get_stats(struct engine *e, struct engine_stats *st)
     st->task_lane_cap = e->hist.task_lane_cap;
     st->tasks_folded = e->hist.tasks_folded;
     st->tasks_unlaned_max = e->hist.tasks_unlaned_max;
+    st->reader = e->reader;
+    st->reader_why = e->reader_why;
     pthread_mutex_unlock(&e->lock);
     st->cpu_ns = clock_process_cpu_ns();
 }

@@ -40,7 +40,8 @@ struct engine {
     uint64_t samples, stacks, errs, lag_sum_ns, lag_max_ns;
     uint64_t torn, lost; /* torn thread walks, thread stacks lost (engine_stats) */
     int ranks_now, ranks_seen;
-    int sampler_threads; /* threads the last sampling pass was split over */
+    int sampler_threads;             /* threads the last sampling pass was split over */
+    const char *reader, *reader_why; /* engine_stats.reader: static strings */
     struct engine_unread unread[ENGINE_MAX_UNREAD]; /* targets the sampler cannot read */
     size_t nunread;
     pthread_t th[8];

@@ -516,6 +516,23 @@ static void count_error(struct engine *e)
     pthread_mutex_unlock(&e->lock);
 }
 
+/* Notes how a reader just attached reads memory: the first one decided, and /proc/PID/mem
+ * (with why) over process_vm_readv, so that a fallback any rank needs is said. */
+static void note_reader(struct engine *e, const struct pyproc *p)
+{
+    struct pyproc_stats st;
+
+    pyproc_get_stats(p, &st);
+    if (!st.reader)
+        return;
+    pthread_mutex_lock(&e->lock);
+    if (!e->reader || (st.reader_why && !e->reader_why)) {
+        e->reader = st.reader;
+        e->reader_why = st.reader_why;
+    }
+    pthread_mutex_unlock(&e->lock);
+}
+
 /* Attaches when due; false (with sl->rc set) when there is no reader to sample this pass. */
 static bool slot_attach(struct sampler *sp, struct slot *sl, uint64_t now)
 {
@@ -530,6 +547,7 @@ static bool slot_attach(struct sampler *sp, struct slot *sl, uint64_t now)
         return false;
     rc = pyproc_open(sl->t.pid, &po, &sl->py, &err);
     if (rc == 0) {
+        note_reader(sp->e, sl->py);
         procscan_image(sl->t.pid, &sl->image);
         sl->image_at = now + IMAGE_EVERY_NS;
         return true;

@@ -548,15 +548,15 @@ static int locate(struct pyproc *p, struct app_err *err)
         const char *base = strrchr(m->path, '/');
         struct elf_info elf;
         struct app_err e2 = {0};
-        char path[4200];
+        char root[64];
 
         base = base ? base + 1 : "";
         if (m->offset != 0 || m->path[0] != '/' || strstr(m->path, " (deleted)") ||
             (strncmp(base, "_asyncio.", 9) && strncmp(base, "libpython", 9) &&
              strncmp(base, "python", 6)))
             continue;
-        snprintf(path, sizeof(path), "/proc/%d/root%s", p->pid, m->path);
-        if (elf_inspect_file(path, &elf, &e2) < 0 || !elf.asyncio_debug)
+        snprintf(root, sizeof(root), "/proc/%d/root", p->pid);
+        if (elf_inspect_file(root, m->path, &elf, &e2) < 0 || !elf.asyncio_debug)
             continue;
         p->asyncio_dbg = elf.asyncio_debug + (elf.type == ET_DYN ? m->start - elf.load_vaddr : 0);
     }

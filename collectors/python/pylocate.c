@@ -45,17 +45,20 @@ static uint64_t map_base(const struct procmaps *maps, const char *path)
     return base;
 }
 
-/* Opens the mapped file the way that works across mount namespaces and deleted files. */
+/* Opens the mapped file the way that works across mount namespaces and deleted files: the
+ * executable through /proc/PID/exe, a deleted object through /proc/PID/map_files, any other
+ * object by its path inside the target's root (where the target's links stay). */
 static int inspect_mapped(int pid, const struct procmaps *maps, const char *path, bool is_exe,
                           struct elf_info *elf, struct app_err *err)
 {
-    char buf[PATH_MAX + 64];
+    char buf[PATH_MAX + 64] = "", root[64];
     const char *del = strstr(path, " (deleted)");
 
+    snprintf(root, sizeof(root), "/proc/%d/root", pid);
     if (is_exe)
         snprintf(buf, sizeof(buf), "/proc/%d/exe", pid);
     else if (!del)
-        snprintf(buf, sizeof(buf), "/proc/%d/root%s", pid, path);
+        return elf_inspect_file(root, path, elf, err);
     else {
         for (size_t i = 0; i < maps->n; i++)
             if (!strcmp(maps->v[i].path, path) && maps->v[i].offset == 0) {
@@ -66,7 +69,7 @@ static int inspect_mapped(int pid, const struct procmaps *maps, const char *path
     }
     if (access(buf, R_OK) < 0 && (errno == EACCES || errno == EPERM))
         return app_err_set(err, APP_E_PERM, "cannot open %s: permission denied", buf);
-    return elf_inspect_file(buf, elf, err);
+    return elf_inspect_file(NULL, buf, elf, err);
 }
 
 static uint32_t version_from_text(const char *s)

@@ -30,7 +30,9 @@ struct elf_info {
  * a malformed file, or APP_E_ARCH for anything but a 64-bit little-endian x86-64 object. */
 int elf_parse(const uint8_t *buf, size_t len, struct elf_info *out, struct app_err *err);
 
-/* Maps path read-only and parses it. */
-int elf_inspect_file(const char *path, struct elf_info *out, struct app_err *err);
+/* Maps root + path read-only (tfile_map: a regular file, never waited on; root NULL or a
+ * directory such as /proc/PID/root that path is resolved inside) and parses it. */
+int elf_inspect_file(const char *root, const char *path, struct elf_info *out,
+                     struct app_err *err);
 
 #endif

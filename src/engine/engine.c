@@ -11,7 +11,11 @@
  * Threads that sleep wait on the condition (the sampler polls stop_fd: engine_sleep); threads
  * that block in I/O poll stop_fd (the exit thread), and the discovery thread names it as its
  * exec cancel descriptor, so a device tool that hangs is killed at once instead of at its
- * deadline. Every thread is then joined. */
+ * deadline. Every thread is then joined, for STOP_JOIN_NS at most: a collector stuck in a
+ * system call (an object of a target on a file system that never answers) must not keep
+ * ranktop from ending once asked to. One that is not back by then is left running and said
+ * so; the engine is then never freed (that thread may still use it), and the process's exit
+ * ends it. */
 #include "ranktop/engine.h"
 #include "engine_priv.h"
 
@@ -21,6 +25,8 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <stdatomic.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +34,13 @@
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
+
+#define STOP_JOIN_NS 500000000ull /* how long engine_stop waits for its threads */
+
+/* An engine a stuck thread still uses: kept reachable, so leak checkers do not count it; and
+ * whether any thread was left (engine_left_threads). */
+static struct engine *_Atomic left_running;
+static atomic_bool threads_left;
 
 /* Sleeps until abs_ns (CLOCK_MONOTONIC) or until stop is set. Returns true when stopping. */
 bool engine_wait(struct engine *e, uint64_t abs_ns)
@@ -320,6 +333,7 @@ int engine_start(const struct engine_opts *o, struct engine **out, struct app_er
 void engine_stop(struct engine *e)
 {
     uint64_t one = 1;
+    struct timespec deadline;
 
     pthread_mutex_lock(&e->lock);
     e->stop = true;
@@ -328,15 +342,38 @@ void engine_stop(struct engine *e)
     /* The counter only grows; one write keeps stop_fd readable for good. */
     if (write(e->stop_fd, &one, sizeof(one)) < 0)
         perror("ranktop: engine stop");
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    deadline.tv_nsec += (long)STOP_JOIN_NS;
+    deadline.tv_sec += deadline.tv_nsec / 1000000000L;
+    deadline.tv_nsec %= 1000000000L;
     for (int i = 0; i < e->nth; i++)
-        pthread_join(e->th[i], NULL);
+        if (pthread_clockjoin_np(e->th[i], NULL, CLOCK_MONOTONIC, &deadline) != 0) {
+            pthread_detach(e->th[i]);
+            e->abandoned++;
+        }
+    if (e->abandoned) {
+        atomic_store(&threads_left, true);
+        fprintf(stderr,
+                "ranktop: %d collector thread(s) did not stop within %llu ms (blocked in a "
+                "system call); ending without them\n",
+                e->abandoned, STOP_JOIN_NS / 1000000ull);
+    }
     e->nth = 0;
+}
+
+bool engine_left_threads(void)
+{
+    return atomic_load(&threads_left);
 }
 
 void engine_free(struct engine *e)
 {
     if (!e)
         return;
+    if (e->abandoned) { /* a thread left running may still use any of it */
+        left_running = e;
+        return;
+    }
     history_fini(&e->hist);
     free(e->targets);
     free(e->devs);

@@ -45,6 +45,7 @@ struct engine {
     size_t nunread;
     pthread_t th[8];
     int nth;
+    int abandoned; /* threads engine_stop left running (stuck): never freed then */
     /* live figures for the UI, under lock */
     struct smi_device *devs;
     size_t ndevs;

@@ -106,8 +106,8 @@ int engine_start(const struct engine_opts *o, struct engine **out, struct app_er
 
 /* Stops and joins every thread; the history stays readable until engine_free. Returns without
  * waiting on a device tool: a tool the discovery thread is running is killed at once; nor on a
- * thread stuck in a system call: one not back within 0.5 s is left running (said on stderr),
- * and that engine is never freed. */
+ * thread stuck in a system call: one not back in time (0.5 s, the remote collector 2.5 s) is
+ * left running (said on stderr), and that engine is never freed. */
 void engine_stop(struct engine *e);
 void engine_free(struct engine *e);
 

@@ -7,9 +7,10 @@
 # - a debug file whose .symtab claims 1 GiB (sparse): the table is skipped with one line that
 #   names the object, and dump's peak RSS stays small (old code read it all: ~1 GB);
 # - an open() that never returns (a fanotify permission mark nobody answers, as a file system
-#   that never answers): SIGTERM ends dump and record all the same (old code: dump kept
-#   SIGTERM pending, every signal being blocked in libunwind's callbacks). The seconds from
-#   SIGTERM to exit are printed for the record; the bound asserted is generous.
+#   that never answers): SIGTERM ends dump, record and agent all the same (old code: dump kept
+#   SIGTERM pending, every signal being blocked in libunwind's callbacks; record joined the
+#   stuck collector for good). The seconds from SIGTERM to exit are printed for the record;
+#   the bound asserted is generous.
 . "$(dirname "$0")/lib.sh"
 
 for t in cc readelf python3; do
@@ -109,7 +110,9 @@ term_after_open() {
     rc=0
     RANKTOP_DEBUG_DIR="$WORK/stuck" python3 -c '
 import os, signal, subprocess, sys, time
-p = subprocess.Popen(sys.argv[1:], stdout=open("t.out", "w"), stderr=open("t.err", "w"))
+# stdin stays open: an agent ends when it closes.
+p = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stdout=open("t.out", "w"),
+                     stderr=open("t.err", "w"))
 for _ in range(600):
     if os.path.exists("blk.opened") or p.poll() is not None:
         break
@@ -139,6 +142,9 @@ if [ "$rc" = 0 ]; then
     echo "record: exited ${SECS} s after SIGTERM (stuck in open())"
     grep -q "did not stop in time" t.err || fail "record: the stuck collector was not named: $(cat t.err)"
     untraced "$T" || fail "SIGTERM record: the target was left stopped or traced"
+    SECS=$(term_after_open agent --native -p "$T") ||
+        fail "agent: SIGTERM during a stuck open(): $SECS $(cat t.err)"
+    echo "agent: exited ${SECS} s after SIGTERM (stuck in open())"
 elif [ "$rc" = 77 ]; then
     echo "skipped: the SIGTERM part (fanotify permission events need CAP_SYS_ADMIN): $(cat blk.err)"
 else

@@ -38,11 +38,31 @@ static bool interp_kept(const char *fn)
     return false;
 }
 
+/* The frames that start a process or a thread. glibc names that code by several aliases
+ * (clone3, __clone3 and the hidden __GI___clone3 at one address); which one a frame shows
+ * depends on the symbols at hand -- libc6-dbg's full table adds the hidden ones -- so the
+ * hidden prefix is dropped before the names are compared. */
 static bool start_machinery(const char *fn)
 {
-    return fn && (!strcmp(fn, "__libc_start_main") || !strcmp(fn, "__libc_start_call_main") ||
-                  !strcmp(fn, "_start") || !strcmp(fn, "clone") || !strcmp(fn, "clone3") ||
-                  !strcmp(fn, "start_thread"));
+    static const char *const start[] = {"_start",
+                                        "__libc_start_main",
+                                        "__libc_start_main_impl",
+                                        "__libc_start_call_main",
+                                        "clone",
+                                        "__clone",
+                                        "clone3",
+                                        "__clone3",
+                                        "__clone_internal",
+                                        "start_thread"};
+
+    if (!fn)
+        return false;
+    if (!strncmp(fn, "__GI_", 5))
+        fn += 5;
+    for (size_t i = 0; i < sizeof(start) / sizeof(start[0]); i++)
+        if (!strcmp(fn, start[i]))
+            return true;
+    return false;
 }
 
 /* Where the evaluation calls are when no frame is named as one: a stripped interpreter whose

@@ -23,8 +23,12 @@ struct native_ctx {
 int native_syms_open(int pid, struct native_syms **out, struct app_err *err);
 void native_syms_close(struct native_syms *s);
 
+/* The notes gathered since the last call, one line each (see native_take_notes); NULL when
+ * none. The caller frees them. */
+char *native_syms_take_notes(struct native_syms *s);
+
 /* Decompresses an xz stream (.gnu_debugdata) with liblzma, loaded on first use; false when
- * this system has no liblzma or the data is not a valid stream of at most 256 MiB. *out is
+ * this system has no liblzma or the data is not a valid stream of at most 64 MiB. *out is
  * the caller's to free. */
 bool native_xz_decode(const uint8_t *in, size_t n, uint8_t **out, size_t *outlen);
 
@@ -34,6 +38,9 @@ bool native_xz_decode(const uint8_t *in, size_t n, uint8_t **out, size_t *outlen
  * file mapping, or the object has no PT_GNU_EH_FRAME (then libunwind looks by itself). */
 bool native_syms_ehframe(struct native_syms *s, uint64_t ip, uint64_t *hdr, uint64_t *start,
                          uint64_t *end);
+
+/* Whether ip falls in a mapping of a file (of the maps last read). */
+bool native_syms_in_file(struct native_syms *s, uint64_t ip);
 
 /* Fills function, object, offset, eval and interp of every frame. */
 void native_symbolize(struct native_syms *s, struct native_stack *st);

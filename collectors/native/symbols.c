@@ -8,21 +8,47 @@
  *
  * Invariants: files are only read (mmap, read-only), every offset and size from an ELF is
  * checked against the file's length; names are owned here and live until native_syms_close.
+ * Every file is opened through tfile (a target controls its objects, its root and what debug
+ * files it offers: a FIFO or device there is skipped, never waited on). What symbols may
+ * cost is bounded per object and per process (struct budget): a table over what is left is
+ * skipped whole, and the first such skip of an object is noted once (native_syms_take_notes).
  * One native_syms belongs to one native_ctx. */
 #include "native_priv.h"
 
 #include "ranktop/procmaps.h"
+#include "ranktop/tfile.h"
 #include "ranktop/util.h"
 
 #include <dlfcn.h>
 #include <elf.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* What the symbols of one object, and of all objects of a process, may cost: the bytes of
+ * symbol tables looked at (a debug file can claim a table of any size, and list 65535 tables
+ * over the same bytes), the function symbols kept and the bytes of their names. The largest
+ * objects seen (libtorch's 1.2 GB libraries, Chromium) stay well inside the object's. */
+#define OBJ_TAB_BYTES (64ull << 20) /* about 2.8 million entries */
+#define OBJ_SYMS 1000000u
+#define OBJ_NAME_BYTES (64ull << 20)
+#define ALL_TAB_BYTES (512ull << 20)
+#define ALL_SYMS 4000000u
+#define ALL_NAME_BYTES (256ull << 20)
+#define NAME_MAX_BYTES 4096         /* a longer name is cut there, and not demangled */
+#define FILE_MAX (64ull << 30)      /* mapped lazily: only headers and tables are read */
+#define DEBUGDATA_MAX (16ull << 20) /* compressed .gnu_debugdata (MiniDebugInfo is KiB) */
+#define MAPS_REREAD_NS 50000000ull
+
+struct budget {
+    uint64_t tab, names;
+    size_t syms;
+};
 
 struct sym {
     uint64_t value, size;
@@ -43,14 +69,21 @@ struct object {
     uint64_t text_memsz;
     size_t nseg;
     struct sym *syms;
-    size_t nsyms;
+    size_t nsyms, cap;
+    struct budget left; /* what this object's symbols may still cost */
+    bool noted;         /* a skip of this object was noted already */
 };
 
 struct native_syms {
     int pid;
+    char root[64]; /* /proc/PID/root */
     struct procmaps maps;
     struct object *obj;
     size_t nobj;
+    uint64_t maps_read_ns; /* when map_fresh last read the maps */
+    struct budget left;    /* what all objects' symbols may still cost */
+    char *notes;           /* lines not yet taken */
+    size_t notes_len;
     char *(*demangle)(const char *, char *, size_t *, int *);
     bool demangle_tried;
 };
@@ -65,8 +98,44 @@ int native_syms_open(int pid, struct native_syms **out, struct app_err *err)
         return rc;
     }
     s->pid = pid;
+    snprintf(s->root, sizeof(s->root), "/proc/%d/root", pid);
+    s->left = (struct budget){ALL_TAB_BYTES, ALL_NAME_BYTES, ALL_SYMS};
     *out = s;
     return 0;
+}
+
+/* Says once per object why some of its symbols are missing (a line for the user). */
+static void note(struct native_syms *s, struct object *o, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void note(struct native_syms *s, struct object *o, const char *fmt, ...)
+{
+    char line[1024];
+    int n = snprintf(line, sizeof(line), "native symbols of %s: ", o->path);
+    va_list ap;
+    size_t len;
+
+    if (o->noted || n < 0)
+        return;
+    o->noted = true;
+    va_start(ap, fmt);
+    vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+    va_end(ap);
+    str_scrub(line);
+    len = strlen(line);
+    s->notes = x_reallocarray(s->notes, s->notes_len + len + 2, 1);
+    memcpy(s->notes + s->notes_len, line, len);
+    s->notes_len += len;
+    s->notes[s->notes_len++] = '\n';
+    s->notes[s->notes_len] = '\0';
+}
+
+char *native_syms_take_notes(struct native_syms *s)
+{
+    char *n = s->notes;
+
+    s->notes = NULL;
+    s->notes_len = 0;
+    return n;
 }
 
 void native_syms_close(struct native_syms *s)
@@ -80,6 +149,7 @@ void native_syms_close(struct native_syms *s)
         free(s->obj[i].path);
     }
     free(s->obj);
+    free(s->notes);
     procmaps_fini(&s->maps);
     free(s);
 }
@@ -112,15 +182,19 @@ static char *demangle(struct native_syms *s, const char *name)
 }
 
 /* By address; aliases at one address with the preferred name last, where sym_at's search
- * lands. */
+ * lands: global, then weak, then local; a name other than glibc's hidden __GI_ alias of it
+ * (__GI___clone3 beside clone3); then the first in byte order. */
 static int cmp_sym(const void *a, const void *b)
 {
     const struct sym *x = a, *y = b;
+    int xgi = !strncmp(x->name, "__GI_", 5), ygi = !strncmp(y->name, "__GI_", 5);
 
     if (x->value != y->value)
         return (x->value > y->value) - (x->value < y->value);
     if (x->pref != y->pref)
         return y->pref - x->pref;
+    if (xgi != ygi)
+        return ygi - xgi;
     return strcmp(y->name, x->name);
 }
 
@@ -142,19 +216,52 @@ static void sort_syms(struct object *o)
     o->nsyms = k;
 }
 
-/* A symbol's name without its version ("__libc_start_main@GLIBC_2.2.5" in debug files). */
-static char *sym_name(struct native_syms *s, const char *raw)
+/* A symbol's name without its version ("__libc_start_main@GLIBC_2.2.5" in debug files); a
+ * name of NAME_MAX_BYTES or more is cut there and left mangled. */
+static char *sym_name(struct native_syms *s, const char *raw, size_t len)
 {
-    char *d = demangle(s, raw), *at = strchr(d, '@');
+    char *d = len < NAME_MAX_BYTES ? demangle(s, raw) : x_strndup(raw, NAME_MAX_BYTES);
+    char *at = strchr(d, '@');
 
     if (at && at != d && !strchr(at, ' ') && !strchr(at, '('))
         *at = '\0';
     return d;
 }
 
-/* Adds the function symbols of one symbol table section (sh, whose strings are in str). */
-static void add_syms(struct native_syms *s, struct object *o, const uint8_t *f, size_t len,
-                     const Elf64_Shdr *sh, const Elf64_Shdr *str)
+/* Takes nb table bytes from the object's and the process's budgets; false (nothing taken)
+ * when either has less left. */
+static bool take_table(struct native_syms *s, struct object *o, uint64_t nb)
+{
+    if (nb > o->left.tab || nb > s->left.tab)
+        return false;
+    o->left.tab -= nb;
+    s->left.tab -= nb;
+    return true;
+}
+
+/* Keeps one function symbol named raw (len bytes) when both budgets allow it. */
+static bool keep_sym(struct native_syms *s, struct object *o, const Elf64_Sym *y, const char *raw,
+                     size_t len)
+{
+    size_t cost = (len < NAME_MAX_BYTES ? len : NAME_MAX_BYTES) + 1;
+
+    if (!o->left.syms || !s->left.syms || cost > o->left.names || cost > s->left.names)
+        return false;
+    o->left.syms--;
+    s->left.syms--;
+    o->left.names -= cost;
+    s->left.names -= cost;
+    o->syms[o->nsyms++] = (struct sym){y->st_value, y->st_size, sym_name(s, raw, len),
+                                       ELF64_ST_BIND(y->st_info) == STB_GLOBAL ? 0
+                                       : ELF64_ST_BIND(y->st_info) == STB_WEAK ? 1
+                                                                               : 2};
+    return true;
+}
+
+/* Adds the function symbols of one symbol table section (sh, whose strings are in str) of
+ * file (named in a note when the table is over the budget). */
+static void add_syms(struct native_syms *s, struct object *o, const char *file, const uint8_t *f,
+                     size_t len, const Elf64_Shdr *sh, const Elf64_Shdr *str)
 {
     size_t n;
 
@@ -162,23 +269,40 @@ static void add_syms(struct native_syms *s, struct object *o, const uint8_t *f, 
         sh->sh_size > len - sh->sh_offset || str->sh_offset > len ||
         str->sh_size > len - str->sh_offset)
         return;
+    if (!take_table(s, o, sh->sh_size)) {
+        note(s, o,
+             "skipped the %s symbol table of %s: it claims %llu bytes, over the cap on symbol "
+             "tables (%llu MiB an object, %llu MiB a process; %llu MiB left)",
+             sh->sh_type == SHT_DYNSYM ? "dynamic" : "full", file, (unsigned long long)sh->sh_size,
+             OBJ_TAB_BYTES >> 20, ALL_TAB_BYTES >> 20,
+             (unsigned long long)((o->left.tab < s->left.tab ? o->left.tab : s->left.tab) >> 20));
+        return;
+    }
     n = sh->sh_size / sizeof(Elf64_Sym);
-    o->syms = x_reallocarray(o->syms, o->nsyms + n + 1, sizeof(*o->syms));
     for (size_t i = 0; i < n; i++) {
         Elf64_Sym y;
+        const char *raw;
         int type;
 
         memcpy(&y, f + sh->sh_offset + i * sizeof(y), sizeof(y));
         type = ELF64_ST_TYPE(y.st_info);
         if ((type != STT_FUNC && type != STT_GNU_IFUNC) || y.st_shndx == SHN_UNDEF || !y.st_size ||
-            y.st_name >= str->sh_size ||
-            !memchr(f + str->sh_offset + y.st_name, '\0', str->sh_size - y.st_name))
+            y.st_name >= str->sh_size)
             continue;
-        o->syms[o->nsyms++] = (struct sym){
-            y.st_value, y.st_size, sym_name(s, (const char *)f + str->sh_offset + y.st_name),
-            ELF64_ST_BIND(y.st_info) == STB_GLOBAL ? 0
-            : ELF64_ST_BIND(y.st_info) == STB_WEAK ? 1
-                                                   : 2};
+        raw = (const char *)f + str->sh_offset + y.st_name;
+        if (!memchr(raw, '\0', str->sh_size - y.st_name))
+            continue;
+        if (o->nsyms == o->cap) { /* grown as kept: a table's size is only a claim */
+            o->cap = o->cap ? 2 * o->cap : 256;
+            o->syms = x_reallocarray(o->syms, o->cap, sizeof(*o->syms));
+        }
+        if (!keep_sym(s, o, &y, raw, strnlen(raw, str->sh_size - y.st_name))) {
+            note(s, o,
+                 "kept the first %zu function symbols (of %s): the cap on what one "
+                 "object's, or one process's, symbols may hold",
+                 o->nsyms, file);
+            return;
+        }
     }
 }
 
@@ -231,15 +355,15 @@ static bool elf_header(const uint8_t *f, size_t len, Elf64_Ehdr *eh)
 }
 
 /* Every function symbol of an image (.symtab and .dynsym: a stripped object keeps only the
- * latter, a MiniDebugInfo one has the rest in .gnu_debugdata). */
-static void image_syms(struct native_syms *s, struct object *o, const uint8_t *f, size_t len,
-                       const Elf64_Ehdr *eh)
+ * latter, a MiniDebugInfo one has the rest in .gnu_debugdata); file names it in notes. */
+static void image_syms(struct native_syms *s, struct object *o, const char *file, const uint8_t *f,
+                       size_t len, const Elf64_Ehdr *eh)
 {
     for (size_t i = 0; i < eh->e_shnum; i++) {
         const Elf64_Shdr *sh = shdr(f, eh, i);
 
         if ((sh->sh_type == SHT_SYMTAB || sh->sh_type == SHT_DYNSYM) && sh->sh_link < eh->e_shnum)
-            add_syms(s, o, f, len, sh, shdr(f, eh, sh->sh_link));
+            add_syms(s, o, file, f, len, sh, shdr(f, eh, sh->sh_link));
     }
 }
 
@@ -254,10 +378,17 @@ static void debugdata_syms(struct native_syms *s, struct object *o, const uint8_
     size_t n;
     Elf64_Ehdr deh;
 
-    if (!in || !sh->sh_size || !native_xz_decode(in, sh->sh_size, &out, &n))
+    if (!in || !sh->sh_size)
+        return;
+    if (sh->sh_size > DEBUGDATA_MAX) {
+        note(s, o, "skipped its .gnu_debugdata: %llu bytes, over %llu MiB",
+             (unsigned long long)sh->sh_size, DEBUGDATA_MAX >> 20);
+        return;
+    }
+    if (!native_xz_decode(in, sh->sh_size, &out, &n))
         return;
     if (elf_header(out, n, &deh))
-        image_syms(s, o, out, n, &deh);
+        image_syms(s, o, ".gnu_debugdata", out, n, &deh);
     free(out);
 }
 
@@ -279,25 +410,25 @@ static void build_id(const uint8_t *f, size_t len, const Elf64_Ehdr *eh, char *h
         snprintf(hex + 2 * i, 3, "%02x", p[sizeof(nh) + 4 + i]);
 }
 
-/* Calls fn on the image of path mapped read-only (size checked); false when it cannot be. */
-static bool with_image(const char *path, void (*fn)(void *, const uint8_t *, size_t), void *arg)
+/* Calls fn on the image of root + path mapped read-only (tfile_map: root NULL or a directory
+ * path stays inside). 0, or tfile_map's status when it cannot be; a file that is there but
+ * is no regular file, or too large, is noted. */
+static int with_image(struct native_syms *s, struct object *o, const char *root, const char *path,
+                      unsigned flags, void (*fn)(void *, const char *, const uint8_t *, size_t),
+                      void *arg)
 {
-    struct stat st;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    bool ok = false;
+    struct tfile_map m;
+    struct app_err err = {0};
+    int rc = tfile_map(root, path, flags, FILE_MAX, &m, &err);
 
-    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
-        void *f = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-
-        if (f != MAP_FAILED) {
-            fn(arg, f, (size_t)st.st_size);
-            munmap(f, (size_t)st.st_size);
-            ok = true;
-        }
+    if (rc < 0) {
+        if (rc == APP_E_NOTREG || rc == APP_E_LIMIT)
+            note(s, o, "skipped %s", err.msg);
+        return rc;
     }
-    if (fd >= 0)
-        close(fd);
-    return ok;
+    fn(arg, path, m.p, m.len);
+    tfile_unmap(&m);
+    return 0;
 }
 
 struct debug_load {
@@ -305,24 +436,25 @@ struct debug_load {
     struct object *o;
 };
 
-static void debug_image(void *arg, const uint8_t *f, size_t len)
+static void debug_image(void *arg, const char *path, const uint8_t *f, size_t len)
 {
     struct debug_load *d = arg;
     Elf64_Ehdr eh;
 
     if (elf_header(f, len, &eh))
-        image_syms(d->s, d->o, f, len, &eh);
+        image_syms(d->s, d->o, path, f, len, &eh);
 }
 
 /* The separate debug file of a build id, as gdb finds it: DEBUGDIR/.build-id/xx/rest.debug,
  * in the target's root first (a container's own debug packages), then in ours; the first
  * found is used. DEBUGDIR is /usr/lib/debug, or each of $RANKTOP_DEBUG_DIR's
- * colon-separated directories. */
+ * colon-separated directories. Links are followed (distributions make .build-id entries
+ * links), those in the target's root inside that root. */
 static void debugfile_syms(struct native_syms *s, struct object *o, const char *id)
 {
     const char *dirs = getenv("RANKTOP_DEBUG_DIR");
     struct debug_load d = {s, o};
-    char rel[4200], path[4300];
+    char rel[4200];
 
     if (!id[0])
         return;
@@ -334,8 +466,8 @@ static void debugfile_syms(struct native_syms *s, struct object *o, const char *
         p += n;
         if (rel[0] != '/')
             continue; /* a relative directory: the target's root would not apply */
-        snprintf(path, sizeof(path), "/proc/%d/root%s", s->pid, rel);
-        if (with_image(path, debug_image, &d) || with_image(rel, debug_image, &d))
+        if (with_image(s, o, s->root, rel, 0, debug_image, &d) == 0 ||
+            with_image(s, o, NULL, rel, 0, debug_image, &d) == 0)
             return;
     }
 }
@@ -347,7 +479,7 @@ struct elf_load {
 };
 
 /* Segments and symbols of one mapped object's image; its debug data too. */
-static void parse_elf(void *arg, const uint8_t *f, size_t len)
+static void parse_elf(void *arg, const char *path, const uint8_t *f, size_t len)
 {
     struct elf_load *l = arg;
     struct object *o = l->o;
@@ -368,7 +500,7 @@ static void parse_elf(void *arg, const uint8_t *f, size_t len)
         if (ph.p_type == PT_GNU_EH_FRAME)
             o->eh_vaddr = ph.p_vaddr;
     }
-    image_syms(l->s, o, f, len, &eh);
+    image_syms(l->s, o, path, f, len, &eh);
     debugdata_syms(l->s, o, f, len, &eh);
     build_id(f, len, &eh, l->id, sizeof(l->id));
 }
@@ -390,6 +522,7 @@ static struct object *object_of(struct native_syms *s, const struct procmap *m)
     char full[4200];
     struct object *o;
     struct elf_load l;
+    int rc;
 
     for (size_t i = 0; i < s->nobj; i++)
         if (!strcmp(s->obj[i].path, path))
@@ -398,8 +531,15 @@ static struct object *object_of(struct native_syms *s, const struct procmap *m)
     o = memset(&s->obj[s->nobj++], 0, sizeof(*o));
     o->path = x_strdup(path);
     o->interp = is_interp(path);
+    o->left = (struct budget){OBJ_TAB_BYTES, OBJ_NAME_BYTES, OBJ_SYMS};
     l = (struct elf_load){s, o, ""};
-    if (procmaps_file_path(s->pid, m, full, sizeof(full)) == 0 && with_image(full, parse_elf, &l))
+    /* procmaps_file_path finds the very file mapped (device and inode checked): in the
+     * target's root, in ours for a target chrooted below ours (its maps name our paths), or
+     * through map_files; tfile then opens it without blocking, as a regular file only. */
+    rc = procmaps_file_path(s->pid, m, full, sizeof(full));
+    if (rc == 0)
+        rc = with_image(s, o, NULL, full, 0, parse_elf, &l);
+    if (rc == 0)
         debugfile_syms(s, o, l.id); /* after the image is unmapped: one file at a time */
     sort_syms(o);
     return o;
@@ -478,6 +618,31 @@ static bool load_bias(const struct object *o, const struct procmap *m, uint64_t 
         }
     }
     return false;
+}
+
+/* Reads the maps again when ip falls in none (a library loaded since), at most every
+ * MAPS_REREAD_NS: an address past the end of a stack falls in none either. */
+static const struct procmap *map_fresh(struct native_syms *s, uint64_t ip)
+{
+    const struct procmap *m = map_of(&s->maps, ip);
+    uint64_t now = clock_mono_ns();
+    struct procmaps fresh;
+
+    if (m || now - s->maps_read_ns < MAPS_REREAD_NS)
+        return m;
+    s->maps_read_ns = now;
+    if (procmaps_read(s->pid, &fresh, NULL) == 0) {
+        procmaps_fini(&s->maps);
+        s->maps = fresh;
+    }
+    return map_of(&s->maps, ip);
+}
+
+bool native_syms_in_file(struct native_syms *s, uint64_t ip)
+{
+    const struct procmap *m = map_fresh(s, ip);
+
+    return m && m->path[0] == '/';
 }
 
 bool native_syms_ehframe(struct native_syms *s, uint64_t ip, uint64_t *hdr, uint64_t *start,

@@ -116,9 +116,11 @@ extern int _Ux86_64_dwarf_search_unwind_table(unw_addr_space_t as, unw_word_t ip
 
 /* Unwind info for ip: the object's .eh_frame_hdr search table, found from its program headers
  * (read through /proc/PID/root, so a container's objects are the container's) and read from
- * the target's memory by libunwind's table search. libunwind's own lookup, which opens the
- * path from /proc/PID/maps in our mount namespace and maps the whole object again for every
- * object change, is left for objects without PT_GNU_EH_FRAME (.debug_frame only). */
+ * the target's memory by libunwind's table search. libunwind's own lookup opens the path from
+ * /proc/PID/maps with a plain open() -- a FIFO the target put there would block it for good,
+ * with every signal blocked -- and maps the whole object again for every object change: it
+ * is left for addresses outside file mappings, and an object without a usable
+ * PT_GNU_EH_FRAME (.debug_frame only) is not unwound through. */
 static int acc_find(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t *pi, int need, void *arg)
 {
     struct snap *s = cur_snap;
@@ -127,13 +129,15 @@ static int acc_find(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t *pi, int
     uint32_t count;
     unw_dyn_info_t di;
 
-    if (!s || !native_syms_ehframe(s->ctx->syms, ip, &hdr, &start, &end) ||
-        mem_read(s->pid, hdr, h, sizeof(h)) < 0)
+    if (!s || !native_syms_in_file(s->ctx->syms, ip))
         return _UPT_find_proc_info(as, ip, pi, need, arg);
+    if (!native_syms_ehframe(s->ctx->syms, ip, &hdr, &start, &end) ||
+        mem_read(s->pid, hdr, h, sizeof(h)) < 0)
+        return -UNW_ENOINFO;
     /* version 1; eh_frame_ptr 4 bytes; a 4-byte count; the table as (datarel sdata4) pairs */
     if (h[0] != 1 || ((h[1] & 0x0f) != DW_EH_PE_udata4 && (h[1] & 0x0f) != DW_EH_PE_sdata4) ||
         h[2] != DW_EH_PE_udata4 || h[3] != (DW_EH_PE_datarel | DW_EH_PE_sdata4))
-        return _UPT_find_proc_info(as, ip, pi, need, arg);
+        return -UNW_ENOINFO;
     memcpy(&count, h + 8, 4);
     if (!count || count > (1u << 24))
         return -UNW_ENOINFO;
@@ -369,6 +373,11 @@ int native_open(int pid, struct native_ctx **out, struct app_err *err)
     }
     *out = c;
     return 0;
+}
+
+char *native_take_notes(struct native_ctx *c)
+{
+    return native_syms_take_notes(c->syms);
 }
 
 void native_close(struct native_ctx *c)

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 
 #define XZ_MEMLIMIT (256ull << 20)
-#define XZ_OUT_MAX ((size_t)256 << 20)
+#define XZ_OUT_MAX ((size_t)64 << 20) /* MiniDebugInfo decodes to a few MiB */
 #define LZMA_OK 0
 #define LZMA_BUF_ERROR 10
 

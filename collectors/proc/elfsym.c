@@ -1,9 +1,13 @@
 /* ELF symbol and section lookup for interpreter binaries.
  *
  * elf_parse is pure and defensive: every header, table and string is range-checked against
- * the buffer before use, so a truncated or hostile file yields APP_E_PARSE, never a crash.
- * elf_inspect_file only maps the file. Called from whichever thread attaches to a process. */
+ * the buffer before use, so a truncated or hostile file yields APP_E_PARSE, never a crash; and
+ * its cost is bounded whatever the file claims: ELF_MAX_SYMS symbol entries in all (a file
+ * may hold 65535 symbol tables over the same bytes) and one .rodata scan. elf_inspect_file
+ * maps the file through tfile_map (a target controls it). Called from whichever thread
+ * attaches to a process. */
 #include "ranktop/elfsym.h"
+#include "ranktop/tfile.h"
 
 #include "ranktop/util.h"
 
@@ -14,7 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define ELF_MAX_SYMS 4000000u
+#define ELF_MAX_SYMS 4000000u     /* symbol entries looked at, all tables together */
+#define ELF_FILE_MAX (4ull << 30) /* an interpreter binary or libpython is far smaller */
 
 /* The one machine this build reads: the CPython layouts, registers and pointer size are its, so
  * a target's ELF files must be 64-bit little-endian objects of it (one build per architecture;
@@ -32,6 +37,8 @@
 struct elf_buf {
     const uint8_t *p;
     size_t len;
+    uint64_t syms_left; /* entries still allowed (ELF_MAX_SYMS at the start) */
+    int rodata_seen;    /* the version scan runs on the first .rodata only */
 };
 
 static const void *elf_at(const struct elf_buf *b, uint64_t off, uint64_t size)
@@ -75,7 +82,7 @@ static void elf_take_symbol(struct elf_info *out, const char *name, const Elf64_
     }
 }
 
-static void elf_scan_symtab(const struct elf_buf *b, const Elf64_Ehdr *eh, const Elf64_Shdr *sh,
+static void elf_scan_symtab(struct elf_buf *b, const Elf64_Ehdr *eh, const Elf64_Shdr *sh,
                             struct elf_info *out)
 {
     const Elf64_Shdr *strtab = elf_shdr(b, eh, sh->sh_link);
@@ -84,8 +91,9 @@ static void elf_scan_symtab(const struct elf_buf *b, const Elf64_Ehdr *eh, const
     if (sh->sh_entsize != sizeof(Elf64_Sym) || !elf_at(b, sh->sh_offset, sh->sh_size))
         return;
     n = sh->sh_size / sizeof(Elf64_Sym);
-    if (n > ELF_MAX_SYMS)
-        n = ELF_MAX_SYMS;
+    if (n > b->syms_left)
+        n = b->syms_left;
+    b->syms_left -= n;
     for (uint64_t i = 0; i < n; i++) {
         const Elf64_Sym *sym = (const void *)(b->p + sh->sh_offset + i * sizeof(Elf64_Sym));
         const char *name;
@@ -149,7 +157,7 @@ static void elf_scan_version(const struct elf_buf *b, const Elf64_Shdr *sh, stru
 }
 
 /* The symbols of every table of one type (SHT_DYNSYM or SHT_SYMTAB). */
-static void elf_scan_symtabs(const struct elf_buf *b, const Elf64_Ehdr *eh, uint32_t type,
+static void elf_scan_symtabs(struct elf_buf *b, const Elf64_Ehdr *eh, uint32_t type,
                              struct elf_info *out)
 {
     for (unsigned i = 0; i < eh->e_shnum; i++) {
@@ -167,7 +175,7 @@ static void elf_scan_symtabs(const struct elf_buf *b, const Elf64_Ehdr *eh, uint
  * lack one. The PY_VERSION literal is looked for in .rodata only without Py_Version (3.8-3.10,
  * and what no supported version is): a byte scan of a megabyte or more. Both were most of
  * what attaching to a process cost. */
-static void elf_scan_sections(const struct elf_buf *b, const Elf64_Ehdr *eh, struct elf_info *out)
+static void elf_scan_sections(struct elf_buf *b, const Elf64_Ehdr *eh, struct elf_info *out)
 {
     const Elf64_Shdr *shstr = elf_shdr(b, eh, eh->e_shstrndx);
 
@@ -189,7 +197,7 @@ static void elf_scan_sections(const struct elf_buf *b, const Elf64_Ehdr *eh, str
             out->bss_addr = sh->sh_addr;
             out->bss_size = sh->sh_size;
         }
-        if (name && !strcmp(name, ".rodata") && !out->version[0] && !out->py_version)
+        if (name && !strcmp(name, ".rodata") && !b->rodata_seen++ && !out->py_version)
             elf_scan_version(b, sh, out);
     }
 }
@@ -263,7 +271,7 @@ static int elf_arch_check(const struct elf_buf *b, struct app_err *err)
 
 int elf_parse(const uint8_t *buf, size_t len, struct elf_info *out, struct app_err *err)
 {
-    struct elf_buf b = {buf, len};
+    struct elf_buf b = {buf, len, ELF_MAX_SYMS, 0};
     const Elf64_Ehdr *eh;
     int rc;
 
@@ -279,24 +287,14 @@ int elf_parse(const uint8_t *buf, size_t len, struct elf_info *out, struct app_e
     return 0;
 }
 
-int elf_inspect_file(const char *path, struct elf_info *out, struct app_err *err)
+int elf_inspect_file(const char *root, const char *path, struct elf_info *out, struct app_err *err)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    struct stat st;
-    void *map;
-    int rc;
+    struct tfile_map m;
+    int rc = tfile_map(root, path, 0, ELF_FILE_MAX, &m, err);
 
-    if (fd < 0)
-        return app_err_set(err, APP_E_IO, "cannot open %s", path);
-    if (fstat(fd, &st) < 0 || st.st_size <= 0) {
-        close(fd);
-        return app_err_set(err, APP_E_IO, "cannot stat %s", path);
-    }
-    map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
-    if (map == MAP_FAILED)
-        return app_err_set(err, APP_E_IO, "cannot map %s", path);
-    rc = elf_parse(map, (size_t)st.st_size, out, err);
-    munmap(map, (size_t)st.st_size);
+    if (rc < 0)
+        return rc;
+    rc = elf_parse(m.p, m.len, out, err);
+    tfile_unmap(&m);
     return rc;
 }

@@ -587,7 +587,7 @@ static int locate(struct pyproc *p, struct app_err *err)
             continue;
         rc = procmaps_file_path(p->pid, m, path, sizeof(path));
         if (rc == 0)
-            rc = elf_inspect_file(path, &elf, &e2);
+            rc = elf_inspect_file(NULL, path, &elf, &e2);
         if (rc < 0 && !why[0])
             snprintf(why, sizeof(why), "cannot inspect %s: %s", m->path,
                      e2.msg[0] ? e2.msg : app_status_str(rc));

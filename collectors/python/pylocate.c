@@ -70,7 +70,7 @@ static int inspect_mapped(int pid, const struct procmaps *maps, const char *path
                            buf[0] ? buf : path);
     if (rc < 0)
         return app_err_set(err, rc, "cannot open %s (process %d): not found", path, pid);
-    return elf_inspect_file(buf, elf, err);
+    return elf_inspect_file(NULL, buf, elf, err);
 }
 
 static uint32_t version_from_text(const char *s)

@@ -31,7 +31,9 @@ struct elf_info {
  * anything but a 64-bit little-endian object of this build's machine (x86-64 or aarch64). */
 int elf_parse(const uint8_t *buf, size_t len, struct elf_info *out, struct app_err *err);
 
-/* Maps path read-only and parses it. */
-int elf_inspect_file(const char *path, struct elf_info *out, struct app_err *err);
+/* Maps root + path read-only (tfile_map: a regular file, never waited on; root NULL or a
+ * directory such as /proc/PID/root that path is resolved inside) and parses it. */
+int elf_inspect_file(const char *root, const char *path, struct elf_info *out,
+                     struct app_err *err);
 
 #endif

@@ -108,9 +108,16 @@ struct engine;
 int engine_start(const struct engine_opts *o, struct engine **out, struct app_err *err);
 
 /* Stops and joins every thread; the history stays readable until engine_free. Returns without
- * waiting on a device tool: a tool the discovery thread is running is killed at once. */
+ * waiting on a device tool: a tool the discovery thread is running is killed at once; nor on a
+ * thread stuck in a system call: one not back in time (0.5 s, the remote collector 2.5 s) is
+ * left running (said on stderr), and that engine is never freed. */
 void engine_stop(struct engine *e);
 void engine_free(struct engine *e);
+
+/* Whether engine_stop left a thread running in this process: then the process must end with
+ * _exit, not exit -- exit handlers would run beside that thread (a leak checker stops every
+ * thread first, and that one cannot stop). */
+bool engine_left_threads(void);
 
 /* A private copy of the history (short lock). Release with history_fini. */
 void engine_clone_history(struct engine *e, struct history *out);

@@ -43,6 +43,12 @@ struct native_ctx;
 int native_open(int pid, struct native_ctx **out, struct app_err *err);
 void native_close(struct native_ctx *c);
 
+/* Why some frames may lack names, said once per object since the last call: an object or
+ * debug file that is no regular file (a FIFO, a device: never read), or whose symbol tables
+ * are over what one object's symbols may cost. Lines ending in '\n', scrubbed of control
+ * characters; NULL when there is nothing new. The caller frees the string. */
+char *native_take_notes(struct native_ctx *c);
+
 /* Called while the thread is stopped, after its registers and stack were copied: the place to
  * read the same thread's Python stack so that both stacks are of one instant. Keep it short:
  * its time counts as stopped time. */

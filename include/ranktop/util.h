@@ -40,6 +40,12 @@ void app_restore_terminal(void);
  * installed in sanitizer builds. */
 void app_crash_install(const char *version);
 
+/* For a command that keeps SIGINT, SIGTERM, SIGHUP and SIGQUIT at their default action:
+ * starts a thread that never blocks them, so that they end the process at once even while
+ * every other thread blocks them (libunwind does, around the unwinder's file reads) or waits
+ * in a system call (termsig.c). Called once by main, before the command runs. */
+void app_term_sink_start(void);
+
 /* Monotonic and CPU clocks in nanoseconds. */
 uint64_t clock_mono_ns(void);
 uint64_t clock_thread_cpu_ns(void);

@@ -489,6 +489,7 @@ static void gather_native(int pid, const struct dump_opts *o, const struct pysam
     struct native_ctx *c = NULL;
     struct pyproc *p2 = NULL;
     struct app_err err = {0};
+    char *notes;
 
     if (!nv->on || !s)
         return;
@@ -519,6 +520,11 @@ static void gather_native(int pid, const struct dump_opts *o, const struct pysam
         tn->ok = true;
     }
     pyproc_free(p2);
+    /* Objects whose symbols were skipped (a FIFO for a debug file, a table over the cap). */
+    notes = native_take_notes(c);
+    for (const char *l = notes; l && *l; l += strcspn(l, "\n") + 1)
+        fprintf(stderr, "ranktop dump: %.*s\n", (int)strcspn(l, "\n"), l);
+    free(notes);
     /* The stacks point into the context's names: keep it until the output is written. */
     nv->ctx = c;
 }

@@ -5,10 +5,13 @@
 #include "cli.h"
 #include "cli_opts.h"
 
+#include "ranktop/engine.h"
 #include "ranktop/util.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static void usage(FILE *f)
 {
@@ -35,6 +38,19 @@ static void usage(FILE *f)
           f);
 }
 
+/* The command's status, as main returns it; but when a collector thread stuck in a system
+ * call was left running, the process ends here with _exit: exit handlers and library
+ * destructors must not run beside that thread (LeakSanitizer's, for one, stops every thread
+ * first and would wait on that one for good). */
+static int leave(int rc)
+{
+    if (engine_left_threads()) {
+        fflush(NULL);
+        _exit(rc);
+    }
+    return rc;
+}
+
 static int is_opt(const char *a, const char *s, const char *l)
 {
     return !strcmp(a, s) || !strcmp(a, l);
@@ -42,14 +58,17 @@ static int is_opt(const char *a, const char *s, const char *l)
 
 int main(int argc, char **argv)
 {
+    /* sink: the command leaves SIGINT/SIGTERM at their default action, so the signal thread
+     * makes them end it whatever its threads block (record and the monitor take them). */
     static const struct {
         const char *name;
         int (*run)(int, char **);
-    } cmds[] = {{"ls", cmd_ls},
-                {"demo", cmd_demo},
-                {"record", cmd_record},
-                {"dump", cmd_dump},
-                {"agent", cmd_agent}};
+        bool sink;
+    } cmds[] = {{"ls", cmd_ls, true},
+                {"demo", cmd_demo, false},
+                {"record", cmd_record, false},
+                {"dump", cmd_dump, true},
+                {"agent", cmd_agent, true}};
 
     app_crash_install(RANKTOP_VERSION);
     if (argc >= 2 && is_opt(argv[1], "-h", "--help")) {
@@ -62,7 +81,7 @@ int main(int argc, char **argv)
     }
     if (argc < 2 || argv[1][0] == '-') {
         argv[0] = (char *)"ranktop";
-        return cmd_monitor(argc, argv);
+        return leave(cmd_monitor(argc, argv));
     }
     for (size_t i = 0; i < sizeof(cmds) / sizeof(*cmds); i++)
         if (!strcmp(argv[1], cmds[i].name)) {
@@ -70,7 +89,9 @@ int main(int argc, char **argv)
 
             snprintf(who, sizeof(who), "ranktop %s", cmds[i].name);
             argv[1] = who;
-            return cmds[i].run(argc - 1, argv + 1);
+            if (cmds[i].sink)
+                app_term_sink_start();
+            return leave(cmds[i].run(argc - 1, argv + 1));
         }
     fprintf(stderr, "ranktop: unknown command '%s' (commands: demo, ls, dump, record, agent)\n",
             argv[1]);

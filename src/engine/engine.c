@@ -11,7 +11,12 @@
  * Threads that sleep wait on the condition (the sampler polls stop_fd: engine_sleep); threads
  * that block in I/O poll stop_fd (the exit thread), and the discovery thread names it as its
  * exec cancel descriptor, so a device tool that hangs is killed at once instead of at its
- * deadline. Every thread is then joined. */
+ * deadline. Every thread is then joined, for STOP_JOIN_NS at most (REMOTE_STOP_NS for the
+ * remote collector, which lets its agents end first): a collector stuck in a system call (an
+ * object of a target on a file system that never answers) must not keep ranktop from ending
+ * once asked to. One that is not back by then is left running and said so; the engine is
+ * then never freed (that thread may still use it), and the process ends with _exit
+ * (engine_left_threads). */
 #include "ranktop/engine.h"
 #include "engine_priv.h"
 
@@ -21,6 +26,8 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <stdatomic.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +35,16 @@
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
+
+/* How long engine_stop waits for a thread: a local collector notices stop within a pass; the
+ * remote collector gives its agents 1.5 s to end on their own (remote_stop) first. */
+#define STOP_JOIN_NS 500000000ull
+#define REMOTE_STOP_NS 2500000000ull
+
+/* An engine a stuck thread still uses: kept reachable, so leak checkers do not count it; and
+ * whether any thread was left (engine_left_threads). */
+static struct engine *_Atomic left_running;
+static atomic_bool threads_left;
 
 /* Sleeps until abs_ns (CLOCK_MONOTONIC) or until stop is set. Returns true when stopping. */
 bool engine_wait(struct engine *e, uint64_t abs_ns)
@@ -239,13 +256,14 @@ static int64_t wall_us(void)
     return (int64_t)tv.tv_sec * 1000000 + tv.tv_usec;
 }
 
-static int spawn(struct engine *e, void *(*fn)(void *), struct app_err *err)
+/* Starts fn; engine_stop waits up to grace_ns for it. */
+static int spawn(struct engine *e, void *(*fn)(void *), uint64_t grace_ns, struct app_err *err)
 {
     int rc = pthread_create(&e->th[e->nth], NULL, fn, e);
 
     if (rc != 0)
         return app_err_set(err, APP_E_IO, "cannot start a collector thread: %s", strerror(rc));
-    e->nth++;
+    e->th_grace_ns[e->nth++] = grace_ns;
     return 0;
 }
 
@@ -264,20 +282,20 @@ static int start_threads(struct engine *e, struct app_err *err)
             e->hosts[i].state = ENGINE_HOST_CONNECTING;
             e->hosts[i].age_s = e->hosts[i].offset_err_ms = -1;
         }
-        rc = spawn(e, engine_remote_main, err);
+        rc = spawn(e, engine_remote_main, REMOTE_STOP_NS, err);
     }
     if (!local)
         return rc;
     if (rc == 0)
-        rc = spawn(e, discovery_main, err);
+        rc = spawn(e, discovery_main, STOP_JOIN_NS, err);
     if (rc == 0)
-        rc = spawn(e, engine_sampler_main, err);
+        rc = spawn(e, engine_sampler_main, STOP_JOIN_NS, err);
     if (rc == 0 && o->mem)
-        rc = spawn(e, engine_mem_main, err);
+        rc = spawn(e, engine_mem_main, STOP_JOIN_NS, err);
     if (rc == 0 && o->gil)
-        rc = spawn(e, engine_gil_main, err);
+        rc = spawn(e, engine_gil_main, STOP_JOIN_NS, err);
     if (rc == 0)
-        rc = spawn(e, engine_exit_main, err);
+        rc = spawn(e, engine_exit_main, STOP_JOIN_NS, err);
     return rc;
 }
 
@@ -320,6 +338,7 @@ int engine_start(const struct engine_opts *o, struct engine **out, struct app_er
 void engine_stop(struct engine *e)
 {
     uint64_t one = 1;
+    struct timespec now;
 
     pthread_mutex_lock(&e->lock);
     e->stop = true;
@@ -328,15 +347,42 @@ void engine_stop(struct engine *e)
     /* The counter only grows; one write keeps stop_fd readable for good. */
     if (write(e->stop_fd, &one, sizeof(one)) < 0)
         perror("ranktop: engine stop");
-    for (int i = 0; i < e->nth; i++)
-        pthread_join(e->th[i], NULL);
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    for (int i = 0; i < e->nth; i++) {
+        struct timespec deadline = now;
+
+        deadline.tv_nsec += (long)(e->th_grace_ns[i] % 1000000000ull);
+        deadline.tv_sec +=
+            (time_t)(e->th_grace_ns[i] / 1000000000ull) + deadline.tv_nsec / 1000000000L;
+        deadline.tv_nsec %= 1000000000L;
+        if (pthread_clockjoin_np(e->th[i], NULL, CLOCK_MONOTONIC, &deadline) != 0) {
+            pthread_detach(e->th[i]);
+            e->abandoned++;
+        }
+    }
+    if (e->abandoned) {
+        atomic_store(&threads_left, true);
+        fprintf(stderr,
+                "ranktop: %d collector thread(s) did not stop in time (blocked in a system "
+                "call); ending without them\n",
+                e->abandoned);
+    }
     e->nth = 0;
+}
+
+bool engine_left_threads(void)
+{
+    return atomic_load(&threads_left);
 }
 
 void engine_free(struct engine *e)
 {
     if (!e)
         return;
+    if (e->abandoned) { /* a thread left running may still use any of it */
+        left_running = e;
+        return;
+    }
     history_fini(&e->hist);
     free(e->targets);
     free(e->devs);

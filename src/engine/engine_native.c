@@ -161,6 +161,24 @@ static uint32_t native_thread(struct engine *e, struct engine_native *n, struct 
     return id;
 }
 
+/* A note of the symbolizer (an object's symbols skipped, and why), said once as the rank's
+ * native error unless a real error is already there. */
+static void take_notes(struct engine *e, struct engine_native *n, int key)
+{
+    char *notes = native_take_notes(n->ctx);
+
+    if (!notes)
+        return;
+    notes[strcspn(notes, "\n")] = '\0';
+    pthread_mutex_lock(&e->lock);
+    if (!e->native_err[0]) {
+        snprintf(e->native_err, sizeof(e->native_err), "%s", notes);
+        e->native_err_key = key;
+    }
+    pthread_mutex_unlock(&e->lock);
+    free(notes);
+}
+
 void engine_native_sample(struct engine *e, struct engine_native *n, int key, int pid,
                           struct pyproc *py, const struct engine_tview *tv, uint32_t *ids,
                           size_t nthreads, uint64_t now)
@@ -191,6 +209,7 @@ void engine_native_sample(struct engine *e, struct engine_native *n, int key, in
             return;
         }
     }
+    take_notes(e, n, key);
 }
 
 void engine_native_fini(struct engine_native *n)

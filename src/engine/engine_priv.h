@@ -46,6 +46,8 @@ struct engine {
     size_t nunread;
     pthread_t th[8];
     int nth;
+    uint64_t th_grace_ns[8]; /* how long engine_stop waits for each */
+    int abandoned;           /* threads engine_stop left running (stuck): never freed then */
     /* live figures for the UI, under lock */
     struct smi_device *devs;
     size_t ndevs;

@@ -66,6 +66,17 @@ if [ -n "$LIBC_ID" ] && [ -f "/usr/lib/debug/.build-id/$(echo "$LIBC_ID" | cut -
     grep -q '^libc.so.6+?$' libc.txt && fail "libc6-dbg: an unnamed libc frame: $(cat libc.txt)"
     frames libbid.so /nonexistent > nolibc.txt
     grep -q '^libc.so.6+?$' nolibc.txt || fail "without libc6-dbg names the control has no unnamed libc frame"
+    # Thread start: libc6-dbg names clone3 by its hidden alias too (__GI___clone3); no
+    # thread's outermost native frame may be clone/clone3 or start_thread under any alias.
+    start_ready python3 "$RANKTOP_SRCDIR/tests/py/pause_native.py" threads
+    wait_for sh -c "$RANKTOP_BIN dump --native --json -p $T > t.json 2> t.err &&
+        [ \$(grep -o '\"function\": *\"pause\"' t.json | wc -l) -ge 3 ]" || fail "threads: no pause frames: $(cat t.err)"
+    kill "$T"
+    json_check t.json "len(d['processes'][0]['threads']) >= 3 and not [
+(t['name'], nat[-1]['function']) for t in d['processes'][0]['threads']
+if (nat := [f for f in t['frames'] if f['kind'] == 'native'])
+and (nat[-1]['function'] or '').replace('__GI_', '', 1).lstrip('_') in ('clone', 'clone3', 'clone_internal', 'start_thread')]" ||
+        fail "threads: a thread starts with clone/start_thread"
 else
     echo "skipped: the libc6-dbg part (not installed)"
 fi

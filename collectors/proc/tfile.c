@@ -1,0 +1,118 @@
+/* Opening the files a target controls (see ranktop/tfile.h): one place, so that no reader of
+ * a target's objects, root or debug files can be made to wait on a FIFO, read a device, follow
+ * the target's links out of its root, or read more than its caller's bound.
+ *
+ * Why each flag: open() of a FIFO without O_NONBLOCK waits for a writer for good, and the
+ * unwinder's callbacks run with every signal blocked (libunwind masks them around its locks),
+ * so nothing would end that wait; O_NOCTTY keeps a terminal device from becoming ours;
+ * fstat on the open descriptor (not stat on the path, which the target can swap in between)
+ * is what says it is a regular file. Absolute links under /proc/PID/root resolve against
+ * our own root, not the target's, so paths there are resolved with RESOLVE_IN_ROOT.
+ *
+ * No state; any thread. */
+#include "ranktop/tfile.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define TFILE_FLAGS (O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)
+
+static int open_status(int e)
+{
+    return e == ENOENT || e == ENOTDIR || e == ESRCH ? APP_E_NOTFOUND
+           : e == EACCES || e == EPERM               ? APP_E_PERM
+                                                     : APP_E_IO;
+}
+
+/* path inside root: openat2 keeps its links in that root; without openat2 (Linux < 5.6) the
+ * joined path is opened as before, links and all. */
+static int open_in_root(const char *root, const char *path, int flags)
+{
+    struct open_how how = {.flags = (uint64_t)flags,
+                           .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
+    char joined[8192];
+    int dir = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC), fd, e;
+
+    if (dir < 0)
+        return -1;
+    fd = (int)syscall(SYS_openat2, dir, path, &how, sizeof(how));
+    e = errno;
+    close(dir);
+    if (fd >= 0 || e != ENOSYS) {
+        errno = e;
+        return fd;
+    }
+    if ((size_t)snprintf(joined, sizeof(joined), "%s%s", root, path) >= sizeof(joined)) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    return open(joined, flags);
+}
+
+int tfile_open(const char *root, const char *path, unsigned flags, uint64_t max, uint64_t *size,
+               struct app_err *err)
+{
+    int oflags = TFILE_FLAGS | (flags & TFILE_NOFOLLOW ? O_NOFOLLOW : 0);
+    int fd = root ? open_in_root(root, path, oflags) : open(path, oflags);
+    struct stat st;
+
+    if (fd < 0) {
+        int e = errno;
+
+        if (e == ELOOP)
+            return app_err_set(err, APP_E_NOTREG, "%s%s: a symbolic link, not followed",
+                               root ? root : "", path);
+        return app_err_set(err, open_status(e), "cannot open %s%s: %s", root ? root : "", path,
+                           strerror(e));
+    }
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return app_err_set(err, APP_E_NOTREG,
+                           "%s%s: not a regular file (a FIFO, device or "
+                           "directory is never read)",
+                           root ? root : "", path);
+    }
+    if ((uint64_t)st.st_size > max) {
+        close(fd);
+        return app_err_set(err, APP_E_LIMIT, "%s%s: %llu bytes, over the %llu MiB read",
+                           root ? root : "", path, (unsigned long long)st.st_size,
+                           (unsigned long long)(max >> 20));
+    }
+    *size = (uint64_t)st.st_size;
+    return fd;
+}
+
+int tfile_map(const char *root, const char *path, unsigned flags, uint64_t max, struct tfile_map *m,
+              struct app_err *err)
+{
+    uint64_t size = 0;
+    int fd = tfile_open(root, path, flags, max, &size, err);
+    void *p;
+
+    m->p = NULL;
+    m->len = 0;
+    if (fd < 0)
+        return fd;
+    p = size ? mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+    close(fd);
+    if (p == MAP_FAILED)
+        return app_err_set(err, APP_E_IO, "cannot map %s%s", root ? root : "", path);
+    m->p = p;
+    m->len = (size_t)size;
+    return 0;
+}
+
+void tfile_unmap(struct tfile_map *m)
+{
+    if (m->p)
+        munmap((void *)m->p, m->len);
+    m->p = NULL;
+    m->len = 0;
+}

@@ -1,0 +1,139 @@
+/* Tests for tfile_open and tfile_map (collectors/proc/tfile.c), on files made here in a fresh
+ * directory: a regular file opens with its size; a FIFO (no writer), a character device and a
+ * directory are refused at once as APP_E_NOTREG (the FIFO would block a plain open() for
+ * good); a file over the bound is APP_E_LIMIT; a link is refused with TFILE_NOFOLLOW and
+ * followed without it; and under a root, an absolute link resolves inside that root, not in
+ * ours. Single-threaded. */
+#include "ranktop/tfile.h"
+#include "tsupport.h"
+
+#include <check.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char dir[64];
+
+static void setup(void)
+{
+    snprintf(dir, sizeof(dir), "/tmp/check_tfile.XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+static void teardown(void)
+{
+    char cmd[128];
+
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+/* dir/name, created with text when text is not NULL. */
+static const char *at(const char *name, const char *text)
+{
+    static char path[160];
+
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    if (text) {
+        FILE *f = fopen(path, "w");
+
+        ck_assert_ptr_nonnull(f);
+        fputs(text, f);
+        fclose(f);
+    }
+    return path;
+}
+
+/* The status tfile_open gives root + path; the size of what it opened in *size. */
+static int open_status(const char *root, const char *path, unsigned flags, uint64_t max,
+                       uint64_t *size)
+{
+    struct app_err err = {0};
+    int fd = tfile_open(root, path, flags, max, size, &err);
+
+    if (fd < 0) {
+        ck_assert_int_eq(err.code, fd);
+        ck_assert(err.msg[0]);
+        return fd;
+    }
+    close(fd);
+    return 0;
+}
+
+START_TEST(test_regular_and_bound)
+{
+    uint64_t size = 0;
+    struct tfile_map m;
+    struct app_err err = {0};
+
+    ck_assert_int_eq(open_status(NULL, at("f", "hello"), 0, 5, &size), 0);
+    ck_assert_uint_eq(size, 5);
+    ck_assert_int_eq(open_status(NULL, at("f", NULL), 0, 4, &size), APP_E_LIMIT);
+    ck_assert_int_eq(open_status(NULL, at("none", NULL), 0, 4, &size), APP_E_NOTFOUND);
+    ck_assert_int_eq(tfile_map(NULL, at("f", NULL), 0, 1 << 20, &m, &err), 0);
+    ck_assert_uint_eq(m.len, 5);
+    ck_assert_int_eq(memcmp(m.p, "hello", 5), 0);
+    tfile_unmap(&m);
+    at("empty", "");
+    ck_assert_int_eq(tfile_map(NULL, at("empty", NULL), 0, 1 << 20, &m, &err), APP_E_IO);
+}
+END_TEST
+
+START_TEST(test_not_regular)
+{
+    uint64_t size = 0;
+
+    ck_assert_int_eq(mkfifo(at("fifo", NULL), 0600), 0);
+    /* A plain open() would wait here for a writer; the test would time out. */
+    ck_assert_int_eq(open_status(NULL, at("fifo", NULL), 0, 1 << 20, &size), APP_E_NOTREG);
+    ck_assert_int_eq(open_status(dir, "/fifo", 0, 1 << 20, &size), APP_E_NOTREG);
+    ck_assert_int_eq(open_status(NULL, "/dev/null", 0, 1 << 20, &size), APP_E_NOTREG);
+    ck_assert_int_eq(open_status(NULL, dir, 0, 1 << 20, &size), APP_E_NOTREG);
+}
+END_TEST
+
+START_TEST(test_links)
+{
+    uint64_t size = 0;
+    char target[160];
+
+    snprintf(target, sizeof(target), "%s", at("real", "12345678"));
+    ck_assert_int_eq(symlink(target, at("link", NULL)), 0);
+    ck_assert_int_eq(open_status(NULL, at("link", NULL), 0, 1 << 20, &size), 0);
+    ck_assert_uint_eq(size, 8);
+    ck_assert_int_eq(open_status(NULL, at("link", NULL), TFILE_NOFOLLOW, 1 << 20, &size),
+                     APP_E_NOTREG);
+    /* Inside dir as a root, "/real" is dir/real: an absolute link stays in the root. */
+    ck_assert_int_eq(symlink("/real", at("abs", NULL)), 0);
+    size = 0;
+    ck_assert_int_eq(open_status(dir, "/abs", 0, 1 << 20, &size), 0);
+    ck_assert_uint_eq(size, 8);
+    ck_assert_int_eq(open_status(dir, "/abs", TFILE_NOFOLLOW, 1 << 20, &size), APP_E_NOTREG);
+    /* Nor does ".." leave it. */
+    ck_assert_int_eq(symlink("../../../../../../real", at("up", NULL)), 0);
+    size = 0;
+    ck_assert_int_eq(open_status(dir, "/up", 0, 1 << 20, &size), 0);
+    ck_assert_uint_eq(size, 8);
+}
+END_TEST
+
+static Suite *tfile_suite(void)
+{
+    Suite *s = suite_create("tfile");
+    TCase *tc = tcase_create("tfile");
+
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, test_regular_and_bound);
+    tcase_add_test(tc, test_not_regular);
+    tcase_add_test(tc, test_links);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return ts_run(tfile_suite());
+}

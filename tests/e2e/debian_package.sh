@@ -131,7 +131,7 @@ head -n 1 "$WORK/version.txt" | grep -Eq '^ranktop [0-9]+\.[0-9]+\.[0-9]+' ||
     fail "ranktop -V: $(cat "$WORK/version.txt")"
 in_chroot ranktop --help > "$WORK/help.txt" 2>&1 || fail "ranktop --help: $(cat "$WORK/help.txt")"
 grep -q '^  dump ' "$WORK/help.txt" || fail "--help: $(cat "$WORK/help.txt")"
-zcat "$C/usr/share/man/man1/ranktop.1.gz" | grep -q '^\.TH "*RANKTOP' ||
+zcat "$C/usr/share/man/man1/ranktop.1.gz" | grep -Eq '^\.TH "?ranktop"? "?1"?' ||
     fail "ranktop.1.gz is not a roff page for ranktop"
 [ -s "$C/usr/share/bash-completion/completions/ranktop" ] || fail "no bash completion"
 head -n 1 "$C/usr/share/zsh/vendor-completions/_ranktop" | grep -qx '#compdef ranktop' ||
@@ -175,6 +175,7 @@ wait_screen '^EXITED 0$' 20 || fail "q did not exit the packaged ranktop with st
 # package owns it too), nor does dpkg remember it.
 in_chroot apt-get purge -y -q ranktop > "$WORK/purge.log" 2>&1 ||
     fail "apt-get purge: $(tail -20 "$WORK/purge.log")"
+# shellcheck disable=SC2016 # a dpkg-query format, not a shell expansion
 in_chroot dpkg-query -W -f '${db:Status-Status}' ranktop 2> /dev/null | grep -qv not-installed &&
     fail "dpkg still knows ranktop after purge"
 while read -r f; do
@@ -183,6 +184,8 @@ while read -r f; do
     [ -d "$C$f" ] && in_chroot dpkg -S "$f" > /dev/null 2>&1 && continue
     fail "$f stayed after purge"
 done < "$WORK/owned.txt"
-ls "$C/var/lib/dpkg/info/" | grep -q '^ranktop\.' && fail "dpkg info files of ranktop stayed"
+for f in "$C"/var/lib/dpkg/info/ranktop.*; do
+    if [ -e "$f" ]; then fail "dpkg's $f stayed after purge"; fi
+done
 unmount_under "$C" || fail "cannot unmount proc from $C"
 echo ok

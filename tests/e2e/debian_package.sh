@@ -9,8 +9,8 @@
 # The chroot is built once (debootstrap, a few minutes) into $RANKTOP_BOOKWORM_CHROOT
 # (/var/cache/ranktop/bookworm-chroot) and reused: the package is purged at the end, so the
 # cache keeps only what apt installed as its dependencies (which later runs then find there).
-# /proc is mounted in it only while apt and the installed binary run, and unmounted on every
-# exit; the chroot is never copied or deleted with anything mounted in it. Needs root; skipped,
+# /proc is mounted in it only for apt and the installed binary, in their own mount namespace
+# (never visible on the host); the chroot is never copied or deleted with anything mounted. Needs root; skipped,
 # saying why, without root, the Debian tools, or a reachable mirror.
 . "$(dirname "$0")/../ui/lib.sh"
 unset RANKTOP_DATADIR
@@ -20,7 +20,7 @@ skip() {
     exit 77
 }
 [ "$(id -u)" -eq 0 ] || skip "needs root (debootstrap, chroot, apt in the chroot)"
-for t in dpkg-buildpackage dh lintian debootstrap flock mountpoint; do
+for t in dpkg-buildpackage dh lintian debootstrap flock unshare; do
     command -v $t > /dev/null || skip "$t is not installed (tests/bootstrap.sh installs it)"
 done
 MIRROR=${RANKTOP_DEBIAN_MIRROR:-http://deb.debian.org/debian}
@@ -98,13 +98,19 @@ if [ ! -x "$C/usr/bin/apt-get" ]; then
     echo "debootstrap bookworm: $(($(date +%s) - start)) s"
 fi
 
-# in_chroot CMD...: runs CMD in the chroot with /proc mounted (apt and ranktop need it); the
-# EXIT trap unmounts it whatever happens (after ui_cleanup has stopped what ran inside).
-trap 'ui_cleanup; unmount_under "$C" || true' EXIT
-mountpoint -q "$C/proc" || mount -t proc proc "$C/proc" || fail "cannot mount proc in $C"
+# in_chroot CMD...: runs CMD in the chroot with a clean environment, in a private mount
+# namespace where /proc is mounted (apt and ranktop need it): that mount vanishes with the
+# process and is never visible on the host, so the cached tree never holds a mounted /proc,
+# even after a killed run. Every exec keeps the pid: a program started so is CMD's own pid.
+cat > "$WORK/in_chroot.sh" << 'EOF'
+root=$1
+shift
+exec unshare -m --propagation private sh -c 'mount -t proc proc "$0/proc" || exit 126
+exec chroot "$0" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
+    DEBIAN_FRONTEND=noninteractive TERM="${TERM:-dumb}" "$@"' "$root" "$@"
+EOF
 in_chroot() {
-    chroot "$C" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
-        DEBIAN_FRONTEND=noninteractive "$@"
+    sh "$WORK/in_chroot.sh" "$C" "$@"
 }
 
 # 5. Install with apt, which resolves the dependencies (and python3-minimal, for a target) from
@@ -161,7 +167,7 @@ kill_tree "$PROBE"
 rm -f "$C/tmp/ranktop_probe.py" "$C/tmp/ranktop_probe.ready"
 
 # ranktop demo from the package: four ranks of /usr/share/ranktop/demo_job.py on the screen.
-ui_start demo 160 45 TERM=screen -- chroot "$C" /usr/bin/ranktop demo
+ui_start demo 160 45 TERM=screen -- sh "$WORK/in_chroot.sh" "$C" ranktop demo
 wait_screen '^ +RANK +PID ' 60 || fail "the packaged ranktop demo did not draw its rank table"
 wait_screen 'demo_job\.py' 60 || fail "no demo_job.py frame on the screen"
 APP=$(app_pid)
@@ -187,5 +193,5 @@ done < "$WORK/owned.txt"
 for f in "$C"/var/lib/dpkg/info/ranktop.*; do
     if [ -e "$f" ]; then fail "dpkg's $f stayed after purge"; fi
 done
-unmount_under "$C" || fail "cannot unmount proc from $C"
+unmount_under "$C" || fail "something stayed mounted under $C"
 echo ok

@@ -10,14 +10,18 @@
 # (/var/cache/ranktop/bookworm-chroot) and reused: the package is purged at the end, so the
 # cache keeps only what apt installed as its dependencies (which later runs then find there).
 # /proc is mounted in it only for apt and the installed binary, in their own mount namespace
-# (never visible on the host); the chroot is never copied or deleted with anything mounted. Needs root; skipped,
-# saying why, without root, the Debian tools, or a reachable mirror.
+# (never visible on the host); the chroot is never copied or deleted with anything mounted.
+# Needs root; skipped, saying why, without root, the Debian tools, or a reachable mirror.
 . "$(dirname "$0")/../ui/lib.sh"
 unset RANKTOP_DATADIR
 
 skip() {
     echo "skipped: $*"
     exit 77
+}
+# skip_install REASON: the package built and lintian passed, but it cannot be installed here.
+skip_install() {
+    skip "the package built and lintian passed; installing it is skipped: $*"
 }
 [ "$(id -u)" -eq 0 ] || skip "needs root (debootstrap, chroot, apt in the chroot)"
 for t in dpkg-buildpackage dh lintian debootstrap flock unshare; do
@@ -88,9 +92,10 @@ if [ ! -x "$C/usr/bin/apt-get" ]; then
     unmount_under "$C.new" || fail "cannot unmount what is mounted under $C.new"
     rm -rf "$C.new"
     start=$(date +%s)
-    if ! debootstrap --variant=minbase bookworm "$C.new" "$MIRROR" > "$WORK/debootstrap.log" 2>&1; then
+    if ! debootstrap --variant=minbase bookworm "$C.new" "$MIRROR" > "$WORK/boot.log" 2>&1; then
         unmount_under "$C.new" && rm -rf "$C.new"
-        skip "\"debootstrap bookworm from $MIRROR failed (no reachable mirror?): $(tail -3 "$WORK/debootstrap.log")\""
+        skip_install "\"debootstrap bookworm from $MIRROR failed (no reachable mirror?):" \
+            "$(tail -3 "$WORK/boot.log")\""
     fi
     unmount_under "$C.new" || fail "debootstrap left mounts under $C.new"
     rm -rf "$C"
@@ -123,7 +128,8 @@ IN_DEB="/tmp/ranktop-pkg/$(basename "$DEB")"
 start=$(date +%s)
 if ! in_chroot apt-get install -y -q "$IN_DEB" python3-minimal > "$WORK/apt.log" 2>&1; then
     in_chroot apt-get update -q > "$WORK/update.log" 2>&1 ||
-        skip "\"apt-get update in the bookworm chroot failed (no reachable mirror?): $(tail -3 "$WORK/update.log")\""
+        skip_install "\"apt-get update in the bookworm chroot failed (no reachable mirror?):" \
+            "$(tail -3 "$WORK/update.log")\""
     in_chroot apt-get install -y -q "$IN_DEB" python3-minimal > "$WORK/apt.log" 2>&1 ||
         fail "apt-get install ./$(basename "$DEB"): $(tail -20 "$WORK/apt.log")"
 fi

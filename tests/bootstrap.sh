@@ -14,10 +14,12 @@ cd "$(dirname "$0")/.."
 DEMO_PACKAGES="build-essential meson ninja-build pkg-config libncurses-dev libunwind-dev
 libproc2-dev libjson-c-dev zlib1g-dev python3"
 # What only the tests need: Check, the terminal, the launchers and clusters they start (MPI,
-# ssh, Slurm, pdsh), the viewers they load traces into, and their tools.
+# ssh, Slurm, pdsh), the viewers they load traces into, and their tools; debhelper, lintian and
+# debootstrap build, check and install the Debian package (tests/e2e/debian_package.sh).
 TEST_PACKAGES="check tmux python3-torch procps clang openmpi-bin openssh-server openssh-client
 util-linux slurm-wlm munge pdsh strace libxml2-utils binutils xz-utils libc6-dbg
-protobuf-compiler chromium nodejs scdoc man-db git zsh debootstrap qemu-user-static"
+protobuf-compiler chromium nodejs scdoc man-db git zsh debootstrap qemu-user-static
+debhelper lintian"
 # speedscope (npm) for the viewer test, kept where tests/viewer/speedscope.sh looks for it.
 NPM_DIR=${RANKTOP_NPM_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ranktop/npm}
 SPEEDSCOPE_VERSION=1.25.0

@@ -5,6 +5,7 @@
 #   tests/bootstrap.sh test   install that and what the tests need, build with warnings as
 #                             errors, run every test suite, then the unit and sampler suites
 #                             under ASan+UBSan, then the other procps variants (procps_variants)
+#   tests/bootstrap.sh release   the portable binaries in dist/ (see release below)
 #   tests/bootstrap.sh packages demo|test   print the packages that demo or test installs
 # It exits non-zero as soon as a step or a test fails.
 set -eu
@@ -124,6 +125,43 @@ procps_variants() {
         meson test -C build-bullseye --print-errorlogs version'
 }
 
+# release: the portable binaries, dist/ranktop-VERSION-linux-ARCH. x86_64 is built inside the
+# Debian 11 chroot (tests/bullseye_chroot.sh: glibc 2.31, so it runs on Debian 11, Ubuntu
+# 20.04+, RHEL 9 and newer) with -Dportable=true: every library but glibc linked statically
+# (meson_options.txt). ldd of the result must name only glibc's own libraries. Debug info is
+# stripped; the symbol table stays, for crash reports. aarch64 is not built yet.
+BULLSEYE=${RANKTOP_BULLSEYE_CHROOT:-/var/cache/ranktop/bullseye-chroot}
+release() {
+    rc=0
+    sh tests/bullseye_chroot.sh || rc=$?
+    if [ $rc -ne 0 ]; then
+        echo "release: no Debian 11 chroot to build in (tests/bullseye_chroot.sh: $rc)" >&2
+        return 1
+    fi
+    sh tests/bullseye_chroot.sh run "$BULLSEYE" '
+        set -e
+        log=build-release.log
+        { [ -f build-release/build.ninja ] ||
+            meson setup build-release --werror -Dportable=true -Dprocps=libprocps \
+                -Dtests=disabled -Dbench=disabled -Dman=disabled
+          ninja -C build-release; } >$log 2>&1 || { tail -n 40 $log >&2; exit 1; }
+        # Only glibc: the C library, the loader, libm, libdl, libpthread, librt, the vDSO.
+        other=$(ldd build-release/src/cli/ranktop | grep -vE "^\s*(linux-vdso\.so|/lib64/ld-linux|(libc|libm|libdl|libpthread|librt)\.so\.)" || true)
+        if [ -n "$other" ]; then
+            echo "release: the portable binary links more than glibc:" >&2
+            echo "$other" >&2
+            exit 1
+        fi
+        v=$(build-release/src/cli/ranktop -V | sed -n "1s/^ranktop //p")
+        mkdir -p dist
+        strip --strip-debug -o "dist/ranktop-$v-linux-x86_64.tmp" build-release/src/cli/ranktop
+        mv "dist/ranktop-$v-linux-x86_64.tmp" "dist/ranktop-$v-linux-x86_64"
+        echo "release: dist/ranktop-$v-linux-x86_64: $(wc -c <"dist/ranktop-$v-linux-x86_64") bytes, glibc $(ldd --version | sed -n "1s/.* //p"); ldd:"
+        ldd "dist/ranktop-$v-linux-x86_64"'
+    echo "release: aarch64: not built yet (the native unwinder's aarch64 port comes first; then" \
+        "the same build through the chroot's arm64 cross toolchain)" >&2
+}
+
 # shellcheck disable=SC2086 # the package lists are word lists
 case "${1:-}" in
 demo)
@@ -133,6 +171,9 @@ demo)
 test)
     install_missing $DEMO_PACKAGES $TEST_PACKAGES
     run_tests
+    ;;
+release)
+    release
     ;;
 packages)
     case "${2:-}" in
@@ -145,7 +186,7 @@ packages)
     esac
     ;;
 *)
-    echo "usage: tests/bootstrap.sh demo|test|packages demo|test" >&2
+    echo "usage: tests/bootstrap.sh demo|test|release|packages demo|test" >&2
     exit 2
     ;;
 esac

@@ -127,13 +127,17 @@ procps_variants() {
         meson test -C build-bullseye --print-errorlogs version'
 }
 
-# release: the portable binaries, dist/ranktop-VERSION-linux-ARCH (test runs it too, for the
-# e2e test portable: about a minute in CI, half a minute more for that test). x86_64 is built inside the
+# release: the portable binaries, dist/ranktop-VERSION-linux-ARCH. test runs it too, for the e2e
+# test portable (about a minute in CI, and half a minute for that test). Each is built inside a
 # Debian 11 chroot (tests/bullseye_chroot.sh: glibc 2.31, so it runs on Debian 11, Ubuntu
 # 20.04+, RHEL 9 and newer) with -Dportable=true: every library but glibc linked statically
-# (meson_options.txt). ldd of the result must name only glibc's own libraries. Debug info is
-# stripped; the symbol table stays, for crash reports. aarch64 is not built yet.
+# (meson_options.txt). The libraries it needs (ELF NEEDED) must be glibc's own only. Debug info
+# is stripped; the symbol table stays, for crash reports.
+# aarch64 is not built yet (collectors/native has no aarch64 port): RANKTOP_RELEASE_AARCH64=1
+# tries it in the arm64 cross chroot (RANKTOP_BULLSEYE_CROSS=arm64 tests/bullseye_chroot.sh,
+# about 3 minutes once) with tests/cross/aarch64-bullseye.ini.
 BULLSEYE=${RANKTOP_BULLSEYE_CHROOT:-/var/cache/ranktop/bullseye-chroot}
+BULLSEYE_CROSS=${RANKTOP_BULLSEYE_CROSS_CHROOT:-/var/cache/ranktop/bullseye-cross-chroot}
 release() {
     rc=0
     sh tests/bullseye_chroot.sh || rc=$?
@@ -141,31 +145,46 @@ release() {
         echo "release: no Debian 11 chroot to build in (tests/bullseye_chroot.sh: $rc)" >&2
         return $rc
     fi
-    # The chroot has no git: -V's version and commit come from this checkout.
+    release_arch x86_64 "$BULLSEYE" "" strip || return 1
+    if [ "${RANKTOP_RELEASE_AARCH64:-}" != 1 ]; then
+        echo "release: aarch64: not built yet (collectors/native has no aarch64 port;" \
+            "RANKTOP_RELEASE_AARCH64=1 tries the cross build)" >&2
+        return 0
+    fi
+    RANKTOP_BULLSEYE_CROSS=arm64 sh tests/bullseye_chroot.sh || return 1
+    release_arch aarch64 "$BULLSEYE_CROSS" "--cross-file tests/cross/aarch64-bullseye.ini" \
+        aarch64-linux-gnu-strip
+}
+
+# release_arch ARCH CHROOT MESON_ARGS STRIP: builds build-release-ARCH in CHROOT and writes
+# dist/ranktop-VERSION-linux-ARCH. The chroot has no git: -V's version and commit come from this
+# checkout.
+release_arch() {
     RANKTOP_SOURCE_VERSION=$(sh src/cli/version.sh . version '') \
     RANKTOP_SOURCE_COMMIT=$(sh src/cli/version.sh . commit) \
-        sh tests/bullseye_chroot.sh run "$BULLSEYE" '
+    ARCH=$1 MESON_ARGS=$3 STRIP=$4 \
+        sh tests/bullseye_chroot.sh run "$2" '
         set -e
-        log=build-release.log
-        { [ -f build-release/build.ninja ] ||
-            meson setup build-release --werror -Dportable=true -Dprocps=libprocps \
+        b=build-release-$ARCH log=build-release-$ARCH.log
+        { [ -f $b/build.ninja ] ||
+            meson setup $b $MESON_ARGS --werror -Dportable=true -Dprocps=libprocps \
                 -Dtests=disabled -Dbench=disabled -Dman=disabled
-          ninja -C build-release; } >$log 2>&1 || { tail -n 40 $log >&2; exit 1; }
-        # Only glibc: the C library, the loader, libm, libdl, libpthread, librt, the vDSO.
-        other=$(ldd build-release/src/cli/ranktop | grep -vE "^\s*(linux-vdso\.so|/lib64/ld-linux|(libc|libm|libdl|libpthread|librt)\.so\.)" || true)
+          ninja -C $b; } >$log 2>&1 || { tail -n 40 $log >&2; exit 1; }
+        # Only glibc: the C library, the loader, libm, libdl, libpthread, librt.
+        needed=$(readelf -d $b/src/cli/ranktop | sed -n "s/.*(NEEDED).*\[\(.*\)\]/\1/p")
+        other=$(echo "$needed" | grep -vE "^(ld-linux[-a-z0-9_]*|libc|libm|libdl|libpthread|librt)\.so\." || true)
         if [ -n "$other" ]; then
-            echo "release: the portable binary links more than glibc:" >&2
-            echo "$other" >&2
+            echo "release: the $ARCH binary needs more than glibc:" $other >&2
             exit 1
         fi
-        v=$(build-release/src/cli/ranktop -V | sed -n "1s/^ranktop //p")
+        v=$(sh src/cli/version.sh . version "$(meson introspect --projectinfo $b |
+            python3 -c "import json, sys; print(json.load(sys.stdin)[\"version\"])")")
+        out=dist/ranktop-$v-linux-$ARCH
         mkdir -p dist
-        strip --strip-debug -o "dist/ranktop-$v-linux-x86_64.tmp" build-release/src/cli/ranktop
-        mv "dist/ranktop-$v-linux-x86_64.tmp" "dist/ranktop-$v-linux-x86_64"
-        echo "release: dist/ranktop-$v-linux-x86_64: $(wc -c <"dist/ranktop-$v-linux-x86_64") bytes, glibc $(ldd --version | sed -n "1s/.* //p"); ldd:"
-        ldd "dist/ranktop-$v-linux-x86_64"' || return 1
-    echo "release: aarch64: not built yet (the native unwinder's aarch64 port comes first; then" \
-        "the same build through the chroot's arm64 cross toolchain)" >&2
+        $STRIP --strip-debug -o $out.tmp $b/src/cli/ranktop
+        mv $out.tmp $out
+        echo "release: $out: $(wc -c <$out) bytes, glibc $(ldd --version | sed -n "1s/.* //p"), needs:" $needed
+        [ $ARCH != "$(uname -m)" ] || ldd $out' || return 1
 }
 
 # shellcheck disable=SC2086 # the package lists are word lists
@@ -179,6 +198,7 @@ test)
     run_tests
     ;;
 release)
+    install_missing debootstrap
     release
     ;;
 packages)

@@ -12,7 +12,8 @@ T=$LAST
 mkdir -p "$WORK/empty" "$WORK/home" "$WORK/tmp"
 NOTE='no terminfo entry for TERM=.* on this host: using the built-in xterm-256color'
 
-# case NAME TERM VAR=VALUE...: the monitor on T with TERM and the variables; expects the note.
+# fallback_case NAME TERM VAR=VALUE...: the monitor on T with TERM and the variables; expects
+# the note.
 fallback_case() {
     name=$1 t=$2
     shift 2

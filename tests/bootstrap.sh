@@ -5,6 +5,7 @@
 #   tests/bootstrap.sh test   install that and what the tests need, build with warnings as
 #                             errors, run every test suite, then the unit and sampler suites
 #                             under ASan+UBSan, then the other procps variants (procps_variants)
+#   tests/bootstrap.sh release   the portable binaries in dist/ (see release below)
 #   tests/bootstrap.sh packages demo|test   print the packages that demo or test installs
 # It exits non-zero as soon as a step or a test fails.
 set -eu
@@ -85,6 +86,8 @@ sid_pythons() {
 run_tests() {
     install_viewer
     sid_pythons
+    # The portable binary, for the e2e test portable (which skips, saying why, without it).
+    release || [ $? -eq 77 ]
     build build --werror -Dtests=enabled
     meson test -C build --print-errorlogs --num-processes 2
     build build-asan --werror -Dtests=enabled -Db_sanitize=address,undefined -Db_lundef=false
@@ -126,6 +129,66 @@ procps_variants() {
         meson test -C build-bullseye --print-errorlogs version'
 }
 
+# release: the portable binaries, dist/ranktop-VERSION-linux-ARCH. test runs it too, for the e2e
+# test portable (about a minute in CI, and half a minute for that test). Each is built inside a
+# Debian 11 chroot (tests/bullseye_chroot.sh: glibc 2.31, so it runs on Debian 11, Ubuntu
+# 20.04+, RHEL 9 and newer) with -Dportable=true: every library but glibc linked statically
+# (meson_options.txt). The libraries it needs (ELF NEEDED) must be glibc's own only. Debug info
+# is stripped; the symbol table stays, for crash reports.
+# aarch64 is not built yet (collectors/native has no aarch64 port): RANKTOP_RELEASE_AARCH64=1
+# tries it in the arm64 cross chroot (RANKTOP_BULLSEYE_CROSS=arm64 tests/bullseye_chroot.sh,
+# about 3 minutes once) with tests/cross/aarch64-bullseye.ini.
+BULLSEYE=${RANKTOP_BULLSEYE_CHROOT:-/var/cache/ranktop/bullseye-chroot}
+BULLSEYE_CROSS=${RANKTOP_BULLSEYE_CROSS_CHROOT:-/var/cache/ranktop/bullseye-cross-chroot}
+release() {
+    rc=0
+    sh tests/bullseye_chroot.sh || rc=$?
+    if [ $rc -ne 0 ]; then
+        echo "release: no Debian 11 chroot to build in (tests/bullseye_chroot.sh: $rc)" >&2
+        return $rc
+    fi
+    release_arch x86_64 "$BULLSEYE" "" strip || return 1
+    if [ "${RANKTOP_RELEASE_AARCH64:-}" != 1 ]; then
+        echo "release: aarch64: not built yet (collectors/native has no aarch64 port;" \
+            "RANKTOP_RELEASE_AARCH64=1 tries the cross build)" >&2
+        return 0
+    fi
+    RANKTOP_BULLSEYE_CROSS=arm64 sh tests/bullseye_chroot.sh || return 1
+    release_arch aarch64 "$BULLSEYE_CROSS" "--cross-file tests/cross/aarch64-bullseye.ini" \
+        aarch64-linux-gnu-strip
+}
+
+# release_arch ARCH CHROOT MESON_ARGS STRIP: builds build-release-ARCH in CHROOT and writes
+# dist/ranktop-VERSION-linux-ARCH. The chroot has no git: -V's version and commit come from this
+# checkout.
+release_arch() {
+    RANKTOP_SOURCE_VERSION=$(sh src/cli/version.sh . version '') \
+    RANKTOP_SOURCE_COMMIT=$(sh src/cli/version.sh . commit) \
+    ARCH=$1 MESON_ARGS=$3 STRIP=$4 \
+        sh tests/bullseye_chroot.sh run "$2" '
+        set -e
+        b=build-release-$ARCH log=build-release-$ARCH.log
+        { [ -f $b/build.ninja ] ||
+            meson setup $b $MESON_ARGS --werror -Dportable=true -Dprocps=libprocps \
+                -Dtests=disabled -Dbench=disabled -Dman=disabled
+          ninja -C $b; } >$log 2>&1 || { tail -n 40 $log >&2; exit 1; }
+        # Only glibc: the C library, the loader, libm, libdl, libpthread, librt.
+        needed=$(readelf -d $b/src/cli/ranktop | sed -n "s/.*(NEEDED).*\[\(.*\)\]/\1/p")
+        other=$(echo "$needed" | grep -vE "^(ld-linux[-a-z0-9_]*|libc|libm|libdl|libpthread|librt)\.so\." || true)
+        if [ -n "$other" ]; then
+            echo "release: the $ARCH binary needs more than glibc:" $other >&2
+            exit 1
+        fi
+        v=$(sh src/cli/version.sh . version "$(meson introspect --projectinfo $b |
+            python3 -c "import json, sys; print(json.load(sys.stdin)[\"version\"])")")
+        out=dist/ranktop-$v-linux-$ARCH
+        mkdir -p dist
+        $STRIP --strip-debug -o $out.tmp $b/src/cli/ranktop
+        mv $out.tmp $out
+        echo "release: $out: $(wc -c <$out) bytes, glibc $(ldd --version | sed -n "1s/.* //p"), needs:" $needed
+        [ $ARCH != "$(uname -m)" ] || ldd $out' || return 1
+}
+
 # shellcheck disable=SC2086 # the package lists are word lists
 case "${1:-}" in
 demo)
@@ -135,6 +198,10 @@ demo)
 test)
     install_missing $DEMO_PACKAGES $TEST_PACKAGES
     run_tests
+    ;;
+release)
+    install_missing debootstrap
+    release
     ;;
 packages)
     case "${2:-}" in
@@ -147,7 +214,7 @@ packages)
     esac
     ;;
 *)
-    echo "usage: tests/bootstrap.sh demo|test|packages demo|test" >&2
+    echo "usage: tests/bootstrap.sh demo|test|release|packages demo|test" >&2
     exit 2
     ;;
 esac

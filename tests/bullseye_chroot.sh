@@ -17,11 +17,30 @@
 #
 # Bullseye's meson is 0.56.2; the project's meson_version floor is 0.56 so that this chroot
 # configures it with its own meson (the bullseye build in CI keeps that floor honest).
+#
+# RANKTOP_BULLSEYE_CROSS=arm64 makes the aarch64 cross variant instead (default DIR
+# /var/cache/ranktop/bullseye-cross-chroot): the same packages plus Debian 11's arm64 cross
+# compiler and the :arm64 build libraries, for the aarch64 portable binary (its meson cross
+# file: tests/cross/aarch64-bullseye.ini).
 set -eu
 MIRROR=${RANKTOP_BULLSEYE_MIRROR:-http://deb.debian.org/debian}
+CROSS=${RANKTOP_BULLSEYE_CROSS:-}
 # The build's, then what the unit suite calls (check_export: xmllint; check_pb: protoc).
 PACKAGES="gcc libc6-dev meson ninja-build pkg-config libncurses-dev libunwind-dev libprocps-dev"
 PACKAGES="$PACKAGES libjson-c-dev zlib1g-dev check python3 libxml2-utils protobuf-compiler"
+case $CROSS in
+'') ;;
+arm64)
+    # Debian 11's libjson-c-dev is not Multi-Arch: same, so the arm64 one replaces it.
+    PACKAGES="$(echo "$PACKAGES" | sed 's/libjson-c-dev/libjson-c-dev:arm64/')"
+    PACKAGES="$PACKAGES crossbuild-essential-arm64 libncurses-dev:arm64 libunwind-dev:arm64"
+    PACKAGES="$PACKAGES libprocps-dev:arm64 zlib1g-dev:arm64 liblzma-dev:arm64"
+    ;;
+*)
+    echo "bullseye_chroot: RANKTOP_BULLSEYE_CROSS=$CROSS: only arm64 is known" >&2
+    exit 2
+    ;;
+esac
 
 # run_in DIR CMD: CMD runs under sh inside the chroot, in a private mount namespace where the
 # current directory and /proc are mounted at their host paths; those mounts vanish with the
@@ -39,7 +58,11 @@ if [ "${1:-}" = run ]; then
     run_in "$2" "$3"
 fi
 
-DIR=${1:-${RANKTOP_BULLSEYE_CHROOT:-/var/cache/ranktop/bullseye-chroot}}
+if [ -n "$CROSS" ]; then
+    DIR=${1:-${RANKTOP_BULLSEYE_CROSS_CHROOT:-/var/cache/ranktop/bullseye-cross-chroot}}
+else
+    DIR=${1:-${RANKTOP_BULLSEYE_CHROOT:-/var/cache/ranktop/bullseye-chroot}}
+fi
 TMP=$DIR.tmp
 
 # skip: the reason also goes to DIR.skip, for the caller to quote.
@@ -92,6 +115,7 @@ build() {
         exit 1
     fi
     mount -t proc proc "$TMP/proc"
+    [ -z "$CROSS" ] || chroot "$TMP" dpkg --add-architecture "$CROSS"
     chroot "$TMP" apt-get -qq -o Acquire::Check-Valid-Until=false update >>"$TMP.log" 2>&1
     # shellcheck disable=SC2086 # a word list
     DEBIAN_FRONTEND=noninteractive timeout 1200 chroot "$TMP" apt-get install -y -qq \

@@ -11,6 +11,7 @@
 #include "ui_priv.h"
 
 #include "ranktop/util.h"
+#include "termopen.h"
 #include "theme.h"
 
 #include <curses.h>
@@ -63,6 +64,7 @@ static void install_signals(void)
 static int term_init(struct ui *u, struct app_err *err)
 {
     const char *cs;
+    char note[512];
 
     if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO))
         return app_err_set(err, APP_E_USAGE,
@@ -71,8 +73,8 @@ static int term_init(struct ui *u, struct app_err *err)
     setlocale(LC_ALL, "");
     cs = nl_langinfo(CODESET);
     u->utf8 = cs && (!strcmp(cs, "UTF-8") || !strcmp(cs, "utf8"));
-    if (!initscr())
-        return app_err_set(err, APP_E_IO, "cannot initialise the terminal");
+    if (termopen_start(note, sizeof(note)) < 0)
+        return app_err_set(err, APP_E_IO, "cannot initialise the terminal: %s", note);
     g_curses = 1;
     app_set_fatal_hook(ui_restore);
     cbreak();
@@ -84,6 +86,12 @@ static int term_init(struct ui *u, struct app_err *err)
     set_escdelay(25);
     mousemask(BUTTON1_CLICKED | BUTTON1_PRESSED | BUTTON4_PRESSED | BUTTON5_PRESSED, NULL);
     theme_init();
+    /* The built-in entry is said once, longer than other notices: the keys and colours it
+     * assumes may not be this terminal's. */
+    if (note[0]) {
+        ui_set_status(u, "%s", note);
+        u->status_until = clock_mono_ns() + 30000000000ull;
+    }
     return 0;
 }
 

@@ -7,12 +7,16 @@
 #                                        FALLBACK (meson's project version) when there is none
 #   version.sh SRCDIR commit             the commit (12 hex digits, "-dirty" for a changed
 #                                        tree), or "unknown" outside git
+# RANKTOP_SOURCE_VERSION and RANKTOP_SOURCE_COMMIT, when set, are the answers: a build inside a
+# chroot without git (tests/bootstrap.sh release) gets them from the checkout outside.
 case $2 in
 version)
+    [ -z "${RANKTOP_SOURCE_VERSION:-}" ] || { echo "$RANKTOP_SOURCE_VERSION"; exit 0; }
     v=$(git -C "$1" describe --tags --abbrev=12 --match 'v[0-9]*.[0-9]*.[0-9]*' --dirty 2>/dev/null) &&
         [ -n "$v" ] && echo "${v#v}" || echo "$3"
     ;;
 commit)
+    [ -z "${RANKTOP_SOURCE_COMMIT:-}" ] || { echo "$RANKTOP_SOURCE_COMMIT"; exit 0; }
     c=$(git -C "$1" describe --always --abbrev=12 --exclude '*' --dirty 2>/dev/null) &&
         [ -n "$c" ] && echo "$c" || echo unknown
     ;;

@@ -30,8 +30,10 @@
  *   (co_tlbc->entries[tlbc_index]), from which its instruction offset is taken.
  * 3.13t keeps the registries of 3.13, reached through dicts and weak sets whose free-threaded
  * layouts this reader does not know: refused by name (pyasync.c). Runs on the pyproc's owner
- * thread; every loop is bounded; a list that changes under the read is retried, then
- * APP_E_STALE, never a mixed answer. */
+ * thread; every loop is bounded (the list walks at WALK_MAX nodes); a list that changes under
+ * the read is retried, then APP_E_STALE, never a mixed answer. The caps of pyasync.h hold as in
+ * pyasync.c: a task counts in the share of the thread that runs its loop (the tasks of loops no
+ * thread runs in one share together), and those left out are counted in not_read. */
 #include "pyproc_priv.h"
 
 #include "pyasync_priv.h"

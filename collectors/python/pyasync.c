@@ -705,8 +705,7 @@ static uint64_t loop_read(struct actx *a, uint64_t loop)
     return 0;
 }
 
-/* What a task read costs: its record, name and frames. */
-static size_t task_bytes(const struct pyasync_task *t)
+size_t pyasync_task_bytes(const struct pyasync_task *t)
 {
     size_t b = sizeof(*t) + (t->name ? strlen(t->name) + 1 : 0);
 
@@ -755,7 +754,7 @@ static int task_read(struct actx *a, uint64_t addr, struct raw *r, struct pyasyn
     st = task_name(a, r->name, &t->name);
     if (st == 0 && r->state == 0 && r->coro)
         st = pyasync_chain_read(a->p, step, a, r->coro, t);
-    a->bytes += task_bytes(t);
+    a->bytes += pyasync_task_bytes(t);
     return st;
 }
 

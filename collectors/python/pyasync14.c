@@ -30,8 +30,10 @@
  *   (co_tlbc->entries[tlbc_index]), from which its instruction offset is taken.
  * 3.13t keeps the registries of 3.13, reached through dicts and weak sets whose free-threaded
  * layouts this reader does not know: refused by name (pyasync.c). Runs on the pyproc's owner
- * thread; every loop is bounded; a list that changes under the read is retried, then
- * APP_E_STALE, never a mixed answer. */
+ * thread; every loop is bounded (the list walks at WALK_MAX nodes); a list that changes under
+ * the read is retried, then APP_E_STALE, never a mixed answer. The caps of pyasync.h hold as in
+ * pyasync.c: a task counts in the share of the thread that runs its loop (the tasks of loops no
+ * thread runs in one share together), and those left out are counted in not_read. */
 #include "pyproc_priv.h"
 
 #include "pyasync_priv.h"
@@ -53,6 +55,10 @@
 #define TRIES 5
 #define TLBC_MAX 4096
 #define CORO_MAX 256 /* bytes of a coroutine (with its frame's header) copied */
+/* Most list nodes one read walks, over all lists: as many tasks as the largest registry set
+ * the 3.8-3.13 reader takes (PYASYNC_SET_MAX_LOG2). Past it the read is refused (APP_E_LIMIT)
+ * rather than counted on: a list that has not come back to its head cannot be checked. */
+#define WALK_MAX (1u << PYASYNC_SET_MAX_LOG2)
 
 /* The first 3.15 whose frame states this reader knows, and the first that leaves a NULL above
  * the awaited object. */
@@ -94,8 +100,18 @@ struct a14 {
      * thread runs (never run, or stopped) has no known thread, whichever list holds it. */
     struct {
         uint64_t loop, ident;
+        size_t nread; /* its tasks kept so far (PYASYNC_THREAD_TASKS) */
     } * loops;
     size_t nloops;
+    size_t nread_idle; /* tasks kept whose loop no thread runs: one share for all of them */
+    size_t walked;     /* list nodes walked (WALK_MAX) */
+    size_t not_read;   /* tasks left out by a cap */
+    size_t bytes;      /* names and frames read (PYASYNC_MAX_BYTES) */
+};
+
+/* A thread state as collect found it: its list's head, running loop and task, ident. */
+struct tstate {
+    uint64_t ts, loop, task, ident;
 };
 
 /* A task found on a list, with the thread whose list holds it (0: the interpreter's list of
@@ -383,16 +399,37 @@ static int chain_offsets(struct a14 *a)
     return 0;
 }
 
-static void push_tref(struct tref **v, size_t *n, struct tref t)
+/* Makes room in the array v, holding n elements and grown by doubling, for one more. */
+#define GROW(v, n)                                                                                 \
+    do {                                                                                           \
+        if ((n) == 0 || ((n) & ((n)-1)) == 0)                                                      \
+            (v) = x_reallocarray((v), (n) ? (n)*2 : 8, sizeof(*(v)));                              \
+    } while (0)
+
+/* Whether a task of loop is kept: at most PYASYNC_THREAD_TASKS for each thread's running
+ * loop, as many for all the tasks whose loop no thread runs together, and PYASYNC_MAX_TASKS
+ * in all (kept so far: n). The others are counted in not_read. */
+static bool keep(struct a14 *a, uint64_t loop, size_t n)
 {
-    if ((*n & (*n - 1)) == 0 || *n == 0)
-        *v = x_reallocarray(*v, *n ? *n * 2 : 8, sizeof(**v));
-    (*v)[(*n)++] = t;
+    size_t *nread = &a->nread_idle;
+
+    for (size_t i = 0; loop && i < a->nloops; i++)
+        if (a->loops[i].loop == loop)
+            nread = &a->loops[i].nread;
+    if (*nread >= PYASYNC_THREAD_TASKS || n >= PYASYNC_MAX_TASKS) {
+        a->not_read++;
+        return false;
+    }
+    ++*nread;
+    return true;
 }
 
 /* The tasks of the circular list headed at head: each node must lie in a task (is_task set,
  * an _asyncio.Task type) whose prev is the node before it, and the head's prev the last one,
- * else the list changed or is garbage (APP_E_STALE). */
+ * else the list changed or is garbage (APP_E_STALE). Every node is checked, those beyond the
+ * caps too (keep), so that the count of the tasks left out is as sure as the tasks read; the
+ * walks of one read take at most WALK_MAX nodes in all (APP_E_LIMIT), which also ends a list
+ * torn into a cycle that never comes back to its head. */
 static int list_walk(struct a14 *a, uint64_t head, struct tref ref, struct tref **v, size_t *n)
 {
     const struct pyasync_debug *d = &a->d;
@@ -404,14 +441,21 @@ static int list_walk(struct a14 *a, uint64_t head, struct tref ref, struct tref 
         uint64_t task = cur - d->t_node;
         enum kind14 k = K_OTHER;
 
-        if (*n >= PYASYNC_MAX_TASKS || !bytes_ptr_ok(cur) || cur < d->t_node)
+        if (++a->walked > WALK_MAX)
+            return APP_E_LIMIT;
+        if (!bytes_ptr_ok(cur) || cur < d->t_node)
             return APP_E_STALE;
         st = rmem_read(a->m, task, tb, d->t_size);
         if (st == 0 && (bytes_load_u64(tb + d->t_node + 8) != prev || tb[d->t_is_task] != 1))
             st = APP_E_STALE;
-        if (st == 0 && (st = obj_kind(a, task, &k)) == 0 && k != K_TASK)
+        /* The type from the same copy: one read a node. */
+        if (st == 0 && (st = type_kind(a, bytes_load_u64(tb + a->L->ob_type), &k)) == 0 &&
+            k != K_TASK)
             st = APP_E_STALE;
-        push_tref(v, n, (struct tref){task, ref.ident, ref.running && ref.addr == task});
+        if (st == 0 && keep(a, bytes_load_u64(tb + a->L->ob_type + 8), *n)) { /* fut_loop */
+            GROW(*v, *n);
+            (*v)[(*n)++] = (struct tref){task, ref.ident, ref.running && ref.addr == task};
+        }
         prev = cur;
         cur = bytes_load_u64(tb + d->t_node);
     }
@@ -420,37 +464,52 @@ static int list_walk(struct a14 *a, uint64_t head, struct tref ref, struct tref 
     return st == APP_E_GONE || st == APP_E_PERM || st == 0 ? st : APP_E_STALE;
 }
 
-/* Every thread's list (with its running task) and the interpreter's. */
-static int collect(struct a14 *a, uint64_t interp, struct tref **v, size_t *n)
+/* The thread states of interp (at most PYPROC_DEFAULT_THREADS), with each running loop
+ * added to a->loops. */
+static int threads_read(struct a14 *a, uint64_t interp, struct tstate **t, size_t *nt)
 {
     const struct py_layout *L = a->L;
     const struct pyasync_debug *d = &a->d;
     uint64_t ts = 0;
     int st = read_u64(a->m, interp + L->is.threads_head, &ts);
 
-    for (int i = 0; st == 0 && ts; i++) {
-        uint64_t loop = 0, task = 0, ident = 0, next = 0;
-        struct rmem_iov iov[4] = {{ts + d->ts_loop, &loop, 8},
-                                  {ts + d->ts_task, &task, 8},
-                                  {ts + L->ts.thread_id, &ident, 8},
-                                  {ts + L->ts.next, &next, 8}};
+    while (st == 0 && ts) {
+        struct tstate s = {ts, 0, 0, 0};
+        struct rmem_iov iov[4] = {{ts + d->ts_loop, &s.loop, 8},
+                                  {ts + d->ts_task, &s.task, 8},
+                                  {ts + L->ts.thread_id, &s.ident, 8},
+                                  {ts + L->ts.next, &ts, 8}};
 
-        if (i == PYPROC_DEFAULT_THREADS || !bytes_ptr_ok(ts))
+        if (*nt == PYPROC_DEFAULT_THREADS || !bytes_ptr_ok(s.ts))
             return APP_E_STALE;
         st = rmem_readv(a->m, iov, 4, NULL);
-        if (st == 0 && loop) {
-            if ((a->nloops & (a->nloops - 1)) == 0)
-                a->loops =
-                    x_reallocarray(a->loops, a->nloops ? a->nloops * 2 : 4, sizeof(*a->loops));
-            a->loops[a->nloops].loop = loop;
-            a->loops[a->nloops++].ident = ident;
+        GROW(*t, *nt);
+        (*t)[(*nt)++] = s;
+        if (st == 0 && s.loop) {
+            GROW(a->loops, a->nloops);
+            a->loops[a->nloops].loop = s.loop;
+            a->loops[a->nloops].ident = s.ident;
+            a->loops[a->nloops++].nread = 0;
         }
-        if (st == 0)
-            st = list_walk(a, ts + d->ts_head, (struct tref){task, ident, loop != 0}, v, n);
-        ts = next;
     }
+    return st;
+}
+
+/* Every thread's list (with its running task) and the interpreter's. The running loops are
+ * all known before any list is walked: a task counts in the share of the thread that runs
+ * its loop, whichever list holds it. */
+static int collect(struct a14 *a, uint64_t interp, struct tref **v, size_t *n)
+{
+    struct tstate *t = NULL;
+    size_t nt = 0;
+    int st = threads_read(a, interp, &t, &nt);
+
+    for (size_t i = 0; st == 0 && i < nt; i++)
+        st = list_walk(a, t[i].ts + a->d.ts_head,
+                       (struct tref){t[i].task, t[i].ident, t[i].loop != 0}, v, n);
     if (st == 0)
-        st = list_walk(a, interp + d->is_head, (struct tref){0, 0, false}, v, n);
+        st = list_walk(a, interp + a->d.is_head, (struct tref){0, 0, false}, v, n);
+    free(t);
     return st;
 }
 
@@ -470,13 +529,17 @@ static uint64_t loop_thread(const struct a14 *a, uint64_t loop)
     return 0;
 }
 
+#define TASK_LEFT_OUT 1 /* task_read: PYASYNC_MAX_BYTES left the task out */
+
 static int task_read(struct a14 *a, const struct tref *t, struct raw14 *r, struct pyasync_task *o)
 {
     const struct pyasync_debug *d = &a->d;
     uint8_t b[512];
-    int st = rmem_read(a->m, t->addr, b, d->t_size);
+    int st;
 
-    if (st < 0)
+    if (a->bytes >= PYASYNC_MAX_BYTES)
+        return TASK_LEFT_OUT;
+    if ((st = rmem_read(a->m, t->addr, b, d->t_size)) < 0)
         return st;
     *r = (struct raw14){t->addr,
                         bytes_load_u64(b + d->t_awaited_by),
@@ -496,6 +559,7 @@ static int task_read(struct a14 *a, const struct tref *t, struct raw14 *r, struc
     st = task_name(a, r->name, &o->name);
     if (st == 0 && r->state == 0 && r->coro)
         st = pyasync_chain_read(a->p, step, a, r->coro, o);
+    a->bytes += pyasync_task_bytes(o);
     return st;
 }
 
@@ -546,8 +610,17 @@ static int read_once(struct a14 *a, uint64_t interp, struct pyasync_list *l)
         n = 0;
     l->tasks = x_calloc(n + 1, sizeof(*l->tasks));
     r = x_calloc(n + 1, sizeof(*r));
-    for (size_t i = 0; st == 0 && i < n; i++, l->n++)
-        st = task_read(a, &v[i], &r[i], &l->tasks[i]);
+    /* Tasks left out leave no gap: the kept ones stay sorted for task_index. */
+    for (size_t i = 0; st == 0 && i < n; i++) {
+        st = task_read(a, &v[i], &r[l->n], &l->tasks[l->n]);
+        if (st == TASK_LEFT_OUT) {
+            a->not_read++;
+            st = 0;
+            continue;
+        }
+        l->n++;
+    }
+    l->not_read = a->not_read;
     if (st == 0)
         st = link_waiters(a, r, l);
     free(v);
@@ -664,6 +737,7 @@ static int read_all(struct a14 *a, bool lists, struct pyasync_list *out, size_t 
 
     a->ntypes = 0;
     a->nloops = 0;
+    a->nread_idle = a->walked = a->not_read = a->bytes = 0;
     if (st == 0 && lists)
         st = read_once(a, interp, out);
     if (st == 0)
@@ -706,6 +780,8 @@ int pyasync_read14(struct pyproc *p, struct pyasync_list *out, struct app_err *e
                          "Task without the _asyncio module) not read: on CPython 3.14 and later "
                          "this ranktop reads _asyncio.Task only",
                          npure, npure == 1 ? "" : "s");
+    else if (st == APP_E_LIMIT)
+        st = app_err_set(err, st, "asyncio tasks: more than %u tasks listed: not read", WALK_MAX);
     else if (st < 0)
         st = app_err_set(err, st, "asyncio tasks: %s", app_status_str(st));
     if (st < 0)

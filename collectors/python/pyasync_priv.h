@@ -133,4 +133,7 @@ int pyasync_main_interp(struct pyproc *p, uint64_t *interp);
 /* Records that t is awaited by the task at index by. */
 void pyasync_awaited_add(struct pyasync_task *t, size_t by);
 
+/* What a task read costs, as PYASYNC_MAX_BYTES counts it: its record, name and frames. */
+size_t pyasync_task_bytes(const struct pyasync_task *t);
+
 #endif

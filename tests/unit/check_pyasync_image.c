@@ -293,6 +293,62 @@ START_TEST(torn_and_garbled_refused)
 }
 END_TEST
 
+/* The caps: TS1's list runs on with 1500 more tasks of its own loop and 1200 of a loop no
+ * thread runs (one region, 0x100 apart). TS1's loop thread keeps 1000 of its 1502 (T1 and T2
+ * first), the tasks of loops no thread runs 1000 of their 1201 (the first walked: T4, on the
+ * interpreter's list walked last, is left out), TS2 its T3; the other 703 are counted as not
+ * read. */
+#define MANY 0x10000000u
+#define MANY_OWN 1500
+#define MANY_IDLE 1200
+#define M_NODE(i) (MANY + 0x100 * (uint64_t)(i) + T_NODE)
+
+START_TEST(caps)
+{
+    const size_t nm = MANY_OWN + MANY_IDLE;
+    struct img *im = async_image(&v3140);
+    uint64_t name = typed(im, add_ascii(im, "many"), 2);
+    uint8_t *b = calloc(nm, 0x100);
+    struct pyproc *p;
+    struct pyasync_list l;
+    struct app_err err = {0};
+    size_t own = 0, idle = 0;
+
+    ck_assert_ptr_nonnull(b);
+    for (size_t i = 0; i < nm; i++) {
+        uint8_t *t = b + 0x100 * i;
+
+        put64(t, 8, TYPE(0));
+        put64(t, 16, i < MANY_OWN ? 0x7e0000 : 0x7e2000);
+        t[108] = 1;
+        put64(t, 136, name);
+        put64(t, T_NODE, i + 1 < nm ? M_NODE(i + 1) : TS1 + TS_HEAD);
+        put64(t, T_NODE + 8, i ? M_NODE(i - 1) : NODE(2));
+    }
+    rmem_image_add(im->m, MANY, b, nm * 0x100);
+    free(b);
+    ck_assert_int_eq(rmem_image_write(im->m, NODE(2), (uint64_t[]){M_NODE(0)}, 8), 0);
+    put_head(im->m, TS1 + TS_HEAD, NODE(1), M_NODE(nm - 1));
+    p = async_open(im, &v3140);
+    ck_assert_msg(pyasync_read(p, &l, &err) == 0, "read failed: %s", err.msg);
+    for (size_t i = 0; i < l.n; i++) {
+        own += l.tasks[i].thread == 0x7f0000001000;
+        idle += l.tasks[i].thread == 0;
+    }
+    ck_assert_uint_eq(own, PYASYNC_THREAD_TASKS);
+    ck_assert_uint_eq(idle, PYASYNC_THREAD_TASKS);
+    ck_assert_uint_eq(l.n, 2 * PYASYNC_THREAD_TASKS + 1);
+    ck_assert_uint_eq(l.not_read, MANY_OWN + MANY_IDLE + 4 - l.n);
+    ck_assert_int_eq(by_name(&l, "main")->state, PYASYNC_RUNNING);
+    for (size_t i = 0; i < l.n; i++)
+        ck_assert_str_ne(l.tasks[i].name, "Task-7");
+    ck_assert_uint_eq(by_name(&l, "worker")->nawaited_by, 2);
+    pyasync_free(&l);
+    pyproc_free(p);
+    img_free(im);
+}
+END_TEST
+
 /* No _AsyncioDebug found (asyncio not imported) is no tasks. (3.15 and the free-threaded
  * builds: check_pyasync_layouts.) */
 START_TEST(not_loaded)
@@ -340,6 +396,7 @@ static Suite *suite(void)
 
     tcase_add_loop_test(tc, tasks_3140, 0, 2);
     tcase_add_test(tc, torn_and_garbled_refused);
+    tcase_add_test(tc, caps);
     tcase_add_test(tc, not_loaded);
     tcase_add_test(tc, debug_parse);
     suite_add_tcase(s, tc);

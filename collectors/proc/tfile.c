@@ -24,6 +24,16 @@
 
 #define TFILE_FLAGS (O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)
 
+/* glibc before 2.32 (Debian 11, where the portable binary is built) names no SYS_openat2; the
+ * kernel's number is 437 on every architecture since the unified syscall table. */
+#ifndef SYS_openat2
+#ifdef __NR_openat2
+#define SYS_openat2 __NR_openat2
+#else
+#define SYS_openat2 437
+#endif
+#endif
+
 static int open_status(int e)
 {
     return e == ENOENT || e == ENOTDIR || e == ESRCH ? APP_E_NOTFOUND

@@ -138,6 +138,11 @@ static int seize_error(int pid, int tid, int e, struct app_err *err)
 
     if (e == ESRCH)
         return app_err_set(err, APP_E_GONE, "thread %d exited", tid);
+    if (e == ENOSYS)                        /* qemu-user emulates no ptrace for its guests */
+        return app_err_set(err, APP_E_PERM, /* the same for every thread */
+                           "native frames of %d: ptrace is not available to ranktop here "
+                           "(ENOSYS: an emulator such as qemu-user); Python frames only",
+                           pid);
     snprintf(path, sizeof(path), "/proc/%d/task/%d/status", pid, tid);
     if (file_read_all(path, 1 << 16, &buf, &len) == 0) {
         const char *t = strstr(buf, "TracerPid:");

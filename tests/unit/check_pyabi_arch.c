@@ -20,6 +20,7 @@
 #include "internal/pycore_gil.h"
 
 #include "abi/pyabi.h"
+#include "tsupport.h"
 
 #include <check.h>
 #include <pthread.h>
@@ -133,16 +134,10 @@ int main(void)
 {
     Suite *s = suite_create("pyabi_arch");
     TCase *tc = tcase_create("tables");
-    SRunner *sr;
-    int failed;
 
     tcase_add_test(tc, test_runtime_interp);
     tcase_add_test(tc, test_tstate_code);
     tcase_add_test(tc, test_gil);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return ts_run(s);
 }

@@ -5,6 +5,7 @@
 #   tests/bootstrap.sh test   install that and what the tests need, build with warnings as
 #                             errors, run every test suite, then the unit and sampler suites
 #                             under ASan+UBSan, then the other procps variants (procps_variants)
+#                             and the aarch64 cross build's unit suite under qemu (aarch64_cross)
 #   tests/bootstrap.sh release   the portable binaries in dist/ (see release below)
 #   tests/bootstrap.sh packages demo|test   print the packages that demo or test installs
 # It exits non-zero as soon as a step or a test fails.
@@ -98,6 +99,14 @@ run_tests() {
     CC=clang build build-fuzz --werror -Dtests=enabled
     meson test -C build-fuzz --print-errorlogs --num-processes 2 --suite fuzz
     procps_variants
+    aarch64_cross
+}
+
+# aarch64_cross: the aarch64 build (cross-compiled through Debian multiarch; tests/aarch64.sh
+# adds the arm64 architecture and its packages the first time) and its unit suite under
+# qemu-user. About 2.5 minutes on the 2-core CI machine, plus a minute of installs once.
+aarch64_cross() {
+    sh tests/aarch64.sh build-aarch64
 }
 
 # procps_variants: the builds beside the normal one (libproc2, Debian 12's), each with the unit

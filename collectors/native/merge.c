@@ -8,6 +8,7 @@
  * When the two do not line up (the unwind stopped early, or a Python frame was popped while
  * its evaluation call is still on the C stack) nothing is lost: the Python frames left over
  * follow the native ones. Pure; any thread. */
+#include "arch.h"
 #include "native_priv.h"
 
 #include "ranktop/util.h"
@@ -62,7 +63,7 @@ static bool start_machinery(const char *fn)
     for (size_t i = 0; i < sizeof(start) / sizeof(start[0]); i++)
         if (!strcmp(fn, start[i]))
             return true;
-    return false;
+    return arch_is_thread_start(fn);
 }
 
 /* Where the evaluation calls are when no frame is named as one: a stripped interpreter whose

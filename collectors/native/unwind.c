@@ -11,13 +11,14 @@
  * one word per PTRACE_PEEKDATA and all registers per register; ours serve both from the
  * copies taken while the thread is stopped, falling back to process_vm_readv for memory
  * outside the copy. The address space caches unwind info across threads (UNW_CACHE_GLOBAL).
- * One native_ctx belongs to one thread of ours. */
+ * One native_ctx belongs to one thread of ours. What differs by architecture (the register
+ * set, libunwind's register numbers and table search) is in arch_ARCH.c behind arch.h. */
+#include "arch.h"
 #include "native_priv.h"
 
 #include "ranktop/procscan.h"
 #include "ranktop/util.h"
 
-#include <elf.h>
 #include <errno.h>
 #include <libunwind-ptrace.h>
 #include <stdio.h>
@@ -25,8 +26,6 @@
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/uio.h>
-#include <sys/user.h>
-#include <stddef.h>
 #include <sys/wait.h>
 #include <sched.h>
 #include <time.h>
@@ -40,7 +39,7 @@
 struct snap {
     struct native_ctx *ctx;
     int pid;
-    struct user_regs_struct regs;
+    struct arch_regs regs;
     uint64_t sp;
     uint8_t *stack;
     size_t nstack;
@@ -78,37 +77,16 @@ static int acc_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *val, int wr
     return mem_read(s->pid, addr, val, sizeof(*val)) == 0 ? 0 : -UNW_EINVAL;
 }
 
-/* libunwind's x86-64 register numbers (RAX, RDX, RCX, RBX, RSI, RDI, RBP, RSP, R8-R15, RIP)
- * as places in the kernel's register set. */
-static const size_t reg_at[] = {
-    offsetof(struct user_regs_struct, rax), offsetof(struct user_regs_struct, rdx),
-    offsetof(struct user_regs_struct, rcx), offsetof(struct user_regs_struct, rbx),
-    offsetof(struct user_regs_struct, rsi), offsetof(struct user_regs_struct, rdi),
-    offsetof(struct user_regs_struct, rbp), offsetof(struct user_regs_struct, rsp),
-    offsetof(struct user_regs_struct, r8),  offsetof(struct user_regs_struct, r9),
-    offsetof(struct user_regs_struct, r10), offsetof(struct user_regs_struct, r11),
-    offsetof(struct user_regs_struct, r12), offsetof(struct user_regs_struct, r13),
-    offsetof(struct user_regs_struct, r14), offsetof(struct user_regs_struct, r15),
-    offsetof(struct user_regs_struct, rip),
-};
-
 static int acc_reg(unw_addr_space_t as, unw_regnum_t reg, unw_word_t *val, int write, void *arg)
 {
     struct snap *s = cur_snap;
 
     (void)as;
     (void)arg;
-    if (write || !s || reg < 0 || (size_t)reg >= sizeof(reg_at) / sizeof(reg_at[0]))
+    if (write || !s)
         return -UNW_EBADREG;
-    memcpy(val, (const char *)&s->regs + reg_at[reg], sizeof(*val));
-    return 0;
+    return arch_regs_get(&s->regs, reg, val);
 }
-
-/* libunwind's own search of a remote .eh_frame_hdr table (exported by libunwind-x86_64 for
- * libunwind-ptrace, not declared in its public headers). */
-extern int _Ux86_64_dwarf_search_unwind_table(unw_addr_space_t as, unw_word_t ip,
-                                              unw_dyn_info_t *di, unw_proc_info_t *pi,
-                                              int need_unwind_info, void *arg);
 
 #define DW_EH_PE_udata4 0x03
 #define DW_EH_PE_sdata4 0x0b
@@ -148,7 +126,7 @@ static int acc_find(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t *pi, int
     di.u.rti.segbase = hdr;
     di.u.rti.table_data = hdr + sizeof(h);
     di.u.rti.table_len = (unw_word_t)count * 8 / sizeof(unw_word_t);
-    return _Ux86_64_dwarf_search_unwind_table(as, ip, &di, pi, need, arg);
+    return arch_search_table(as, ip, &di, pi, need, arg);
 }
 
 /* Why tid cannot be traced, in words a user can act on. */
@@ -160,6 +138,11 @@ static int seize_error(int pid, int tid, int e, struct app_err *err)
 
     if (e == ESRCH)
         return app_err_set(err, APP_E_GONE, "thread %d exited", tid);
+    if (e == ENOSYS)                        /* qemu-user emulates no ptrace for its guests */
+        return app_err_set(err, APP_E_PERM, /* the same for every thread */
+                           "native frames of %d: ptrace is not available to ranktop here "
+                           "(ENOSYS: an emulator such as qemu-user); Python frames only",
+                           pid);
     snprintf(path, sizeof(path), "/proc/%d/task/%d/status", pid, tid);
     if (file_read_all(path, 1 << 16, &buf, &len) == 0) {
         const char *t = strstr(buf, "TracerPid:");
@@ -246,13 +229,13 @@ static int stop_thread(int pid, int tid, struct app_err *err)
 /* Copies the registers and the top of the stack while tid is stopped. */
 static int snapshot(struct native_ctx *c, int tid, struct snap *s, struct app_err *err)
 {
-    struct iovec io = {&s->regs, sizeof(s->regs)};
+    int rc = arch_regs_read(tid, &s->regs);
 
-    if (ptrace(PTRACE_GETREGSET, tid, (void *)NT_PRSTATUS, &io) < 0)
-        return app_err_set(err, APP_E_IO, "registers of thread %d: %s", tid, strerror(errno));
+    if (rc < 0)
+        return app_err_set(err, APP_E_IO, "registers of thread %d: %s", tid, strerror(-rc));
     s->ctx = c;
     s->pid = c->pid;
-    s->sp = s->regs.rsp;
+    s->sp = arch_regs_sp(&s->regs);
     s->stack = c->stack;
     /* One read: it stops short at the end of the stack's mapping, and what it got is kept. */
     s->nstack = mem_read_some(c->pid, s->sp, s->stack, STACK_COPY);

@@ -23,14 +23,21 @@
 #include "ranktop/procmaps.h"
 #include "ranktop/util.h"
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define COND_SIZE 48      /* sizeof(pthread_cond_t), x86-64 glibc */
+#define COND_SIZE 48      /* sizeof(pthread_cond_t), x86-64 and aarch64 glibc */
 #define COND_WREFS 36     /* glibc 2.25-2.40: __wrefs, waiters << 3 | flags */
 #define COND_WREFS_241 28 /* glibc 2.41+ (__g_refs gone): __wrefs after __g1_orig_size */
 #define LIBC_READ_MAX (32u << 20)
+/* The target has our architecture (its ELF machine is checked) and so our glibc's condvar.
+ * pthread_mutex_t differs (40 bytes on x86-64, 48 on aarch64) but sits after cond, outside
+ * what is read. */
+#ifdef __GLIBC__
+_Static_assert(sizeof(pthread_cond_t) == COND_SIZE, "COND_SIZE is this glibc's condvar");
+#endif
 #define GIL_READ_MAX 256 /* bytes of _gil_runtime_state up to the end of cond */
 #define SPAN_MAX 512     /* bytes of a tstate read for its ident and eval_breaker */
 #define IDENT_CACHE 64

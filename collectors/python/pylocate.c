@@ -356,6 +356,18 @@ static int locate_shim(int pid, const struct procmaps *maps, const char *exe, st
     return rc;
 }
 
+/* An executable of another architecture can be an emulator (qemu-user) running an
+ * interpreter of ours: /proc/PID/exe is the emulator, the guest's python is mapped at its
+ * guest addresses (which are host addresses: qemu-user's guest_base is 0 for a 64-bit guest
+ * on a 64-bit host). The executable's error stands when no mapped object of ours holds
+ * _PyRuntime. */
+static bool emulated(int pid, const struct procmaps *maps, const char *exe, struct pycand *c)
+{
+    struct app_err e2 = {0};
+
+    return locate_shim(pid, maps, exe, c, &e2) == 0;
+}
+
 int pyproc_open(int pid, const struct pyproc_opts *opts, struct pyproc **out, struct app_err *err)
 {
     struct procmaps maps;
@@ -397,6 +409,8 @@ int pyproc_open(int pid, const struct pyproc_opts *opts, struct pyproc **out, st
                         version_from_path(exe.path)))
             rc = attach_found(pid, &maps, lib.have_elf ? &lib : &exe, opts, out, err);
         else if (rc == 0 && (rc = locate_shim(pid, &maps, exe.path, &shim, err)) == 0)
+            rc = attach_found(pid, &maps, &shim, opts, out, err);
+        else if (rc == APP_E_ARCH && emulated(pid, &maps, exe.path, &shim))
             rc = attach_found(pid, &maps, &shim, opts, out, err);
         else if (rc == APP_E_NOTFOUND && exe.have_elf)
             rc = app_err_set(err, APP_E_NOTPY,

@@ -1,5 +1,7 @@
-/* What the reader knows about each CPython minor version's ABI (x86-64): every structure
- * offset the stack reader, the thread-name walk and the GIL prober use.
+/* What the reader knows about each CPython minor version's ABI (x86-64 and aarch64: the same
+ * offsets on both; check_pyabi_arch compares the compiled ones with offsetof() on each minor's
+ * headers for the architecture built for): every structure offset the stack reader, the
+ * thread-name walk and the GIL prober use.
  *
  * There is one descriptor per minor version, in pyabi_versions.c. 3.8-3.13 carry compiled
  * tables verified against live interpreters; 3.13 and later also describe their own layout in

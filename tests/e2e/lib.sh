@@ -47,6 +47,16 @@ wait_for() {
     done
 }
 
+# run_rc WANT CMD...: runs CMD with stdout to $WORK/out and stderr to $WORK/err (and its exit
+# status in rc); fails unless it exits WANT.
+run_rc() {
+    rr_want=$1
+    shift
+    rc=0
+    "$@" > "$WORK/out" 2> "$WORK/err" || rc=$?
+    [ "$rc" -eq "$rr_want" ] || fail "$*: exit $rc, expected $rr_want; stderr: $(cat "$WORK/err")"
+}
+
 # json_check FILE PYTHON-EXPR: evaluates an assertion with `d` bound to the parsed JSON.
 json_check() {
     python3 -c 'import json,sys

@@ -8,16 +8,6 @@
 . "$(dirname "$0")/lib.sh"
 NONE="--nvidia-smi /nonexistent --npu-smi /nonexistent --no-device-libs"
 
-# run_rc WANT CMD...: runs CMD with stdout to $WORK/out and stderr to $WORK/err; fails unless
-# it exits WANT.
-run_rc() {
-    rr_want=$1
-    shift
-    rc=0
-    "$@" > "$WORK/out" 2> "$WORK/err" || rc=$?
-    [ "$rc" -eq "$rr_want" ] || fail "$*: exit $rc, expected $rr_want; stderr: $(cat "$WORK/err")"
-}
-
 # err_is LINE...: stderr is exactly these lines.
 err_is() {
     printf '%s\n' "$@" > "$WORK/want"

@@ -9,16 +9,6 @@
 . "$(dirname "$0")/lib.sh"
 NONE="--nvidia-smi /nonexistent --npu-smi /nonexistent --no-device-libs"
 
-# run_rc WANT CMD...: runs CMD with stdout to $WORK/out and stderr to $WORK/err; fails unless
-# it exits WANT.
-run_rc() {
-    rr_want=$1
-    shift
-    rc=0
-    "$@" > "$WORK/out" 2> "$WORK/err" || rc=$?
-    [ "$rc" -eq "$rr_want" ] || fail "$*: exit $rc, expected $rr_want; stderr: $(cat "$WORK/err")"
-}
-
 # err_has TEXT / err_lacks TEXT: stderr holds (does not hold) the fixed string TEXT.
 err_has() { grep -qF -- "$1" "$WORK/err" || fail "stderr lacks '$1':
 $(cat "$WORK/err")"; }

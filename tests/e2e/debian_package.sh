@@ -32,15 +32,9 @@ C=${RANKTOP_BOOKWORM_CHROOT:-/var/cache/ranktop/bookworm-chroot}
 ARCH=$(dpkg --print-architecture)
 [ "$ARCH" = amd64 ] || [ "$ARCH" = arm64 ] || skip "the package is for amd64 and arm64, not $ARCH"
 
-# 1. Build from a copy: the checkout's tracked and new files (as tests/e2e/install.sh copies).
+# 1. Build from a copy: the checkout's tracked and new files (copy_checkout).
 mkdir -p "$WORK/pkg/ranktop"
-cd "$RANKTOP_SRCDIR" || fail "no $RANKTOP_SRCDIR"
-if git -c safe.directory='*' ls-files -z -co --exclude-standard > "$WORK/files" 2> /dev/null &&
-    [ -s "$WORK/files" ]; then
-    tar --null -T "$WORK/files" --ignore-failed-read -cf - 2> /dev/null
-else
-    tar --exclude=./.git --exclude='./build*' -cf - .
-fi | tar -C "$WORK/pkg/ranktop" -xf - || fail "cannot copy the checkout"
+copy_checkout "$WORK/pkg/ranktop" || fail "cannot copy the checkout"
 cd "$WORK/pkg/ranktop" || fail "no copy"
 [ -x debian/rules ] || fail "the copy has no executable debian/rules"
 dpkg-checkbuilddeps > "$WORK/deps.log" 2>&1 || fail "build dependencies: $(cat "$WORK/deps.log")"

@@ -10,17 +10,9 @@ unset RANKTOP_DATADIR
 
 command -v man > /dev/null || fail "man (man-db) is not installed"
 
-# The checkout's files as they are now: tracked and new, not ignored (no build directories);
-# without git (or where git refuses a checkout of another user), everything but .git and
-# build*.
+# The checkout's files as they are now (copy_checkout).
 mkdir "$WORK/src"
-cd "$RANKTOP_SRCDIR" || fail "no $RANKTOP_SRCDIR"
-if git -c safe.directory='*' ls-files -z -co --exclude-standard > "$WORK/files" 2> /dev/null &&
-    [ -s "$WORK/files" ]; then
-    tar --null -T "$WORK/files" --ignore-failed-read -cf - 2> /dev/null
-else
-    tar --exclude=./.git --exclude='./build*' -cf - .
-fi | tar -C "$WORK/src" -xf - || fail "cannot copy the checkout"
+copy_checkout "$WORK/src" || fail "cannot copy the checkout"
 cd "$WORK" || fail "no $WORK"
 [ -f "$WORK/src/meson.build" ] && [ -f "$WORK/src/data/demo_job.py" ] || fail "incomplete copy"
 

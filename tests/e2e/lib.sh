@@ -47,6 +47,32 @@ wait_for() {
     done
 }
 
+# run_rc WANT CMD...: runs CMD with stdout to $WORK/out and stderr to $WORK/err (and its exit
+# status in rc); fails unless it exits WANT.
+run_rc() {
+    rr_want=$1
+    shift
+    rc=0
+    "$@" > "$WORK/out" 2> "$WORK/err" || rc=$?
+    [ "$rc" -eq "$rr_want" ] || fail "$*: exit $rc, expected $rr_want; stderr: $(cat "$WORK/err")"
+}
+
+# copy_checkout DEST: copies the checkout's files as they are now into the existing folder DEST:
+# tracked and new, not ignored (no build directories); without git (or where git refuses a
+# checkout of another user), everything but .git and build*.
+copy_checkout() {
+    (
+        cd "$RANKTOP_SRCDIR" || exit 1
+        list=$WORK/files
+        if git -c safe.directory='*' ls-files -z -co --exclude-standard > "$list" 2> /dev/null &&
+            [ -s "$list" ]; then
+            tar --null -T "$list" --ignore-failed-read -cf - 2> /dev/null
+        else
+            tar --exclude=./.git --exclude='./build*' -cf - .
+        fi | tar -C "$1" -xf -
+    )
+}
+
 # json_check FILE PYTHON-EXPR: evaluates an assertion with `d` bound to the parsed JSON.
 json_check() {
     python3 -c 'import json,sys

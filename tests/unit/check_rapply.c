@@ -89,14 +89,27 @@ static void hello(struct rlink *l, int64_t mono)
     ck_assert(l->hello);
 }
 
+/* A link to host name in slot that has said hello at the agent's clock mono: where every test
+ * starts. */
+static void link_open(struct rlink *l, const char *name, int slot, int64_t mono)
+{
+    link_init(l, name, slot);
+    hello(l, mono);
+}
+
+/* The link's last error names text (a failure quotes both, which tells the call apart). */
+static void error_has(const struct rlink *l, const char *text)
+{
+    ck_assert_msg(strstr(l->error, text), "error lacks \"%s\": %s", text, l->error);
+}
+
 /* 10 000 stacks that each claim 65 536 frames and bring one: the head once reserved 256 KiB for
  * each (2.5 GB); now each holds a few ids. A complete stack still arrives whole. */
 START_TEST(test_pending_stack_costs_its_bytes)
 {
     struct rlink l;
 
-    link_init(&l, "n1", 1);
-    hello(&l, 1);
+    link_open(&l, "n1", 1, 1);
     for (int i = 0; i < 10000; i++)
         feedf(&l, "{\"t\":\"s\",\"id\":%d,\"n\":65536,\"at\":0,\"f\":[0]}", i);
     ck_assert_msg(l.mem < 10000 * 128, "%zu bytes held", l.mem);
@@ -116,13 +129,12 @@ START_TEST(test_ids_follow_definitions)
 {
     struct rlink l;
 
-    link_init(&l, "n1", 1);
-    hello(&l, 1);
+    link_open(&l, "n1", 1, 1);
     feed(&l, "{\"t\":\"th\",\"id\":5000,\"p\":1,\"i\":1}");
-    ck_assert_msg(strstr(l.error, "thread id 5000 out of range"), "%s", l.error);
+    error_has(&l, "thread id 5000 out of range");
     ck_assert_uint_lt(l.nthreads, 2048);
     feed(&l, "{\"t\":\"f\",\"id\":1000000,\"fn\":\"x\"}");
-    ck_assert_msg(strstr(l.error, "frame id 1000000 out of range"), "%s", l.error);
+    error_has(&l, "frame id 1000000 out of range");
     ck_assert_uint_le(l.nframes, 65536);
     for (int i = 0; i < 2000; i++)
         feedf(&l, "{\"t\":\"th\",\"id\":%d,\"p\":1,\"i\":%d}", i, i + 1);
@@ -143,17 +155,15 @@ START_TEST(test_budget_cuts_the_host_off)
 
     memset(fn, 'x', sizeof(fn) - 1);
     fn[sizeof(fn) - 1] = '\0';
-    link_init(&l, "hog", 1);
-    link_init(&ok, "n2", 2);
-    hello(&l, 1);
-    hello(&ok, 1);
+    link_open(&l, "hog", 1, 1);
+    link_open(&ok, "n2", 2, 1);
     for (i = 0; i < 200000 && !l.refused; i++) {
         feedf(&l, "{\"t\":\"f\",\"id\":%d,\"fn\":\"%s%d\",\"file\":\"%s\"}", i, fn, i, fn);
         ck_assert_uint_le(l.mem, RLINK_MEM_MAX);
     }
     ck_assert(l.refused && l.cut);
     ck_assert_msg(i > 50000, "cut after %d frames", i);
-    ck_assert_msg(strstr(l.error, "past 32 MiB: host cut off"), "%s", l.error);
+    error_has(&l, "past 32 MiB: host cut off");
     ck_assert_ptr_null(l.frames);
     ck_assert_int_eq(l.state, ENGINE_HOST_DOWN);
     feed(&ok, "{\"t\":\"f\",\"id\":0,\"fn\":\"a\"}");
@@ -170,14 +180,12 @@ START_TEST(test_ranks_per_host_capped)
 {
     struct rlink l;
 
-    link_init(&l, "n1", 1);
-    hello(&l, 1);
+    link_open(&l, "n1", 1, 1);
     for (int p = 1; p <= 2000; p++)
         feedf(&l, "{\"t\":\"r\",\"p\":%d,\"rank\":%d}", p, p);
     ck_assert_uint_eq(l.nkeys, RLINK_MAX_RANKS);
     ck_assert_uint_eq(E->hist.nranks, RLINK_MAX_RANKS);
-    ck_assert_msg(strstr(l.error, "more than 1024 live ranks on this host: pid 1025 and later"),
-                  "%s", l.error);
+    error_has(&l, "more than 1024 live ranks on this host: pid 1025 and later");
     feed(&l, "{\"t\":\"r\",\"p\":7,\"rank\":7,\"x\":true,\"xc\":0,\"ts\":5}");
     feed(&l, "{\"t\":\"r\",\"p\":3000,\"rank\":3000}");
     ck_assert_uint_eq(l.nkeys, RLINK_MAX_RANKS + 1);
@@ -200,16 +208,13 @@ START_TEST(test_claims_across_hosts)
 {
     struct rlink a, b;
 
-    link_init(&a, "a", 1);
-    link_init(&b, "b", 2);
-    hello(&a, 1);
-    hello(&b, 1);
+    link_open(&a, "a", 1, 1);
+    link_open(&b, "b", 2, 1);
     for (int p = 1; p <= 100; p++)
         feedf(&a, "{\"t\":\"r\",\"p\":%d,\"rank\":%d}", p, p);
     ck_assert_str_eq(a.error, "");
     feed(&b, "{\"t\":\"r\",\"p\":500,\"rank\":42}");
-    ck_assert_msg(strstr(b.error, "rank 42 is claimed twice: a pid 42 and b pid 500"), "%s",
-                  b.error);
+    error_has(&b, "rank 42 is claimed twice: a pid 42 and b pid 500");
     feed(&a, "{\"t\":\"r\",\"p\":7,\"rank\":7,\"x\":true,\"ts\":5}");
     b.error[0] = '\0';
     feed(&b, "{\"t\":\"r\",\"p\":501,\"rank\":7}");
@@ -217,13 +222,13 @@ START_TEST(test_claims_across_hosts)
     /* Renumbered: a's pid 8 now claims 300, which b's new rank then finds. */
     feed(&a, "{\"t\":\"r\",\"p\":8,\"rank\":300}");
     feed(&b, "{\"t\":\"r\",\"p\":502,\"rank\":300}");
-    ck_assert_msg(strstr(b.error, "rank 300 is claimed twice: a pid 8"), "%s", b.error);
+    error_has(&b, "rank 300 is claimed twice: a pid 8");
     /* The history drops a rank and moves the others: the index is rebuilt, not trusted. */
     memmove(&E->hist.ranks[0], &E->hist.ranks[1], (E->hist.nranks - 1) * sizeof(struct hrank));
     E->hist.nranks--;
     b.error[0] = '\0';
     feed(&b, "{\"t\":\"r\",\"p\":503,\"rank\":50}");
-    ck_assert_msg(strstr(b.error, "rank 50 is claimed twice: a pid 50"), "%s", b.error);
+    error_has(&b, "rank 50 is claimed twice: a pid 50");
     link_fini(&a);
     link_fini(&b);
 }
@@ -236,8 +241,7 @@ START_TEST(test_times_range_checked)
     struct rlink l;
     const struct hthread *t;
 
-    link_init(&l, "n1", 1);
-    hello(&l, 0);
+    link_open(&l, "n1", 1, 0);
     feed(&l, "{\"t\":\"f\",\"id\":0,\"fn\":\"a\"}");
     feed(&l, "{\"t\":\"s\",\"id\":0,\"n\":1,\"f\":[0]}");
     feed(&l, "{\"t\":\"r\",\"p\":7,\"rank\":0,\"x\":false,\"ts\":9223372036854775807}");
@@ -245,14 +249,14 @@ START_TEST(test_times_range_checked)
     feed(&l, "{\"t\":\"o\",\"th\":0,\"s\":0,\"ts\":1000}");
     feed(&l, "{\"t\":\"o\",\"th\":0,\"s\":-1,\"ts\":9223372036854775807}");
     feed(&l, "{\"t\":\"k\",\"ts\":9223372036854775807}");
-    ck_assert_msg(strstr(l.error, "past the agent's clock"), "%s", l.error);
+    error_has(&l, "past the agent's clock");
     ck_assert_uint_le(E->hist.ranks[0].start, NOW + RLINK_FUTURE_NS);
     t = &E->hist.ranks[0].threads[0];
     ck_assert_uint_ge(t->nruns, 1);
     ck_assert_uint_le(t->runs[t->nruns - 1].t1, NOW + RLINK_FUTURE_NS);
     /* A pong with an absurd clock is not believed; one that fits the hello's clock is. */
     feed_at(&l, "{\"t\":\"pong\",\"h\":1000000000000,\"a\":9000000000000000000}", NOW + 1000);
-    ck_assert_msg(strstr(l.error, "ping answered with a clock"), "%s", l.error);
+    error_has(&l, "ping answered with a clock");
     ck_assert_int_eq(l.offset_ns, NOW);
     feed_at(&l, "{\"t\":\"pong\",\"h\":1000000000000,\"a\":400}", NOW + 1000);
     ck_assert_int_eq(l.offset_ns, NOW + 100);
@@ -266,8 +270,7 @@ START_TEST(test_devices_and_series_capped)
 {
     struct rlink l;
 
-    link_init(&l, "n1", 1);
-    hello(&l, 1);
+    link_open(&l, "n1", 1, 1);
     for (int i = 0; i < 300; i++)
         feedf(&l, "{\"t\":\"d\",\"k\":\"gpu\",\"i\":%d,\"name\":\"G\",\"u\":%d}", i, i % 100);
     feed(&l, "{\"t\":\"d\",\"k\":\"gpu\",\"i\":3,\"name\":\"H\",\"u\":7}");
@@ -278,7 +281,7 @@ START_TEST(test_devices_and_series_capped)
               (int)SERIES_DEV_UTIL, i);
     ck_assert_uint_eq(l.nseries, RLINK_MAX_SERIES);
     ck_assert_uint_eq(E->hist.nseries, RLINK_MAX_SERIES);
-    ck_assert_msg(strstr(l.error, "more than 256 device series"), "%s", l.error);
+    error_has(&l, "more than 256 device series");
     /* A rank's series only for a rank the host defined. */
     feed(&l, "{\"t\":\"c\",\"p\":77,\"id\":2,\"v\":1,\"ts\":5}");
     ck_assert_uint_eq(E->hist.nseries, RLINK_MAX_SERIES);
@@ -291,11 +294,10 @@ START_TEST(test_second_hello)
 {
     struct rlink l;
 
-    link_init(&l, "n1", 1);
-    hello(&l, 1);
+    link_open(&l, "n1", 1, 1);
     feed(&l, "{\"t\":\"hello\",\"proto\":[1,0],\"ver\":\"x\",\"host\":\"impostor\",\"mono\":9}");
     ck_assert(l.refused && l.cut);
-    ck_assert_msg(strstr(l.error, "second hello"), "%s", l.error);
+    error_has(&l, "second hello");
     ck_assert_str_eq(l.agent_host, "n1");
     ck_assert_int_eq(l.offset_ns, NOW - 1);
     link_fini(&l);
@@ -307,8 +309,7 @@ START_TEST(test_close_ticks_skipped)
 {
     struct rlink l;
 
-    link_init(&l, "n1", 1);
-    hello(&l, 1);
+    link_open(&l, "n1", 1, 1);
     feed(&l, "{\"t\":\"k\",\"ts\":100000000}");
     ck_assert_int_eq(l.last_tick, 100000000);
     feed(&l, "{\"t\":\"k\",\"ts\":100000001}");

@@ -17,6 +17,9 @@ if ! git rev-parse --git-dir >/dev/null 2>&1; then
 fi
 [ -f "$DIR/build.ninja" ] || meson setup "$DIR" >/dev/null
 rm -rf "$DIR/meson-dist"
+# What -V must say, taken before meson dist archives HEAD.
+want="$(sh src/cli/version.sh . version "$(sed -n "s/^ *version: '\(.*\)',/\1/p" meson.build)")"
+want_commit="$(sh src/cli/version.sh . commit)"
 meson dist -C "$DIR" --no-tests --formats xztar >/dev/null
 tarball=$(ls "$DIR"/meson-dist/*.tar.xz)
 work=$(mktemp -d)
@@ -28,8 +31,6 @@ meson setup "$work/build" "$src" --werror -Dtests=enabled -Dbench=disabled >"$wo
     { tail -n 30 "$work/setup.log" >&2; exit 1; }
 ninja -C "$work/build" >"$work/build.log" 2>&1 || { tail -n 30 "$work/build.log" >&2; exit 1; }
 meson test -C "$work/build" --print-errorlogs --num-processes 2 --suite unit
-want="$(sh src/cli/version.sh . version "$(sed -n "s/^ *version: '\(.*\)',/\1/p" meson.build)")"
-want_commit="$(sh src/cli/version.sh . commit)"
 v=$("$work/build/src/cli/ranktop" -V)
 echo "$v" | grep -qx "ranktop $want.*" && echo "$v" | grep -qx "commit: $want_commit" ||
     { echo "dist: the tarball's -V is not the checkout's ($want, $want_commit):" >&2; echo "$v" >&2; exit 1; }

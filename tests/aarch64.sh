@@ -3,7 +3,9 @@
 # multiarch set-up and tests/cross/aarch64-linux-gnu.ini (warnings as errors, tests enabled)
 # and runs the unit suite under qemu-user (the cross file's exe_wrapper):
 #   tests/aarch64.sh [BUILDDIR]     default BUILDDIR: build-aarch64
-# then reads a live aarch64 CPython with the aarch64 ranktop, both under qemu-user (live, below).
+# then reads a live aarch64 CPython with the aarch64 ranktop, both under qemu-user (live, below),
+# and the same with the portable aarch64 binary (dist/ranktop-VERSION-linux-aarch64, from
+# tests/bootstrap.sh release) when there is one: -V (this tree's), only glibc in its ELF NEEDED.
 # The first run adds the arm64 architecture to dpkg and installs the cross compiler, qemu and
 # the :arm64 libraries the build and Check need (about a minute from a Debian mirror); later
 # runs find them installed and install nothing. Needs root only for that first install.
@@ -89,7 +91,32 @@ live() {
         i=$((i + 1))
     done
     [ -s "$work/ready" ] || { echo "aarch64: known_state.py did not start" >&2; exit 1; }
-    run() { $QEMU "$DIR/src/cli/ranktop" "$@"; }
+    check_binary "$DIR/src/cli/ranktop" "the cross build"
+    portable=$(ls -t dist/ranktop-*-linux-aarch64 2>/dev/null | head -n 1)
+    if [ -z "$portable" ]; then
+        echo "aarch64: no portable binary in dist/ (sh tests/bootstrap.sh release builds it): not checked"
+        return 0
+    fi
+    # The portable binary must be this tree's: the same version and commit as the cross build.
+    for l in '^ranktop ' '^commit:' '^architecture:'; do
+        [ "$($QEMU "$portable" -V | grep "$l")" = "$($QEMU "$DIR/src/cli/ranktop" -V | grep "$l")" ] || {
+            echo "aarch64: $portable is not this tree's build ($($QEMU "$portable" -V | grep "$l"));" \
+                "run sh tests/bootstrap.sh release" >&2
+            exit 1
+        }
+    done
+    needed=$(readelf -d "$portable" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
+    echo "$needed" | tr ' ' '\n' | grep -vE '^$|^(ld-linux[-a-z0-9_]*|libc|libm|libdl|libpthread|librt)\.so\.' &&
+        { echo "aarch64: $portable needs more than glibc: $needed" >&2; exit 1; }
+    echo "aarch64: $portable: $(wc -c <"$portable") bytes, needs: $needed"
+    check_binary "$portable" "the portable binary"
+}
+
+# check_binary BIN LABEL: the live checks of one aarch64 ranktop against the running target.
+check_binary() {
+    bin=$1
+    run() { $QEMU "$bin" "$@"; }
+    run -V | grep -qx 'architecture: aarch64' || { echo "aarch64: $2: -V: $(run -V)" >&2; exit 1; }
     run dump --json -p $t >"$work/dump.json" || { echo "aarch64: dump --json failed" >&2; exit 1; }
     python3 - "$work/dump.json" "$work/truth.json" <<'PYEOF'
 import json, sys
@@ -130,7 +157,7 @@ sys.exit(not any("deep_root" in l and l.count(";recurse (") == 1000 for l in ope
 (p,) = json.load(open(sys.argv[1]))["processes"]
 sys.exit(not (p["python"] and p["rank"] == 0 and p["world_size"] == 1))' "$work/ls.json" ||
         { echo "aarch64: ls --json: $(cat "$work/ls.json")" >&2; exit 1; }
-    echo "aarch64: live: dump, dump --json, record and ls of an aarch64 python3.11 under qemu passed"
+    echo "aarch64: live, $2: -V, dump, dump --json, record and ls of an aarch64 python3.11 under qemu passed"
 }
 
 install_arm64

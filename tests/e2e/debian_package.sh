@@ -1,8 +1,9 @@
 #!/bin/sh
 # The Debian package (debian/): a copy of the checkout is built with `dpkg-buildpackage -us -uc
 # -b` (its products land beside the copy, never in the checkout), lintian must report no
-# error, and the .deb is installed with apt (dependencies from the mirror) into a cached
-# Debian 12 minbase chroot. Inside it the installed ranktop answers -V and --help, dumps a
+# error (for the arm64 package too, cross-built where the arm64 set-up is installed), and the
+# .deb is installed with apt (dependencies from the mirror) into a cached Debian 12 minbase
+# chroot. Inside it the installed ranktop answers -V and --help, dumps a
 # python3 of the chroot, and `ranktop demo` draws its ranks; the man page and both completions
 # are where Debian's man and shells look. Purging it must leave no file of the package.
 #
@@ -67,6 +68,30 @@ grep -q -e LICENSE -e site-functions "$WORK/contents.txt" &&
 if command -v zsh > /dev/null; then
     zsh -fc 'print -l $fpath' | grep -qx /usr/share/zsh/vendor-completions ||
         fail "zsh's fpath lacks /usr/share/zsh/vendor-completions"
+fi
+
+# 3b. The arm64 package, cross-built from the same copy (dpkg-buildpackage cleans it first) where
+# the arm64 cross set-up is installed (tests/aarch64.sh installs it): lintian without error, and
+# its ranktop an aarch64 executable. It is not installed here (no arm64 machine; the x86-64
+# chroot below installs the amd64 one). About a minute on 2 cores.
+if [ "$ARCH" = amd64 ] && (cd ranktop && dpkg-checkbuilddeps -aarm64) > "$WORK/deps64.log" 2>&1; then
+    start=$(date +%s)
+    (cd ranktop && dpkg-buildpackage -aarm64 -us -uc -b) > "$WORK/build64.log" 2>&1 ||
+        fail "dpkg-buildpackage -aarm64: $(tail -40 "$WORK/build64.log")"
+    DEB64="$WORK/pkg/ranktop_${VERSION}_arm64.deb"
+    [ -f "$DEB64" ] || fail "no $DEB64: $(ls "$WORK/pkg")"
+    lintian --pedantic --display-info --fail-on error "ranktop_${VERSION}_arm64.changes" \
+        > "$WORK/lintian64.txt" 2>&1 || fail "lintian (arm64): $(cat "$WORK/lintian64.txt")"
+    grep -q '^E:' "$WORK/lintian64.txt" && fail "lintian errors (arm64): $(cat "$WORK/lintian64.txt")"
+    # e_machine (bytes 18-19 of the ELF header): 183, EM_AARCH64.
+    [ "$(dpkg-deb --fsys-tarfile "$DEB64" | tar -xOf - ./usr/bin/ranktop | od -An -tx1 -j18 -N2 |
+        tr -d ' ')" = b700 ] || fail "the arm64 package's /usr/bin/ranktop is not an aarch64 executable"
+    echo "arm64 package: built and linted in $(($(date +%s) - start)) s," \
+        "$(grep -c '^[EWIPX]:' "$WORK/lintian64.txt") lintian tags, $(wc -c < "$DEB64") bytes"
+    grep '^[EWIPX]:' "$WORK/lintian64.txt" || true
+else
+    echo "arm64 package: not built: no arm64 cross set-up ($(tail -n 1 "$WORK/deps64.log");" \
+        "tests/aarch64.sh installs it)"
 fi
 
 # 4. The cached chroot, built once. A lock keeps two runs off the same chroot; a run killed

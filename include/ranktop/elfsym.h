@@ -33,7 +33,6 @@ int elf_parse(const uint8_t *buf, size_t len, struct elf_info *out, struct app_e
 
 /* Maps root + path read-only (tfile_map: a regular file, never waited on; root NULL or a
  * directory such as /proc/PID/root that path is resolved inside) and parses it. */
-int elf_inspect_file(const char *root, const char *path, struct elf_info *out,
-                     struct app_err *err);
+int elf_inspect_file(const char *root, const char *path, struct elf_info *out, struct app_err *err);
 
 #endif

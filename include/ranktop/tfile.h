@@ -36,8 +36,8 @@ struct tfile_map {
 
 /* tfile_open, then maps the file; 0 or the negative status of tfile_open (APP_E_IO when the
  * file is empty or cannot be mapped). */
-int tfile_map(const char *root, const char *path, unsigned flags, uint64_t max,
-              struct tfile_map *m, struct app_err *err);
+int tfile_map(const char *root, const char *path, unsigned flags, uint64_t max, struct tfile_map *m,
+              struct app_err *err);
 void tfile_unmap(struct tfile_map *m);
 
 #endif

@@ -14,8 +14,9 @@
 # the test that meets it, saying why: check_tfile's links-under-a-root part (qemu-user 7.2
 # answers openat2 with ENOSYS, so tfile opens the joined path as on Linux < 5.6). check_rmem
 # runs its /proc/PID/mem path here on its own: qemu-user answers process_vm_readv with ENOSYS.
-# Native frames need ptrace, which qemu-user does not emulate: they are compiled and linked
-# (arch_aarch64.c against libunwind-aarch64) but not run here.
+# Native frames need ptrace, which qemu-user does not emulate: they are not run live here;
+# check_native_core unwinds the core qemu-user writes for an aarch64 program that aborts, with
+# the same accessors and aarch64 register mapping (arch_aarch64.c, libunwind-aarch64).
 #
 # Time on the 2-core CI machine: about 1 minute for the cross build (ccache cold), about
 # 70 seconds for the unit suite under qemu, about 30 seconds for the live part.
@@ -76,7 +77,7 @@ python_root() {
 # thread, name, frame and line; the spinner's innermost line moves), the text dump says the
 # reader and the GIL holder, record writes the 1000-deep stack, ls finds the torchrun-style rank
 # by its environment, and native frames are refused with the reason (qemu-user emulates no
-# ptrace). Native unwinding of aarch64 is not run live anywhere here.
+# ptrace). Native unwinding of aarch64 is not run live anywhere here (from a core only).
 live() {
     python_root || return 0
     work=$(mktemp -d)

@@ -8,12 +8,25 @@
 #include <libunwind.h>
 
 struct native_syms;
+struct arch_regs;
+
+/* Where the unwinder reads a thread's memory and finds unwind tables: the live process
+ * (process_vm_readv, the objects its maps name) or a recorded state such as a core file.
+ * read returns the bytes read at addr (short where the memory ends, 0 for none); ehframe says
+ * where the object that ip falls in keeps its .eh_frame_hdr in that memory and its text
+ * range (false: none known). */
+struct native_mem {
+    size_t (*read)(void *src, uint64_t addr, void *buf, size_t len);
+    bool (*ehframe)(void *src, uint64_t ip, uint64_t *hdr, uint64_t *start, uint64_t *end);
+    void *src;
+};
 
 struct native_ctx {
     int pid;
     unw_addr_space_t as;
     unw_accessors_t acc;
-    uint8_t *stack; /* the stack copy of the thread being unwound */
+    struct native_mem live; /* this process's memory, for the accessors */
+    uint8_t *stack;         /* the stack copy of the thread being unwound */
     struct native_syms *syms;
     int *pending; /* seized threads that did not stop in time: released when they do */
     size_t npending;
@@ -41,6 +54,11 @@ bool native_syms_ehframe(struct native_syms *s, uint64_t ip, uint64_t *hdr, uint
 
 /* Whether ip falls in a mapping of a file (of the maps last read). */
 bool native_syms_in_file(struct native_syms *s, uint64_t ip);
+
+/* Unwinds a recorded thread state (registers regs, memory mem) with the accessors and
+ * table search of the live unwinder, into out's ips (innermost first; no names). */
+void native_walk_mem(const struct native_mem *mem, const struct arch_regs *regs,
+                     struct native_stack *out);
 
 /* Fills function, object, offset, eval and interp of every frame. */
 void native_symbolize(struct native_syms *s, struct native_stack *st);

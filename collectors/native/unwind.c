@@ -37,8 +37,9 @@
 /* What the accessors serve while one thread is stopped; the arg libunwind passes them must
  * stay the _UPT handle (the kept accessors read it), so ours find this through the ctx. */
 struct snap {
-    struct native_ctx *ctx;
+    struct native_ctx *ctx; /* NULL for a recorded state (native_walk_mem) */
     int pid;
+    const struct native_mem *mem; /* where memory and unwind tables come from */
     struct arch_regs regs;
     uint64_t sp;
     uint8_t *stack;
@@ -57,9 +58,21 @@ static size_t mem_read_some(int pid, uint64_t addr, void *buf, size_t len)
     return got > 0 ? (size_t)got : 0;
 }
 
-static int mem_read(int pid, uint64_t addr, void *buf, size_t len)
+/* The live memory source: the stopped thread's process, through process_vm_readv; its unwind
+ * tables are found from the objects its maps name (symbols.c). */
+static size_t live_read(void *src, uint64_t addr, void *buf, size_t len)
 {
-    return mem_read_some(pid, addr, buf, len) == len ? 0 : -1;
+    return mem_read_some(((struct native_ctx *)src)->pid, addr, buf, len);
+}
+
+static bool live_ehframe(void *src, uint64_t ip, uint64_t *hdr, uint64_t *start, uint64_t *end)
+{
+    return native_syms_ehframe(((struct native_ctx *)src)->syms, ip, hdr, start, end);
+}
+
+static int mem_read(const struct snap *s, uint64_t addr, void *buf, size_t len)
+{
+    return s->mem->read(s->mem->src, addr, buf, len) == len ? 0 : -1;
 }
 
 static int acc_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *val, int write, void *arg)
@@ -74,7 +87,7 @@ static int acc_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *val, int wr
         memcpy(val, s->stack + (addr - s->sp), sizeof(*val));
         return 0;
     }
-    return mem_read(s->pid, addr, val, sizeof(*val)) == 0 ? 0 : -UNW_EINVAL;
+    return mem_read(s, addr, val, sizeof(*val)) == 0 ? 0 : -UNW_EINVAL;
 }
 
 static int acc_reg(unw_addr_space_t as, unw_regnum_t reg, unw_word_t *val, int write, void *arg)
@@ -107,10 +120,11 @@ static int acc_find(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t *pi, int
     uint32_t count;
     unw_dyn_info_t di;
 
-    if (!s || !native_syms_in_file(s->ctx->syms, ip))
+    if (!s)
+        return -UNW_ENOINFO;
+    if (s->ctx && !native_syms_in_file(s->ctx->syms, ip)) /* live only: there is a _UPT arg */
         return _UPT_find_proc_info(as, ip, pi, need, arg);
-    if (!native_syms_ehframe(s->ctx->syms, ip, &hdr, &start, &end) ||
-        mem_read(s->pid, hdr, h, sizeof(h)) < 0)
+    if (!s->mem->ehframe(s->mem->src, ip, &hdr, &start, &end) || mem_read(s, hdr, h, sizeof(h)) < 0)
         return -UNW_ENOINFO;
     /* version 1; eh_frame_ptr 4 bytes; a 4-byte count; the table as (datarel sdata4) pairs */
     if (h[0] != 1 || ((h[1] & 0x0f) != DW_EH_PE_udata4 && (h[1] & 0x0f) != DW_EH_PE_sdata4) ||
@@ -235,6 +249,7 @@ static int snapshot(struct native_ctx *c, int tid, struct snap *s, struct app_er
         return app_err_set(err, APP_E_IO, "registers of thread %d: %s", tid, strerror(-rc));
     s->ctx = c;
     s->pid = c->pid;
+    s->mem = &c->live;
     s->sp = arch_regs_sp(&s->regs);
     s->stack = c->stack;
     /* One read: it stops short at the end of the stack's mapping, and what it got is kept. */
@@ -242,16 +257,13 @@ static int snapshot(struct native_ctx *c, int tid, struct snap *s, struct app_er
     return 0;
 }
 
-/* Walks the frames of the snapshot (the thread runs again meanwhile). */
-static void walk(struct native_ctx *c, int tid, struct native_stack *out)
+/* Walks the frames of the snapshot cur_snap into out->frames (ips only). */
+static void walk_frames(unw_addr_space_t as, void *arg, struct native_stack *out)
 {
-    void *upt = _UPT_create(tid);
     unw_cursor_t cur;
 
-    if (!upt)
-        app_fatal("out of memory");
     out->frames = x_calloc(MAX_FRAMES, sizeof(*out->frames));
-    if (unw_init_remote(&cur, c->as, upt) == 0) {
+    if (unw_init_remote(&cur, as, arg) == 0) {
         do {
             unw_word_t ip = 0;
 
@@ -260,7 +272,73 @@ static void walk(struct native_ctx *c, int tid, struct native_stack *out)
             out->frames[out->n++].ip = ip;
         } while (out->n < MAX_FRAMES && unw_step(&cur) > 0);
     }
+}
+
+/* Walks the frames of the snapshot (the thread runs again meanwhile). */
+static void walk(struct native_ctx *c, int tid, struct native_stack *out)
+{
+    void *upt = _UPT_create(tid);
+
+    if (!upt)
+        app_fatal("out of memory");
+    walk_frames(c->as, upt, out);
     _UPT_destroy(upt);
+}
+
+/* The accessors of a recorded state: no process behind it, so nothing of libunwind-ptrace
+ * that needs one (its dynamic-info list, its own table lookup, resume, procedure names). */
+static int rec_no_dyn(unw_addr_space_t as, unw_word_t *addr, void *arg)
+{
+    (void)as;
+    (void)addr;
+    (void)arg;
+    return -UNW_ENOINFO;
+}
+
+static void rec_put_info(unw_addr_space_t as, unw_proc_info_t *pi, void *arg)
+{
+    (void)as;
+    (void)arg;
+    free(pi->unwind_info); /* what the table search allocated */
+    pi->unwind_info = NULL;
+}
+
+static int rec_fpreg(unw_addr_space_t as, unw_regnum_t reg, unw_fpreg_t *val, int write, void *arg)
+{
+    (void)as;
+    (void)reg;
+    (void)val;
+    (void)write;
+    (void)arg;
+    return -UNW_EBADREG;
+}
+
+void native_walk_mem(const struct native_mem *mem, const struct arch_regs *regs,
+                     struct native_stack *out)
+{
+    unw_accessors_t acc;
+    unw_addr_space_t as;
+    struct snap s;
+
+    memset(out, 0, sizeof(*out));
+    memset(&acc, 0, sizeof(acc));
+    acc.find_proc_info = acc_find;
+    acc.put_unwind_info = rec_put_info;
+    acc.get_dyn_info_list_addr = rec_no_dyn;
+    acc.access_mem = acc_mem;
+    acc.access_reg = acc_reg;
+    acc.access_fpreg = rec_fpreg;
+    as = unw_create_addr_space(&acc, 0);
+    if (!as)
+        app_fatal("out of memory");
+    memset(&s, 0, sizeof(s));
+    s.mem = mem;
+    s.regs = *regs;
+    s.sp = arch_regs_sp(regs); /* no stack copy: every read goes to mem */
+    cur_snap = &s;
+    walk_frames(as, NULL, out);
+    cur_snap = NULL;
+    unw_destroy_addr_space(as);
 }
 
 /* Detaches the seized threads that have stopped (or exited) since they timed out; with wait,
@@ -340,6 +418,9 @@ int native_open(int pid, struct native_ctx **out, struct app_err *err)
     int rc;
 
     c->pid = pid;
+    c->live.read = live_read;
+    c->live.ehframe = live_ehframe;
+    c->live.src = c;
     c->acc = _UPT_accessors; /* unwind tables from the objects, as libunwind finds them */
     c->acc.access_mem = acc_mem;
     c->acc.access_reg = acc_reg;

@@ -66,6 +66,13 @@ int native_unwind(struct native_ctx *c, int tid, const struct native_hook *hook,
                   struct native_stack *out, struct app_err *err);
 void native_stack_fini(struct native_stack *s);
 
+/* Unwinds the first thread of an ELF core file of this machine (NT_PRSTATUS registers, the
+ * memory its PT_LOAD segments hold) with the accessors native_unwind uses, the non-PIE
+ * program's own ELF supplying its text and unwind tables. Fills out's ips, innermost first
+ * (no names). Returns 0, or a negative status (unreadable, malformed, another machine). */
+int native_core_unwind(const char *core, const char *program, struct native_stack *out,
+                       struct app_err *err);
+
 /* One frame of a merged stack: a Python frame, or a native frame kept around them. */
 struct merged_frame {
     bool native;

@@ -50,4 +50,8 @@ struct json_object *cli_json_str(const char *s);
  * terminal (text output shows them as \u00NN too). */
 void cli_json_puts(struct json_object *o);
 
+/* -V's version and commit, written at build time (version.c.in, commit.c.in). */
+extern const char cli_vcs_version[];
+extern const char cli_vcs_commit[];
+
 #endif

@@ -4,9 +4,7 @@
  * looked for at run time, so they are named as such. Main thread. */
 #include "cli.h"
 
-#include "commit.h"
 #include "ranktop/memstat.h"
-#include "version.h"
 
 void cli_version(FILE *f)
 {
@@ -18,6 +16,5 @@ void cli_version(FILE *f)
             "sanitizers: %s\n"
             "loaded at run time when present: NVML (libnvidia-ml.so.1), DCMI (libdcmi.so), "
             "liblzma.so.5\n",
-            RANKTOP_VCS_VERSION, RANKTOP_VCS_COMMIT, RANKTOP_ARCH, memstat_procps(),
-            RANKTOP_SANITIZE);
+            cli_vcs_version, cli_vcs_commit, RANKTOP_ARCH, memstat_procps(), RANKTOP_SANITIZE);
 }

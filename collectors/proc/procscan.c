@@ -336,6 +336,11 @@ int procscan_image(int pid, struct proc_image *out)
     if (stat(path, &st) == 0) {
         out->dev = (uint64_t)st.st_dev;
         out->ino = (uint64_t)st.st_ino;
+    } else if (errno == ENOENT) {
+        /* A process that is exiting has released its address space, and with it the
+         * executable link: that is no new image, and reading it as one would drop the
+         * reader of a rank that is about to be reported exited. */
+        return APP_E_GONE;
     }
     snprintf(path, sizeof(path), "/proc/%d/stat", pid);
     rc = file_read_all(path, 4096, &buf, &len);
@@ -347,6 +352,10 @@ int procscan_image(int pid, struct proc_image *out)
     if (!p || p[1] != ' ' || !p[2]) {
         free(buf);
         return APP_E_PARSE;
+    }
+    if (p[2] == 'Z' || p[2] == 'X') { /* a zombie keeps its stat but no image */
+        free(buf);
+        return APP_E_GONE;
     }
     p += 3;
     for (field = 4; field <= 28; field++, p = end) {

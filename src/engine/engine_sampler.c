@@ -553,7 +553,9 @@ static bool slot_attach(struct sampler *sp, struct slot *sl, uint64_t now)
         return true;
     }
     if (rc == APP_E_GONE || rc == APP_E_NOTFOUND) {
-        sl->dead = true;
+        /* Recorded as an exit (record_slot): a reader dropped after a failed read ends
+         * here, and its rank must still be marked exited. */
+        sl->rc = APP_E_GONE;
         return false;
     }
     if (!sl->first_try)
@@ -578,9 +580,13 @@ static bool slot_attach(struct sampler *sp, struct slot *sl, uint64_t now)
 static void check_image(struct slot *sl, uint64_t now)
 {
     struct proc_image im;
+    int rc;
 
     sl->image_at = now + IMAGE_EVERY_NS;
-    if (procscan_image(sl->t.pid, &im) < 0 || proc_image_same(&im, &sl->image))
+    rc = procscan_image(sl->t.pid, &im);
+    if (rc == APP_E_GONE)
+        sl->rc = APP_E_GONE;
+    if (rc < 0 || proc_image_same(&im, &sl->image))
         return;
     pyproc_free(sl->py);
     sl->py = NULL;

@@ -29,8 +29,11 @@ enum engine_launcher {
 struct engine_remote_opts {
     char **hosts; /* other nodes to start agents on (borrowed); none: this node only */
     size_t nhosts;
-    char **rsh; /* remote shell argv prefix, e.g. {"ssh", "-o", "BatchMode=yes"} (borrowed) */
+    /* The remote shell's words, a parsed --rsh template (ranktop/rsh.h: struct rsh_tmpl's w, n
+     * and has_host), e.g. {"ssh", "-o", "BatchMode=yes"} (borrowed). */
+    char **rsh;
     size_t nrsh;
+    bool rsh_has_host;   /* a word holds the host mark (%h) */
     const char *ranktop; /* ranktop on the hosts (default "ranktop") */
     enum engine_launcher launcher;
     const char *slurm_job; /* srun: --jobid */

@@ -1,6 +1,6 @@
 /* The multi-node flags shared by the monitor, record, ls and dump: which hosts, how to reach
- * them (the remote shell, split on blanks, exec'd with an argv: no shell string is built), and
- * which ranktop runs there. Main thread only. */
+ * them (the remote shell, a template split with sh quoting rules and exec'd with an argv: no
+ * local shell runs it), and which ranktop runs there. Main thread only. */
 #include "cli_hosts.h"
 
 #include "cli.h"
@@ -24,7 +24,8 @@ const struct cli_opt cli_hosts_opts[] = {
     {OPT_HOSTS, "hosts", "LIST", "hosts, with Slurm/pdsh ranges: gpu[01-16,20],login2"},
     {OPT_HOSTFILE, "hostfile", "FILE", "one host (or range) per line, # comments"},
     {OPT_RSH, "rsh", "CMD",
-     "remote shell, run as CMD HOST RANKTOP agent ... (default '" DEFAULT_RSH "')"},
+     "remote shell, run as CMD HOST RANKTOP agent ...; %h puts the host elsewhere, %% is a %, "
+     "words split with sh quoting (default '" DEFAULT_RSH "')"},
     {OPT_REMOTE, "remote-ranktop", "PATH", "ranktop on the hosts (default: ranktop on PATH)"},
     {OPT_LAUNCHER, "launcher", "ssh|srun|pdsh",
      "srun: one srun --overlap step starts every agent (the default inside a Slurm "
@@ -118,18 +119,18 @@ static bool is_local(const char *host)
            (strlen(host) == n && !strncmp(host, me, n));
 }
 
-/* Splits the remote shell on blanks; srun gets its step options and -w before the host. */
-static void split_rsh(struct cli_hosts *h, const char *cmd_line)
+/* Parses the remote shell template; srun names the hosts with -w, so %h has no place in its
+ * options (pdsh's exec module takes %h itself: it is handed on). */
+static int parse_rsh(struct cli_hosts *h, const char *text, const char *cmd, bool per_host)
 {
-    size_t n = 0;
+    struct app_err err = {0};
 
-    free(h->rsh_buf);
-    free(h->rsh_words);
-    h->rsh_buf = x_strdup(cmd_line);
-    h->rsh_words = x_calloc(strlen(cmd_line) / 2 + 2, sizeof(char *));
-    for (char *w = strtok(h->rsh_buf, " \t"); w; w = strtok(NULL, " \t"))
-        h->rsh_words[n++] = w;
-    h->nrsh = n;
+    rsh_tmpl_fini(&h->tmpl);
+    if (rsh_tmpl_parse(text, &h->tmpl, &err) < 0)
+        return bad(cmd, err.msg, NULL);
+    if (!per_host && h->tmpl.has_host)
+        return bad(cmd, "--rsh: %h has no place with srun (it takes the hosts with -w)", NULL);
+    return 0;
 }
 
 static int from_slurm(struct cli_hosts *h, const char *cmd, const char **job)
@@ -172,16 +173,16 @@ int cli_hosts_finish(struct cli_hosts *h, struct engine_remote_opts *o, const ch
          * --label, -N, -n and -w with the hosts. */
         snprintf(srun, sizeof(srun), "srun --jobid=%s --overlap --ntasks-per-node=1 --wait=0 -K0",
                  job);
-        split_rsh(h, h->rsh ? h->rsh : srun);
+        if (parse_rsh(h, h->rsh ? h->rsh : srun, cmd, false) < 0)
+            return -1;
         o->launcher = ENGINE_LAUNCH_SRUN;
     } else if (pdsh) {
-        split_rsh(h, h->rsh ? h->rsh : "pdsh -R ssh -t 10");
+        if (parse_rsh(h, h->rsh ? h->rsh : "pdsh -R ssh -t 10", cmd, true) < 0)
+            return -1;
         o->launcher = ENGINE_LAUNCH_PDSH;
-    } else {
-        split_rsh(h, h->rsh ? h->rsh : DEFAULT_RSH);
+    } else if (parse_rsh(h, h->rsh ? h->rsh : DEFAULT_RSH, cmd, true) < 0) {
+        return -1;
     }
-    if (!h->nrsh)
-        return bad(cmd, "--rsh is empty", NULL);
     for (size_t i = 0; i < h->list.n; i++) {
         if (is_local(h->list.v[i])) {
             o->local = true;
@@ -193,8 +194,9 @@ int cli_hosts_finish(struct cli_hosts *h, struct engine_remote_opts *o, const ch
     }
     o->hosts = h->remote.v;
     o->nhosts = h->remote.n;
-    o->rsh = h->rsh_words;
-    o->nrsh = h->nrsh;
+    o->rsh = h->tmpl.w;
+    o->nrsh = h->tmpl.n;
+    o->rsh_has_host = h->tmpl.has_host;
     o->ranktop = h->ranktop;
     o->slurm_job = job;
     return 0;
@@ -204,7 +206,6 @@ void cli_hosts_fini(struct cli_hosts *h)
 {
     hostlist_free(&h->list);
     hostlist_free(&h->remote);
-    free(h->rsh_buf);
-    free(h->rsh_words);
+    rsh_tmpl_fini(&h->tmpl);
     memset(h, 0, sizeof(*h));
 }

@@ -10,6 +10,7 @@
 #include "cli_opts.h"
 #include "ranktop/engine.h"
 #include "ranktop/hostlist.h"
+#include "ranktop/rsh.h"
 
 /* The multi-node flags' table (cli_opts.h), with the paragraph that introduces them; their
  * `val`s are >= CLI_HOSTS_BASE. */
@@ -20,19 +21,18 @@ struct cli_hosts {
     struct hostlist list;   /* every host named, in order */
     struct hostlist remote; /* those that are not this node */
     const char *rsh, *ranktop, *launcher;
-    char *rsh_buf;
-    char **rsh_words;
-    size_t nrsh;
-    bool given;     /* --hosts or --hostfile */
-    bool this_node; /* --this-node: no other host, whatever the environment says */
+    struct rsh_tmpl tmpl; /* --rsh (or the launcher's default), parsed */
+    bool given;           /* --hosts or --hostfile */
+    bool this_node;       /* --this-node: no other host, whatever the environment says */
 };
 
 /* Handles one getopt result (>= CLI_HOSTS_BASE). Returns 1 when handled, 0 when not ours, -1
  * on a bad value (message printed with the command's name). */
 int cli_hosts_handle(int c, const char *arg, struct cli_hosts *h, const char *cmd);
 
-/* After parsing: the job's nodes from Slurm when no host was named, the remote shell split
- * into words, this node taken out of the list; fills o. Returns 0, or -1 with a message. */
+/* After parsing: the job's nodes from Slurm when no host was named, the remote shell parsed
+ * as a template (rsh.h; a malformed one is a usage error), this node taken out of the list; fills
+ * o. Returns 0, or -1 with a message. */
 int cli_hosts_finish(struct cli_hosts *h, struct engine_remote_opts *o, const char *cmd);
 
 void cli_hosts_fini(struct cli_hosts *h);

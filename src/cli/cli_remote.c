@@ -1,9 +1,11 @@
 /* One-shot remote commands: each host's command runs on a thread of its own through
  * exec_run (deadline, process group killed at the end), so one slow or dead host costs its
- * deadline, not the sum. The argv is ours: the remote shell's words, a validated host name,
- * the remote ranktop and fixed arguments; no shell string is built here. */
+ * deadline, not the sum. The argv is ours: the remote shell's template (rsh.h), a validated
+ * host name, the remote ranktop and fixed arguments, quoted where the remote end re-parses
+ * them as a shell command line (ssh, pdsh); no local shell runs anything. */
 #include "cli_remote.h"
 
+#include "ranktop/rsh.h"
 #include "ranktop/util.h"
 
 #include <pthread.h>
@@ -33,27 +35,40 @@ static void last_line(const char *text, char *out, size_t len)
     str_scrub(out);
 }
 
-/* The launcher's words for one host: ssh: RSH... HOST; srun: its options, -N1 -n1 -w HOST;
- * pdsh: its options, -w HOST, then the words after a "--" in --rsh. */
-static void host_argv(const struct engine_remote_opts *o, const char *host, const char **argv)
+/* The launcher's argv for one host and the remote command cmd (NULL-terminated). ssh: the
+ * template with the host (at %h, else last), then cmd quoted for the login shell that parses
+ * it; srun: its options, -N1 -n1 -w HOST, then cmd as is; pdsh: its options (the template's
+ * words before a "--"), -w HOST, the words after the "--" (e.g. an exec module's command, %h
+ * left for pdsh), then cmd quoted (pdsh's ssh module hands it to a shell). */
+static char **host_argv(const struct engine_remote_opts *o, const char *host,
+                        const char *const *cmd)
 {
-    size_t n = 0, dash = o->nrsh;
+    struct rsh_tmpl t = {o->rsh, o->nrsh, o->rsh_has_host};
+    char **w, **v;
+    size_t dash = o->nrsh, n = 0;
 
+    if (o->launcher == ENGINE_LAUNCH_RSH)
+        return rsh_argv(&t, host, NULL, cmd, true);
     for (size_t i = 0; i < o->nrsh; i++)
         if (o->launcher == ENGINE_LAUNCH_PDSH && !strcmp(o->rsh[i], "--") && dash == o->nrsh)
             dash = i;
+    /* The template's words rearranged around the host's: a %h left in them stays "%h". */
+    w = x_calloc(o->nrsh + 5, sizeof(char *));
     for (size_t i = 0; i < dash; i++)
-        argv[n++] = o->rsh[i];
+        w[n++] = o->rsh[i];
     if (o->launcher == ENGINE_LAUNCH_SRUN) {
-        argv[n++] = "-N1";
-        argv[n++] = "-n1";
+        w[n++] = (char *)"-N1";
+        w[n++] = (char *)"-n1";
     }
-    if (o->launcher != ENGINE_LAUNCH_RSH)
-        argv[n++] = "-w";
-    argv[n++] = host;
+    w[n++] = (char *)"-w";
+    w[n++] = (char *)host;
     for (size_t i = dash + 1; i < o->nrsh; i++)
-        argv[n++] = o->rsh[i];
-    argv[n] = NULL;
+        w[n++] = o->rsh[i];
+    t.w = w;
+    t.n = n;
+    v = rsh_argv(&t, NULL, NULL, cmd, o->launcher == ENGINE_LAUNCH_PDSH);
+    free(w);
+    return v;
 }
 
 /* pdsh labels every line "HOST: ": the command's own output is what follows. */
@@ -82,26 +97,26 @@ static void *run_one(void *arg)
     struct job *j = arg;
     const struct engine_remote_opts *o = j->o;
     size_t na = 0;
-    const char **argv;
+    const char **cmd;
+    char **argv;
     struct app_err err = {0};
 
     while (j->args[na])
         na++;
-    argv = x_calloc(o->nrsh + na + 8, sizeof(char *));
-    host_argv(o, j->r->host, argv);
-    for (na = 0; argv[na];)
-        na++;
-    argv[na++] = o->ranktop && o->ranktop[0] ? o->ranktop : "ranktop";
-    for (size_t i = 0; j->args[i]; i++)
-        argv[na++] = j->args[i];
-    j->r->rc = exec_run(argv, j->timeout_ms, &j->r->res, &err);
+    cmd = x_calloc(na + 2, sizeof(char *));
+    cmd[0] = o->ranktop && o->ranktop[0] ? o->ranktop : "ranktop";
+    for (size_t i = 0; i < na; i++)
+        cmd[i + 1] = j->args[i];
+    argv = host_argv(o, j->r->host, cmd);
+    j->r->rc = exec_run((const char *const *)argv, j->timeout_ms, &j->r->res, &err);
     if (o->launcher == ENGINE_LAUNCH_PDSH && j->r->res.out)
         unlabel(j->r->res.out, j->r->host);
     if (j->r->rc < 0)
         snprintf(j->r->why, sizeof(j->r->why), "%s", err.msg);
     else if (j->r->res.status != 0 && j->r->res.err)
         last_line(j->r->res.err, j->r->why, sizeof(j->r->why));
-    free(argv);
+    rsh_argv_free(argv);
+    free(cmd);
     return NULL;
 }
 

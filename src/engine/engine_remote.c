@@ -9,11 +9,13 @@
  * Threads and locking: this thread owns every process and link; it reads with the engine lock
  * released, then takes the lock once per batch of lines to apply them, and publishes each
  * host's state (engine_hosts) and devices under it. Invariants: agent output is untrusted:
- * lines are capped, labels and messages validated; no shell string is built (argv words are
- * ours, host names were validated). A process that fails is restarted with capped backoff;
+ * lines are capped, labels and messages validated; no local shell runs anything (argv words
+ * are ours, host names were validated; the agent's words are quoted where the remote end
+ * parses them as a shell command line). A process that fails is restarted with capped backoff;
  * stopping closes every agent's stdin (agents exit on EOF), then kills what is left. */
 #include "engine_remote_priv.h"
 
+#include "ranktop/rsh.h"
 #include "ranktop/util.h"
 
 #include <errno.h>
@@ -100,49 +102,59 @@ static char *host_csv(const struct remote *rm, const struct rproc *p)
     return s;
 }
 
-/* The launcher's argv. ssh: RSH... HOST RANKTOP agent ARGS. srun: the step options, --label,
- * -N/-n/-w for every host. pdsh: its options (the words of --rsh before a "--"), -f/-w, then
- * the words after "--" (e.g. an exec module's command) and RANKTOP agent ARGS. */
-static char **proc_argv(const struct remote *rm, const struct rproc *p)
-{
-    const struct engine_remote_opts *r = &rm->e->o.remote;
-    char **v = x_calloc(r->nrsh + 24, sizeof(char *)), num[32];
-    size_t n = 0, dash = r->nrsh;
-
-    for (size_t i = 0; i < r->nrsh; i++)
-        if (rm->how == ENGINE_LAUNCH_PDSH && !strcmp(r->rsh[i], "--") && dash == r->nrsh)
-            dash = i;
-    for (size_t i = 0; i < dash; i++)
-        v[n++] = x_strdup(r->rsh[i]);
-    if (rm->how == ENGINE_LAUNCH_RSH) {
-        v[n++] = x_strdup(rm->l[p->first].name);
-    } else if (rm->how == ENGINE_LAUNCH_SRUN) {
-        snprintf(num, sizeof(num), "%zu", p->n);
-        v[n++] = x_strdup("--label");
-        v[n++] = x_strdup("-N");
-        v[n++] = x_strdup(num);
-        v[n++] = x_strdup("-n");
-        v[n++] = x_strdup(num);
-        v[n++] = x_strdup("-w");
-        v[n++] = host_csv(rm, p);
-    } else {
-        snprintf(num, sizeof(num), "%zu", p->n); /* every agent at once: fanout >= hosts */
-        v[n++] = x_strdup("-f");
-        v[n++] = x_strdup(num);
-        v[n++] = x_strdup("-w");
-        v[n++] = host_csv(rm, p);
-        for (size_t i = dash + 1; i < r->nrsh; i++)
-            v[n++] = x_strdup(r->rsh[i]);
-    }
-    agent_args(rm->e, v, &n, rm->how != ENGINE_LAUNCH_PDSH);
-    return v;
-}
-
+/* The launcher's argv. ssh: the template with the host (at %h, else last), then RANKTOP agent
+ * ARGS quoted for the login shell that parses them. srun: the step options, --label, -N/-n/-w
+ * for every host, then the agent's words as they are. pdsh: its options (the template's words
+ * before a "--"), -f/-w, then the words after "--" (e.g. an exec module's command, %h left for
+ * pdsh) and the agent's words quoted (pdsh's ssh module hands them to a shell). */
 static void argv_free(char **v)
 {
     for (size_t i = 0; v && v[i]; i++)
         free(v[i]);
     free(v);
+}
+
+static char **proc_argv(const struct remote *rm, const struct rproc *p)
+{
+    const struct engine_remote_opts *r = &rm->e->o.remote;
+    struct rsh_tmpl t = {r->rsh, r->nrsh, r->rsh_has_host};
+    char **cmd = x_calloc(24, sizeof(char *)), **w, **v, num[32], *csv;
+    size_t n = 0, dash = r->nrsh;
+
+    agent_args(rm->e, cmd, &n, rm->how != ENGINE_LAUNCH_PDSH);
+    if (rm->how == ENGINE_LAUNCH_RSH) {
+        v = rsh_argv(&t, rm->l[p->first].name, NULL, (const char *const *)cmd, true);
+        argv_free(cmd);
+        return v;
+    }
+    for (size_t i = 0; i < r->nrsh; i++)
+        if (rm->how == ENGINE_LAUNCH_PDSH && !strcmp(r->rsh[i], "--") && dash == r->nrsh)
+            dash = i;
+    /* The template's words rearranged around the hosts': a %h left in them stays "%h". */
+    w = x_calloc(r->nrsh + 8, sizeof(char *));
+    n = 0;
+    for (size_t i = 0; i < dash; i++)
+        w[n++] = r->rsh[i];
+    snprintf(num, sizeof(num), "%zu", p->n); /* pdsh: every agent at once, fanout >= hosts */
+    csv = host_csv(rm, p);
+    if (rm->how == ENGINE_LAUNCH_SRUN) {
+        w[n++] = (char *)"--label";
+        w[n++] = (char *)"-N";
+        w[n++] = num;
+    }
+    w[n++] = rm->how == ENGINE_LAUNCH_SRUN ? (char *)"-n" : (char *)"-f";
+    w[n++] = num;
+    w[n++] = (char *)"-w";
+    w[n++] = csv;
+    for (size_t i = dash + 1; i < r->nrsh; i++)
+        w[n++] = r->rsh[i];
+    t.w = w;
+    t.n = n;
+    v = rsh_argv(&t, NULL, NULL, (const char *const *)cmd, rm->how == ENGINE_LAUNCH_PDSH);
+    free(w);
+    free(csv);
+    argv_free(cmd);
+    return v;
 }
 
 static int nonblock(int fd)

@@ -413,12 +413,28 @@ static void build_id(const uint8_t *f, size_t len, const Elf64_Ehdr *eh, char *h
 /* Calls fn on the image of root + path mapped read-only (tfile_map: root NULL or a directory
  * path stays inside). 0, or tfile_map's status when it cannot be; a file that is there but
  * is no regular file, or too large, is noted. */
+struct image_call {
+    void (*fn)(void *, const char *, const uint8_t *, size_t);
+    void *arg;
+    const char *path;
+    const struct tfile_map *m;
+};
+
+static int image_call(void *arg)
+{
+    struct image_call *c = arg;
+
+    c->fn(c->arg, c->path, c->m->p, c->m->len);
+    return 0;
+}
+
 static int with_image(struct native_syms *s, struct object *o, const char *root, const char *path,
                       unsigned flags, void (*fn)(void *, const char *, const uint8_t *, size_t),
                       void *arg)
 {
     struct tfile_map m;
     struct app_err err = {0};
+    struct image_call c = {fn, arg, path, &m};
     int rc = tfile_map(root, path, flags, FILE_MAX, &m, &err);
 
     if (rc < 0) {
@@ -426,7 +442,9 @@ static int with_image(struct native_syms *s, struct object *o, const char *root,
             note(s, o, "skipped %s", err.msg);
         return rc;
     }
-    fn(arg, path, m.p, m.len);
+    /* A file cut short under the read leaves what was read of it, said once. */
+    if (tfile_guard(&m, image_call, &c, path, &err) < 0)
+        note(s, o, "%s", err.msg);
     tfile_unmap(&m);
     return 0;
 }

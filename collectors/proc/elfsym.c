@@ -287,14 +287,28 @@ int elf_parse(const uint8_t *buf, size_t len, struct elf_info *out, struct app_e
     return 0;
 }
 
+struct inspect {
+    const struct tfile_map *m;
+    struct elf_info *out;
+    struct app_err *err;
+};
+
+static int inspect(void *arg)
+{
+    struct inspect *in = arg;
+
+    return elf_parse(in->m->p, in->m->len, in->out, in->err);
+}
+
 int elf_inspect_file(const char *root, const char *path, struct elf_info *out, struct app_err *err)
 {
     struct tfile_map m;
+    struct inspect in = {&m, out, err};
     int rc = tfile_map(root, path, 0, ELF_FILE_MAX, &m, err);
 
     if (rc < 0)
         return rc;
-    rc = elf_parse(m.p, m.len, out, err);
+    rc = tfile_guard(&m, inspect, &in, path, err);
     tfile_unmap(&m);
     return rc;
 }

@@ -9,12 +9,17 @@
  * is what says it is a regular file. Absolute links under /proc/PID/root resolve against
  * our own root, not the target's, so paths there are resolved with RESOLVE_IN_ROOT.
  *
- * No state; any thread. */
+ * A mapping can lose its pages when the file is truncated: tfile_guard turns the SIGBUS of
+ * such a read into an error. Its only state is the SIGBUS handler installed once (with the
+ * action it replaced) and each thread's guarded range. Any thread. */
 #include "ranktop/tfile.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -125,4 +130,69 @@ void tfile_unmap(struct tfile_map *m)
         munmap((void *)m->p, m->len);
     m->p = NULL;
     m->len = 0;
+}
+
+/* The guarded read of this thread: where it may fault, and where to go back when it does. */
+struct guard {
+    const uint8_t *lo, *hi;
+    sigjmp_buf back;
+    volatile sig_atomic_t on;
+};
+
+static _Thread_local struct guard guard;
+static struct sigaction guard_prev;
+static pthread_once_t guard_once = PTHREAD_ONCE_INIT;
+
+/* A SIGBUS inside this thread's guarded range goes back to tfile_guard; any other is given to
+ * the action there was before: a fault happens again on return with that action restored, a
+ * signal someone sent is raised again. */
+static void on_sigbus(int sig, siginfo_t *si, void *ctx)
+{
+    const uint8_t *at = si ? (const uint8_t *)si->si_addr : NULL;
+
+    (void)ctx;
+    if (guard.on && si && si->si_code > 0 && at >= guard.lo && at < guard.hi) {
+        guard.on = 0;
+        siglongjmp(guard.back, 1);
+    }
+    sigaction(SIGBUS, &guard_prev, NULL);
+    if (!si || si->si_code <= 0)
+        raise(sig);
+}
+
+static void guard_install(void)
+{
+    struct sigaction sa;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_sigaction = on_sigbus;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGBUS, &sa, &guard_prev);
+}
+
+int tfile_guard(const struct tfile_map *m, int (*fn)(void *arg), void *arg, const char *path,
+                struct app_err *err)
+{
+    struct guard outer = guard; /* a guarded read may map and read another file inside */
+    sigset_t bus, mask;
+    int rc;
+
+    pthread_once(&guard_once, guard_install);
+    /* libunwind's callbacks run with every signal blocked, and a fault with SIGBUS blocked
+     * kills the process whatever the handler: unblocked for the read. */
+    sigemptyset(&bus);
+    sigaddset(&bus, SIGBUS);
+    pthread_sigmask(SIG_UNBLOCK, &bus, &mask);
+    guard.lo = m->p;
+    guard.hi = m->p + m->len;
+    if (sigsetjmp(guard.back, 1)) {
+        rc = app_err_set(err, APP_E_IO, "%s: the file shrank while it was read", path);
+    } else {
+        guard.on = 1;
+        rc = fn(arg);
+    }
+    guard = outer;
+    pthread_sigmask(SIG_SETMASK, &mask, NULL);
+    return rc;
 }

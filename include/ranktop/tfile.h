@@ -40,4 +40,13 @@ int tfile_map(const char *root, const char *path, unsigned flags, uint64_t max, 
               struct app_err *err);
 void tfile_unmap(struct tfile_map *m);
 
+/* Runs fn(arg) on a mapping that whoever controls the file may shrink meanwhile: a read of a
+ * page that is no longer backed raises SIGBUS, which would end ranktop. Here it ends fn at
+ * once instead, and this returns APP_E_IO with err saying the file changed under the read;
+ * else fn's return value. fn must keep what it builds reachable from arg (it may be cut short
+ * anywhere) and take no lock. Any thread; fn may call tfile_guard for another mapping. A SIGBUS
+ * that is no such read goes to the handler there was before (the crash report, or the default). */
+int tfile_guard(const struct tfile_map *m, int (*fn)(void *arg), void *arg, const char *path,
+                struct app_err *err);
+
 #endif

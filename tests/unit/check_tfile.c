@@ -11,6 +11,7 @@
 
 #include <check.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,6 +142,83 @@ START_TEST(test_links)
 }
 END_TEST
 
+/* A file truncated while it is mapped: reading its vanished pages raises SIGBUS, which
+ * tfile_guard turns into an error (the old code died of it), also inside a nested guard and
+ * with every signal blocked (as in libunwind's callbacks); reads after it are guarded again. */
+struct shrink {
+    const char *path;
+    const struct tfile_map *m, *inner;
+    unsigned sum;
+    int inner_rc;
+};
+
+static int read_all(void *arg)
+{
+    struct shrink *k = arg;
+
+    for (size_t i = 0; i < k->m->len; i += 4096)
+        k->sum += k->m->p[i];
+    return 7;
+}
+
+static int shrink_then_read(void *arg)
+{
+    struct shrink *k = arg;
+
+    ck_assert_int_eq(truncate(k->path, 0), 0);
+    return read_all(k);
+}
+
+static int nested(void *arg)
+{
+    struct shrink *k = arg, in = {k->path, k->inner, NULL, 0, 0};
+    struct app_err err = {0};
+
+    k->inner_rc = tfile_guard(k->inner, shrink_then_read, &in, "inner", &err);
+    return read_all(k); /* the outer mapping is whole: read to the end, still guarded */
+}
+
+static const char *big(const char *name)
+{
+    const char *path = at(name, NULL);
+    FILE *f = fopen(path, "w");
+
+    ck_assert_ptr_nonnull(f);
+    for (int i = 0; i < 64 * 1024; i++)
+        fputc('x', f);
+    ck_assert_int_eq(fclose(f), 0);
+    return path;
+}
+
+START_TEST(test_guard_shrink)
+{
+    struct tfile_map m, m2;
+    struct app_err err = {0};
+    const char *path = big("shrinks");
+    struct shrink k = {path, &m, NULL, 0, 0};
+    sigset_t all, old;
+
+    ck_assert_int_eq(tfile_map(NULL, path, 0, 1 << 20, &m, &err), 0);
+    ck_assert_int_eq(tfile_guard(&m, read_all, &k, path, &err), 7);
+    ck_assert_uint_eq(k.sum, 16u * 'x');
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    ck_assert_int_eq(tfile_guard(&m, shrink_then_read, &k, path, &err), APP_E_IO);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "shrank"));
+    tfile_unmap(&m);
+    /* Nested: the inner file shrinks, the outer is read whole after it. */
+    ck_assert_int_eq(tfile_map(NULL, big("outer"), 0, 1 << 20, &m, &err), 0);
+    ck_assert_int_eq(tfile_map(NULL, big("inner"), 0, 1 << 20, &m2, &err), 0);
+    k = (struct shrink){at("inner", NULL), &m, &m2, 0, 0};
+    ck_assert_int_eq(tfile_guard(&m, nested, &k, "outer", &err), 7);
+    ck_assert_int_eq(k.inner_rc, APP_E_IO);
+    ck_assert_uint_eq(k.sum, 16u * 'x');
+    tfile_unmap(&m2);
+    tfile_unmap(&m);
+}
+END_TEST
+
 static Suite *tfile_suite(void)
 {
     Suite *s = suite_create("tfile");
@@ -150,6 +228,7 @@ static Suite *tfile_suite(void)
     tcase_add_test(tc, test_regular_and_bound);
     tcase_add_test(tc, test_not_regular);
     tcase_add_test(tc, test_links);
+    tcase_add_test(tc, test_guard_shrink);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -298,6 +298,26 @@ static const char *demo_script(void)
     return NULL;
 }
 
+/* demo_job.py as built in (data/embed.sh), for a binary that finds no copy of it. */
+extern const unsigned char demo_job_py[];
+extern const size_t demo_job_py_len;
+
+/* Writes the built-in demo job into the demo's private directory; its path, or NULL. */
+static const char *demo_builtin(const char *syncdir)
+{
+    static char path[PATH_MAX];
+    FILE *f;
+    bool ok;
+
+    snprintf(path, sizeof(path), "%s/demo_job.py", syncdir);
+    f = fopen(path, "wx");
+    if (!f)
+        return NULL;
+    ok = fwrite(demo_job_py, 1, demo_job_py_len, f) == demo_job_py_len;
+    ok = fclose(f) == 0 && ok;
+    return ok ? path : NULL;
+}
+
 int cmd_demo(int argc, char **argv)
 {
     struct mon_opts o;
@@ -308,17 +328,18 @@ int cmd_demo(int argc, char **argv)
     mon_defaults(&o);
     o.ui.hang_after_s = 10;
     rc = parse_monitor(argc, argv, &o, "demo");
-    if (rc >= 0 || !script || !mkdtemp(syncdir)) {
-        if (rc < 0 && !script)
-            fprintf(stderr, "ranktop demo: cannot find demo_job.py (looked in %s)\n",
-                    getenv("RANKTOP_DATADIR") ? "$RANKTOP_DATADIR"
-                                              : "the binary's share/ranktop, " RANKTOP_DATADIR
-                                                ", " RANKTOP_INSTALL_DATADIR);
-        else if (rc < 0)
-            fprintf(stderr, "ranktop demo: cannot create a temporary directory\n");
+    if (rc < 0 && !mkdtemp(syncdir)) {
+        fprintf(stderr, "ranktop demo: cannot create a temporary directory\n");
+        rc = 1;
+    } else if (rc < 0 && !script && !(script = demo_builtin(syncdir))) {
+        fprintf(stderr, "ranktop demo: cannot write the demo job into %s\n", syncdir);
+        rmdir(syncdir);
+        rc = 1;
+    }
+    if (rc >= 0) {
         cli_disc_fini(&o.eng.disc);
         cli_hosts_fini(&o.hosts);
-        return rc >= 0 ? rc : 1;
+        return rc;
     }
     n = demo_start(script, syncdir, pids);
     if (n == 0) {

@@ -101,12 +101,24 @@ zcomplete() {
     fail "zsh: record -f -> $(zcomplete 'ranktop record -f ')"
 [ "$(zcomplete 'ranktop ls --j')" = "--json " ] || fail "zsh: ls --j -> $(zcomplete 'ranktop ls --j')"
 
-# demo without its data: says where it looked, exits 1 (no terminal needed: it fails first).
-rc=0
-RANKTOP_DATADIR="$WORK/nothing" "$R" demo 2> "$WORK/nodata.err" || rc=$?
-[ $rc -eq 1 ] || fail "demo without demo_job.py exited $rc"
-grep -q '^ranktop demo: cannot find demo_job.py' "$WORK/nodata.err" ||
-    fail "demo without data: $(cat "$WORK/nodata.err")"
+# demo without its data (a binary copied alone): the built-in copy of the demo job, written
+# into the demo's private directory, runs the four ranks; q removes that directory.
+ui_start nodata 160 45 RANKTOP_DATADIR="$WORK/nothing" -- "$R" demo
+wait_screen '^ +RANK +PID ' 60 || fail "demo without its data files did not start"
+APP=$(app_pid)
+builtin_ranks() {
+    BUILTIN=$(pgrep -P "$APP" -f 'ranktop-demo-[^ ]*/demo_job.py' | wc -l)
+    [ "$BUILTIN" -eq 4 ]
+}
+wait_for builtin_ranks || fail "expected 4 ranks of the built-in demo job: $(pgrep -a -P "$APP")"
+DEMODIR=$(tr '\0' '\n' < "/proc/$(pgrep -P "$APP" -f demo_job.py | head -n 1)/cmdline" |
+    grep 'demo_job.py$' | sed 's|/demo_job.py$||')
+cmp "$DEMODIR/demo_job.py" "$RANKTOP_SRCDIR/data/demo_job.py" ||
+    fail "the built-in demo job differs from data/demo_job.py"
+wait_screen 'demo_job\.py' 60 || fail "no demo_job.py frame from the built-in demo job"
+keys q
+wait_screen '^EXITED 0$' 20 || fail "q did not exit the demo of the built-in job with status 0"
+[ ! -e "$DEMODIR" ] || fail "the demo left $DEMODIR behind"
 
 # demo from the installed tree: its four ranks run the installed demo_job.py.
 ui_start demo 160 45 -- "$R" demo

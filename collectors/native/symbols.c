@@ -452,41 +452,53 @@ static int with_image(struct native_syms *s, struct object *o, const char *root,
 struct debug_load {
     struct native_syms *s;
     struct object *o;
+    const char *id; /* the object's build id */
+    bool used;
 };
 
+/* A debug file found under the object's build id is used only when it carries that id: a
+ * stale or stray file at that path would name every frame wrongly, so it is skipped, said. */
 static void debug_image(void *arg, const char *path, const uint8_t *f, size_t len)
 {
     struct debug_load *d = arg;
     Elf64_Ehdr eh;
+    char id[136];
 
-    if (elf_header(f, len, &eh))
-        image_syms(d->s, d->o, path, f, len, &eh);
+    if (!elf_header(f, len, &eh))
+        return;
+    build_id(f, len, &eh, id, sizeof(id));
+    if (strcmp(id, d->id)) {
+        note(d->s, d->o, "skipped %s: its build id is %s, not the object's", path,
+             id[0] ? id : "missing");
+        return;
+    }
+    image_syms(d->s, d->o, path, f, len, &eh);
+    d->used = true;
 }
 
 /* The separate debug file of a build id, as gdb finds it: DEBUGDIR/.build-id/xx/rest.debug,
  * in the target's root first (a container's own debug packages), then in ours; the first
- * found is used. DEBUGDIR is /usr/lib/debug, or each of $RANKTOP_DEBUG_DIR's
- * colon-separated directories. Links are followed (distributions make .build-id entries
- * links), those in the target's root inside that root. */
+ * found that carries the same build id is used. DEBUGDIR is /usr/lib/debug, or each of
+ * $RANKTOP_DEBUG_DIR's colon-separated directories. Links are followed (distributions make
+ * .build-id entries links), those in the target's root inside that root. */
 static void debugfile_syms(struct native_syms *s, struct object *o, const char *id)
 {
     const char *dirs = getenv("RANKTOP_DEBUG_DIR");
-    struct debug_load d = {s, o};
+    struct debug_load d = {s, o, id, false};
     char rel[4200];
 
     if (!id[0])
         return;
     dirs = dirs && dirs[0] ? dirs : "/usr/lib/debug";
-    for (const char *p = dirs; *p; p += *p == ':') {
+    for (const char *p = dirs; *p && !d.used; p += *p == ':') {
         size_t n = strcspn(p, ":");
 
         snprintf(rel, sizeof(rel), "%.*s/.build-id/%.2s/%s.debug", (int)n, p, id, id + 2);
         p += n;
         if (rel[0] != '/')
             continue; /* a relative directory: the target's root would not apply */
-        if (with_image(s, o, s->root, rel, 0, debug_image, &d) == 0 ||
-            with_image(s, o, NULL, rel, 0, debug_image, &d) == 0)
-            return;
+        if (with_image(s, o, s->root, rel, 0, debug_image, &d) < 0 || !d.used)
+            with_image(s, o, NULL, rel, 0, debug_image, &d);
     }
 }
 

@@ -33,6 +33,15 @@ cp libhid.so libbid.so
 mkdir -p "dbg/.build-id/$(echo "$ID" | cut -c1-2)"
 objcopy --only-keep-debug libbid.so "dbg/.build-id/$(echo "$ID" | cut -c1-2)/$(echo "$ID" | cut -c3-).debug"
 strip --strip-all libbid.so
+# A stray debug file: libstray.so is the same code under another build id, and the debug file
+# at its build-id path is libbid's. It must be refused (its build id is not the object's),
+# not used to name frames.
+SID=5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a
+cc -shared -fPIC -O1 -g -Wl,--build-id=0x$SID -o libstray.so "$RANKTOP_SRCDIR/tests/native/hidden.c" ||
+    fail "cannot build the stray library"
+strip --strip-all libstray.so
+mkdir -p "stray/.build-id/5a"
+cp "dbg/.build-id/$(echo "$ID" | cut -c1-2)/$(echo "$ID" | cut -c3-).debug" "stray/.build-id/5a/$(echo $SID | cut -c3-).debug"
 
 # frames LIB DEBUGDIR: the target's merged main-thread frames, innermost first, one per line.
 frames() {
@@ -57,6 +66,11 @@ frames libmini.so /nonexistent > mini.txt
 frames libbid.so "/nonexistent:$WORK/dbg" > bid.txt
 [ "$(grep -E '^(hidden_wait_here|hidden_caller|block_here|wait_in_lib)$' bid.txt | tr '\n' ' ')" = \
     "hidden_wait_here hidden_caller block_here wait_in_lib " ] || fail "build-id debug file: $(cat bid.txt)"
+frames libstray.so "$WORK/stray" > stray.txt
+grep -q hidden stray.txt && fail "a debug file of another build id named frames: $(cat stray.txt)"
+grep -q '^libstray.so+?$' stray.txt || fail "stray debug file: no unnamed frame: $(cat stray.txt)"
+grep -q "its build id is $ID, not the object's" f.json f.err ||
+    fail "the stray debug file was not said: $(cat f.err; grep -o '"notes*"[^]]*' f.json)"
 
 # Debian's own debug package, when installed: libc's start-up frame is named, so the merge
 # drops it with the rest of the start machinery and no unnamed libc frame is left.

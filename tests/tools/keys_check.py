@@ -81,7 +81,9 @@ def man_keys(text):
                 desc.append(d.strip())
             for word in line.strip().split(", "):
                 r = re.fullmatch(r"(\d)-(\d)", word)
-                words = [str(d) for d in range(int(r.group(1)), int(r.group(2)) + 1)] if r else [word]
+                words = [word]
+                if r:
+                    words = [str(d) for d in range(int(r.group(1)), int(r.group(2)) + 1)]
                 for w in words:
                     terms[w] = " ".join(desc)
     return terms

@@ -3,8 +3,9 @@
 # prefix that never exists, built, installed with --destdir, the installed tree is moved
 # elsewhere and the copy and its build are deleted. The installed binary then has only its
 # own tree: `ranktop demo` must find the installed demo_job.py (from the binary's place),
-# --help and -V answer, `man -l` renders ranktop(1) with its sections and every flag, and the
-# bash and zsh completions exist, parse, complete and know every flag of every --help.
+# --help and -V answer, `man -l` renders ranktop(1) with its sections, every flag and every
+# key the monitor binds, and the bash and zsh completions exist, parse, complete and know every
+# flag of every --help.
 . "$(dirname "$0")/../ui/lib.sh"
 unset RANKTOP_DATADIR
 
@@ -54,6 +55,10 @@ for s in NAME SYNOPSIS DESCRIPTION KEYS 'EXIT STATUS' ENVIRONMENT 'JSON OUTPUT' 
     grep -q "^ *$s$" "$WORK/man.txt" || fail "the man page has no section '$s'"
 done
 [ ! -s "$WORK/man.err" ] || fail "man -l warned: $(cat "$WORK/man.err")"
+# Every key the monitor binds (the code lists of ui/keys.c's one key table, and the E prompt's
+# format letters) is a term of the man page's KEYS section, and KEYS names no key it lacks.
+python3 "$RANKTOP_SRCDIR/tests/tools/keys_check.py" "$RANKTOP_SRCDIR/ui/keys.c" "$WORK/man.txt" \
+    > "$WORK/keys.txt" 2>&1 || fail "man page KEYS vs ui/keys.c: $(cat "$WORK/keys.txt")"
 
 # help_flags CMD: the flags a command's --help lists (the first column of its option lines).
 help_flags() {

@@ -1,4 +1,4 @@
-"""An asyncio server's task churn, for measuring record --async's task lanes (README).
+"""An asyncio server's task churn, for measuring record --async's task lanes (doc/performance.md).
 
 Usage: async_server.py READYFILE. Like a request handler under load: 20 new tasks every 10 ms
 (2 000 a second), each two coroutines deep (handle -> work) in a 50 ms asyncio.sleep, so

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Proves that the build enforces the layer rule (README, "Architecture"), using the compile
+"""Proves that the build enforces the layer rule (doc/design.md, "Layers"), using the compile
 commands meson wrote for each layer library:
 
   * every public contract include/ranktop/X.h compiles on its own (it includes what it needs)

@@ -88,6 +88,17 @@ KUBERNETES_SERVICE_HOST=10.0.0.1 HOSTNAME=solo RANKTOP_KUBE_NAMESPACE_FILE=$WORK
     run_rc 2 "$RANKTOP_BIN" ls --launcher kubectl
 grep -q 'this pod has no job-name' "$WORK/err" || fail "a pod without a job: $(cat "$WORK/err")"
 
+# Usage errors: pod flags with another launcher, both --hosts and --selector, a bad namespace,
+# no pods named outside a pod.
+run_rc 2 "$RANKTOP_BIN" ls --launcher ssh --hosts w-0 --selector job-name=train
+grep -q 'go with --launcher kubectl' "$WORK/err" || fail "--selector with ssh: $(cat "$WORK/err")"
+run_rc 2 "$RANKTOP_BIN" ls --hosts w-0 --selector job-name=train
+grep -q 'give one' "$WORK/err" || fail "--hosts and --selector: $(cat "$WORK/err")"
+run_rc 2 "$RANKTOP_BIN" ls -n 'a;b' --hosts w-0
+grep -q 'not a namespace name' "$WORK/err" || fail "a bad namespace: $(cat "$WORK/err")"
+run_rc 2 env -u KUBERNETES_SERVICE_HOST "$RANKTOP_BIN" ls --launcher kubectl
+grep -q 'needs --hosts or --selector' "$WORK/err" || fail "no pods: $(cat "$WORK/err")"
+
 # The monitor: POD@NODE in the HOST column, "POD (NODE)" and kubectl's words for a missing pod
 # in the Hosts view, + reaches the agents through their stdin, q leaves no agent.
 ui_start kube 170 45 -- "$RANKTOP_BIN" --hosts w-0,w-1,w-3 --launcher kubectl -n train \

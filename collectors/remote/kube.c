@@ -45,6 +45,14 @@ char **kube_exec_argv(const struct rsh_tmpl *t, const char *pod, const char *ns,
     }
     extra[n++] = "--";
     extra[n] = NULL;
+    /* A template that ends in "--" (written for a kubectl without these words) has its "--"
+     * placed by us, after the pod and -n/-c. */
+    if (t->n > 1 && !strcmp(t->w[t->n - 1], "--")) {
+        struct rsh_tmpl cut = *t;
+
+        cut.n--;
+        return rsh_argv(&cut, pod, extra, cmd, false);
+    }
     return rsh_argv(t, pod, extra, cmd, false);
 }
 

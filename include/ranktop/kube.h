@@ -40,8 +40,9 @@ struct kube_pods {
 };
 
 /* The argv that runs cmd (NULL-terminated, words as they are) in pod: the template's words
- * with the pod at %h (else after them), then [-n ns] [-c container] "--", then cmd. ns and
- * container may be NULL. NULL-terminated; free with rsh_argv_free. */
+ * with the pod at %h (else after them), then [-n ns] [-c container] "--", then cmd; a "--" that
+ * ends the template is left out (this one takes its place). ns and container may be NULL.
+ * NULL-terminated; free with rsh_argv_free. Every kubectl exec the head runs is built here. */
 char **kube_exec_argv(const struct rsh_tmpl *t, const char *pod, const char *ns,
                       const char *container, const char *const *cmd);
 

@@ -48,6 +48,11 @@ START_TEST(test_exec_argv)
                      "kubectl|exec|-i|w-0|-n|train|-c|pytorch|--|ranktop|agent|--rate|10|a b;c");
     ck_assert_str_eq(exec_of("kubectl --context 'my ctx' exec %h -i", "ns", NULL),
                      "kubectl|--context|my ctx|exec|w-0|-i|-n|ns|--|ranktop|agent|--rate|10|a b;c");
+    /* A template written with its own "--": one "--", after the pod and -n. */
+    ck_assert_str_eq(exec_of("kubectl exec -i %h --", "ns", NULL),
+                     "kubectl|exec|-i|w-0|-n|ns|--|ranktop|agent|--rate|10|a b;c");
+    ck_assert_str_eq(exec_of("kubectl exec -i --", NULL, NULL),
+                     "kubectl|exec|-i|w-0|--|ranktop|agent|--rate|10|a b;c");
 }
 END_TEST
 

@@ -47,6 +47,10 @@ json_check "$WORK/ls.json" "[(h['host'], h['node'], h['ok']) for h in d['hosts']
 grep -q "^\[\"exec\", \"-i\", \"w-0\", \"-n\", \"train\", \"--\", \"$RANKTOP_BIN\", \"ls\"" \
     "$WORK/kubectl.log" || fail "kubectl exec argv: $(cat "$WORK/kubectl.log")"
 
+# Without that "--" kubectl takes the agent's flags for its own, as the fake does too.
+run_rc 1 kubectl exec -i w-0 -n train "$RANKTOP_BIN" ls --this-node
+grep -q '^error: unknown flag: --this-node' "$WORK/err" || fail "fake kubectl: $(cat "$WORK/err")"
+
 # A pod that does not exist: an error of its own, the other pod still listed.
 # shellcheck disable=SC2086
 "$RANKTOP_BIN" ls --json --hosts w-0,w-3 $K > "$WORK/miss.json" 2> /dev/null

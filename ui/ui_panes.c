@@ -701,16 +701,34 @@ static const char *const host_states[] = {
     [ENGINE_HOST_DOWN] = "down",
 };
 
+/* A host as the Hosts view names it: a pod with its node, "w-0 (node-a)", else the host. */
+static void host_label(const struct engine_host *h, char *buf, size_t len)
+{
+    if (h->node[0])
+        snprintf(buf, len, "%s (%s)", h->name, h->node);
+    else
+        snprintf(buf, len, "%s", h->agent_host[0] ? h->agent_host : h->name);
+}
+
 /* The Hosts view: each other node's agent link, and why it is not up. */
 static void lines_hosts(struct ui *u)
 {
+    char label[160];
+    int w = 20;
+
     if (!u->nhosts) {
         add_line(u, ROLE_DIM, 0,
                  "this node only (--hosts, --hostfile or a Slurm allocation "
                  "name other nodes)");
         return;
     }
-    add_line(u, ROLE_HEADER, 0, "%-20s %-10s %-8s %5s %7s %9s %9s  %s", "HOST", "STATE", "AGENT",
+    /* The HOST column fits the longest name, 20 to 40 columns: a pod and its node. */
+    for (size_t i = 0; i < u->nhosts; i++) {
+        host_label(&u->hosts[i], label, sizeof(label));
+        w = (int)strlen(label) > w ? (int)strlen(label) : w;
+    }
+    w = w > 40 ? 40 : w;
+    add_line(u, ROLE_HEADER, 0, "%-*s %-10s %-8s %5s %7s %9s %9s  %s", w, "HOST", "STATE", "AGENT",
              "RANKS", "AGE", "BYTES/s", "CLOCK ms", "LAST ERROR");
     for (size_t i = 0; i < u->nhosts; i++) {
         const struct engine_host *h = &u->hosts[i];
@@ -721,9 +739,9 @@ static void lines_hosts(struct ui *u)
             snprintf(age, sizeof(age), "%.1fs", h->age_s);
         if (h->offset_err_ms >= 0)
             snprintf(off, sizeof(off), "%+.1f~%.1f", h->offset_ms, h->offset_err_ms);
+        host_label(h, label, sizeof(label));
         add_line(u, bad ? ROLE_BAR_WARN : ROLE_NORMAL, 0,
-                 "%-20.20s %-10s %-8.8s %5d %7s %9.0f %9s  %s",
-                 h->agent_host[0] ? h->agent_host : h->name, host_states[h->state],
+                 "%-*.*s %-10s %-8.8s %5d %7s %9.0f %9s  %s", w, w, label, host_states[h->state],
                  h->version[0] ? h->version : "-", h->ranks, age, h->bytes_per_s, off, h->error);
     }
 }

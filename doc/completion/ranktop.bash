@@ -38,7 +38,8 @@ _ranktop()
     local commands="demo ls dump record agent"
     local disc="-p --pid --children-of --match --nvidia-smi --npu-smi --nvidia-smi-file
         --npu-smi-file --tool-timeout --no-device-libs"
-    local nodes="--hosts --hostfile --rsh --remote-ranktop --launcher --this-node"
+    local nodes="--hosts --hostfile --rsh --remote-ranktop --launcher --this-node --selector
+        -n --namespace --container"
     local monitor="-r --rate --hang-after --export-dir --history --all-threads -h --help
         $disc $nodes"
     local cmd="" i
@@ -56,7 +57,7 @@ _ranktop()
         COMPREPLY=($(compgen -W "chrome chrometrace speedscope collapsed raw flamegraph perfetto" -- "$cur"))
         ;;
     --launcher)
-        COMPREPLY=($(compgen -W "ssh srun pdsh" -- "$cur"))
+        COMPREPLY=($(compgen -W "ssh srun pdsh kubectl" -- "$cur"))
         ;;
     --sampler-threads)
         COMPREPLY=($(compgen -W "1 2 3 4" -- "$cur"))
@@ -72,8 +73,8 @@ _ranktop()
         COMPREPLY=($(compgen -d -- "$cur"))
         ;;
     -r | --rate | -i | --interval | -d | --duration | --hang-after | --history | --match | \
-        --tool-timeout | --hosts | --rsh | --autosave-interval | --autosave-snapshot-interval | \
-        --memory-cap | --task-lanes | --max-frames | --heartbeat | --tick)
+        --tool-timeout | --hosts | --rsh | --selector | -n | --namespace | --container | \
+        --autosave-interval | --autosave-snapshot-interval | --memory-cap | --task-lanes | --max-frames | --heartbeat | --tick)
         COMPREPLY=()
         ;;
     *)

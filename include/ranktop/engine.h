@@ -24,7 +24,16 @@ enum engine_launcher {
     ENGINE_LAUNCH_RSH = 0, /* one remote shell per host: RSH... HOST RANKTOP agent ARGS */
     ENGINE_LAUNCH_SRUN,    /* one srun step, one agent per node, output labelled by task */
     ENGINE_LAUNCH_PDSH,    /* one pdsh, output lines "host: ..." */
+    /* one kubectl exec per host, a host being a pod: KUBECTL... POD [-n NS] [-c C] -- RANKTOP
+     * agent ARGS (ranktop/kube.h), argv as is */
+    ENGINE_LAUNCH_KUBECTL,
 };
+
+/* Whether a launcher runs one process per host (with its stdin) rather than one for all. */
+static inline bool engine_launch_per_host(int how)
+{
+    return how == ENGINE_LAUNCH_RSH || how == ENGINE_LAUNCH_KUBECTL;
+}
 
 struct engine_remote_opts {
     char **hosts; /* other nodes to start agents on (borrowed); none: this node only */
@@ -37,7 +46,12 @@ struct engine_remote_opts {
     const char *ranktop; /* ranktop on the hosts (default "ranktop") */
     enum engine_launcher launcher;
     const char *slurm_job; /* srun: --jobid */
-    bool local;            /* also sample this node in-process */
+    /* kubectl: the pods' namespace and container (NULL: kubectl's defaults), and the node each
+     * pod runs on (parallel to hosts; NULL, or an entry NULL, when not known), shown beside
+     * the pod (borrowed). */
+    const char *kube_ns, *kube_container;
+    char **nodes;
+    bool local; /* also sample this node in-process */
 };
 
 /* Rank keys: a rank on this node is keyed by its pid; a rank on another host by its pid and
@@ -206,6 +220,7 @@ enum engine_host_state {
 struct engine_host {
     char name[64];       /* as given (--hosts), or the task label until the hello names it */
     char agent_host[64]; /* the host name the agent reported */
+    char node[64];       /* a pod's node (kubectl), "" when not known or not a pod */
     enum engine_host_state state;
     char version[32]; /* the agent's ranktop version */
     int ranks;

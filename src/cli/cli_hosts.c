@@ -6,13 +6,28 @@
 #include "cli.h"
 #include "cli_opts.h"
 
+#include "ranktop/exec.h"
 #include "ranktop/util.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-enum { OPT_HOSTS = CLI_HOSTS_BASE, OPT_HOSTFILE, OPT_RSH, OPT_REMOTE, OPT_LAUNCHER, OPT_THIS };
+enum {
+    OPT_HOSTS = CLI_HOSTS_BASE,
+    OPT_HOSTFILE,
+    OPT_RSH,
+    OPT_REMOTE,
+    OPT_LAUNCHER,
+    OPT_THIS,
+    OPT_SELECTOR,
+    OPT_CONTAINER,
+    OPT_NS = 'n',
+};
+
+/* Where a pod finds its namespace; RANKTOP_KUBE_NAMESPACE_FILE replaces it (for tests). */
+#define KUBE_NS_FILE "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+#define KUBE_GET_MS 30000 /* a kubectl get that takes longer is not coming back */
 
 #define DEFAULT_RSH "ssh -o BatchMode=yes -o ConnectTimeout=5 -T"
 
@@ -27,10 +42,16 @@ const struct cli_opt cli_hosts_opts[] = {
      "remote shell, run as CMD HOST RANKTOP agent ...; %h puts the host elsewhere, %% is a %, "
      "words split with sh quoting (default '" DEFAULT_RSH "')"},
     {OPT_REMOTE, "remote-ranktop", "PATH", "ranktop on the hosts (default: ranktop on PATH)"},
-    {OPT_LAUNCHER, "launcher", "ssh|srun|pdsh",
+    {OPT_LAUNCHER, "launcher", "ssh|srun|pdsh|kubectl",
      "srun: one srun --overlap step starts every agent (the default inside a Slurm "
      "allocation, without --hosts); pdsh: one pdsh starts them (--rsh: its options, then "
-     "after a -- words to put before ranktop, for -R exec)"},
+     "after a -- words to put before ranktop, for -R exec); kubectl: each host is a pod, "
+     "reached with kubectl exec -i (--rsh: the kubectl part, %h the pod); in a pod without "
+     "--hosts or --selector, the pods of its job"},
+    {OPT_SELECTOR, "selector", "LABELS",
+     "kubectl: the Running pods with these labels (kubectl get pods -l), in name order"},
+    {OPT_NS, "namespace", "NS", "kubectl: the pods' namespace"},
+    {OPT_CONTAINER, "container", "NAME", "kubectl: the container the agent runs in"},
     {OPT_THIS, "this-node", NULL,
      "this node only, even inside a Slurm allocation (what the head asks of each node)"},
     {0},
@@ -97,9 +118,24 @@ int cli_hosts_handle(int c, const char *arg, struct cli_hosts *h, const char *cm
         h->this_node = true;
         return 1;
     case OPT_LAUNCHER:
-        if (strcmp(arg, "ssh") && strcmp(arg, "srun") && strcmp(arg, "pdsh"))
-            return bad(cmd, "--launcher takes ssh, srun or pdsh, not ", arg);
+        if (strcmp(arg, "ssh") && strcmp(arg, "srun") && strcmp(arg, "pdsh") &&
+            strcmp(arg, "kubectl"))
+            return bad(cmd, "--launcher takes ssh, srun, pdsh or kubectl, not ", arg);
         h->launcher = arg;
+        return 1;
+    case OPT_SELECTOR:
+        if (!arg[0] || strlen(arg) > KUBE_ARG_MAX || strpbrk(arg, "\n\r\t"))
+            return bad(cmd, "--selector: not a label selector: ", text_safe(arg));
+        h->selector = arg;
+        return 1;
+    case OPT_NS:
+    case OPT_CONTAINER:
+        if (!kube_name_ok(arg))
+            return bad(cmd,
+                       c == OPT_NS ? "--namespace: not a namespace name: "
+                                   : "--container: not a container name: ",
+                       text_safe(arg));
+        *(c == OPT_NS ? &h->ns : &h->container) = arg;
         return 1;
     default:
         return 0;
@@ -152,6 +188,145 @@ static int from_slurm(struct cli_hosts *h, const char *cmd, const char **job)
     return 0;
 }
 
+/* The last non-empty line of a tool's stderr (cut in place), "" when none. */
+static const char *last_line(char *text)
+{
+    char *end = text ? text + strlen(text) : NULL, *start;
+
+    if (!text)
+        return "";
+    while (end > text && (end[-1] == '\n' || end[-1] == '\r' || end[-1] == ' '))
+        *--end = '\0';
+    start = strrchr(text, '\n');
+    return start ? start + 1 : text;
+}
+
+/* Runs `kubectl get pods WHAT... [-n NS] -o json` with the template's kubectl and parses the
+ * pods into h->pods. Returns 0, or -1 with kubectl's own last words printed when it failed and
+ * must succeed (strict); a failure that is not strict leaves the pods empty. */
+static int kube_get(struct cli_hosts *h, const char *const *what, bool running, bool strict,
+                    const char *cmd)
+{
+    char **argv = kube_get_argv(&h->tmpl, what, h->ns), why[700] = "";
+    struct exec_result res = {0};
+    struct app_err err = {0};
+    int rc = exec_run((const char *const *)argv, KUBE_GET_MS, &res, &err);
+
+    kube_pods_fini(&h->pods);
+    if (rc < 0)
+        snprintf(why, sizeof(why), "%s", err.msg);
+    else if (kube_parse_pods(res.out, res.out_len, running, &h->pods, &err) < 0 && res.status == 0)
+        snprintf(why, sizeof(why), "%s", err.msg);
+    else if (res.status != 0 && strict)
+        snprintf(why, sizeof(why), "exit %d: %s", res.status, last_line(res.err));
+    if (why[0] && strict) {
+        str_scrub(why);
+        fprintf(stderr, "%s: %s get pods: %s\n", cli_who(cmd), argv[0], text_safe(why));
+    }
+    exec_result_fini(&res);
+    rsh_argv_free(argv);
+    return why[0] && strict ? -1 : 0;
+}
+
+/* Inside a pod (KUBERNETES_SERVICE_HOST set): the selector of this pod's job, from its labels,
+ * and its namespace (from the service account, unless --namespace said). */
+static int kube_own_job(struct cli_hosts *h, const char *cmd)
+{
+    const char *me = getenv("HOSTNAME"), *nsf = getenv("RANKTOP_KUBE_NAMESPACE_FILE");
+    char **argv, *buf = NULL;
+    const char *what[2] = {NULL, NULL};
+    struct exec_result res = {0};
+    struct app_err err = {0};
+    size_t len = 0;
+    int rc;
+
+    if (!getenv("KUBERNETES_SERVICE_HOST") || !me || !kube_name_ok(me))
+        return bad(cmd, "--launcher kubectl needs --hosts or --selector (or to run in a pod)",
+                   NULL);
+    if (!h->ns && file_read_regular(nsf && nsf[0] ? nsf : KUBE_NS_FILE, 4096, &buf, &len) == 0) {
+        snprintf(h->own_ns, sizeof(h->own_ns), "%.*s", (int)strcspn(buf, "\n"), buf);
+        if (kube_name_ok(h->own_ns))
+            h->ns = h->own_ns;
+        free(buf);
+    }
+    what[0] = me;
+    argv = kube_get_argv(&h->tmpl, what, h->ns);
+    rc = exec_run((const char *const *)argv, KUBE_GET_MS, &res, &err);
+    rsh_argv_free(argv);
+    if (rc == 0 && res.status != 0)
+        rc = app_err_set(&err, APP_E_IO, "exit %d: %s", res.status, last_line(res.err));
+    if (rc == 0)
+        rc = kube_parse_job(res.out, res.out_len, h->own_sel, sizeof(h->own_sel), &err);
+    exec_result_fini(&res);
+    if (rc < 0) {
+        str_scrub(err.msg);
+        fprintf(stderr, "%s: this pod's job (pod %s): %s\n", cli_who(cmd), me, err.msg);
+        return -1;
+    }
+    h->selector = h->own_sel;
+    return 0;
+}
+
+/* The pods: those --selector (or this pod's job) selects, Running, in name order; or those
+ * --hosts names, with their nodes when one kubectl get can tell (a missing pod is left for its
+ * agent's launcher to report). */
+static int kube_pods(struct cli_hosts *h, const char *cmd)
+{
+    char word[KUBE_ARG_MAX + 16];
+    const char *what[ENGINE_MAX_HOSTS + 2] = {NULL};
+    struct app_err err = {0};
+
+    if (h->given && h->selector)
+        return bad(cmd, "--selector and --hosts both name pods: give one", NULL);
+    if (!h->given && !h->selector && kube_own_job(h, cmd) < 0)
+        return -1;
+    if (h->selector) {
+        snprintf(word, sizeof(word), "--selector=%s", h->selector);
+        what[0] = word;
+        if (kube_get(h, what, true, true, cmd) < 0)
+            return -1;
+        if (!h->pods.n) {
+            fprintf(stderr, "%s: no Running pod matches --selector %s%s%s\n", cli_who(cmd),
+                    text_safe(h->selector), h->ns ? " in namespace " : "", h->ns ? h->ns : "");
+            return -1;
+        }
+        for (size_t i = 0; i < h->pods.n; i++)
+            hostlist_expand(h->pods.v[i].name, &h->list, &err);
+        return 0;
+    }
+    hostlist_dedup(&h->list);
+    for (size_t i = 0; i < h->list.n; i++) {
+        if (!kube_name_ok(h->list.v[i]))
+            return bad(cmd, "--hosts: not a pod name: ", text_safe(h->list.v[i]));
+        if (i < ENGINE_MAX_HOSTS)
+            what[i] = h->list.v[i];
+    }
+    return kube_get(h, what, false, false, cmd);
+}
+
+static int kube_finish(struct cli_hosts *h, struct engine_remote_opts *o, const char *cmd)
+{
+    if (parse_rsh(h, h->rsh ? h->rsh : KUBE_DEFAULT_EXEC, cmd, true) < 0 || kube_pods(h, cmd) < 0)
+        return -1;
+    for (size_t i = 0; i < h->list.n; i++) {
+        if (is_local(h->list.v[i])) { /* this pod: its ranks are read in-process */
+            o->local = true;
+            continue;
+        }
+        if (h->remote.n >= ENGINE_MAX_HOSTS)
+            return bad(cmd, "more pods than one head watches (511)", NULL);
+        hostlist_expand(h->list.v[i], &h->remote, NULL);
+    }
+    h->nodes = x_calloc(h->remote.n + 1, sizeof(char *));
+    for (size_t i = 0; i < h->remote.n; i++)
+        h->nodes[i] = (char *)kube_pods_node(&h->pods, h->remote.v[i]);
+    o->launcher = ENGINE_LAUNCH_KUBECTL;
+    o->kube_ns = h->ns;
+    o->kube_container = h->container;
+    o->nodes = h->nodes;
+    return 0;
+}
+
 int cli_hosts_finish(struct cli_hosts *h, struct engine_remote_opts *o, const char *cmd)
 {
     const char *job = NULL;
@@ -159,8 +334,17 @@ int cli_hosts_finish(struct cli_hosts *h, struct engine_remote_opts *o, const ch
     bool pdsh = h->launcher && !strcmp(h->launcher, "pdsh");
 
     memset(o, 0, sizeof(*o));
+    if ((h->selector || h->ns || h->container) && !h->launcher)
+        h->launcher = "kubectl"; /* only pods have them */
+    if ((h->selector || h->ns || h->container) && strcmp(h->launcher, "kubectl"))
+        return bad(cmd, "--selector, --namespace and --container go with --launcher kubectl", NULL);
     if (h->this_node)
         return 0;
+    if (h->launcher && !strcmp(h->launcher, "kubectl")) {
+        if (kube_finish(h, o, cmd) < 0)
+            return -1;
+        goto done;
+    }
     if (!h->given && from_slurm(h, cmd, &job) < 0)
         return -1;
     if (!h->list.n)
@@ -192,6 +376,7 @@ int cli_hosts_finish(struct cli_hosts *h, struct engine_remote_opts *o, const ch
             return bad(cmd, "more hosts than one head watches (511)", NULL);
         hostlist_expand(h->list.v[i], &h->remote, NULL);
     }
+done:
     o->hosts = h->remote.v;
     o->nhosts = h->remote.n;
     o->rsh = h->tmpl.w;
@@ -207,5 +392,7 @@ void cli_hosts_fini(struct cli_hosts *h)
     hostlist_free(&h->list);
     hostlist_free(&h->remote);
     rsh_tmpl_fini(&h->tmpl);
+    kube_pods_fini(&h->pods);
+    free(h->nodes);
     memset(h, 0, sizeof(*h));
 }

@@ -1,6 +1,7 @@
 /* The multi-node flags every command that watches ranks accepts (README, "Multi-node"):
- * --hosts, --hostfile, --rsh, --remote-ranktop, --launcher; inside a Slurm allocation the
- * job's nodes by default. Main thread only. */
+ * --hosts, --hostfile, --rsh, --remote-ranktop, --launcher, and for pods --selector,
+ * --namespace, --container; inside a Slurm allocation the job's nodes by default, inside a pod
+ * with --launcher kubectl the pods of its job. Main thread only. */
 #ifndef RANKTOP_CLI_HOSTS_H
 #define RANKTOP_CLI_HOSTS_H
 
@@ -10,6 +11,7 @@
 #include "cli_opts.h"
 #include "ranktop/engine.h"
 #include "ranktop/hostlist.h"
+#include "ranktop/kube.h"
 #include "ranktop/rsh.h"
 
 /* The multi-node flags' table (cli_opts.h), with the paragraph that introduces them; their
@@ -24,6 +26,12 @@ struct cli_hosts {
     struct rsh_tmpl tmpl; /* --rsh (or the launcher's default), parsed */
     bool given;           /* --hosts or --hostfile */
     bool this_node;       /* --this-node: no other host, whatever the environment says */
+    /* kubectl: --selector, --namespace, --container; the pods listed (their nodes) and each
+     * remote host's node, parallel to remote (pointers into pods, or NULL). */
+    const char *selector, *ns, *container;
+    char own_sel[160], own_ns[KUBE_NAME_MAX + 1]; /* this pod's job, its namespace */
+    struct kube_pods pods;
+    char **nodes;
 };
 
 /* Handles one getopt result (>= CLI_HOSTS_BASE). Returns 1 when handled, 0 when not ours, -1

@@ -5,6 +5,7 @@
  * them as a shell command line (ssh, pdsh); no local shell runs anything. */
 #include "cli_remote.h"
 
+#include "ranktop/kube.h"
 #include "ranktop/rsh.h"
 #include "ranktop/util.h"
 
@@ -37,9 +38,10 @@ static void last_line(const char *text, char *out, size_t len)
 
 /* The launcher's argv for one host and the remote command cmd (NULL-terminated). ssh: the
  * template with the host (at %h, else last), then cmd quoted for the login shell that parses
- * it; srun: its options, -N1 -n1 -w HOST, then cmd as is; pdsh: its options (the template's
- * words before a "--"), -w HOST, the words after the "--" (e.g. an exec module's command, %h
- * left for pdsh), then cmd quoted (pdsh's ssh module hands it to a shell). */
+ * it; kubectl: kube_exec_argv (the pod, -n/-c, "--", cmd as is); srun: its options, -N1 -n1 -w
+ * HOST, then cmd as is; pdsh: its options (the template's words before a "--"), -w HOST, the words
+ * after the "--" (e.g. an exec module's command, %h left for pdsh), then cmd quoted (pdsh's ssh
+ * module hands it to a shell). */
 static char **host_argv(const struct engine_remote_opts *o, const char *host,
                         const char *const *cmd)
 {
@@ -49,6 +51,8 @@ static char **host_argv(const struct engine_remote_opts *o, const char *host,
 
     if (o->launcher == ENGINE_LAUNCH_RSH)
         return rsh_argv(&t, host, NULL, cmd, true);
+    if (o->launcher == ENGINE_LAUNCH_KUBECTL)
+        return kube_exec_argv(&t, host, o->kube_ns, o->kube_container, cmd);
     for (size_t i = 0; i < o->nrsh; i++)
         if (o->launcher == ENGINE_LAUNCH_PDSH && !strcmp(o->rsh[i], "--") && dash == o->nrsh)
             dash = i;

@@ -274,6 +274,26 @@ static void merge_host(json_object *root, const char *host, json_object *node, c
     merge_array(node, "processes", host, v);
 }
 
+/* A pod's node (kubectl) beside its name: in its hosts entry and in each of its processes and
+ * devices, as "node". */
+static void tag_node(json_object *root, const char *host, const char *node)
+{
+    static const char *const arrays[] = {"hosts", "processes", "devices"};
+
+    for (size_t k = 0; node && node[0] && k < 3; k++) {
+        json_object *a, *h;
+
+        json_object_object_get_ex(root, arrays[k], &a);
+        for (size_t i = 0; i < json_object_array_length(a); i++) {
+            json_object *e = json_object_array_get_idx(a, i);
+
+            if (json_object_object_get_ex(e, "host", &h) &&
+                !strcmp(json_object_get_string(h), host))
+                json_object_object_add(e, "node", cli_json_str(node));
+        }
+    }
+}
+
 /* A remote ls --json output, checked: an object with the three arrays. */
 static json_object *remote_json(const struct cli_remote_result *r, char *why, size_t len)
 {
@@ -400,6 +420,7 @@ static int ls_hosts(const struct discovery_opts *o, const struct engine_remote_o
         json_object *node = remote_json(&res[i], why, sizeof(why));
 
         merge_host(root, res[i].host, node, why);
+        tag_node(root, res[i].host, ro->nodes ? ro->nodes[i] : NULL);
         json_object_put(node);
     }
     cli_remote_free(res, ro->nhosts);

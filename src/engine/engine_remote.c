@@ -15,6 +15,7 @@
  * stopping closes every agent's stdin (agents exit on EOF), then kills what is left. */
 #include "engine_remote_priv.h"
 
+#include "ranktop/kube.h"
 #include "ranktop/rsh.h"
 #include "ranktop/util.h"
 
@@ -106,7 +107,8 @@ static char *host_csv(const struct remote *rm, const struct rproc *p)
  * ARGS quoted for the login shell that parses them. srun: the step options, --label, -N/-n/-w
  * for every host, then the agent's words as they are. pdsh: its options (the template's words
  * before a "--"), -f/-w, then the words after "--" (e.g. an exec module's command, %h left for
- * pdsh) and the agent's words quoted (pdsh's ssh module hands them to a shell). */
+ * pdsh) and the agent's words quoted (pdsh's ssh module hands them to a shell). kubectl: its
+ * template with the pod, -n/-c, "--" and the agent's words as they are (kube_exec_argv). */
 static void argv_free(char **v)
 {
     for (size_t i = 0; v && v[i]; i++)
@@ -122,6 +124,12 @@ static char **proc_argv(const struct remote *rm, const struct rproc *p)
     size_t n = 0, dash = r->nrsh;
 
     agent_args(rm->e, cmd, &n, rm->how != ENGINE_LAUNCH_PDSH);
+    if (rm->how == ENGINE_LAUNCH_KUBECTL) {
+        v = kube_exec_argv(&t, rm->l[p->first].name, r->kube_ns, r->kube_container,
+                           (const char *const *)cmd);
+        argv_free(cmd);
+        return v;
+    }
     if (rm->how == ENGINE_LAUNCH_RSH) {
         v = rsh_argv(&t, rm->l[p->first].name, NULL, (const char *const *)cmd, true);
         argv_free(cmd);
@@ -303,7 +311,7 @@ static struct rlink *route(struct remote *rm, struct rproc *p, const char *line,
 
     *skip = 0;
     *task_out = -1;
-    if (rm->how == ENGINE_LAUNCH_RSH)
+    if (engine_launch_per_host(rm->how))
         return &rm->l[p->first];
     if (!colon || (size_t)(colon - line) + 1 >= len || colon[1] != ' ')
         return NULL; /* not a labelled line: a launcher's own chatter */
@@ -474,6 +482,14 @@ static void publish_totals(struct remote *rm)
     }
 }
 
+/* The node host i (a pod) runs on, or NULL. */
+static const char *node_of(const struct engine *e, size_t i)
+{
+    const char *n = e->o.remote.nodes ? e->o.remote.nodes[i] : NULL;
+
+    return n && n[0] ? n : NULL;
+}
+
 static void publish_host(const struct rlink *l, const struct rproc *p, struct engine_host *h,
                          uint64_t now)
 {
@@ -526,6 +542,8 @@ static void publish(struct remote *rm, uint64_t now)
             l->win_bytes = 0;
         }
         publish_host(l, &rm->p[l->proc], &e->hosts[i], now);
+        snprintf(e->hosts[i].node, sizeof(e->hosts[i].node), "%s",
+                 node_of(e, i) ? node_of(e, i) : "");
         nd += l->ndevs;
     }
     publish_totals(rm);
@@ -716,7 +734,7 @@ static void remote_init(struct remote *rm, struct engine *e, uint64_t now)
     rm->how = e->o.remote.launcher;
     rm->rate_hz = engine_rate(e); /* what new agents are started with */
     rm->l = x_calloc(rm->n ? rm->n : 1, sizeof(*rm->l));
-    rm->np = rm->how == ENGINE_LAUNCH_RSH ? rm->n : 1;
+    rm->np = engine_launch_per_host(rm->how) ? rm->n : 1;
     rm->p = x_calloc(rm->np ? rm->np : 1, sizeof(*rm->p));
     for (size_t i = 0; i < rm->n; i++) {
         struct rlink *l = &rm->l[i];
@@ -726,9 +744,18 @@ static void remote_init(struct remote *rm, struct engine *e, uint64_t now)
          * what its agent calls itself. */
         snprintf(l->agent_host, sizeof(l->agent_host), "%s",
                  strchr(l->name, '@') ? strchr(l->name, '@') + 1 : l->name);
+        /* A pod's ranks are on POD@NODE (two pods on one node show it), or on the pod alone
+         * when both do not fit: the pod's name is never cut. */
+        if (node_of(e, i)) {
+            char both[sizeof(l->agent_host) * 2];
+
+            if (snprintf(both, sizeof(both), "%s@%s", l->name, node_of(e, i)) <
+                (int)sizeof(l->agent_host))
+                memcpy(l->agent_host, both, strlen(both) + 1);
+        }
         l->claims = &rm->claims;
         l->slot = (int)i + 1;
-        l->proc = rm->how == ENGINE_LAUNCH_RSH ? i : 0;
+        l->proc = engine_launch_per_host(rm->how) ? i : 0;
         l->state = ENGINE_HOST_CONNECTING;
         l->win_t0 = now;
         l->rtt_ns = INT64_MAX;
@@ -738,8 +765,8 @@ static void remote_init(struct remote *rm, struct engine *e, uint64_t now)
         struct rproc *p = &rm->p[i];
 
         p->in_fd = p->out_fd = p->err_fd = -1;
-        p->first = rm->how == ENGINE_LAUNCH_RSH ? i : 0;
-        p->n = rm->how == ENGINE_LAUNCH_RSH ? 1 : rm->n;
+        p->first = engine_launch_per_host(rm->how) ? i : 0;
+        p->n = engine_launch_per_host(rm->how) ? 1 : rm->n;
         p->backoff_ns = BACKOFF_MIN_NS;
         if (rm->how == ENGINE_LAUNCH_SRUN)
             p->task_link = x_calloc(p->n ? p->n : 1, sizeof(int));

@@ -54,6 +54,7 @@ is "speedscope" complete_words ranktop record --format = sp
 is "speedscope" complete_words ranktop record -f sp
 is "--format=raw" complete_words ranktop record --format=ra
 is "pdsh" complete_words ranktop ls --launcher = pd
+is "kubectl" complete_words ranktop ls --launcher ku
 is "1 2 3 4" complete_words ranktop record --sampler-threads =
 mkdir -p "$WORK/dir/sub.d"
 : > "$WORK/dir/trace.json"

@@ -21,20 +21,6 @@ struct job {
     struct cli_remote_result *r;
 };
 
-/* The last non-empty line of text, control bytes replaced. */
-static void last_line(const char *text, char *out, size_t len)
-{
-    const char *end = text + strlen(text), *start;
-
-    while (end > text && (end[-1] == '\n' || end[-1] == '\r' || end[-1] == ' '))
-        end--;
-    start = end;
-    while (start > text && start[-1] != '\n')
-        start--;
-    snprintf(out, len, "%.*s", (int)(end - start), start);
-    str_scrub(out);
-}
-
 /* The launcher's argv for one host and the remote command cmd (NULL-terminated). ssh: the
  * template with the host (at %h, else last), then cmd quoted for the login shell that parses
  * it; srun: its options, -N1 -n1 -w HOST, then cmd as is; pdsh: its options (the template's
@@ -111,10 +97,17 @@ static void *run_one(void *arg)
     j->r->rc = exec_run((const char *const *)argv, j->timeout_ms, &j->r->res, &err);
     if (o->launcher == ENGINE_LAUNCH_PDSH && j->r->res.out)
         unlabel(j->r->res.out, j->r->host);
-    if (j->r->rc < 0)
+    if (j->r->rc < 0) {
         snprintf(j->r->why, sizeof(j->r->why), "%s", err.msg);
-    else if (j->r->res.status != 0 && j->r->res.err)
-        last_line(j->r->res.err, j->r->why, sizeof(j->r->why));
+    } else if (j->r->res.status != 0) {
+        /* The remote shell's own words: ssh's "Permission denied", the login shell's "not
+         * found", kubectl's "pods ... not found", with the status they came with. */
+        struct rsh_tail t = {0};
+
+        if (j->r->res.err)
+            rsh_tail_feed(&t, j->r->res.err, j->r->res.err_len);
+        rsh_explain(j->r->why, sizeof(j->r->why), argv[0], j->r->res.status, 0, &t);
+    }
     rsh_argv_free(argv);
     free(cmd);
     return NULL;

@@ -46,9 +46,11 @@ struct rproc {
     int *task_link; /* srun: task id -> link index, -1 until its hello names its node */
     uint64_t next_connect, backoff_ns, next_ping, up_since;
     unsigned connects;
-    bool ticking;         /* some agent of this process ticked since it started */
-    bool stderr_said;     /* the launcher explained itself on stderr since it started */
-    char prog[48];        /* the launcher's program (argv[0]'s last component), for its errors */
+    bool ticking;     /* some agent of this process ticked since it started */
+    bool stderr_said; /* the launcher explained itself on stderr since it started */
+
+    /* How it ended, for its hosts' errors (end_error). */
+    char prog[48];        /* the launcher's program (argv[0]'s last component) */
     struct rsh_tail tail; /* its last stderr lines that named none of its hosts */
     uint64_t end_by;      /* its output ended: by then its end is told (0: running) */
     int status;           /* waitpid's status, once pid is -1 */

@@ -78,8 +78,9 @@ struct rlink {
     size_t proc;
     enum engine_host_state state;
     bool hello, refused;
-    bool cut;             /* cut off for good: a bound or the protocol broken (refused stays set) */
-    bool silent_said;     /* the no-hello-yet line was set for this connection */
+    bool cut;         /* cut off for good: a bound or the protocol broken (refused stays set) */
+    bool silent_said; /* the no-hello-yet line was set for this connection */
+
     struct rsh_tail said; /* the launcher's stderr lines that named this host (this connection) */
     char version[32], agent_host[64], error[256];
     int64_t offset_ns, rtt_ns;

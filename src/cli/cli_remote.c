@@ -78,6 +78,28 @@ static void unlabel(char *out, const char *host)
     *w = '\0';
 }
 
+/* Why a host's command failed, in the remote shell's own words: ssh's "Permission denied",
+ * the login shell's "not found", kubectl's "pods ... not found", with the status they came
+ * with; a shell killed at the deadline, with what it had said by then. */
+static void explain(struct cli_remote_result *r, const char *prog, const struct app_err *err)
+{
+    struct rsh_tail t = {0};
+    size_t at;
+
+    if (r->res.err)
+        rsh_tail_feed(&t, r->res.err, r->res.err_len);
+    if (r->rc == 0 && r->res.status != 0) {
+        rsh_explain(r->why, sizeof(r->why), prog, r->res.status, 0, &t);
+    } else if (r->rc < 0) {
+        snprintf(r->why, sizeof(r->why), "%s", err->msg);
+        at = strlen(r->why);
+        if (r->rc == APP_E_TIMEOUT && t.n && at + 2 < sizeof(r->why)) {
+            memcpy(r->why + at, ": ", 3);
+            rsh_tail_join(&t, r->why + at + 2, sizeof(r->why) - at - 2);
+        }
+    }
+}
+
 static void *run_one(void *arg)
 {
     struct job *j = arg;
@@ -97,17 +119,7 @@ static void *run_one(void *arg)
     j->r->rc = exec_run((const char *const *)argv, j->timeout_ms, &j->r->res, &err);
     if (o->launcher == ENGINE_LAUNCH_PDSH && j->r->res.out)
         unlabel(j->r->res.out, j->r->host);
-    if (j->r->rc < 0) {
-        snprintf(j->r->why, sizeof(j->r->why), "%s", err.msg);
-    } else if (j->r->res.status != 0) {
-        /* The remote shell's own words: ssh's "Permission denied", the login shell's "not
-         * found", kubectl's "pods ... not found", with the status they came with. */
-        struct rsh_tail t = {0};
-
-        if (j->r->res.err)
-            rsh_tail_feed(&t, j->r->res.err, j->r->res.err_len);
-        rsh_explain(j->r->why, sizeof(j->r->why), argv[0], j->r->res.status, 0, &t);
-    }
+    explain(j->r, argv[0], &err);
     rsh_argv_free(argv);
     free(cmd);
     return NULL;

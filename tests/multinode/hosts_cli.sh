@@ -14,6 +14,9 @@ echo "$host" >> "$CALLS"
 case $host in
 garbage) echo "garbage"; exit 0 ;;
 oldflag) printf 'usage line\nerror: unknown flag: --this-node\nSee --help\n' >&2; exit 1 ;;
+zero) echo "hello there"; exit 0 ;;
+sig) echo "about to die" >&2; kill -9 $$ ;;
+lines) printf 'one\ntwo\nthree\nfour\n' >&2; exit 3 ;;
 c1dev) printf '{"devices":[{"index":0,"name":"GPU\\u009b2Jx\\u0085y"}],"processes":[],"errors":[]}\n' ;;
 *) printf '{"devices":[],"processes":[],"errors":[]}\n' ;;
 esac
@@ -78,4 +81,16 @@ for fmt in "" --json; do
     grep -qxF "ranktop dump: oldflag: $WORDS" "$WORK/err" || fail "dump $fmt: $(cat "$WORK/err")"
 done
 json_check "$WORK/out" "d['processes'][0]['error'] == '$WORDS'"
+
+# The agents' launchers too (record, the monitor): each host's error is how its remote shell
+# ended (status or signal) and its last three stderr lines.
+rc=0
+$RANKTOP_BIN record -o "$WORK/rec.json" -d 2 --hosts zero,sig,lines --rsh "$RSH" \
+    > "$WORK/out" 2> "$WORK/err" < /dev/null || rc=$?
+[ $rc -eq 1 ] || fail "record of nothing exited $rc: $(cat "$WORK/err")"
+for want in "zero: down, .*; last error: sh exited with status 0 before its agent said hello \(a different version\?\)$" \
+    "sig: down, .*; last error: sh was killed by signal 9: about to die$" \
+    "lines: down, .*; last error: sh exited with status 3: two \| three \| four$"; do
+    grep -Eq "^ranktop: host $want" "$WORK/err" || fail "record: no /$want/: $(cat "$WORK/err")"
+done
 echo ok

@@ -154,12 +154,39 @@ static void hosts_text(const struct ui *u, char *buf, size_t len)
         snprintf(buf + at, len - at, "  %.40s down (6)", down);
 }
 
+/* The first host that is not up and says why (a down one before one still connecting), for
+ * the header's last row: "ghost down: ssh exited with status 255: Permission denied
+ * (publickey)."; false when every host is up or silent about it. */
+static bool hosts_trouble(const struct ui *u, char *buf, size_t len)
+{
+    const struct engine_host *first = NULL;
+    size_t more = 0;
+    char others[40] = "";
+
+    for (size_t i = 0; i < u->nhosts; i++) {
+        const struct engine_host *h = &u->hosts[i];
+
+        if (h->state == ENGINE_HOST_UP || h->state == ENGINE_HOST_LAGGING || !h->error[0])
+            continue;
+        more += first != NULL;
+        if (!first || (h->state == ENGINE_HOST_DOWN && first->state != ENGINE_HOST_DOWN))
+            first = h;
+    }
+    if (!first)
+        return false;
+    if (more)
+        snprintf(others, sizeof(others), " (and %zu more: 6)", more);
+    snprintf(buf, len, "%.40s %s%s: %s", first->name,
+             first->state == ENGINE_HOST_DOWN ? "down" : "connecting", others, first->error);
+    return true;
+}
+
 static void draw_header(struct ui *u)
 {
     const struct layout_rect *r = &u->lay.header;
     size_t live = 0;
     char prompt[200], hist[16], hosts[96], hz[32] = "--", flags[192], tags[32] = "", sort[32] = "";
-    char reader[128] = "";
+    char reader[128] = "", trouble[400];
     double rate = engine_rate(u->e), got = view_rate_hz(&u->rate, view_rate_window(rate));
 
     for (size_t i = 0; i < u->hist.nranks; i++)
@@ -210,6 +237,8 @@ static void draw_header(struct ui *u)
     } else if (u->search[0] || u->filter[0]) {
         putf(u, r->y + r->h - 1, r->x, r->w, ROLE_DIM, true, "search '%s'%s  filter '%s'",
              u->search, u->search_miss ? " (no match)" : "", u->filter);
+    } else if (hosts_trouble(u, trouble, sizeof(trouble))) {
+        put(u, r->y + r->h - 1, r->x, r->w, ROLE_BAR_WARN, true, trouble);
     }
 }
 

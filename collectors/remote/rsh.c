@@ -1,6 +1,7 @@
 /* Remote-shell templates: the --rsh text split into words as POSIX sh splits a simple command
  * (quote removal only: no expansion of any kind, no shell runs), %h marked where the host goes,
- * and the argv for one host, with the remote command quoted for the shells that re-parse it.
+ * and the argv for one host, with the remote command quoted for the shells that re-parse it;
+ * and the one line that says how a remote shell ended (its status and its last stderr lines).
  *
  * Invariants: a parsed word never holds RSH_HOST_MARK except where the template said %h; the
  * argv's words are copies (the template can be freed while an argv lives). Pure: any thread. */
@@ -8,6 +9,7 @@
 
 #include "ranktop/util.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -227,4 +229,107 @@ char *rsh_quote(const char *word)
     *o++ = '\'';
     *o = '\0';
     return out;
+}
+
+/* ---- what a remote shell said when it ended ---- */
+
+void rsh_tail_add(struct rsh_tail *t, const char *line, size_t len)
+{
+    char *o;
+    size_t n;
+
+    while (len && (line[len - 1] == '\r' || line[len - 1] == ' ' || line[len - 1] == '\t' ||
+                   line[len - 1] == '\n'))
+        len--;
+    while (len && (*line == ' ' || *line == '\t')) {
+        line++;
+        len--;
+    }
+    if (!len)
+        return;
+    if (t->n == RSH_TAIL_LINES) {
+        memmove(t->line[0], t->line[1], sizeof(t->line[0]) * (RSH_TAIL_LINES - 1));
+        t->n--;
+    }
+    o = t->line[t->n++];
+    n = len < RSH_TAIL_LINE - 1 ? len : RSH_TAIL_LINE - 1;
+    /* A cut line ends before a UTF-8 sequence that would be cut. */
+    if (n < len)
+        while (n && ((unsigned char)line[n] & 0xC0) == 0x80)
+            n--;
+    for (size_t i = 0; i < n; i++)
+        o[i] = line[i] == '\t' || line[i] == '\0' ? ' ' : line[i];
+    o[n] = '\0';
+    str_scrub(o);
+}
+
+static bool blank(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r')
+            return false;
+    return true;
+}
+
+void rsh_tail_feed(struct rsh_tail *t, const char *text, size_t len)
+{
+    size_t end = len, start;
+    unsigned found = 0;
+
+    /* Back from the end to the start of the last RSH_TAIL_LINES lines that are not blank. */
+    for (;;) {
+        start = end;
+        while (start > 0 && text[start - 1] != '\n')
+            start--;
+        found += !blank(text + start, end - start);
+        if (found == RSH_TAIL_LINES || start == 0)
+            break;
+        end = start - 1;
+    }
+    while (start < len) {
+        const char *nl = memchr(text + start, '\n', len - start);
+        size_t n = nl ? (size_t)(nl - (text + start)) : len - start;
+
+        rsh_tail_add(t, text + start, n);
+        start += n + 1;
+    }
+}
+
+void rsh_tail_join(const struct rsh_tail *t, char *out, size_t len)
+{
+    unsigned first = 0, n = t ? t->n : 0;
+    size_t at = 0;
+
+    out[0] = '\0';
+    if (!n)
+        return;
+    /* Older lines give way to newer ones: the last line is the one that names a cause. */
+    for (;; first++) {
+        size_t need = 0;
+
+        for (unsigned i = first; i < n; i++)
+            need += strlen(t->line[i]) + (i > first ? 3 : 0);
+        if (need < len || first + 1 == n)
+            break;
+    }
+    for (unsigned i = first; i < n && at < len; i++)
+        at += (size_t)snprintf(out + at, len - at, "%s%s", i > first ? " | " : "", t->line[i]);
+}
+
+void rsh_explain(char *out, size_t len, const char *prog, int status, int sig,
+                 const struct rsh_tail *t)
+{
+    const char *name = prog ? strrchr(prog, '/') : NULL;
+    size_t at;
+
+    name = name ? name + 1 : prog && prog[0] ? prog : "the remote shell";
+    if (sig > 0)
+        at = (size_t)snprintf(out, len, "%.40s was killed by signal %d", name, sig);
+    else
+        at = (size_t)snprintf(out, len, "%.40s exited with status %d", name, status);
+    str_scrub(out);
+    if (at + 2 >= len || !t || !t->n)
+        return;
+    memcpy(out + at, ": ", 3);
+    rsh_tail_join(t, out + at + 2, len - at - 2);
 }

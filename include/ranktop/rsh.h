@@ -58,4 +58,35 @@ void rsh_argv_free(char **v);
  * '\''. */
 char *rsh_quote(const char *word);
 
+/* The last lines a remote shell wrote on stderr, kept for its error line: at most
+ * RSH_TAIL_LINES lines that are not blank, oldest first, each cut at RSH_TAIL_LINE - 1 bytes
+ * (on a UTF-8 boundary), tabs made spaces and other control bytes '?' (the text comes from
+ * another node and ends up on a terminal). Zero-initialise; nothing to free. */
+#define RSH_TAIL_LINES 3
+#define RSH_TAIL_LINE 160
+struct rsh_tail {
+    char line[RSH_TAIL_LINES][RSH_TAIL_LINE];
+    unsigned n; /* lines held */
+};
+
+/* Adds one line (len bytes, no newline needed; a trailing CR or blanks are dropped); a blank
+ * line is ignored. When the tail is full the oldest line goes. */
+void rsh_tail_add(struct rsh_tail *t, const char *line, size_t len);
+
+/* Adds every line of text (len bytes; NULs in it end nothing and become spaces): only the
+ * last RSH_TAIL_LINES lines that are not blank are looked at, so a large text costs one
+ * backward scan over them. */
+void rsh_tail_feed(struct rsh_tail *t, const char *text, size_t len);
+
+/* The tail's lines joined with " | " into out (len bytes, at least 1): when they do not all
+ * fit, older lines are left out first, then the last line is cut. "" for an empty tail. */
+void rsh_tail_join(const struct rsh_tail *t, char *out, size_t len);
+
+/* The remote shell's own words for its end, one line in out (len bytes, at least 1):
+ * "NAME exited with status N" (sig 0) or "NAME was killed by signal N" (sig > 0), then ": "
+ * and the tail's lines (rsh_tail_join, within what is left of out) when it holds any. NAME
+ * is the last path component of prog (argv[0] as it ran), "the remote shell" without one. */
+void rsh_explain(char *out, size_t len, const char *prog, int status, int sig,
+                 const struct rsh_tail *t);
+
 #endif

@@ -347,8 +347,8 @@ int cli_hosts_finish(struct cli_hosts *h, struct engine_remote_opts *o, const ch
     }
     if (!h->given && from_slurm(h, cmd, &job) < 0)
         return -1;
-    if (!h->list.n)
-        return 0;             /* this node only */
+    if (!h->list.n) /* this node only; a template given is still checked, used or not */
+        return h->rsh && parse_rsh(h, h->rsh, cmd, true) < 0 ? -1 : 0;
     hostlist_dedup(&h->list); /* a host given twice is one host, watched once */
     if (h->launcher && !strcmp(h->launcher, "srun")) {
         if (!job && !(job = getenv("SLURM_JOB_ID")))

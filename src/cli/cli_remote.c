@@ -22,20 +22,6 @@ struct job {
     struct cli_remote_result *r;
 };
 
-/* The last non-empty line of text, control bytes replaced. */
-static void last_line(const char *text, char *out, size_t len)
-{
-    const char *end = text + strlen(text), *start;
-
-    while (end > text && (end[-1] == '\n' || end[-1] == '\r' || end[-1] == ' '))
-        end--;
-    start = end;
-    while (start > text && start[-1] != '\n')
-        start--;
-    snprintf(out, len, "%.*s", (int)(end - start), start);
-    str_scrub(out);
-}
-
 /* The launcher's argv for one host and the remote command cmd (NULL-terminated). ssh: the
  * template with the host (at %h, else last), then cmd quoted for the login shell that parses
  * it; kubectl: kube_exec_argv (the pod, -n/-c, "--", cmd as is); srun: its options, -N1 -n1 -w
@@ -96,6 +82,28 @@ static void unlabel(char *out, const char *host)
     *w = '\0';
 }
 
+/* Why a host's command failed, in the remote shell's own words: ssh's "Permission denied",
+ * the login shell's "not found", kubectl's "pods ... not found", with the status they came
+ * with; a shell killed at the deadline, with what it had said by then. */
+static void explain(struct cli_remote_result *r, const char *prog, const struct app_err *err)
+{
+    struct rsh_tail t = {0};
+    size_t at;
+
+    if (r->res.err)
+        rsh_tail_feed(&t, r->res.err, r->res.err_len);
+    if (r->rc == 0 && r->res.status != 0) {
+        rsh_explain(r->why, sizeof(r->why), prog, r->res.status, 0, &t);
+    } else if (r->rc < 0) {
+        snprintf(r->why, sizeof(r->why), "%s", err->msg);
+        at = strlen(r->why);
+        if (r->rc == APP_E_TIMEOUT && t.n && at + 2 < sizeof(r->why)) {
+            memcpy(r->why + at, ": ", 3);
+            rsh_tail_join(&t, r->why + at + 2, sizeof(r->why) - at - 2);
+        }
+    }
+}
+
 static void *run_one(void *arg)
 {
     struct job *j = arg;
@@ -115,10 +123,7 @@ static void *run_one(void *arg)
     j->r->rc = exec_run((const char *const *)argv, j->timeout_ms, &j->r->res, &err);
     if (o->launcher == ENGINE_LAUNCH_PDSH && j->r->res.out)
         unlabel(j->r->res.out, j->r->host);
-    if (j->r->rc < 0)
-        snprintf(j->r->why, sizeof(j->r->why), "%s", err.msg);
-    else if (j->r->res.status != 0 && j->r->res.err)
-        last_line(j->r->res.err, j->r->why, sizeof(j->r->why));
+    explain(j->r, argv[0], &err);
     rsh_argv_free(argv);
     free(cmd);
     return NULL;

@@ -11,7 +11,8 @@ struct cli_remote_result {
     const char *host;       /* borrowed from the host list */
     int rc;                 /* exec_run's status: 0, APP_E_TIMEOUT, APP_E_NOTFOUND... */
     struct exec_result res; /* the remote command's output and exit status */
-    char why[512];          /* one line when it failed: the remote shell's last error line */
+    char why[512];          /* one line when rc < 0 or the exit status is not 0: how the
+                               remote shell ended and its last stderr lines (rsh_explain) */
 };
 
 /* Runs the command on every remote host of h (at most 32 at a time). *out has o->nhosts

@@ -633,21 +633,26 @@ static int add_ranks(struct dump_opts *o)
 }
 
 /* What another host's ranktop said on stderr about its processes (a text dump's errors), each
- * line under the host's name; the remote shell's own lines are left out. */
-static void relay_errors(const struct cli_remote_result *r)
+ * line under the host's name; the remote shell's own lines are left out. Returns how many. */
+static int relay_errors(const struct cli_remote_result *r)
 {
+    int n = 0;
+
     for (const char *c = r->res.err; c && *c;) {
-        size_t n = strcspn(c, "\n");
-        char *line = x_strndup(c, n);
+        size_t len = strcspn(c, "\n");
+        char *line = x_strndup(c, len);
         const char *t = !strncmp(line, "ranktop dump: ", 14) ? line + 14
                         : !strncmp(line, "ranktop: ", 9)     ? line + 9
                                                              : NULL;
 
-        if (t && *t)
+        if (t && *t) {
             fprintf(stderr, "ranktop dump: %s: %s\n", r->host, text_safe(t));
+            n++;
+        }
         free(line);
-        c += n + (c[n] != '\0');
+        c += len + (c[len] != '\0');
     }
+    return n;
 }
 
 /* A text dump as this version writes it: nothing (no rank there), or a "Process PID" line
@@ -677,7 +682,9 @@ static int remote_one(const struct dump_opts *o, const struct cli_remote_result 
         ok = text_dump_ok(r->res.out);
     }
     if (!ok) {
-        const char *why = r->why[0] ? r->why : "the remote ranktop did not answer with a dump";
+        const char *why =
+            r->why[0] ? r->why
+                      : "the remote ranktop did not answer with a dump (a different version?)";
 
         if (o->json) {
             json_object *e = json_object_new_object();
@@ -702,7 +709,10 @@ static int remote_one(const struct dump_opts *o, const struct cli_remote_result 
             free(line);
             c += n + (c[n] != '\0');
         }
-        relay_errors(r);
+        /* A remote shell that failed without a ranktop line (kubectl's unknown flag, exit
+         * 1) is said in its own words. */
+        if (!relay_errors(r) && r->res.status != 0)
+            fprintf(stderr, "ranktop dump: %s: %s\n", r->host, text_safe(r->why));
         return r->res.status == 0 ? 0 : -1;
     }
     for (size_t i = 0; i < json_object_array_length(procs); i++) {

@@ -301,8 +301,6 @@ static json_object *remote_json(const struct cli_remote_result *r, char *why, si
 
     if (r->rc < 0 || (r->res.status != 0 && r->res.status != 1)) {
         snprintf(why, len, "%s", r->why[0] ? r->why : "the remote ranktop failed");
-        if (r->rc == 0 && !r->why[0])
-            snprintf(why, len, "the remote command exited %d", r->res.status);
         return NULL;
     }
     o = json_tokener_parse(r->res.out ? r->res.out : "");
@@ -310,7 +308,13 @@ static json_object *remote_json(const struct cli_remote_result *r, char *why, si
         !json_object_object_get_ex(o, "processes", &a) ||
         !json_object_is_type(a, json_type_array)) {
         json_object_put(o);
-        snprintf(why, len, "the remote ranktop did not answer with ls JSON (a different version?)");
+        /* ls exits 1 with JSON when it found no rank; without JSON, 1 is the remote shell's
+         * failure (kubectl's unknown flag, a refused pod), said in its own words. */
+        if (r->res.status != 0 && r->why[0])
+            snprintf(why, len, "%s", r->why);
+        else
+            snprintf(why, len,
+                     "the remote ranktop did not answer with ls JSON (a different version?)");
         return NULL;
     }
     return o;

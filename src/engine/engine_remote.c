@@ -36,10 +36,11 @@ extern char **environ;
 #define LINE_CAP (64 * 1024)         /* the head's own cap: srun keeps lines far shorter */
 #define LABEL_MAX 80                 /* bytes of a "TASK: " or "HOST: " label */
 #define HELLO_WAIT_NS 10000000000ull /* a host without a hello by then "never answered" */
+#define END_WAIT_NS 3000000000ull    /* a launcher whose output ended: time to exit and say why */
 
 /* A launcher process and the links (hosts) whose agents it carries: rm->l[first, first + n). */
 struct rproc {
-    pid_t pid;
+    pid_t pid; /* -1: it exited on its own and was reaped (status), its end not yet told */
     int in_fd, out_fd, err_fd;
     struct agentproto_lines lines, errs;
     size_t first, n;
@@ -48,6 +49,12 @@ struct rproc {
     unsigned connects;
     bool ticking;     /* some agent of this process ticked since it started */
     bool stderr_said; /* the launcher explained itself on stderr since it started */
+
+    /* How it ended, for its hosts' errors (end_error). */
+    char prog[48];        /* the launcher's program (argv[0]'s last component) */
+    struct rsh_tail tail; /* its last stderr lines that named none of its hosts */
+    uint64_t end_by;      /* its output ended: by then its end is told (0: running) */
+    int status;           /* waitpid's status, once pid is -1 */
 };
 
 struct remote {
@@ -196,6 +203,9 @@ static int proc_spawn(struct remote *rm, struct rproc *p)
     posix_spawnattr_t at;
     sigset_t none, dfl;
     char **argv = proc_argv(rm, p), msg[300];
+    const char *slash = strrchr(argv[0], '/');
+
+    snprintf(p->prog, sizeof(p->prog), "%s", slash ? slash + 1 : argv[0]);
 
     if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC)) {
         rc = -errno;
@@ -248,7 +258,7 @@ static void proc_down(struct remote *rm, struct rproc *p, uint64_t now, const ch
     close_fd(&p->in_fd);
     close_fd(&p->out_fd);
     close_fd(&p->err_fd);
-    if (p->pid > 0) {
+    if (p->pid > 0) { /* not when reaped: its pid may be another process's by now */
         int st;
 
         kill(-p->pid, SIGTERM);
@@ -283,6 +293,7 @@ static void proc_connect(struct remote *rm, struct rproc *p, uint64_t now)
         rlink_reset_ids(l);
         l->refused = l->cut; /* a host cut off stays so when the launcher restarts */
         l->silent_said = false;
+        memset(&l->said, 0, sizeof(l->said));
         l->state = l->cut ? ENGINE_HOST_DOWN : ENGINE_HOST_CONNECTING;
         l->last_msg = 0;
     }
@@ -294,6 +305,8 @@ static void proc_connect(struct remote *rm, struct rproc *p, uint64_t now)
     agentproto_lines_init(&p->errs, 4096);
     p->connects++;
     p->ticking = p->stderr_said = false;
+    memset(&p->tail, 0, sizeof(p->tail));
+    p->end_by = 0;
     p->up_since = now;
     p->next_ping = now + PING_EVERY_NS;
     if (proc_spawn(rm, p) < 0)
@@ -412,11 +425,12 @@ static bool proc_read(struct remote *rm, struct rproc *p, uint64_t now)
 }
 
 /* The launcher's own complaints (ssh: connection refused, unknown host; pdsh: "pdsh@head:
- * node01: ssh exited with exit code 255"): the last line becomes the error of the hosts it
- * names, or of all its hosts. */
+ * node01: ssh exited with exit code 255"): a line that names hosts is theirs, any other is all
+ * its hosts'; each host's error is its last lines so far, until the launcher's end says more
+ * (proc_end). */
 static void proc_read_err(struct remote *rm, struct rproc *p)
 {
-    char buf[4096], last[256];
+    char buf[4096], last[256], words[sizeof(rm->l[0].error)];
     const char *line;
     ssize_t n;
     long len;
@@ -430,21 +444,86 @@ static void proc_read_err(struct remote *rm, struct rproc *p)
             continue;
         snprintf(last, sizeof(last), "%.*s", (int)len, line);
         str_scrub(last);
-        for (size_t i = 0; p->n > 1 && i < p->n; i++)
-            if (!rm->l[p->first + i].cut && strstr(last, rm->l[p->first + i].name)) {
-                rlink_set_error(&rm->l[p->first + i], "%s", last);
-                named = true;
-                /* pdsh's "HOST: ... exited with exit code 255", srun's "task N: Exited":
-                 * that host's agent is gone while the others go on. */
-                if (strstr(last, "xited"))
-                    rm->l[p->first + i].state = ENGINE_HOST_DOWN;
-            }
-        if (!named)
-            proc_error(rm, p, last);
+        for (size_t i = 0; p->n > 1 && i < p->n; i++) {
+            struct rlink *l = &rm->l[p->first + i];
+
+            if (l->cut || !strstr(last, l->name))
+                continue;
+            rsh_tail_add(&l->said, line, (size_t)len);
+            rsh_tail_join(&l->said, words, sizeof(words));
+            rlink_set_error(l, "%s", words);
+            named = true;
+            /* pdsh's "HOST: ... exited with exit code 255", srun's "task N: Exited":
+             * that host's agent is gone while the others go on. */
+            if (strstr(last, "xited"))
+                l->state = ENGINE_HOST_DOWN;
+        }
+        if (!named) {
+            rsh_tail_add(&p->tail, line, (size_t)len);
+            rsh_tail_join(&p->tail, words, sizeof(words));
+            proc_error(rm, p, words);
+        }
         p->stderr_said = true;
     }
     if (n == 0)
         close_fd(&p->err_fd);
+}
+
+/* A host's error once its launcher has ended (or closed the agents' output and was given up
+ * on): the launcher's own words, its exit status and its last stderr lines (those that named
+ * this host, else the others). A launcher that said nothing leaves room for a guess: after
+ * the agent's hello, its stream ended; before it, with status 0, what answered was not an
+ * agent of this version. */
+static void end_error(const struct rproc *p, struct rlink *l)
+{
+    const struct rsh_tail *t = l->said.n ? &l->said : &p->tail;
+    int code = p->pid < 0 && WIFEXITED(p->status) ? WEXITSTATUS(p->status) : -1;
+    int sig = p->pid < 0 && WIFSIGNALED(p->status) ? WTERMSIG(p->status) : 0;
+    char words[sizeof(l->error)];
+
+    if (l->refused)
+        return;
+    if (p->pid > 0) { /* still running: it closed the agents' output and is killed now */
+        rsh_tail_join(t, words, sizeof(words));
+        rlink_set_error(l, "%s closed the agent's output%s%s", p->prog, t->n ? ": " : "", words);
+        return;
+    }
+    rsh_explain(words, sizeof(words), p->prog, code, sig, t);
+    if ((code == 0 || l->hello) && !t->n)
+        rlink_set_error(l,
+                        l->hello ? "the agent's stream ended (%s)"
+                                 : "%s before its agent said hello (a different version?)",
+                        words);
+    else
+        rlink_set_error(l, "%s", words);
+}
+
+/* The launcher's output ended. What it says about why is complete once it has exited and its
+ * stderr has closed, which may come a little later: proc_end tells it then (or at end_by). */
+static void proc_ending(struct rproc *p, uint64_t now)
+{
+    close_fd(&p->out_fd);
+    p->end_by = now + END_WAIT_NS;
+}
+
+/* A launcher whose output ended: reaped when it has exited; once it has and its stderr is
+ * read to the end (or END_WAIT_NS has passed), every host of it gets its words and goes down. */
+static void proc_end(struct remote *rm, struct rproc *p, uint64_t now)
+{
+    int st;
+
+    if (p->err_fd >= 0)
+        proc_read_err(rm, p);
+    if (p->pid > 0 && waitpid(p->pid, &st, WNOHANG) == p->pid) {
+        p->pid = -1;
+        p->status = st;
+    }
+    if ((p->pid > 0 || p->err_fd >= 0) && now < p->end_by)
+        return;
+    for (size_t i = 0; i < p->n; i++)
+        if (!rm->l[p->first + i].cut)
+            end_error(p, &rm->l[p->first + i]);
+    proc_down(rm, p, now, NULL);
 }
 
 /* One command line to the launcher's stdin (its agents'); the stdin is closed once the
@@ -675,13 +754,13 @@ static void remote_pass(struct remote *rm)
 
             if (p->err_fd >= 0 && pf[2 + 2 * i].revents)
                 proc_read_err(rm, p);
-            if (p->out_fd >= 0 && pf[1 + 2 * i].revents && !proc_read(rm, p, now)) {
-                if (p->err_fd >= 0)
-                    proc_read_err(rm, p);
-                proc_down(rm, p, now, "the agent's stream ended");
-            }
+            if (p->out_fd >= 0 && pf[1 + 2 * i].revents && !proc_read(rm, p, now))
+                proc_ending(p, now);
         }
     }
+    for (size_t i = 0; i < rm->np; i++)
+        if (rm->p[i].pid && rm->p[i].end_by)
+            proc_end(rm, &rm->p[i], now);
     for (size_t i = 0; i < rm->np; i++) /* a protocol refused by every host of a process */
         if (rm->p[i].pid && all_refused(rm, &rm->p[i]))
             proc_down(rm, &rm->p[i], now, NULL);

@@ -7,6 +7,7 @@
 #include "engine_priv.h"
 
 #include "ranktop/agentproto.h"
+#include "ranktop/rsh.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -79,6 +80,8 @@ struct rlink {
     bool hello, refused;
     bool cut;         /* cut off for good: a bound or the protocol broken (refused stays set) */
     bool silent_said; /* the no-hello-yet line was set for this connection */
+
+    struct rsh_tail said; /* the launcher's stderr lines that named this host (this connection) */
     char version[32], agent_host[64], error[256];
     int64_t offset_ns, rtt_ns;
     uint64_t last_msg;

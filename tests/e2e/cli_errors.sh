@@ -4,7 +4,8 @@
 # holds the GIL; an output whose directory is removed mid-run or whose disk is full (the old
 # file intact); a pid that does not exist (record, the monitor, ls --children-of); a --match
 # that matches nothing; and dump's per-process errors on stderr, named after the command,
-# never on stdout (text, JSON and another host's). Real binary, real CPython targets.
+# never on stdout (text, JSON and another host's); a --rsh template that cannot be split, or
+# %h with srun, is a usage error of every command. Real binary, real CPython targets.
 # shellcheck disable=SC2086 # $NONE is a word list on purpose
 . "$(dirname "$0")/lib.sh"
 NONE="--nvidia-smi /nonexistent --npu-smi /nonexistent --no-device-libs"
@@ -143,4 +144,33 @@ grep -q '^    remote_step (job.py:3)$' "$WORK/out" || fail "dump --hosts: no rem
 # A host that cannot be reached is an error line of dump's as well.
 run_rc 1 "$RANKTOP_BIN" dump --hosts nodey --rsh "$WORK/no-such-rsh"
 grep -q "^ranktop dump: nodey: " "$WORK/err" || fail "dump --hosts unreachable: $(cat "$WORK/err")"
+
+# A --rsh template no shell would take is a usage error of every command (exit 2, before any
+# remote shell starts), with or without other hosts to use it on; so is %h with srun, which
+# names the hosts itself.
+bad_rsh() { # WANT TEMPLATE [ARG...]: each command refuses the template, saying WANT
+    want=$1 tmpl=$2
+    shift 2
+    for cmd in ls dump record monitor; do
+        case $cmd in
+        record) words="record -o $WORK/rsh.json -d 1" ;;
+        monitor) words="" ;;
+        *) words=$cmd ;;
+        esac
+        rc=0
+        $RANKTOP_BIN $words --rsh "$tmpl" "$@" > "$WORK/out" 2> "$WORK/err" < /dev/null || rc=$?
+        [ $rc -eq 2 ] || fail "$cmd --rsh '$tmpl' $*: exit $rc, not 2: $(cat "$WORK/err")"
+        err_has "$want"
+        [ "$(wc -l < "$WORK/err")" -eq 1 ] || fail "$cmd --rsh '$tmpl': more than one line: $(cat "$WORK/err")"
+    done
+}
+bad_rsh "--rsh: unbalanced single quote" "ssh -o 'ProxyCommand=ssh -W %%h:%%p bastion" --hosts nodex
+bad_rsh "--rsh: unbalanced double quote" 'ssh -l "me' --hosts nodex
+bad_rsh "--rsh: '%' at the end (write %% for a '%')" "ssh -p 22%" --hosts nodex
+bad_rsh "--rsh: '%' must be followed by h (the host) or % (a '%')" "ssh %p" --hosts nodex
+bad_rsh "--rsh: a backslash at the end" 'ssh \' --hosts nodex
+bad_rsh "--rsh is empty" "" --hosts nodex
+bad_rsh "--rsh is empty" "  " --hosts nodex
+bad_rsh "--rsh: unbalanced single quote" "ssh 'x"
+SLURM_JOB_ID=1 bad_rsh "--rsh: %h has no place with srun" "srun -w %h" --hosts nodex --launcher srun
 echo ok

@@ -1,9 +1,10 @@
 #!/bin/sh
 # The monitor over two simulated nodes (PID + UTS + mount namespaces reached through
 # tests/multinode/fake-rsh) and one host name that does not resolve: every rank is listed with
-# its host, the HANG banner names the stalled rank on the second node, the Hosts view says the
-# unknown host is down and why, q leaves no agent on any node, and a head killed with SIGKILL
-# leaves none either (agents exit on stdin EOF).
+# its host, the HANG banner names the stalled rank on the second node, the Hosts view and the
+# header say the unknown host is down and why (the remote shell's exit status and words), q
+# leaves no agent on any node, and a head killed with SIGKILL leaves none either (agents exit
+# on stdin EOF).
 . "$(dirname "$0")/../ui/lib.sh"
 . "$RANKTOP_SRCDIR/tests/multinode/nodes.sh"
 trap 'node_stop_all; ui_cleanup' EXIT
@@ -29,11 +30,15 @@ screen_has "^ +3 +[0-9]+ +node02 " || fail "rank 3 is not shown on node02"
 wait_screen 'HANG [0-9]+s: 3 ranks in all_reduce .*odd: rank 3 on node02 in load_batch_slowly' 60 ||
     fail "the HANG banner does not name rank 3 on node02"
 screen_has 'hosts 2/3' || { show_screen "header"; fail "the header does not count hosts up"; }
+# The header's last row says why ghost is down, in the remote shell's own words.
+wait_screen '^ghost down: fake-rsh exited with status 255: fake-rsh: ghost: Name or service not known' 30 ||
+    fail "the header does not say why ghost is down"
 # + reaches the agents: at 40 Hz the achieved rate (their passes over the run) climbs past 20.
 keys + +
 wait_screen ' [2-9][0-9]\.[0-9]/40 Hz ' 60 || fail "the agents did not take the new rate"
 keys 6
-wait_screen '^ghost +down .*Name or service not known' 30 || fail "Hosts view: ghost not down"
+wait_screen '^ghost +down .*  fake-rsh exited with status 255: fake-rsh: ghost: Name or service not known' 30 ||
+    fail "Hosts view: ghost not down, or not with the remote shell's words"
 wait_screen '^node01 +up ' 10 || fail "Hosts view: node01 not up"
 has_agent() {
     [ -n "$(node_agents "$1")" ]

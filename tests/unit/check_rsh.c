@@ -247,6 +247,83 @@ START_TEST(test_random)
 }
 END_TEST
 
+/* A remote shell's end in one line: its name, its status or signal, its last stderr lines. */
+START_TEST(test_explain)
+{
+    struct rsh_tail t = {0};
+    char out[512];
+
+    rsh_explain(out, sizeof(out), "/usr/bin/ssh", 255, 0, &t);
+    ck_assert_str_eq(out, "ssh exited with status 255");
+    rsh_tail_feed(&t, "Permission denied (publickey).\r\n", 32);
+    rsh_explain(out, sizeof(out), "ssh", 255, 0, &t);
+    ck_assert_str_eq(out, "ssh exited with status 255: Permission denied (publickey).");
+    rsh_explain(out, sizeof(out), "kubectl", 0, 9, &t);
+    ck_assert_str_eq(out, "kubectl was killed by signal 9: Permission denied (publickey).");
+    rsh_explain(out, sizeof(out), NULL, 1, 0, NULL);
+    ck_assert_str_eq(out, "the remote shell exited with status 1");
+}
+END_TEST
+
+/* The last three lines that are not blank, oldest first, scrubbed; a NUL ends no line. */
+START_TEST(test_tail)
+{
+    static const char text[] = "one\ntwo\n\n  three\t\r\n\x1b[31mred\0x\n   \n\n";
+    struct rsh_tail t = {0};
+    char out[512];
+
+    rsh_tail_feed(&t, text, sizeof(text) - 1);
+    ck_assert_uint_eq(t.n, 3);
+    rsh_explain(out, sizeof(out), "sh", 127, 0, &t);
+    ck_assert_str_eq(out, "sh exited with status 127: two | three | ?[31mred x");
+    rsh_tail_add(&t, "four", 4);
+    rsh_tail_add(&t, " \t\r", 3);
+    rsh_explain(out, sizeof(out), "sh", 127, 0, &t);
+    ck_assert_str_eq(out, "sh exited with status 127: three | ?[31mred x | four");
+    rsh_tail_join(&t, out, sizeof(out));
+    ck_assert_str_eq(out, "three | ?[31mred x | four");
+    rsh_tail_join(&t, out, 8);
+    ck_assert_str_eq(out, "four");
+    memset(&t, 0, sizeof(t));
+    rsh_tail_feed(&t, "\n\n", 2);
+    rsh_tail_feed(&t, "", 0);
+    ck_assert_uint_eq(t.n, 0);
+    rsh_tail_join(&t, out, sizeof(out));
+    ck_assert_str_eq(out, "");
+}
+END_TEST
+
+/* Bounds: a long line is cut on a UTF-8 boundary; a small buffer drops older lines first,
+ * then cuts the last; a megabyte of stderr costs only its end. */
+START_TEST(test_tail_bounds)
+{
+    struct rsh_tail t = {0};
+    char line[400], out[64], *big;
+    size_t n = 1 << 20;
+
+    memset(line, 'a', sizeof(line));
+    memcpy(line + RSH_TAIL_LINE - 2, "\xc3\xbc", 2); /* ü straddles the cut */
+    rsh_tail_add(&t, line, sizeof(line));
+    ck_assert_uint_eq(strlen(t.line[0]), RSH_TAIL_LINE - 2);
+    rsh_tail_add(&t, "older", 5);
+    rsh_tail_add(&t, "the cause", 9);
+    rsh_explain(out, sizeof(out), "ssh", 255, 0, &t);
+    ck_assert_str_eq(out, "ssh exited with status 255: older | the cause");
+    rsh_explain(out, 40, "ssh", 255, 0, &t);
+    ck_assert_str_eq(out, "ssh exited with status 255: the cause");
+    rsh_explain(out, 32, "ssh", 255, 0, &t);
+    ck_assert_str_eq(out, "ssh exited with status 255: the");
+    big = malloc(n);
+    ck_assert_ptr_nonnull(big);
+    for (size_t i = 0; i < n; i++)
+        big[i] = i % 100 == 99 ? '\n' : 'x';
+    memset(&t, 0, sizeof(t));
+    rsh_tail_feed(&t, big, n);
+    ck_assert_uint_eq(t.n, 3);
+    free(big);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("rsh");
@@ -260,6 +337,9 @@ int main(void)
     tcase_add_loop_test(tc, test_quote_sh, 0, sizeof(words) / sizeof(words[0]));
     tcase_add_test(tc, test_quote_line);
     tcase_add_test(tc, test_random);
+    tcase_add_test(tc, test_explain);
+    tcase_add_test(tc, test_tail);
+    tcase_add_test(tc, test_tail_bounds);
     suite_add_tcase(s, tc);
     return ts_run(s);
 }

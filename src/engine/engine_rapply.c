@@ -125,7 +125,7 @@ static bool fit(struct rlink *l, void **v, size_t *n, size_t size, uint32_t id, 
     return true;
 }
 
-static void on_frame(struct rlink *l, const struct agentproto_frame *f)
+static void on_frame(struct rlink *l, const struct record_frame *f)
 {
     struct rframe *r;
 
@@ -188,7 +188,7 @@ static bool stack_room(struct rlink *l, struct rstack *s, uint32_t want)
     return true;
 }
 
-static void on_stack(struct engine *e, struct rlink *l, const struct agentproto_stack *m)
+static void on_stack(struct engine *e, struct rlink *l, const struct record_stack *m)
 {
     struct rstack *s;
 
@@ -241,7 +241,7 @@ static size_t rank_index(const struct history *h, struct rkey *k)
 /* The history's live rank for key, made when new; NULL past the host's cap on live ranks (or
  * its budget). What history_rank would find is found through the key set, not a scan. */
 static struct hrank *host_rank(struct engine *e, struct rlink *l, int key,
-                               const struct agentproto_rank *m)
+                               const struct record_rank *m)
 {
     struct history *h = &e->hist;
     struct rkey *k = rlink_key_find(l, key);
@@ -275,7 +275,7 @@ static struct hrank *host_rank(struct engine *e, struct rlink *l, int key,
     return r;
 }
 
-static void on_rank(struct engine *e, struct rlink *l, const struct agentproto_rank *m)
+static void on_rank(struct engine *e, struct rlink *l, const struct record_rank *m)
 {
     int key = engine_key(l->slot, m->pid);
     struct hrank *r = host_rank(e, l, key, m);
@@ -309,7 +309,7 @@ static void on_rank(struct engine *e, struct rlink *l, const struct agentproto_r
 
 static struct hthread *hist_thread(struct engine *e, struct rlink *l, struct rthread *t);
 
-static void on_thread(struct engine *e, struct rlink *l, const struct agentproto_thread *m)
+static void on_thread(struct engine *e, struct rlink *l, const struct record_thread *m)
 {
     struct rthread *t;
     struct hthread *ht;
@@ -420,7 +420,7 @@ static void follow_compaction(struct engine *e, struct rlink *l)
     l->hist_gen = e->hist.gen;
 }
 
-static void on_run(struct engine *e, struct rlink *l, const struct agentproto_run *m)
+static void on_run(struct engine *e, struct rlink *l, const struct record_run *m)
 {
     struct rthread *t = thread_of(l, m->thread);
     struct hthread *ht;
@@ -444,7 +444,7 @@ static void on_run(struct engine *e, struct rlink *l, const struct agentproto_ru
     history_observe(ht, s, head_time(e, l, m->ts));
 }
 
-static void on_gone(struct engine *e, struct rlink *l, const struct agentproto_run *m)
+static void on_gone(struct engine *e, struct rlink *l, const struct record_run *m)
 {
     struct rthread *t = thread_of(l, m->thread);
     struct hthread *ht;
@@ -507,7 +507,7 @@ static bool device_series(struct rlink *l, enum series_id id, const char *name)
     return true;
 }
 
-static void on_counter(struct engine *e, struct rlink *l, const struct agentproto_counter *m)
+static void on_counter(struct engine *e, struct rlink *l, const struct record_counter *m)
 {
     char name[48];
     enum series_id id = (enum series_id)m->id;
@@ -527,7 +527,7 @@ static void on_counter(struct engine *e, struct rlink *l, const struct agentprot
                         m->v);
 }
 
-static void on_live(struct engine *e, struct rlink *l, const struct agentproto_live *m)
+static void on_live(struct engine *e, struct rlink *l, const struct record_live *m)
 {
     struct engine_rank_live *v;
 
@@ -546,7 +546,7 @@ static void on_live(struct engine *e, struct rlink *l, const struct agentproto_l
     }
 }
 
-static void on_device(struct rlink *l, const struct agentproto_device *m)
+static void on_device(struct rlink *l, const struct record_device *m)
 {
     struct smi_device *d = NULL;
 
@@ -584,8 +584,7 @@ static void on_device(struct rlink *l, const struct agentproto_device *m)
 #undef DEV_FIELD
 }
 
-static void on_hello(struct engine *e, struct rlink *l, const struct agentproto_hello *m,
-                     uint64_t now)
+static void on_hello(struct engine *e, struct rlink *l, const struct record_hello *m, uint64_t now)
 {
     (void)e;
     if (l->hello) { /* its clock and identity were settled by the first */
@@ -632,64 +631,64 @@ static void on_pong(struct rlink *l, int64_t head_ns, int64_t agent_ns, uint64_t
     l->offset_ns = (head_ns + rtt / 2) - agent_ns;
 }
 
-bool rlink_apply(struct engine *e, struct rlink *l, const struct agentproto_msg *m, uint64_t now)
+bool rlink_apply(struct engine *e, struct rlink *l, const struct record_event *m, uint64_t now)
 {
     l->now = now;
-    if (!l->hello && m->type != AGENTPROTO_HELLO) {
+    if (!l->hello && m->type != RECORD_HELLO) {
         rlink_set_error(l, "agent stream: a message before the hello");
         return false;
     }
     if (l->hist_gen != e->hist.gen)
         follow_compaction(e, l);
     switch (m->type) {
-    case AGENTPROTO_HELLO:
+    case RECORD_HELLO:
         on_hello(e, l, &m->u.hello, now);
         break;
-    case AGENTPROTO_FRAME:
+    case RECORD_FRAME:
         on_frame(l, &m->u.frame);
         break;
-    case AGENTPROTO_STACK:
+    case RECORD_STACK:
         on_stack(e, l, &m->u.stack);
         break;
-    case AGENTPROTO_RANK:
+    case RECORD_RANK:
         on_rank(e, l, &m->u.rank);
         break;
-    case AGENTPROTO_THREAD:
+    case RECORD_THREAD:
         on_thread(e, l, &m->u.thread);
         break;
-    case AGENTPROTO_RUN:
+    case RECORD_RUN:
         on_run(e, l, &m->u.run);
         break;
-    case AGENTPROTO_GONE:
+    case RECORD_GONE:
         on_gone(e, l, &m->u.run);
         break;
-    case AGENTPROTO_TICK:
+    case RECORD_TICK:
         on_tick(e, l, m->u.tick.ts);
         l->passes = m->u.tick.passes;
         l->nstack = m->u.tick.stacks;
         l->errors = m->u.tick.errors;
         l->lost = m->u.tick.lost;
         return true;
-    case AGENTPROTO_COUNTER:
+    case RECORD_COUNTER:
         on_counter(e, l, &m->u.counter);
         break;
-    case AGENTPROTO_LIVE:
+    case RECORD_LIVE:
         on_live(e, l, &m->u.live);
         break;
-    case AGENTPROTO_DEVICE:
+    case RECORD_DEVICE:
         on_device(l, &m->u.device);
         break;
-    case AGENTPROTO_PONG:
+    case RECORD_PONG:
         on_pong(l, m->u.pong.head_ns, m->u.pong.agent_ns, now);
         break;
-    case AGENTPROTO_ERROR:
+    case RECORD_ERROR:
         if (m->u.text[0])
             rlink_set_error(l, "agent: %s", m->u.text);
         break;
-    case AGENTPROTO_BYE:
+    case RECORD_BYE:
         rlink_set_error(l, "agent left: %s", m->u.text);
         break;
-    case AGENTPROTO_UNKNOWN:
+    case RECORD_UNKNOWN:
         break;
     }
     return false;

@@ -325,9 +325,9 @@ static struct rlink *route(struct remote *rm, struct rproc *p, const char *line,
 /* An srun task's hello: the node it names (SLURMD_NODENAME, else its host name) is one of
  * the process's hosts; from now on that task's lines are that host's. */
 static struct rlink *match_task(struct remote *rm, struct rproc *p, long task,
-                                const struct agentproto_msg *m)
+                                const struct record_event *m)
 {
-    if (m->type != AGENTPROTO_HELLO)
+    if (m->type != RECORD_HELLO)
         return NULL;
     for (size_t i = 0; i < p->n; i++) {
         struct rlink *l = &rm->l[p->first + i];
@@ -346,7 +346,7 @@ static void apply_lines(struct remote *rm, struct rproc *p, uint64_t now)
     long len;
 
     while ((len = agentproto_lines_next(&p->lines, &line)) >= 0) {
-        struct agentproto_msg m;
+        struct record_event m;
         struct app_err err = {0};
         size_t skip;
         long task;

@@ -140,6 +140,6 @@ void rclaims_free(struct rclaims *c);
 
 /* Applies one message of the host's stream to the history; engine lock held. Returns true
  * when the message was a tick (the host is alive and sampling). */
-bool rlink_apply(struct engine *e, struct rlink *l, const struct agentproto_msg *m, uint64_t now);
+bool rlink_apply(struct engine *e, struct rlink *l, const struct record_event *m, uint64_t now);
 
 #endif

@@ -56,7 +56,7 @@ static void link_fini(struct rlink *l)
 /* Parses one line and applies it at head time now; the line must parse. */
 static void feed_at(struct rlink *l, const char *line, int64_t now)
 {
-    struct agentproto_msg m;
+    struct record_event m;
     struct app_err err = {0};
 
     ck_assert_msg(agentproto_parse(line, strlen(line), &m, &err) == 0, "%s: %s", line, err.msg);

@@ -466,15 +466,15 @@ static void publish_host(const struct rlink *l, const struct rproc *p, struct en
                          uint64_t now)
 {
     snprintf(h->name, sizeof(h->name), "%s", l->name);
-    snprintf(h->agent_host, sizeof(h->agent_host), "%s", l->agent_host);
+    snprintf(h->agent_host, sizeof(h->agent_host), "%s", l->src.host);
     snprintf(h->version, sizeof(h->version), "%s", l->version);
-    snprintf(h->error, sizeof(h->error), "%s", l->error);
+    snprintf(h->error, sizeof(h->error), "%s", l->src.error);
     h->state = l->state;
-    h->ranks = (int)l->nkeys;
+    h->ranks = (int)l->src.nkeys;
     h->age_s = l->last_msg ? (double)(now - l->last_msg) / 1e9 : -1;
     h->bytes_per_s = l->bps;
-    h->offset_ms = (double)l->offset_ns / 1e6;
-    h->offset_err_ms = l->rtt_ns == INT64_MAX ? -1 : (double)l->rtt_ns / 2e6;
+    h->offset_ms = (double)l->src.offset_ns / 1e6;
+    h->offset_err_ms = l->src.rtt_ns == INT64_MAX ? -1 : (double)l->src.rtt_ns / 2e6;
     h->connects = p->connects;
 }
 
@@ -483,12 +483,13 @@ static void publish_host(const struct rlink *l, const struct rproc *p, struct en
 static void check_silent(struct remote *rm, struct rlink *l, uint64_t now)
 {
     const struct rproc *p = &rm->p[l->proc];
-    char was[sizeof(l->error)];
+    char was[sizeof(l->src.error)];
 
-    if (l->hello || l->refused || l->silent_said || !p->pid || now - p->up_since < HELLO_WAIT_NS)
+    if (l->src.hello || l->refused || l->silent_said || !p->pid ||
+        now - p->up_since < HELLO_WAIT_NS)
         return;
     l->silent_said = true;
-    snprintf(was, sizeof(was), "%s", l->error);
+    snprintf(was, sizeof(was), "%s", l->src.error);
     rlink_set_error(l, "never answered: no hello from its agent in %llu s%s%.200s",
                     HELLO_WAIT_NS / 1000000000ull, was[0] ? "; last said: " : "", was);
 }
@@ -712,15 +713,11 @@ static void remote_init(struct remote *rm, struct engine *e, uint64_t now)
         snprintf(l->name, sizeof(l->name), "%s", e->o.remote.hosts[i]);
         /* Its ranks are shown on the name the head was given (without a user@), never on
          * what its agent calls itself. */
-        snprintf(l->agent_host, sizeof(l->agent_host), "%s",
-                 strchr(l->name, '@') ? strchr(l->name, '@') + 1 : l->name);
-        l->claims = &rm->claims;
-        l->slot = (int)i + 1;
+        rsource_init(&l->src, (int)i + 1, strchr(l->name, '@') ? strchr(l->name, '@') + 1 : l->name,
+                     &rm->claims);
         l->proc = rm->how == ENGINE_LAUNCH_RSH ? i : 0;
         l->state = ENGINE_HOST_CONNECTING;
         l->win_t0 = now;
-        l->rtt_ns = INT64_MAX;
-        l->last_tick = -1;
     }
     for (size_t i = 0; i < rm->np; i++) {
         struct rproc *p = &rm->p[i];

@@ -153,4 +153,16 @@ struct record_event {
     } u;
 };
 
+/* A counter event: point (ts, v) of series id (enum series_id) of the rank with pid. */
+static inline struct record_event record_counter_event(int id, int pid, int64_t ts, double v)
+{
+    struct record_event m = {.type = RECORD_COUNTER};
+
+    m.u.counter.id = id;
+    m.u.counter.pid = pid;
+    m.u.counter.ts = ts;
+    m.u.counter.v = v;
+    return m;
+}
+
 #endif

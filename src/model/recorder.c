@@ -10,8 +10,8 @@
  * and ranks and device series per source are capped, so that what the recorder holds for a
  * source is bounded by what its bytes can justify and by a fixed amount. Every source time is
  * checked against the source's clock and saturated. A second hello cuts the source off. Runs
- * on the history's writer (on the head today: the remote collector's thread, engine lock
- * held). */
+ * on the history's writer: today whichever engine thread holds the engine lock (the remote
+ * collector for other hosts; the memory and GIL threads for this node's counters). */
 #include "recorder_priv.h"
 
 #include "ranktop/hash.h"
@@ -36,8 +36,8 @@ static int source_key(const struct rsource *s, int pid)
     return (int)(((unsigned)s->slot << HISTORY_KEY_PID_BITS) | (unsigned)pid);
 }
 
-/* An agent time on the head's clock, within [the history's start, the head's now + slack]:
- * the agent's clock cannot run ahead of its hello by more than the head's has since (plus
+/* A source time on the history's clock, within [the history's start, now + slack]: the
+ * source's clock cannot run ahead of its hello by more than the history's has since (plus
  * RSOURCE_FUTURE_NS for the offset's error), so a later time is a broken or hostile agent's,
  * said once and held at that bound. No sum can overflow. */
 static uint64_t head_time(const struct history *h, struct rsource *s, int64_t agent_ns)
@@ -482,8 +482,10 @@ static void on_counter(struct history *h, struct rsource *s, const struct record
         history_counter(h, id, name, 0, head_time(h, s, m->ts), m->v);
         return;
     }
-    /* A rank's series only for a rank the host defined: pids cannot make series at will. */
-    if (m->pid && live_key(s, source_key(s, m->pid)))
+    /* A rank's series only for a rank the source defined, so that pids cannot make series at
+     * will; this node's collectors (slot 0) are trusted, and their ranks are still made by the
+     * sampler, not by rank events. */
+    if (m->pid && (s->slot == 0 || live_key(s, source_key(s, m->pid))))
         history_counter(h, id, NULL, source_key(s, m->pid), head_time(h, s, m->ts), m->v);
 }
 

@@ -368,6 +368,37 @@ START_TEST(test_refused_and_cut)
 }
 END_TEST
 
+/* This node's collectors (source 0) are trusted: their counters are kept for a rank the
+ * sampler made, which no rank event defined; another source's are not. */
+START_TEST(test_counters_of_source_zero)
+{
+    struct history h;
+    struct rclaims c = {0};
+    struct rsource here, other;
+    struct record_event ev[2];
+
+    history_init(&h, T0, 0, "here");
+    rsource_init(&here, 0, "here", &c);
+    rsource_init(&other, 3, "n3", &c);
+    ev[0] = ev_hello((int64_t)HEAD0);
+    ev[1] = record_counter_event(SERIES_RSS, 77, (int64_t)HEAD0 + 5, 12.5);
+    /* The hello at its own time: offset 0. */
+    recorder_apply(&h, &here, ev, 1, HEAD0, NULL);
+    recorder_apply(&h, &other, ev, 1, HEAD0, NULL);
+    recorder_apply(&h, &here, ev + 1, 1, HEAD0 + 10, NULL);
+    recorder_apply(&h, &other, ev + 1, 1, HEAD0 + 10, NULL);
+    ck_assert_uint_eq(h.nseries, 1);
+    ck_assert_int_eq(h.series[0].pid, 77);
+    ck_assert_uint_eq(h.series[0].n, 1);
+    ck_assert_uint_eq(h.series[0].pts[0].t, HEAD0 + 5);
+    ck_assert(h.series[0].pts[0].v == 12.5);
+    rsource_fini(&here);
+    rsource_fini(&other);
+    rclaims_free(&c);
+    history_fini(&h);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("recorder");
@@ -377,6 +408,7 @@ int main(void)
     tcase_add_test(tc, test_replay_same_history);
     tcase_add_test(tc, test_source_zero);
     tcase_add_test(tc, test_refused_and_cut);
+    tcase_add_test(tc, test_counters_of_source_zero);
     suite_add_tcase(s, tc);
     return ts_run(s);
 }

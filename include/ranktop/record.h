@@ -40,6 +40,7 @@ enum record_type {
     RECORD_PONG,        /* "pong": the answer to a head's ping */
     RECORD_ERROR,       /* "err": the agent's current error lines (discovery, attach) */
     RECORD_BYE,         /* "bye": the agent is leaving, and why */
+    RECORD_EXIT,        /* how a process ended (this node's exit thread; no wire form yet) */
 };
 
 struct record_hello {
@@ -123,6 +124,14 @@ struct record_device {
     double power_w;                                      /* < 0 unknown */
 };
 
+/* How a process of the source ended: its exit code, or the signal that killed it. It does not
+ * say the rank exited (the sampler does, when its reads fail): the two come in either order. */
+struct record_exit {
+    int pid;
+    int code;   /* exit code, or -1: killed by a signal */
+    int signal; /* the killing signal, or 0: a normal exit */
+};
+
 struct record_tick {
     uint64_t seq;
     int64_t ts;
@@ -147,6 +156,7 @@ struct record_event {
         struct record_counter counter;
         struct record_live live;
         struct record_device device;
+        struct record_exit exit;
         struct record_tick tick;
         struct record_pong pong;
         char text[RECORD_TEXT]; /* ERROR, BYE */

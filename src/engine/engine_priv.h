@@ -68,7 +68,6 @@ struct engine {
     bool exit_started;   /* the exit thread has tried to subscribe */
     bool exit_listening; /* ... and the kernel accepted */
     char exit_err[160];  /* why statuses stay unknown, "" when listening */
-    uint64_t exits_known;
     /* other nodes (engine_remote.c), under lock */
     struct engine_host *hosts; /* one per --hosts entry */
     size_t nhosts;

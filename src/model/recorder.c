@@ -489,6 +489,25 @@ static void on_counter(struct history *h, struct rsource *s, const struct record
         history_counter(h, id, NULL, source_key(s, m->pid), head_time(h, s, m->ts), m->v);
 }
 
+/* How a process ended, kept in the latest record of its rank key (pids are reused, and a
+ * restarted rank gets a new record); a process the history does not know is ignored, and
+ * another host's only counts for a rank it defined. The rank is not marked exited here. */
+static void on_status(struct history *h, struct rsource *s, const struct record_exit *m)
+{
+    int key = source_key(s, m->pid);
+    struct hrank *r = NULL;
+
+    if (s->slot != 0 && !rsource_key_find(s, key))
+        return;
+    for (size_t i = 0; i < h->nranks; i++)
+        if (h->ranks[i].pid == key)
+            r = &h->ranks[i];
+    if (!r)
+        return;
+    r->exit_code = m->code;
+    r->exit_signal = m->signal;
+}
+
 static void on_live(struct rsource *s, const struct record_live *m,
                     const struct recorder_sink *sink)
 {
@@ -588,6 +607,9 @@ static bool apply_one(struct history *h, struct rsource *s, const struct record_
         break;
     case RECORD_BYE:
         rsource_set_error(s, "agent left: %s", m->u.text);
+        break;
+    case RECORD_EXIT:
+        on_status(h, s, &m->u.exit);
         break;
     case RECORD_UNKNOWN:
         break;

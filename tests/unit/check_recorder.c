@@ -399,6 +399,40 @@ START_TEST(test_counters_of_source_zero)
 }
 END_TEST
 
+/* An exit status lands in the latest record of its pid, without marking it exited; another
+ * source's status counts only for a rank it defined. */
+START_TEST(test_exit_status)
+{
+    struct history h;
+    struct rclaims c = {0};
+    struct rsource here, other;
+    struct record_event ev[2];
+    struct hrank *old;
+
+    history_init(&h, T0, 0, "here");
+    rsource_init(&here, 0, "here", &c);
+    rsource_init(&other, 3, "n3", &c);
+    old = history_rank(&h, 88, 0, "");
+    history_rank_exit(old, HEAD0);
+    history_rank(&h, 88, 0, ""); /* the pid reused by a restarted rank */
+    ev[0] = ev_hello((int64_t)HEAD0);
+    ev[1] =
+        (struct record_event){.type = RECORD_EXIT, .u.exit = {.pid = 88, .code = -1, .signal = 9}};
+    recorder_apply(&h, &other, ev, 2, HEAD0, NULL);
+    ck_assert_int_eq(h.ranks[1].exit_signal, 0);
+    recorder_apply(&h, &here, ev, 2, HEAD0, NULL);
+    ck_assert_uint_eq(h.nranks, 2);
+    ck_assert_int_eq(h.ranks[1].exit_code, -1);
+    ck_assert_int_eq(h.ranks[1].exit_signal, 9);
+    ck_assert(!h.ranks[1].exited);
+    ck_assert_int_eq(h.ranks[0].exit_signal, 0);
+    rsource_fini(&here);
+    rsource_fini(&other);
+    rclaims_free(&c);
+    history_fini(&h);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("recorder");
@@ -409,6 +443,7 @@ int main(void)
     tcase_add_test(tc, test_source_zero);
     tcase_add_test(tc, test_refused_and_cut);
     tcase_add_test(tc, test_counters_of_source_zero);
+    tcase_add_test(tc, test_exit_status);
     suite_add_tcase(s, tc);
     return ts_run(s);
 }

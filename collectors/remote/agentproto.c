@@ -253,7 +253,7 @@ static void get_str(struct rd *r, const char *key, char *out, size_t len, bool n
 
 /* ---- messages ---- */
 
-static void parse_hello(struct rd *r, struct agentproto_hello *h)
+static void parse_hello(struct rd *r, struct record_hello *h)
 {
     struct json_object *v;
 
@@ -276,7 +276,7 @@ static void parse_hello(struct rd *r, struct agentproto_hello *h)
     h->rate_hz = get_num(r, "rate", 0);
 }
 
-static void parse_stack(struct rd *r, struct agentproto_stack *s)
+static void parse_stack(struct rd *r, struct record_stack *s)
 {
     struct json_object *v;
     size_t n;
@@ -306,7 +306,7 @@ static void parse_stack(struct rd *r, struct agentproto_stack *s)
     s->nchunk = (uint32_t)n;
 }
 
-static void parse_rank(struct rd *r, struct agentproto_rank *k)
+static void parse_rank(struct rd *r, struct record_rank *k)
 {
     k->pid = (int)get_int(r, "p", 1, PID_MAX, true, 0);
     k->rank = (int)get_int(r, "rank", -1, 1 << 24, false, -1);
@@ -320,7 +320,7 @@ static void parse_rank(struct rd *r, struct agentproto_rank *k)
     k->ts = get_int(r, "ts", 0, NS_MAX, false, 0);
 }
 
-static void parse_thread(struct rd *r, struct agentproto_thread *t)
+static void parse_thread(struct rd *r, struct record_thread *t)
 {
     t->id = (uint32_t)get_int(r, "id", 0, ID_MAX, true, 0);
     t->pid = (int)get_int(r, "p", 1, PID_MAX, true, 0);
@@ -331,7 +331,7 @@ static void parse_thread(struct rd *r, struct agentproto_thread *t)
     get_str(r, "name", t->name, sizeof(t->name), false);
 }
 
-static void parse_live(struct rd *r, struct agentproto_live *l)
+static void parse_live(struct rd *r, struct record_live *l)
 {
     struct json_object *v;
 
@@ -361,7 +361,7 @@ static void parse_live(struct rd *r, struct agentproto_live *l)
     }
 }
 
-static void parse_device(struct rd *r, struct agentproto_device *d)
+static void parse_device(struct rd *r, struct record_device *d)
 {
     char kind[8];
 
@@ -379,39 +379,39 @@ static void parse_device(struct rd *r, struct agentproto_device *d)
     d->power_w = get_num(r, "pw", -1);
 }
 
-static void parse_body(struct rd *r, struct agentproto_msg *m)
+static void parse_body(struct rd *r, struct record_event *m)
 {
     switch (m->type) {
-    case AGENTPROTO_HELLO:
+    case RECORD_HELLO:
         parse_hello(r, &m->u.hello);
         break;
-    case AGENTPROTO_FRAME:
+    case RECORD_FRAME:
         m->u.frame.id = (uint32_t)get_int(r, "id", 0, ID_MAX, true, 0);
         get_str(r, "fn", m->u.frame.function, sizeof(m->u.frame.function), true);
         get_str(r, "file", m->u.frame.file, sizeof(m->u.frame.file), false);
         m->u.frame.line = (int)get_int(r, "ln", 0, 1 << 30, false, 0);
         m->u.frame.native = get_bool(r, "nat");
         break;
-    case AGENTPROTO_STACK:
+    case RECORD_STACK:
         parse_stack(r, &m->u.stack);
         break;
-    case AGENTPROTO_RANK:
+    case RECORD_RANK:
         parse_rank(r, &m->u.rank);
         break;
-    case AGENTPROTO_THREAD:
+    case RECORD_THREAD:
         parse_thread(r, &m->u.thread);
         break;
-    case AGENTPROTO_RUN:
+    case RECORD_RUN:
         m->u.run.thread = (uint32_t)get_int(r, "th", 0, ID_MAX, true, 0);
         m->u.run.stack = get_int(r, "s", -1, ID_MAX, true, -1);
         m->u.run.ts = get_int(r, "ts", 0, NS_MAX, true, 0);
         break;
-    case AGENTPROTO_GONE:
+    case RECORD_GONE:
         m->u.run.thread = (uint32_t)get_int(r, "th", 0, ID_MAX, true, 0);
         m->u.run.stack = -1;
         m->u.run.ts = get_int(r, "ts", 0, NS_MAX, true, 0);
         break;
-    case AGENTPROTO_TICK:
+    case RECORD_TICK:
         m->u.tick.seq = (uint64_t)get_int(r, "seq", 0, NS_MAX, false, 0);
         m->u.tick.ts = get_int(r, "ts", 0, NS_MAX, true, 0);
         m->u.tick.passes = (uint64_t)get_int(r, "n", 0, NS_MAX, false, 0);
@@ -419,7 +419,7 @@ static void parse_body(struct rd *r, struct agentproto_msg *m)
         m->u.tick.errors = (uint64_t)get_int(r, "er", 0, NS_MAX, false, 0);
         m->u.tick.lost = (uint64_t)get_int(r, "lo", 0, NS_MAX, false, 0);
         break;
-    case AGENTPROTO_COUNTER:
+    case RECORD_COUNTER:
         m->u.counter.pid = (int)get_int(r, "p", 0, PID_MAX, true, 0);
         m->u.counter.id = (int)get_int(r, "id", 1, 1000, true, 0);
         get_str(r, "n", m->u.counter.name, sizeof(m->u.counter.name), false);
@@ -428,34 +428,34 @@ static void parse_body(struct rd *r, struct agentproto_msg *m)
         if (r->rc == 0 && isnan(m->u.counter.v))
             bad(r, "v", "is missing");
         break;
-    case AGENTPROTO_LIVE:
+    case RECORD_LIVE:
         parse_live(r, &m->u.live);
         break;
-    case AGENTPROTO_DEVICE:
+    case RECORD_DEVICE:
         parse_device(r, &m->u.device);
         break;
-    case AGENTPROTO_PONG:
+    case RECORD_PONG:
         m->u.pong.head_ns = get_int(r, "h", 0, NS_MAX, true, 0);
         m->u.pong.agent_ns = get_int(r, "a", 0, NS_MAX, true, 0);
         break;
-    case AGENTPROTO_ERROR:
-    case AGENTPROTO_BYE:
+    case RECORD_ERROR:
+    case RECORD_BYE:
         get_str(r, "msg", m->u.text, sizeof(m->u.text), false);
         break;
-    case AGENTPROTO_UNKNOWN:
+    case RECORD_EXIT: /* not on the wire: never parsed */
+    case RECORD_UNKNOWN:
         break;
     }
 }
 
 static const char *const type_names[] = {
-    [AGENTPROTO_HELLO] = "hello", [AGENTPROTO_FRAME] = "f",   [AGENTPROTO_STACK] = "s",
-    [AGENTPROTO_RANK] = "r",      [AGENTPROTO_THREAD] = "th", [AGENTPROTO_RUN] = "o",
-    [AGENTPROTO_GONE] = "g",      [AGENTPROTO_TICK] = "k",    [AGENTPROTO_COUNTER] = "c",
-    [AGENTPROTO_LIVE] = "l",      [AGENTPROTO_DEVICE] = "d",  [AGENTPROTO_PONG] = "pong",
-    [AGENTPROTO_ERROR] = "err",   [AGENTPROTO_BYE] = "bye",
+    [RECORD_HELLO] = "hello", [RECORD_FRAME] = "f", [RECORD_STACK] = "s",  [RECORD_RANK] = "r",
+    [RECORD_THREAD] = "th",   [RECORD_RUN] = "o",   [RECORD_GONE] = "g",   [RECORD_TICK] = "k",
+    [RECORD_COUNTER] = "c",   [RECORD_LIVE] = "l",  [RECORD_DEVICE] = "d", [RECORD_PONG] = "pong",
+    [RECORD_ERROR] = "err",   [RECORD_BYE] = "bye",
 };
 
-int agentproto_parse(const char *line, size_t len, struct agentproto_msg *m, struct app_err *err)
+int agentproto_parse(const char *line, size_t len, struct record_event *m, struct app_err *err)
 {
     struct json_tokener *tok;
     struct json_object *o, *t;
@@ -482,7 +482,7 @@ int agentproto_parse(const char *line, size_t len, struct agentproto_msg *m, str
     }
     for (size_t i = 1; i < sizeof(type_names) / sizeof(type_names[0]); i++)
         if (!strcmp(json_object_get_string(t), type_names[i]))
-            m->type = (enum agentproto_type)i;
+            m->type = (enum record_type)i;
     parse_body(&r, m);
     json_object_put(o);
     return r.rc;

@@ -299,6 +299,22 @@ static int start_threads(struct engine *e, struct app_err *err)
     return rc;
 }
 
+/* This node's collectors as source 0: its hello is at the history's start on the history's
+ * own clock, so the offset is 0 and recorded times are the collectors' own. */
+static void local_source(struct engine *e, const char *host)
+{
+    struct record_event hello = {.type = RECORD_HELLO};
+
+    rsource_init(&e->local, 0, host, &e->local_claims);
+    hello.u.hello.mono_ns = (int64_t)e->t_start;
+    recorder_apply(&e->hist, &e->local, &hello, 1, e->t_start, NULL);
+}
+
+void engine_record_locked(struct engine *e, const struct record_event *ev, size_t n, uint64_t now)
+{
+    recorder_apply(&e->hist, &e->local, ev, n, now, NULL);
+}
+
 int engine_start(const struct engine_opts *o, struct engine **out, struct app_err *err)
 {
     struct engine *e = x_calloc(1, sizeof(*e));
@@ -323,6 +339,7 @@ int engine_start(const struct engine_opts *o, struct engine **out, struct app_er
     gethostname(host, sizeof(host) - 1);
     e->t_start = clock_mono_ns();
     history_init(&e->hist, e->t_start, wall_us(), host);
+    local_source(e, host);
     e->hist.window_ns = o->history_ns;
     e->hist.mem_cap = o->mem_cap;
     rc = start_threads(e, err);
@@ -384,6 +401,8 @@ void engine_free(struct engine *e)
         return;
     }
     history_fini(&e->hist);
+    rsource_fini(&e->local);
+    rclaims_free(&e->local_claims);
     free(e->targets);
     free(e->devs);
     free(e->live);

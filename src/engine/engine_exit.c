@@ -4,14 +4,15 @@
  * (procexit.h). The thread subscribes once; where that is refused (no CAP_NET_ADMIN, not in
  * the initial namespaces, no connector) it records why in e->exit_err and returns, and every
  * status stays unknown. Otherwise it waits in poll() on the socket and on e->stop_fd, so
- * stopping never waits on it. For each exit of a process the history knows, it writes
- * exit_code / exit_signal into that pid's latest rank record under e->lock; it never marks the
- * rank exited (the sampler does, when a read fails), so a status may arrive before or after
- * the rank is seen gone. Event pids are in the initial PID namespace, which is ours whenever
- * the subscription is accepted. */
+ * stopping never waits on it. Each exit becomes a record event of this node, which the
+ * recorder keeps as exit_code / exit_signal in that pid's latest rank record (under e->lock);
+ * it never marks the rank exited (the sampler does, when a read fails), so a status may arrive
+ * before or after the rank is seen gone. Event pids are in the initial PID namespace, which is ours
+ * whenever the subscription is accepted. */
 #include "engine_priv.h"
 
 #include "ranktop/procexit.h"
+#include "ranktop/util.h"
 
 #include <poll.h>
 #include <stdio.h>
@@ -20,37 +21,39 @@
 #define EXIT_ACK_MS 1000 /* how long the kernel may take to accept the subscription */
 #define EXIT_BATCH 64
 
-/* Stores one exit in the latest rank record of its pid (pids are reused, and a restarted rank
- * gets a new record); exits of processes the history does not know are ignored. */
-static void exit_apply_locked(struct engine *e, const struct procexit_event *ev)
+/* One exit as this node's record event (the recorder keeps it in the latest rank record of
+ * its pid); false for a status that is neither an exit nor a kill. */
+static bool exit_event(const struct procexit_event *ev, struct record_event *m)
 {
-    struct hrank *r = NULL;
-
-    for (size_t i = 0; i < e->hist.nranks; i++)
-        if (e->hist.ranks[i].pid == ev->pid)
-            r = &e->hist.ranks[i];
-    if (!r)
-        return;
+    *m = (struct record_event){.type = RECORD_EXIT};
+    m->u.exit.pid = ev->pid;
     if (WIFEXITED(ev->status)) {
-        r->exit_code = WEXITSTATUS(ev->status);
-        r->exit_signal = 0;
+        m->u.exit.code = WEXITSTATUS(ev->status);
+        m->u.exit.signal = 0;
     } else if (WIFSIGNALED(ev->status)) {
-        r->exit_code = -1;
-        r->exit_signal = WTERMSIG(ev->status);
+        m->u.exit.code = -1;
+        m->u.exit.signal = WTERMSIG(ev->status);
+    } else {
+        return false;
     }
-    e->exits_known++;
+    return true;
 }
 
-/* Reads what the socket holds and applies it. Returns false when the socket failed. */
+/* Reads what the socket holds and applies it, one batch of events per read. Returns false
+ * when the socket failed. */
 static bool exit_drain(struct engine *e, int fd)
 {
     struct procexit_event ev[EXIT_BATCH];
+    struct record_event rec[EXIT_BATCH];
     int n;
 
     while ((n = procexit_read(fd, ev, EXIT_BATCH)) > 0) {
-        pthread_mutex_lock(&e->lock);
+        size_t k = 0;
+
         for (int i = 0; i < n; i++)
-            exit_apply_locked(e, &ev[i]);
+            k += exit_event(&ev[i], &rec[k]);
+        pthread_mutex_lock(&e->lock);
+        engine_record_locked(e, rec, k, clock_mono_ns());
         pthread_mutex_unlock(&e->lock);
     }
     return n == 0;

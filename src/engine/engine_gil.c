@@ -1,6 +1,7 @@
 /* The engine's GIL thread: probes every target's GIL at GIL_HZ with its own readers and, once
  * a second, records busy %, switches per second and waiting threads as counters on the rank's
- * lane. Probing is I/O without the lock; only the once-a-second append takes it. */
+ * lane (counter events of this node, through the recorder). Probing is I/O without the lock;
+ * only the once-a-second append takes it. */
 #include "engine_priv.h"
 
 #include "ranktop/gil.h"
@@ -104,6 +105,24 @@ static void live_figures(struct engine_rank_live *l, const struct gilfigures *f)
     }
 }
 
+/* The second's figures as counter events of this node, applied as one batch; lock held. */
+static void record_figures(struct engine *e, int pid, const struct gilfigures *f, uint64_t now)
+{
+    struct record_event ev[5];
+    size_t n = 0;
+    int64_t t = (int64_t)now;
+
+    ev[n++] = record_counter_event(SERIES_GIL_BUSY, pid, t, f->busy_pct);
+    ev[n++] = record_counter_event(SERIES_GIL_SWITCHES, pid, t, f->switches_per_s);
+    if (f->waiters_avg >= 0)
+        ev[n++] = record_counter_event(SERIES_GIL_WAITERS, pid, t, f->waiters_avg);
+    if (f->drop_pending_pct >= 0)
+        ev[n++] = record_counter_event(SERIES_GIL_DROP, pid, t, f->drop_pending_pct);
+    if (f->gc_pct >= 0)
+        ev[n++] = record_counter_event(SERIES_GC, pid, t, f->gc_pct);
+    engine_record_locked(e, ev, n, now);
+}
+
 static void gil_publish(struct gilthread *gt, uint64_t now)
 {
     struct engine *e = gt->e;
@@ -117,14 +136,7 @@ static void gil_publish(struct gilthread *gt, uint64_t now)
         if (!f.probes)
             continue;
         pthread_mutex_lock(&e->lock);
-        history_counter(&e->hist, SERIES_GIL_BUSY, NULL, s->pid, now, f.busy_pct);
-        history_counter(&e->hist, SERIES_GIL_SWITCHES, NULL, s->pid, now, f.switches_per_s);
-        if (f.waiters_avg >= 0)
-            history_counter(&e->hist, SERIES_GIL_WAITERS, NULL, s->pid, now, f.waiters_avg);
-        if (f.drop_pending_pct >= 0)
-            history_counter(&e->hist, SERIES_GIL_DROP, NULL, s->pid, now, f.drop_pending_pct);
-        if (f.gc_pct >= 0)
-            history_counter(&e->hist, SERIES_GC, NULL, s->pid, now, f.gc_pct);
+        record_figures(e, s->pid, &f, now);
         live_figures(engine_live_locked(e, s->pid), &f);
         pthread_mutex_unlock(&e->lock);
     }

@@ -2,8 +2,9 @@
  * /proc/PID/status (cheap), and every FULL_EVERY seconds PSS and USS from smaps_rollup, whose
  * cost grows with the resident size (the kernel walks the page tables: ~30 ms per GiB); CPU %
  * from the tick counters; and the mapping growth of the one rank the UI focuses on. Recorded
- * as counter series by id (series.h) on the rank's lane. Reads /proc with the lock released;
- * takes it only to append the points or publish the growth rows. */
+ * as counter series by id (series.h) on the rank's lane, through the recorder as this node's
+ * counter events (engine_record_locked). Reads /proc with the lock released; takes it only to
+ * apply the events or publish the growth rows. */
 #include "engine_priv.h"
 
 #include "ranktop/memstat.h"
@@ -32,17 +33,23 @@ static int *copy_pids(struct engine *e, size_t *n)
     return pids;
 }
 
+/* The figures of one rank as counter events, applied as one batch. */
 static void record_mem(struct engine *e, int pid, const struct memstat *m, uint64_t now)
 {
-    pthread_mutex_lock(&e->lock);
+    struct record_event ev[4];
+    size_t n = 0;
+    int64_t t = (int64_t)now;
+
     if (m->valid & MEMSTAT_RSS)
-        history_counter(&e->hist, SERIES_RSS, NULL, pid, now, (double)m->rss_kb / 1024.0);
+        ev[n++] = record_counter_event(SERIES_RSS, pid, t, (double)m->rss_kb / 1024.0);
     if (m->valid & MEMSTAT_PSS)
-        history_counter(&e->hist, SERIES_PSS, NULL, pid, now, (double)m->pss_kb / 1024.0);
+        ev[n++] = record_counter_event(SERIES_PSS, pid, t, (double)m->pss_kb / 1024.0);
     if (m->valid & MEMSTAT_USS)
-        history_counter(&e->hist, SERIES_USS, NULL, pid, now, (double)m->uss_kb / 1024.0);
+        ev[n++] = record_counter_event(SERIES_USS, pid, t, (double)m->uss_kb / 1024.0);
     if (m->valid & MEMSTAT_SWAP)
-        history_counter(&e->hist, SERIES_SWAP, NULL, pid, now, (double)m->swap_kb / 1024.0);
+        ev[n++] = record_counter_event(SERIES_SWAP, pid, t, (double)m->swap_kb / 1024.0);
+    pthread_mutex_lock(&e->lock);
+    engine_record_locked(e, ev, n, now);
     pthread_mutex_unlock(&e->lock);
 }
 
@@ -73,8 +80,10 @@ static void record_cpu(struct engine *e, struct cpuprev **prev, size_t *nprev, i
         double pct = (double)(ticks - p->ticks) / (double)sysconf(_SC_CLK_TCK) /
                      ((double)(now - p->t) / 1e9) * 100.0;
 
+        struct record_event ev = record_counter_event(SERIES_CPU, pid, (int64_t)now, pct);
+
         pthread_mutex_lock(&e->lock);
-        history_counter(&e->hist, SERIES_CPU, NULL, pid, now, pct);
+        engine_record_locked(e, &ev, 1, now);
         pthread_mutex_unlock(&e->lock);
     }
     p->ticks = ticks;

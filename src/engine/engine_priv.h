@@ -6,6 +6,7 @@
 #include <stdbool.h>
 
 #include "ranktop/engine.h"
+#include "ranktop/recorder.h"
 
 /* A process the sampler reads: a rank (owner 0), or a DataLoader-style worker of the rank
  * whose pid is owner. Only the sampler reads workers; GIL and memory figures are per rank. */
@@ -29,6 +30,11 @@ struct engine {
     int stop_fd;     /* eventfd, readable once stopping: polled by threads that block in I/O */
     bool discovered; /* the first discovery pass has published */
     struct history hist;
+    /* This node's collectors as a record source (slot 0, the history's own clock): what they
+     * record goes through the recorder as another host's agent's does (engine_record_locked).
+     * Counters so far; stacks, ranks and exits still write the history directly. */
+    struct rsource local;
+    struct rclaims local_claims;
     struct target *targets;
     size_t ntargets;
     uint64_t targets_gen;
@@ -62,7 +68,6 @@ struct engine {
     bool exit_started;   /* the exit thread has tried to subscribe */
     bool exit_listening; /* ... and the kernel accepted */
     char exit_err[160];  /* why statuses stay unknown, "" when listening */
-    uint64_t exits_known;
     /* other nodes (engine_remote.c), under lock */
     struct engine_host *hosts; /* one per --hosts entry */
     size_t nhosts;
@@ -84,6 +89,10 @@ struct engine {
 
 /* The live record of pid (created on first use); call with the lock held. */
 struct engine_rank_live *engine_live_locked(struct engine *e, int pid);
+
+/* Applies n record events of this node's collectors (source 0, times on the history's
+ * clock) at now; call with the lock held. */
+void engine_record_locked(struct engine *e, const struct record_event *ev, size_t n, uint64_t now);
 
 /* The sampler's read helpers (engine_pool.c). engine_pool_run calls fn(ctx, part, nparts)
  * once for every part, part 0 on the calling thread and the others on helper threads, and

@@ -358,9 +358,9 @@ static struct rlink *route(struct remote *rm, struct rproc *p, const char *line,
 /* An srun task's hello: the node it names (SLURMD_NODENAME, else its host name) is one of
  * the process's hosts; from now on that task's lines are that host's. */
 static struct rlink *match_task(struct remote *rm, struct rproc *p, long task,
-                                const struct agentproto_msg *m)
+                                const struct record_event *m)
 {
-    if (m->type != AGENTPROTO_HELLO)
+    if (m->type != RECORD_HELLO)
         return NULL;
     for (size_t i = 0; i < p->n; i++) {
         struct rlink *l = &rm->l[p->first + i];
@@ -379,7 +379,7 @@ static void apply_lines(struct remote *rm, struct rproc *p, uint64_t now)
     long len;
 
     while ((len = agentproto_lines_next(&p->lines, &line)) >= 0) {
-        struct agentproto_msg m;
+        struct record_event m;
         struct app_err err = {0};
         size_t skip;
         long task;
@@ -430,7 +430,7 @@ static bool proc_read(struct remote *rm, struct rproc *p, uint64_t now)
  * (proc_end). */
 static void proc_read_err(struct remote *rm, struct rproc *p)
 {
-    char buf[4096], last[256], words[sizeof(rm->l[0].error)];
+    char buf[4096], last[256], words[sizeof(rm->l[0].src.error)];
     const char *line;
     ssize_t n;
     long len;
@@ -479,7 +479,7 @@ static void end_error(const struct rproc *p, struct rlink *l)
     const struct rsh_tail *t = l->said.n ? &l->said : &p->tail;
     int code = p->pid < 0 && WIFEXITED(p->status) ? WEXITSTATUS(p->status) : -1;
     int sig = p->pid < 0 && WIFSIGNALED(p->status) ? WTERMSIG(p->status) : 0;
-    char words[sizeof(l->error)];
+    char words[sizeof(l->src.error)];
 
     if (l->refused)
         return;
@@ -489,10 +489,10 @@ static void end_error(const struct rproc *p, struct rlink *l)
         return;
     }
     rsh_explain(words, sizeof(words), p->prog, code, sig, t);
-    if ((code == 0 || l->hello) && !t->n)
+    if ((code == 0 || l->src.hello) && !t->n)
         rlink_set_error(l,
-                        l->hello ? "the agent's stream ended (%s)"
-                                 : "%s before its agent said hello (a different version?)",
+                        l->src.hello ? "the agent's stream ended (%s)"
+                                     : "%s before its agent said hello (a different version?)",
                         words);
     else
         rlink_set_error(l, "%s", words);
@@ -573,15 +573,15 @@ static void publish_host(const struct rlink *l, const struct rproc *p, struct en
                          uint64_t now)
 {
     snprintf(h->name, sizeof(h->name), "%s", l->name);
-    snprintf(h->agent_host, sizeof(h->agent_host), "%s", l->agent_host);
+    snprintf(h->agent_host, sizeof(h->agent_host), "%s", l->src.host);
     snprintf(h->version, sizeof(h->version), "%s", l->version);
-    snprintf(h->error, sizeof(h->error), "%s", l->error);
+    snprintf(h->error, sizeof(h->error), "%s", l->src.error);
     h->state = l->state;
-    h->ranks = (int)l->nkeys;
+    h->ranks = (int)l->src.nkeys;
     h->age_s = l->last_msg ? (double)(now - l->last_msg) / 1e9 : -1;
     h->bytes_per_s = l->bps;
-    h->offset_ms = (double)l->offset_ns / 1e6;
-    h->offset_err_ms = l->rtt_ns == INT64_MAX ? -1 : (double)l->rtt_ns / 2e6;
+    h->offset_ms = (double)l->src.offset_ns / 1e6;
+    h->offset_err_ms = l->src.rtt_ns == INT64_MAX ? -1 : (double)l->src.rtt_ns / 2e6;
     h->connects = p->connects;
 }
 
@@ -590,12 +590,13 @@ static void publish_host(const struct rlink *l, const struct rproc *p, struct en
 static void check_silent(struct remote *rm, struct rlink *l, uint64_t now)
 {
     const struct rproc *p = &rm->p[l->proc];
-    char was[sizeof(l->error)];
+    char was[sizeof(l->src.error)];
 
-    if (l->hello || l->refused || l->silent_said || !p->pid || now - p->up_since < HELLO_WAIT_NS)
+    if (l->src.hello || l->refused || l->silent_said || !p->pid ||
+        now - p->up_since < HELLO_WAIT_NS)
         return;
     l->silent_said = true;
-    snprintf(was, sizeof(was), "%s", l->error);
+    snprintf(was, sizeof(was), "%s", l->src.error);
     rlink_set_error(l, "never answered: no hello from its agent in %llu s%s%.200s",
                     HELLO_WAIT_NS / 1000000000ull, was[0] ? "; last said: " : "", was);
 }
@@ -821,24 +822,21 @@ static void remote_init(struct remote *rm, struct engine *e, uint64_t now)
         snprintf(l->name, sizeof(l->name), "%s", e->o.remote.hosts[i]);
         /* Its ranks are shown on the name the head was given (without a user@), never on
          * what its agent calls itself. */
-        snprintf(l->agent_host, sizeof(l->agent_host), "%s",
-                 strchr(l->name, '@') ? strchr(l->name, '@') + 1 : l->name);
-        /* A pod's ranks are on POD@NODE (two pods on one node show it), or on the pod alone
-         * when both do not fit: the pod's name is never cut. */
-        if (node_of(e, i)) {
-            char both[sizeof(l->agent_host) * 2];
+        {
+            /* A pod's ranks are on POD@NODE (two pods on one node show it), or on the pod
+             * alone when both do not fit: the pod's name is never cut. */
+            char host[sizeof(l->src.host)], both[sizeof(l->src.host) * 2];
 
-            if (snprintf(both, sizeof(both), "%s@%s", l->name, node_of(e, i)) <
-                (int)sizeof(l->agent_host))
-                memcpy(l->agent_host, both, strlen(both) + 1);
+            snprintf(host, sizeof(host), "%s",
+                     strchr(l->name, '@') ? strchr(l->name, '@') + 1 : l->name);
+            if (node_of(e, i) &&
+                snprintf(both, sizeof(both), "%s@%s", l->name, node_of(e, i)) < (int)sizeof(host))
+                memcpy(host, both, strlen(both) + 1);
+            rsource_init(&l->src, (int)i + 1, host, &rm->claims);
         }
-        l->claims = &rm->claims;
-        l->slot = (int)i + 1;
         l->proc = engine_launch_per_host(rm->how) ? i : 0;
         l->state = ENGINE_HOST_CONNECTING;
         l->win_t0 = now;
-        l->rtt_ns = INT64_MAX;
-        l->last_tick = -1;
     }
     for (size_t i = 0; i < rm->np; i++) {
         struct rproc *p = &rm->p[i];

@@ -24,29 +24,29 @@ static void check_text(const char *s, size_t len)
             abort();
 }
 
-static void check(const struct agentproto_msg *m)
+static void check(const struct record_event *m)
 {
     switch (m->type) {
-    case AGENTPROTO_HELLO:
+    case RECORD_HELLO:
         check_text(m->u.hello.host, sizeof(m->u.hello.host));
         check_text(m->u.hello.version, sizeof(m->u.hello.version));
         break;
-    case AGENTPROTO_FRAME:
+    case RECORD_FRAME:
         check_text(m->u.frame.function, sizeof(m->u.frame.function));
         check_text(m->u.frame.file, sizeof(m->u.frame.file));
         if (m->u.frame.id >= AGENTPROTO_ID_MAX)
             abort();
         break;
-    case AGENTPROTO_STACK:
+    case RECORD_STACK:
         if (m->u.stack.nchunk > AGENTPROTO_CHUNK ||
             m->u.stack.at + m->u.stack.nchunk > m->u.stack.n)
             abort();
         break;
-    case AGENTPROTO_LIVE:
+    case RECORD_LIVE:
         if (m->u.live.nshares > AGENTPROTO_SHARES)
             abort();
         break;
-    case AGENTPROTO_THREAD:
+    case RECORD_THREAD:
         check_text(m->u.thread.name, sizeof(m->u.thread.name));
         break;
     default:
@@ -70,7 +70,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         agentproto_lines_feed(&l, copy, n);
         free(copy);
         while ((len = agentproto_lines_next(&l, &line)) >= 0) {
-            struct agentproto_msg m;
+            struct record_event m;
             struct app_err err = {0};
             int rc = agentproto_parse(line, (size_t)len, &m, &err);
 

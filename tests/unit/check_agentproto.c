@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int parse(const char *text, struct agentproto_msg *m, struct app_err *err)
+static int parse(const char *text, struct record_event *m, struct app_err *err)
 {
     size_t n = strlen(text);
     char *copy = malloc(n ? n : 1);
@@ -25,7 +25,7 @@ static int parse(const char *text, struct agentproto_msg *m, struct app_err *err
     return rc;
 }
 
-static void ok(const char *text, enum agentproto_type type, struct agentproto_msg *m)
+static void ok(const char *text, enum record_type type, struct record_event *m)
 {
     struct app_err err = {0};
 
@@ -35,7 +35,7 @@ static void ok(const char *text, enum agentproto_type type, struct agentproto_ms
 
 static void refused(const char *text, const char *why)
 {
-    struct agentproto_msg m;
+    struct record_event m;
     struct app_err err = {0};
 
     ck_assert_msg(parse(text, &m, &err) == APP_E_PARSE, "accepted: %s", text);
@@ -44,56 +44,56 @@ static void refused(const char *text, const char *why)
 
 START_TEST(messages)
 {
-    struct agentproto_msg m;
+    struct record_event m;
 
     ok("{\"t\":\"hello\",\"proto\":[1,0],\"ver\":\"0.1.0\",\"host\":\"n01\",\"boot\":\"b\","
        "\"pid\":42,\"mono\":123456789012345,\"wall\":1,\"rate\":10}",
-       AGENTPROTO_HELLO, &m);
+       RECORD_HELLO, &m);
     ck_assert_int_eq(m.u.hello.major, 1);
     ck_assert_str_eq(m.u.hello.host, "n01");
     ck_assert_int_eq(m.u.hello.mono_ns, 123456789012345);
     ok("{\"t\":\"f\",\"id\":7,\"fn\":\"all_reduce\",\"file\":\"/x/c10d.py\",\"ln\":1541}",
-       AGENTPROTO_FRAME, &m);
+       RECORD_FRAME, &m);
     ck_assert_str_eq(m.u.frame.function, "all_reduce");
     ck_assert_int_eq(m.u.frame.line, 1541);
-    ok("{\"t\":\"s\",\"id\":3,\"n\":3,\"at\":0,\"f\":[7,8,9]}", AGENTPROTO_STACK, &m);
+    ok("{\"t\":\"s\",\"id\":3,\"n\":3,\"at\":0,\"f\":[7,8,9]}", RECORD_STACK, &m);
     ck_assert_uint_eq(m.u.stack.nchunk, 3);
     ck_assert_uint_eq(m.u.stack.frames[2], 9);
     ok("{\"t\":\"r\",\"p\":4242,\"rank\":3,\"dev\":\"gpu 3\",\"py\":\"3.11.7\",\"x\":true,"
        "\"xc\":-1,\"xs\":11,\"ts\":5}",
-       AGENTPROTO_RANK, &m);
+       RECORD_RANK, &m);
     ck_assert(m.u.rank.exited);
     ck_assert_int_eq(m.u.rank.exit_signal, 11);
     ok("{\"t\":\"th\",\"id\":0,\"p\":4242,\"w\":0,\"i\":139722512968576,\"tid\":4250,\"m\":true,"
        "\"name\":\"MainThread\"}",
-       AGENTPROTO_THREAD, &m);
+       RECORD_THREAD, &m);
     ck_assert(m.u.thread.ident == 139722512968576ull);
-    ok("{\"t\":\"o\",\"th\":0,\"s\":-1,\"ts\":9}", AGENTPROTO_RUN, &m);
+    ok("{\"t\":\"o\",\"th\":0,\"s\":-1,\"ts\":9}", RECORD_RUN, &m);
     ck_assert_int_eq(m.u.run.stack, -1);
-    ok("{\"t\":\"g\",\"th\":0,\"ts\":9}", AGENTPROTO_GONE, &m);
-    ok("{\"t\":\"k\",\"seq\":4,\"ts\":10,\"n\":3,\"st\":2,\"er\":1,\"lo\":0}", AGENTPROTO_TICK, &m);
+    ok("{\"t\":\"g\",\"th\":0,\"ts\":9}", RECORD_GONE, &m);
+    ok("{\"t\":\"k\",\"seq\":4,\"ts\":10,\"n\":3,\"st\":2,\"er\":1,\"lo\":0}", RECORD_TICK, &m);
     ck_assert_uint_eq(m.u.tick.passes, 3);
-    ok("{\"t\":\"c\",\"p\":4242,\"id\":2,\"v\":13.5,\"ts\":11}", AGENTPROTO_COUNTER, &m);
+    ok("{\"t\":\"c\",\"p\":4242,\"id\":2,\"v\":13.5,\"ts\":11}", RECORD_COUNTER, &m);
     ck_assert_double_eq(m.u.counter.v, 13.5);
     ok("{\"t\":\"l\",\"p\":1,\"dm\":-1,\"gb\":97.5,\"gs\":3,\"gw\":0.5,\"sh\":[[5,97.5],[6,2]]}",
-       AGENTPROTO_LIVE, &m);
+       RECORD_LIVE, &m);
     ck_assert_uint_eq(m.u.live.nshares, 2);
     ok("{\"t\":\"d\",\"k\":\"npu\",\"i\":0,\"c\":1,\"name\":\"910B\",\"u\":50,\"mu\":1,\"mt\":2,"
        "\"tc\":40,\"pw\":90.5}",
-       AGENTPROTO_DEVICE, &m);
+       RECORD_DEVICE, &m);
     ck_assert(m.u.device.npu);
-    ok("{\"t\":\"pong\",\"h\":1,\"a\":2}", AGENTPROTO_PONG, &m);
-    ok("{\"t\":\"err\",\"msg\":\"nvidia-smi: not found\"}", AGENTPROTO_ERROR, &m);
+    ok("{\"t\":\"pong\",\"h\":1,\"a\":2}", RECORD_PONG, &m);
+    ok("{\"t\":\"err\",\"msg\":\"nvidia-smi: not found\"}", RECORD_ERROR, &m);
     /* A newer agent's message type and fields: ignored, not an error. */
-    ok("{\"t\":\"native\",\"frames\":[1,2]}", AGENTPROTO_UNKNOWN, &m);
-    ok("{\"t\":\"o\",\"th\":0,\"s\":1,\"ts\":9,\"future\":{\"x\":[1]}}", AGENTPROTO_RUN, &m);
+    ok("{\"t\":\"native\",\"frames\":[1,2]}", RECORD_UNKNOWN, &m);
+    ok("{\"t\":\"o\",\"th\":0,\"s\":1,\"ts\":9,\"future\":{\"x\":[1]}}", RECORD_RUN, &m);
 }
 END_TEST
 
 START_TEST(hostile)
 {
     char big[2000];
-    struct agentproto_msg m;
+    struct record_event m;
 
     refused("", "not one JSON value");
     refused("garbage", "not one JSON value");
@@ -118,12 +118,12 @@ START_TEST(hostile)
     refused(big, "line of");
     /* Control bytes in a name never reach the terminal. */
     ok("{\"t\":\"hello\",\"proto\":[1,0],\"ver\":\"1\",\"host\":\"a\\u001b[2Jb\",\"mono\":1}",
-       AGENTPROTO_HELLO, &m);
+       RECORD_HELLO, &m);
     ck_assert_str_eq(m.u.hello.host, "a?[2Jb");
     /* Nor do C1 controls (U+009B is a one-character CSI; U+0085 a next-line): each becomes one
      * '?', while other non-ASCII text stays. */
     ok("{\"t\":\"d\",\"k\":\"gpu\",\"i\":0,\"name\":\"G\\u009b2J\\u0085\\u00e9\\u00a0x\"}",
-       AGENTPROTO_DEVICE, &m);
+       RECORD_DEVICE, &m);
     ck_assert_str_eq(m.u.device.name, "G?2J?\xc3\xa9\xc2\xa0x");
 }
 END_TEST
@@ -173,7 +173,7 @@ END_TEST
 START_TEST(json_strings)
 {
     char buf[64];
-    struct agentproto_msg m;
+    struct record_event m;
     char line[128];
 
     ck_assert_uint_eq(agentproto_json_str(buf, sizeof(buf), "a\"b\\c\n\x01"), 21);
@@ -186,7 +186,7 @@ START_TEST(json_strings)
     /* What the writer makes, the parser reads back. */
     agentproto_json_str(buf, sizeof(buf), "tab\there \"q\" \xe2\x82\xac");
     snprintf(line, sizeof(line), "{\"t\":\"err\",\"msg\":%s}", buf);
-    ok(line, AGENTPROTO_ERROR, &m);
+    ok(line, RECORD_ERROR, &m);
     ck_assert_str_eq(m.u.text, "tab?here \"q\" \xe2\x82\xac");
 }
 END_TEST
@@ -202,7 +202,7 @@ START_TEST(random_lines)
     for (int i = 0; i < 20000; i++) {
         char text[200];
         size_t n = (size_t)(rand_r(&seed) % (sizeof(text) - 1));
-        struct agentproto_msg m;
+        struct record_event m;
         struct app_err err = {0};
         const char *line;
         long len;

@@ -6,6 +6,7 @@
  * catches an overflow); a second hello cuts the host off; close ticks are skipped.
  * White-box: a bare struct engine with only its history. Single-threaded. */
 #include "engine_remote_priv.h"
+#include "recorder_priv.h"
 #include "tsupport.h"
 
 #include <check.h>
@@ -39,11 +40,7 @@ static void link_init(struct rlink *l, const char *name, int slot)
 {
     memset(l, 0, sizeof(*l));
     snprintf(l->name, sizeof(l->name), "%s", name);
-    snprintf(l->agent_host, sizeof(l->agent_host), "%s", name);
-    l->slot = slot;
-    l->rtt_ns = INT64_MAX;
-    l->last_tick = -1;
-    l->claims = &C;
+    rsource_init(&l->src, slot, name, &C);
 }
 
 static void link_fini(struct rlink *l)
@@ -56,7 +53,7 @@ static void link_fini(struct rlink *l)
 /* Parses one line and applies it at head time now; the line must parse. */
 static void feed_at(struct rlink *l, const char *line, int64_t now)
 {
-    struct agentproto_msg m;
+    struct record_event m;
     struct app_err err = {0};
 
     ck_assert_msg(agentproto_parse(line, strlen(line), &m, &err) == 0, "%s: %s", line, err.msg);
@@ -86,7 +83,7 @@ static void hello(struct rlink *l, int64_t mono)
     feedf(l,
           "{\"t\":\"hello\",\"proto\":[1,0],\"ver\":\"t\",\"host\":\"agent-says\",\"mono\":%lld}",
           (long long)mono);
-    ck_assert(l->hello);
+    ck_assert(l->src.hello);
 }
 
 /* A link to host name in slot that has said hello at the agent's clock mono: where every test
@@ -100,7 +97,7 @@ static void link_open(struct rlink *l, const char *name, int slot, int64_t mono)
 /* The link's last error names text (a failure quotes both, which tells the call apart). */
 static void error_has(const struct rlink *l, const char *text)
 {
-    ck_assert_msg(strstr(l->error, text), "error lacks \"%s\": %s", text, l->error);
+    ck_assert_msg(strstr(l->src.error, text), "error lacks \"%s\": %s", text, l->src.error);
 }
 
 /* 10 000 stacks that each claim 65 536 frames and bring one: the head once reserved 256 KiB for
@@ -112,13 +109,13 @@ START_TEST(test_pending_stack_costs_its_bytes)
     link_open(&l, "n1", 1, 1);
     for (int i = 0; i < 10000; i++)
         feedf(&l, "{\"t\":\"s\",\"id\":%d,\"n\":65536,\"at\":0,\"f\":[0]}", i);
-    ck_assert_msg(l.mem < 10000 * 128, "%zu bytes held", l.mem);
+    ck_assert_msg(l.src.mem < 10000 * 128, "%zu bytes held", l.src.mem);
     ck_assert(!l.refused);
     feed(&l, "{\"t\":\"f\",\"id\":0,\"fn\":\"a\"}");
     feed(&l, "{\"t\":\"s\",\"id\":5,\"n\":3,\"at\":0,\"f\":[0,0]}");
     feed(&l, "{\"t\":\"s\",\"id\":5,\"n\":3,\"at\":2,\"f\":[0]}");
-    ck_assert_uint_ne(l.stacks[5].head, HSTACK_NONE);
-    ck_assert_str_eq(l.error, "");
+    ck_assert_uint_ne(l.src.stacks[5].head, HSTACK_NONE);
+    ck_assert_str_eq(l.src.error, "");
     link_fini(&l);
 }
 END_TEST
@@ -132,14 +129,14 @@ START_TEST(test_ids_follow_definitions)
     link_open(&l, "n1", 1, 1);
     feed(&l, "{\"t\":\"th\",\"id\":5000,\"p\":1,\"i\":1}");
     error_has(&l, "thread id 5000 out of range");
-    ck_assert_uint_lt(l.nthreads, 2048);
+    ck_assert_uint_lt(l.src.nthreads, 2048);
     feed(&l, "{\"t\":\"f\",\"id\":1000000,\"fn\":\"x\"}");
     error_has(&l, "frame id 1000000 out of range");
-    ck_assert_uint_le(l.nframes, 65536);
+    ck_assert_uint_le(l.src.nframes, 65536);
     for (int i = 0; i < 2000; i++)
         feedf(&l, "{\"t\":\"th\",\"id\":%d,\"p\":1,\"i\":%d}", i, i + 1);
     feed(&l, "{\"t\":\"th\",\"id\":2900,\"p\":1,\"i\":9}"); /* within the slack now */
-    ck_assert(l.threads[2900].defined);
+    ck_assert(l.src.threads[2900].defined);
     ck_assert(!l.refused);
     link_fini(&l);
 }
@@ -159,15 +156,15 @@ START_TEST(test_budget_cuts_the_host_off)
     link_open(&ok, "n2", 2, 1);
     for (i = 0; i < 200000 && !l.refused; i++) {
         feedf(&l, "{\"t\":\"f\",\"id\":%d,\"fn\":\"%s%d\",\"file\":\"%s\"}", i, fn, i, fn);
-        ck_assert_uint_le(l.mem, RLINK_MEM_MAX);
+        ck_assert_uint_le(l.src.mem, RSOURCE_MEM_MAX);
     }
     ck_assert(l.refused && l.cut);
     ck_assert_msg(i > 50000, "cut after %d frames", i);
     error_has(&l, "past 32 MiB: host cut off");
-    ck_assert_ptr_null(l.frames);
+    ck_assert_ptr_null(l.src.frames);
     ck_assert_int_eq(l.state, ENGINE_HOST_DOWN);
     feed(&ok, "{\"t\":\"f\",\"id\":0,\"fn\":\"a\"}");
-    ck_assert_str_eq(ok.error, "");
+    ck_assert_str_eq(ok.src.error, "");
     link_fini(&l);
     link_fini(&ok);
 }
@@ -183,13 +180,13 @@ START_TEST(test_ranks_per_host_capped)
     link_open(&l, "n1", 1, 1);
     for (int p = 1; p <= 2000; p++)
         feedf(&l, "{\"t\":\"r\",\"p\":%d,\"rank\":%d}", p, p);
-    ck_assert_uint_eq(l.nkeys, RLINK_MAX_RANKS);
-    ck_assert_uint_eq(E->hist.nranks, RLINK_MAX_RANKS);
+    ck_assert_uint_eq(l.src.nkeys, RSOURCE_MAX_RANKS);
+    ck_assert_uint_eq(E->hist.nranks, RSOURCE_MAX_RANKS);
     error_has(&l, "more than 1024 live ranks on this host: pid 1025 and later");
     feed(&l, "{\"t\":\"r\",\"p\":7,\"rank\":7,\"x\":true,\"xc\":0,\"ts\":5}");
     feed(&l, "{\"t\":\"r\",\"p\":3000,\"rank\":3000}");
-    ck_assert_uint_eq(l.nkeys, RLINK_MAX_RANKS + 1);
-    ck_assert_uint_eq(l.nlive, RLINK_MAX_RANKS);
+    ck_assert_uint_eq(l.src.nkeys, RSOURCE_MAX_RANKS + 1);
+    ck_assert_uint_eq(l.src.nlive, RSOURCE_MAX_RANKS);
     /* A thread of a rank past the cap is not recorded (and costs no scan). */
     feed(&l, "{\"t\":\"f\",\"id\":0,\"fn\":\"a\"}");
     feed(&l, "{\"t\":\"s\",\"id\":0,\"n\":1,\"f\":[0]}");
@@ -212,13 +209,13 @@ START_TEST(test_claims_across_hosts)
     link_open(&b, "b", 2, 1);
     for (int p = 1; p <= 100; p++)
         feedf(&a, "{\"t\":\"r\",\"p\":%d,\"rank\":%d}", p, p);
-    ck_assert_str_eq(a.error, "");
+    ck_assert_str_eq(a.src.error, "");
     feed(&b, "{\"t\":\"r\",\"p\":500,\"rank\":42}");
     error_has(&b, "rank 42 is claimed twice: a pid 42 and b pid 500");
     feed(&a, "{\"t\":\"r\",\"p\":7,\"rank\":7,\"x\":true,\"ts\":5}");
-    b.error[0] = '\0';
+    b.src.error[0] = '\0';
     feed(&b, "{\"t\":\"r\",\"p\":501,\"rank\":7}");
-    ck_assert_str_eq(b.error, "");
+    ck_assert_str_eq(b.src.error, "");
     /* Renumbered: a's pid 8 now claims 300, which b's new rank then finds. */
     feed(&a, "{\"t\":\"r\",\"p\":8,\"rank\":300}");
     feed(&b, "{\"t\":\"r\",\"p\":502,\"rank\":300}");
@@ -226,7 +223,7 @@ START_TEST(test_claims_across_hosts)
     /* The history drops a rank and moves the others: the index is rebuilt, not trusted. */
     memmove(&E->hist.ranks[0], &E->hist.ranks[1], (E->hist.nranks - 1) * sizeof(struct hrank));
     E->hist.nranks--;
-    b.error[0] = '\0';
+    b.src.error[0] = '\0';
     feed(&b, "{\"t\":\"r\",\"p\":503,\"rank\":50}");
     error_has(&b, "rank 50 is claimed twice: a pid 50");
     link_fini(&a);
@@ -250,16 +247,16 @@ START_TEST(test_times_range_checked)
     feed(&l, "{\"t\":\"o\",\"th\":0,\"s\":-1,\"ts\":9223372036854775807}");
     feed(&l, "{\"t\":\"k\",\"ts\":9223372036854775807}");
     error_has(&l, "past the agent's clock");
-    ck_assert_uint_le(E->hist.ranks[0].start, NOW + RLINK_FUTURE_NS);
+    ck_assert_uint_le(E->hist.ranks[0].start, NOW + RSOURCE_FUTURE_NS);
     t = &E->hist.ranks[0].threads[0];
     ck_assert_uint_ge(t->nruns, 1);
-    ck_assert_uint_le(t->runs[t->nruns - 1].t1, NOW + RLINK_FUTURE_NS);
+    ck_assert_uint_le(t->runs[t->nruns - 1].t1, NOW + RSOURCE_FUTURE_NS);
     /* A pong with an absurd clock is not believed; one that fits the hello's clock is. */
     feed_at(&l, "{\"t\":\"pong\",\"h\":1000000000000,\"a\":9000000000000000000}", NOW + 1000);
     error_has(&l, "ping answered with a clock");
-    ck_assert_int_eq(l.offset_ns, NOW);
+    ck_assert_int_eq(l.src.offset_ns, NOW);
     feed_at(&l, "{\"t\":\"pong\",\"h\":1000000000000,\"a\":400}", NOW + 1000);
-    ck_assert_int_eq(l.offset_ns, NOW + 100);
+    ck_assert_int_eq(l.src.offset_ns, NOW + 100);
     link_fini(&l);
 }
 END_TEST
@@ -279,12 +276,12 @@ START_TEST(test_devices_and_series_capped)
     for (int i = 0; i < 300; i++)
         feedf(&l, "{\"t\":\"c\",\"p\":0,\"id\":%d,\"n\":\"gpu%d\",\"v\":1,\"ts\":5}",
               (int)SERIES_DEV_UTIL, i);
-    ck_assert_uint_eq(l.nseries, RLINK_MAX_SERIES);
-    ck_assert_uint_eq(E->hist.nseries, RLINK_MAX_SERIES);
+    ck_assert_uint_eq(l.src.nseries, RSOURCE_MAX_SERIES);
+    ck_assert_uint_eq(E->hist.nseries, RSOURCE_MAX_SERIES);
     error_has(&l, "more than 256 device series");
     /* A rank's series only for a rank the host defined. */
     feed(&l, "{\"t\":\"c\",\"p\":77,\"id\":2,\"v\":1,\"ts\":5}");
-    ck_assert_uint_eq(E->hist.nseries, RLINK_MAX_SERIES);
+    ck_assert_uint_eq(E->hist.nseries, RSOURCE_MAX_SERIES);
     link_fini(&l);
 }
 END_TEST
@@ -298,8 +295,8 @@ START_TEST(test_second_hello)
     feed(&l, "{\"t\":\"hello\",\"proto\":[1,0],\"ver\":\"x\",\"host\":\"impostor\",\"mono\":9}");
     ck_assert(l.refused && l.cut);
     error_has(&l, "second hello");
-    ck_assert_str_eq(l.agent_host, "n1");
-    ck_assert_int_eq(l.offset_ns, NOW - 1);
+    ck_assert_str_eq(l.src.host, "n1");
+    ck_assert_int_eq(l.src.offset_ns, NOW - 1);
     link_fini(&l);
 }
 END_TEST
@@ -311,11 +308,11 @@ START_TEST(test_close_ticks_skipped)
 
     link_open(&l, "n1", 1, 1);
     feed(&l, "{\"t\":\"k\",\"ts\":100000000}");
-    ck_assert_int_eq(l.last_tick, 100000000);
+    ck_assert_int_eq(l.src.last_tick, 100000000);
     feed(&l, "{\"t\":\"k\",\"ts\":100000001}");
-    ck_assert_int_eq(l.last_tick, 100000000);
+    ck_assert_int_eq(l.src.last_tick, 100000000);
     feed(&l, "{\"t\":\"k\",\"ts\":110000000}");
-    ck_assert_int_eq(l.last_tick, 110000000);
+    ck_assert_int_eq(l.src.last_tick, 110000000);
     link_fini(&l);
 }
 END_TEST

@@ -15,6 +15,7 @@
 
 #include "ranktop/discovery.h"
 #include "ranktop/history.h"
+#include "ranktop/ship.h"
 #include "ranktop/status.h"
 
 /* How the head reaches other nodes (README, "Multi-node"): every host runs `ranktop agent`,
@@ -38,6 +39,9 @@ struct engine_remote_opts {
     enum engine_launcher launcher;
     const char *slurm_job; /* srun: --jobid */
     bool local;            /* also sample this node in-process */
+    /* --ship: the remote command is ship.h's script and the binary goes through the remote
+     * shell's stdin, from this cache (borrowed; NULL: no shipping). */
+    struct ship_cache *ship;
 };
 
 /* Rank keys: a rank on this node is keyed by its pid; a rank on another host by its pid and

@@ -12,7 +12,16 @@
 #include <string.h>
 #include <unistd.h>
 
-enum { OPT_HOSTS = CLI_HOSTS_BASE, OPT_HOSTFILE, OPT_RSH, OPT_REMOTE, OPT_LAUNCHER, OPT_THIS };
+enum {
+    OPT_HOSTS = CLI_HOSTS_BASE,
+    OPT_HOSTFILE,
+    OPT_RSH,
+    OPT_REMOTE,
+    OPT_LAUNCHER,
+    OPT_THIS,
+    OPT_SHIP,
+    OPT_SHIP_DIR
+};
 
 #define DEFAULT_RSH "ssh -o BatchMode=yes -o ConnectTimeout=5 -T"
 
@@ -31,6 +40,12 @@ const struct cli_opt cli_hosts_opts[] = {
      "srun: one srun --overlap step starts every agent (the default inside a Slurm "
      "allocation, without --hosts); pdsh: one pdsh starts them (--rsh: its options, then "
      "after a -- words to put before ranktop, for -R exec)"},
+    {OPT_SHIP, "ship", NULL,
+     "send this ranktop to each host through the remote shell's stdin (SHA-256 checked, run "
+     "from a private temporary directory, removed when it ends): nothing to install there"},
+    {OPT_SHIP_DIR, "ship-dir", "DIR",
+     "--ship: ranktop-VERSION-linux-ARCH binaries for hosts of another architecture (default: "
+     "beside this binary, and share/ranktop/)"},
     {OPT_THIS, "this-node", NULL,
      "this node only, even inside a Slurm allocation (what the head asks of each node)"},
     {0},
@@ -96,6 +111,12 @@ int cli_hosts_handle(int c, const char *arg, struct cli_hosts *h, const char *cm
     case OPT_THIS:
         h->this_node = true;
         return 1;
+    case OPT_SHIP:
+        h->ship = true;
+        return 1;
+    case OPT_SHIP_DIR:
+        h->ship_dir = arg;
+        return 1;
     case OPT_LAUNCHER:
         if (strcmp(arg, "ssh") && strcmp(arg, "srun") && strcmp(arg, "pdsh"))
             return bad(cmd, "--launcher takes ssh, srun or pdsh, not ", arg);
@@ -152,6 +173,37 @@ static int from_slurm(struct cli_hosts *h, const char *cmd, const char **job)
     return 0;
 }
 
+/* --ship: pdsh forwards no stdin, so nothing could be sent; otherwise the cache of binaries,
+ * searched in --ship-dir, else beside this binary and in its share/ranktop/. */
+static int ship_setup(struct cli_hosts *h, struct engine_remote_opts *o, const char *cmd)
+{
+    const char *dirs[2] = {NULL, NULL};
+    char exe[4096] = "";
+    ssize_t n;
+
+    if (!h->ship)
+        return 0;
+    if (o->launcher == ENGINE_LAUNCH_PDSH)
+        return bad(cmd,
+                   "--ship needs the remote shell's stdin, and pdsh passes none to the "
+                   "commands it runs: use --launcher ssh (or srun)",
+                   NULL);
+    if (h->ship_dir) {
+        dirs[0] = h->ship_dir;
+    } else if ((n = readlink("/proc/self/exe", exe, sizeof(exe) - 1)) > 0) {
+        exe[n] = '\0';
+        *strrchr(exe, '/') = '\0'; /* the kernel's path is absolute */
+        snprintf(h->ship_dirs[0], sizeof(h->ship_dirs[0]), "%s", exe);
+        snprintf(h->ship_dirs[1], sizeof(h->ship_dirs[1]), "%.2000s/%.2000s", exe,
+                 RANKTOP_BIN_TO_DATA[0] ? RANKTOP_BIN_TO_DATA : "../share/ranktop");
+        dirs[0] = h->ship_dirs[0];
+        dirs[1] = h->ship_dirs[1];
+    }
+    ship_cache_init(&h->cache, RANKTOP_VERSION, dirs, 2);
+    o->ship = &h->cache;
+    return 0;
+}
+
 int cli_hosts_finish(struct cli_hosts *h, struct engine_remote_opts *o, const char *cmd)
 {
     const char *job = NULL;
@@ -199,7 +251,7 @@ int cli_hosts_finish(struct cli_hosts *h, struct engine_remote_opts *o, const ch
     o->rsh_has_host = h->tmpl.has_host;
     o->ranktop = h->ranktop;
     o->slurm_job = job;
-    return 0;
+    return ship_setup(h, o, cmd);
 }
 
 void cli_hosts_fini(struct cli_hosts *h)
@@ -207,5 +259,7 @@ void cli_hosts_fini(struct cli_hosts *h)
     hostlist_free(&h->list);
     hostlist_free(&h->remote);
     rsh_tmpl_fini(&h->tmpl);
+    if (h->cache.bins)
+        ship_cache_fini(&h->cache);
     memset(h, 0, sizeof(*h));
 }

@@ -22,8 +22,12 @@ struct cli_hosts {
     struct hostlist remote; /* those that are not this node */
     const char *rsh, *ranktop, *launcher;
     struct rsh_tmpl tmpl; /* --rsh (or the launcher's default), parsed */
-    bool given;           /* --hosts or --hostfile */
-    bool this_node;       /* --this-node: no other host, whatever the environment says */
+    bool ship;            /* --ship */
+    const char *ship_dir; /* --ship-dir */
+    char ship_dirs[2][4096];
+    struct ship_cache cache; /* set up by cli_hosts_finish with --ship */
+    bool given;              /* --hosts or --hostfile */
+    bool this_node;          /* --this-node: no other host, whatever the environment says */
 };
 
 /* Handles one getopt result (>= CLI_HOSTS_BASE). Returns 1 when handled, 0 when not ours, -1

@@ -218,6 +218,8 @@ struct engine_host {
     double offset_ms, offset_err_ms; /* agent clock minus ours, and its bound */
     unsigned connects;               /* remote shells started */
     char error[256];                 /* last error line, "" none */
+    size_t ship_bytes;               /* --ship: the binary's bytes last sent (0: none yet) */
+    double ship_s;                   /* --ship: seconds from the node's request to the last byte */
 };
 
 /* A copy of every remote host's state; caller frees *out. */

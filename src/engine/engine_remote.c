@@ -47,6 +47,13 @@ struct rproc {
     unsigned connects;
     bool ticking;     /* some agent of this process ticked since it started */
     bool stderr_said; /* the launcher explained itself on stderr since it started */
+    /* --ship: the binary being written to the launcher's stdin (header, then bytes), resumed
+     * each pass; nothing else is written until the agents said hello (ship.h). */
+    const struct ship_bin *bin;
+    size_t ship_at;            /* bytes of header + binary written */
+    uint64_t ship_t0, ship_ns; /* the request's time; the transfer's duration once done */
+    size_t ship_bytes;
+    bool hold; /* no pings or commands on stdin yet */
 };
 
 struct remote {
@@ -122,6 +129,16 @@ static char **proc_argv(const struct remote *rm, const struct rproc *p)
     size_t n = 0, dash = r->nrsh;
 
     agent_args(rm->e, cmd, &n, rm->how != ENGINE_LAUNCH_PDSH);
+    if (r->ship) { /* sh -c SCRIPT sh agent ARGS: the script ships and runs the binary */
+        const char **sc = ship_cmd((const char *const *)cmd);
+        char **copy = x_calloc(28, sizeof(char *));
+
+        for (n = 0; sc[n]; n++) /* copies: sc borrows from cmd */
+            copy[n] = x_strdup(sc[n]);
+        free(sc);
+        argv_free(cmd);
+        cmd = copy;
+    }
     if (rm->how == ENGINE_LAUNCH_RSH) {
         v = rsh_argv(&t, rm->l[p->first].name, NULL, (const char *const *)cmd, true);
         argv_free(cmd);
@@ -286,6 +303,10 @@ static void proc_connect(struct remote *rm, struct rproc *p, uint64_t now)
     agentproto_lines_init(&p->errs, 4096);
     p->connects++;
     p->ticking = p->stderr_said = false;
+    p->bin = NULL;
+    p->ship_at = p->ship_bytes = 0;
+    p->ship_ns = 0;
+    p->hold = rm->e->o.remote.ship != NULL;
     p->up_since = now;
     p->next_ping = now + PING_EVERY_NS;
     if (proc_spawn(rm, p) < 0)
@@ -352,6 +373,64 @@ static struct rlink *match_task(struct remote *rm, struct rproc *p, long task,
     return NULL;
 }
 
+/* Bytes of header + binary still to write for --ship (0: none asked or all written). */
+static size_t ship_left(const struct rproc *p)
+{
+    size_t hl;
+
+    if (!p->bin)
+        return 0;
+    hl = strlen(p->bin->header);
+    return hl + (p->bin->data ? p->bin->len : 0) - p->ship_at;
+}
+
+/* Writes what the launcher's stdin takes now of the binary (non-blocking; resumed on the
+ * next pass, or as soon as poll says the pipe has room). */
+static void ship_write(struct remote *rm, struct rproc *p, uint64_t now)
+{
+    while (p->in_fd >= 0 && ship_left(p)) {
+        size_t hl = strlen(p->bin->header);
+        const char *from =
+            p->ship_at < hl ? p->bin->header + p->ship_at : p->bin->data + (p->ship_at - hl);
+        size_t n = p->ship_at < hl ? hl - p->ship_at : p->bin->len - (p->ship_at - hl);
+        ssize_t w = write(p->in_fd, from, n);
+
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0 && errno == EAGAIN)
+            return;
+        if (w <= 0) { /* the script is gone: its stderr says why */
+            close_fd(&p->in_fd);
+            return;
+        }
+        p->ship_at += (size_t)w;
+        if (!ship_left(p) && p->bin->data) {
+            p->ship_ns = now > p->ship_t0 ? clock_mono_ns() - p->ship_t0 : 0;
+            p->ship_bytes = p->bin->len;
+        }
+    }
+    (void)rm;
+}
+
+/* A node's "ranktop-ship need ARCH": the first one of a process is answered (srun broadcasts
+ * one answer to every task; a task of another architecture refuses it and says so). */
+static bool ship_request(struct remote *rm, struct rproc *p, const char *payload, size_t len,
+                         uint64_t now)
+{
+    char arch[SHIP_ARCH_MAX];
+
+    if (!rm->e->o.remote.ship || !ship_need(payload, len, arch))
+        return false;
+    if (p->bin)
+        return true;
+    p->bin = ship_cache_get(rm->e->o.remote.ship, arch);
+    p->ship_t0 = now;
+    if (!p->bin->data)
+        proc_error(rm, p, p->bin->why);
+    ship_write(rm, p, now);
+    return true;
+}
+
 static void apply_lines(struct remote *rm, struct rproc *p, uint64_t now)
 {
     const char *line;
@@ -364,6 +443,8 @@ static void apply_lines(struct remote *rm, struct rproc *p, uint64_t now)
         long task;
         struct rlink *l = route(rm, p, line, (size_t)len, &skip, &task);
 
+        if ((l || task >= 0) && ship_request(rm, p, line + skip, (size_t)len - skip, now))
+            continue;
         if ((!l && task < 0) || (l && l->refused))
             continue;
         if (agentproto_parse(line + skip, (size_t)len - skip, &m, &err) < 0) {
@@ -435,6 +516,8 @@ static void proc_read_err(struct remote *rm, struct rproc *p)
             proc_error(rm, p, last);
         p->stderr_said = true;
     }
+    if (p->bin && !p->bin->data) /* --ship found no binary: the head's words name where */
+        proc_error(rm, p, p->bin->why);
     if (n == 0)
         close_fd(&p->err_fd);
 }
@@ -444,6 +527,8 @@ static void proc_read_err(struct remote *rm, struct rproc *p)
  * lost, and pings try again. */
 static void proc_send(struct rproc *p, const char *cmd, int n)
 {
+    if (p->hold) /* --ship: the binary first, and nothing a script's head -c could swallow */
+        return;
     if (p->in_fd >= 0 && n > 0 && write(p->in_fd, cmd, (size_t)n) < 0 && errno == EPIPE)
         close_fd(&p->in_fd);
 }
@@ -488,6 +573,8 @@ static void publish_host(const struct rlink *l, const struct rproc *p, struct en
     h->offset_ms = (double)l->offset_ns / 1e6;
     h->offset_err_ms = l->rtt_ns == INT64_MAX ? -1 : (double)l->rtt_ns / 2e6;
     h->connects = p->connects;
+    h->ship_bytes = p->ship_bytes;
+    h->ship_s = (double)p->ship_ns / 1e9;
 }
 
 /* A host whose launcher runs but whose agent has not said hello within HELLO_WAIT_NS: said
@@ -629,10 +716,27 @@ static void forward_native(struct remote *rm)
     }
 }
 
+/* --ship: once the binary is written and every agent of the process said hello (or the
+ * hello wait is over: a node that failed must not starve the others of pings), the stdin
+ * carries the head's lines again, the current rate first. */
+static void ship_release(struct remote *rm, struct rproc *p, uint64_t now)
+{
+    bool all = true;
+
+    if (!p->hold || !p->pid || !p->bin || ship_left(p))
+        return;
+    for (size_t i = 0; i < p->n; i++)
+        all &= rm->l[p->first + i].hello || rm->l[p->first + i].refused;
+    if (!all && now - p->up_since < HELLO_WAIT_NS)
+        return;
+    p->hold = false;
+    rm->rate_hz = -1; /* forward_rate tells every agent the rate again */
+}
+
 /* One pass: (re)start what is due, ping, wait for output up to 100 ms, read it. */
 static void remote_pass(struct remote *rm)
 {
-    struct pollfd *pf = x_calloc(rm->np * 2 + 1, sizeof(*pf));
+    struct pollfd *pf = x_calloc(rm->np * 3 + 1, sizeof(*pf));
     uint64_t now = clock_mono_ns();
 
     forward_rate(rm);
@@ -649,11 +753,17 @@ static void remote_pass(struct remote *rm)
     for (size_t i = 0; i < rm->np; i++) {
         pf[1 + 2 * i] = (struct pollfd){.fd = rm->p[i].out_fd, .events = POLLIN};
         pf[2 + 2 * i] = (struct pollfd){.fd = rm->p[i].err_fd, .events = POLLIN};
+        /* --ship: a stdin with binary bytes pending wakes the pass when it has room. */
+        pf[1 + 2 * rm->np + i] =
+            (struct pollfd){.fd = ship_left(&rm->p[i]) ? rm->p[i].in_fd : -1, .events = POLLOUT};
     }
-    if (poll(pf, rm->np * 2 + 1, 100) > 0) {
+    if (poll(pf, rm->np * 3 + 1, 100) > 0) {
         now = clock_mono_ns();
         for (size_t i = 0; i < rm->np; i++) {
             struct rproc *p = &rm->p[i];
+
+            if (pf[1 + 2 * rm->np + i].revents)
+                ship_write(rm, p, now);
 
             if (p->err_fd >= 0 && pf[2 + 2 * i].revents)
                 proc_read_err(rm, p);
@@ -664,9 +774,11 @@ static void remote_pass(struct remote *rm)
             }
         }
     }
-    for (size_t i = 0; i < rm->np; i++) /* a protocol refused by every host of a process */
+    for (size_t i = 0; i < rm->np; i++) { /* a protocol refused by every host of a process */
         if (rm->p[i].pid && all_refused(rm, &rm->p[i]))
             proc_down(rm, &rm->p[i], now, NULL);
+        ship_release(rm, &rm->p[i], now);
+    }
     free(pf);
     publish(rm, clock_mono_ns());
 }

@@ -6,9 +6,9 @@
 # with one byte flipped is refused by the SHA-256 check; a node of another architecture gets
 # the binary from --ship-dir, or a message naming where the head looked; without --ship the
 # missing ranktop says "--ship"; pdsh (no stdin) is a usage error.
-. "$(dirname "$0")/../e2e/lib.sh"
+. "$(dirname "$0")/../ui/lib.sh"
 . "$RANKTOP_SRCDIR/tests/multinode/nodes.sh"
-trap 'node_stop_all; cleanup' EXIT
+trap 'node_stop_all; ui_cleanup' EXIT
 trap 'exit 1' INT TERM
 
 RSH="$RANKTOP_SRCDIR/tests/multinode/fake-rsh"
@@ -77,6 +77,19 @@ for n in node01 node02; do
 done
 node_wait_no_agent 30 node01 node02 || fail "an agent is left after record --ship"
 wait_for no_leftovers || fail "record --ship left $(ls -A "$WORK/tmp")"
+
+# The monitor: the ranks on their hosts, + reaches the shipped agents (the head's lines follow
+# the binary on their stdin), the Hosts view shows what shipping cost; q leaves nothing.
+ui_start sh 170 45 -- "$RANKTOP_BIN" $HOSTS --ship --no-device-libs
+wait_screen "^ +1 +[0-9]+ +node02 " 60 || fail "monitor --ship: rank 1 not on node02"
+keys + +
+wait_screen ' [2-9][0-9]\.[0-9]/40 Hz ' 60 || fail "monitor --ship: the agents did not take the new rate"
+keys 6
+wait_screen '^node01 +up .* [0-9.]+MB [0-9.]+s ' 30 || fail "Hosts view: no shipping cost for node01"
+keys q
+wait_screen '^EXITED 0' 20 || fail "monitor --ship: q did not quit"
+node_wait_no_agent 30 node01 node02 || fail "agents left after the monitor's q"
+wait_for no_leftovers || fail "the monitor left $(ls -A "$WORK/tmp")"
 
 # The head SIGKILLed while its shipped agents run: each agent sees its stdin end and leaves;
 # nothing is left on the nodes.

@@ -250,15 +250,34 @@ out:
     return rc;
 }
 
+/* A remote shell that ended with "command not found" (127; kubectl's "executable file not
+ * found", 126 or 127) before its agent said hello: the node has no ranktop, and the error says
+ * what would send one. */
+static void hint_ship(struct remote *rm, struct rproc *p, int code)
+{
+    for (size_t i = 0; i < p->n; i++) {
+        struct rlink *l = &rm->l[p->first + i];
+        size_t len = strlen(l->error);
+
+        if (l->hello || !(code == 127 || (code == 126 && strstr(l->error, "not found"))) ||
+            strstr(l->error, "--ship") || len + 32 >= sizeof(l->error))
+            continue;
+        snprintf(l->error + len, sizeof(l->error) - len, "%s--ship sends ranktop there",
+                 len ? "; " : "");
+    }
+}
+
 /* Ends the process: stdin closed first (agents exit on EOF), then its group killed; the
  * child is reaped. Its hosts go down; it is started again after the backoff. */
 static void proc_down(struct remote *rm, struct rproc *p, uint64_t now, const char *why)
 {
+    int code = -1; /* the launcher's exit status, when it exited */
+
     close_fd(&p->in_fd);
     close_fd(&p->out_fd);
     close_fd(&p->err_fd);
     if (p->pid > 0) {
-        int st;
+        int st = 0;
 
         kill(-p->pid, SIGTERM);
         kill(p->pid, SIGTERM);
@@ -267,6 +286,7 @@ static void proc_down(struct remote *rm, struct rproc *p, uint64_t now, const ch
             kill(p->pid, SIGKILL);
             waitpid(p->pid, &st, 0);
         }
+        code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
     }
     p->pid = 0;
     for (size_t i = 0; i < p->n; i++) {
@@ -276,6 +296,8 @@ static void proc_down(struct remote *rm, struct rproc *p, uint64_t now, const ch
             rlink_set_error(l, "%s", why);
         l->state = ENGINE_HOST_DOWN;
     }
+    if (code >= 0 && !rm->e->o.remote.ship)
+        hint_ship(rm, p, code);
     /* An agent that dies right after its hello must not be restarted every second. */
     if (p->ticking && now - p->up_since > BACKOFF_MAX_NS)
         p->backoff_ns = BACKOFF_MIN_NS;

@@ -44,6 +44,9 @@ no_leftovers() {
 # Without --ship: ranktop is not there, and the error says what sends it.
 run_rc 1 "$RANKTOP_BIN" ls --json $HOSTS
 json_check "$WORK/out" "all(not h['ok'] and '--ship' in h['error'] for h in d['hosts'])"
+$RANKTOP_BIN record -o "$WORK/n.json" -d 2 $HOSTS > "$WORK/n.out" 2>&1 && fail "record without ranktop there exited 0"
+grep -q '^ranktop: host node01: down, .*not found.*--ship sends ranktop there' "$WORK/n.out" ||
+    fail "record without ranktop there: $(cat "$WORK/n.out")"
 
 # ls --json --ship: both ranks, each with its host; the cost per host on stderr.
 both_listed() {

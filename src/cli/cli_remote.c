@@ -133,13 +133,33 @@ static void unlabel(char *out, const char *host)
     *w = '\0';
 }
 
+/* The command through ship.h's script: the node asks for its binary, ship_answer sends it.
+ * The cost is kept in the result; a missing binary is the head's own error. */
+static void run_shipped(struct job *j, const char *const *cmd, struct app_err *err)
+{
+    struct shipper s = {j->o->ship, NULL, 0};
+    struct exec_feed feed = {ship_answer, &s};
+    const char **sc = ship_cmd(cmd);
+    char **argv = host_argv(j->o, j->r->host, sc);
+
+    j->r->rc = exec_run_fed((const char *const *)argv, j->timeout_ms, &feed, &j->r->res, err);
+    drop_request(&j->r->res);
+    if (s.bin && s.bin->data && j->r->res.fed_ns) {
+        j->r->ship_bytes = s.bin->len;
+        j->r->ship_s = (double)(j->r->res.fed_ns - s.asked_ns) / 1e9;
+    }
+    if (s.bin && !s.bin->data) /* the head's own words: where it looked */
+        snprintf(j->r->why, sizeof(j->r->why), "%s", s.bin->why);
+    rsh_argv_free(argv);
+    free(sc);
+}
+
 static void *run_one(void *arg)
 {
     struct job *j = arg;
     const struct engine_remote_opts *o = j->o;
     size_t na = 0;
     const char **cmd;
-    char **argv;
     struct app_err err = {0};
 
     while (j->args[na])
@@ -149,36 +169,22 @@ static void *run_one(void *arg)
     for (size_t i = 0; i < na; i++)
         cmd[i + 1] = j->args[i];
     if (o->ship) {
-        struct shipper s = {o->ship, NULL, 0};
-        struct exec_feed feed = {ship_answer, &s};
-        const char **sc = ship_cmd(cmd);
-
-        argv = host_argv(o, j->r->host, sc);
-        free(sc);
-        j->r->rc = exec_run_fed((const char *const *)argv, j->timeout_ms, &feed, &j->r->res, &err);
-        drop_request(&j->r->res);
-        if (s.bin && s.bin->data && j->r->res.fed_ns) {
-            j->r->ship_bytes = s.bin->len;
-            j->r->ship_s = (double)(j->r->res.fed_ns - s.asked_ns) / 1e9;
-        }
-        if (s.bin && !s.bin->data) /* the head's own words: where it looked */
-            snprintf(j->r->why, sizeof(j->r->why), "%s", s.bin->why);
+        run_shipped(j, cmd, &err);
     } else {
-        argv = host_argv(o, j->r->host, cmd);
+        char **argv = host_argv(o, j->r->host, cmd);
+
         j->r->rc = exec_run((const char *const *)argv, j->timeout_ms, &j->r->res, &err);
+        rsh_argv_free(argv);
     }
     if (o->launcher == ENGINE_LAUNCH_PDSH && j->r->res.out)
         unlabel(j->r->res.out, j->r->host);
-    if (j->r->why[0])
-        ;
-    else if (j->r->rc < 0)
+    if (!j->r->why[0] && j->r->rc < 0)
         snprintf(j->r->why, sizeof(j->r->why), "%s", err.msg);
-    else if (j->r->res.status != 0 && j->r->res.err)
+    else if (!j->r->why[0] && j->r->res.status != 0 && j->r->res.err)
         last_line(j->r->res.err, j->r->why, sizeof(j->r->why));
     /* No ranktop there: the remote shell's "command not found" (127) says what; say the cure. */
     if (!o->ship && j->r->res.status == 127 && strlen(j->r->why) < sizeof(j->r->why) - 40)
         strcat(j->r->why, " (--ship sends ranktop there)");
-    rsh_argv_free(argv);
     free(cmd);
     return NULL;
 }
@@ -192,7 +198,6 @@ void cli_remote_run(const struct engine_remote_opts *o, const char *const *args,
 
     if (o->ship) /* a node that stops reading the binary is an EPIPE, not our death */
         signal(SIGPIPE, SIG_IGN);
-
     for (size_t at = 0; at < o->nhosts; at += MAX_PARALLEL) {
         size_t n = o->nhosts - at < MAX_PARALLEL ? o->nhosts - at : MAX_PARALLEL;
         bool started[MAX_PARALLEL] = {false};

@@ -9,7 +9,11 @@
  * A thread may name a cancel descriptor (exec_cancel_on): once it is readable, a tool running
  * on that thread is killed at once and later calls start nothing, so a stopping engine never
  * waits out a hung tool's deadline. The descriptor is per thread (thread-local) because the
- * tools are reached through the device sources, which know nothing of who runs them. */
+ * tools are reached through the device sources, which know nothing of who runs them.
+ *
+ * exec_run_fed gives the tool a stdin pipe instead of /dev/null: a feed looks at the output so
+ * far and answers once; the answer is written non-blocking between reads (a tool that reads
+ * slowly never stalls the reading of its output), then the pipe is closed. */
 #include "ranktop/exec.h"
 
 #include "ranktop/util.h"

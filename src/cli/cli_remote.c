@@ -2,7 +2,8 @@
  * exec_run (deadline, process group killed at the end), so one slow or dead host costs its
  * deadline, not the sum. The argv is ours: the remote shell's template (rsh.h), a validated
  * host name, the remote ranktop and fixed arguments, quoted where the remote end re-parses
- * them as a shell command line (ssh, pdsh); no local shell runs anything. */
+ * them as a shell command line (ssh, pdsh); no local shell runs anything. With --ship the
+ * command is ship.h's script, and exec_run_fed answers its request with the binary. */
 #include "cli_remote.h"
 
 #include "ranktop/rsh.h"

@@ -120,30 +120,41 @@ void ship_cache_fini(struct ship_cache *c)
     memset(c, 0, sizeof(*c));
 }
 
-/* A regular file named ranktop-VERSION-linux-ARCH in dir: this version's name if it is there,
- * else the last such name in byte order (any version ships; the agent protocol says whether
- * the head can use it). */
+/* How well a file name fits: 3 ranktop-VERSION-linux-ARCH, 2 the same VERSION with a git
+ * describe suffix (ranktop-VERSION-N-gHASH[-dirty]-linux-ARCH, as release names a build
+ * between tags), 1 any ranktop-*-linux-ARCH, 0 none. */
+static int fit(const char *name, const char *version, const char *arch)
+{
+    size_t nl = strlen(name), vl = strlen(version), al = strlen(arch);
+
+    if (nl < 8 + 7 + al + 1 || strncmp(name, "ranktop-", 8) ||
+        strncmp(name + nl - al - 7, "-linux-", 7) || strcmp(name + nl - al, arch))
+        return 0;
+    if (nl == 8 + vl + 7 + al && !strncmp(name + 8, version, vl))
+        return 3;
+    return !strncmp(name + 8, version, vl) && name[8 + vl] == '-' ? 2 : 1;
+}
+
+/* The best-fitting regular file in dir (fit; among equals the last in byte order). Any
+ * version ships: the agent protocol says whether the head can use it. */
 static bool find_in(const char *dir, const char *version, const char *arch, char *out, size_t len)
 {
-    char want[256], tail[64], best[256] = "";
+    char best[256] = "";
+    int best_fit = 0;
     struct stat st;
     struct dirent *de;
     DIR *d;
 
-    snprintf(want, sizeof(want), "ranktop-%s-linux-%s", version, arch);
-    snprintf(tail, sizeof(tail), "-linux-%s", arch);
-    if (snprintf(out, len, "%s/%s", dir, want) < (int)len && stat(out, &st) == 0 &&
-        S_ISREG(st.st_mode))
-        return true;
     if (!(d = opendir(dir)))
         return false;
     while ((de = readdir(d))) {
-        size_t nl = strlen(de->d_name), tl = strlen(tail);
+        int f = fit(de->d_name, version, arch);
 
-        if (nl > tl + 8 && !strncmp(de->d_name, "ranktop-", 8) &&
-            !strcmp(de->d_name + nl - tl, tail) && strcmp(de->d_name, best) > 0 &&
-            nl < sizeof(best))
+        if (f && strlen(de->d_name) < sizeof(best) &&
+            (f > best_fit || (f == best_fit && strcmp(de->d_name, best) > 0))) {
             snprintf(best, sizeof(best), "%s", de->d_name);
+            best_fit = f;
+        }
     }
     closedir(d);
     return best[0] && snprintf(out, len, "%s/%s", dir, best) < (int)len && stat(out, &st) == 0 &&

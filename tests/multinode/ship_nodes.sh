@@ -62,6 +62,7 @@ for n in node01 node02; do
     grep -Eq "^ranktop --ship: $n: $size bytes in [0-9.]+ s$" "$WORK/ls.err" ||
         fail "ls --ship: no cost line for $n: $(cat "$WORK/ls.err")"
 done
+grep '^ranktop --ship' "$WORK/ls.err" # the figures, for the log
 wait_for no_leftovers || fail "ls --ship left $(ls -A "$WORK/tmp")"
 # dump --ship: the ranks' functions.
 $RANKTOP_BIN dump --json $HOSTS --ship > "$WORK/dump.json" 2> "$WORK/dump.err" ||

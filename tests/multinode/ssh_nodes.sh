@@ -71,10 +71,12 @@ $RANKTOP_BIN ls --json --hosts shipnode --rsh "$RSH" --ship --no-device-libs > "
 json_check "$WORK/sls.json" "d['hosts'][0]['ok'] and any(p['host'] == 'shipnode' and p.get('rank') == 0 for p in d['processes'])"
 grep -Eq "^ranktop --ship: shipnode: $(wc -c < "$RANKTOP_BIN") bytes in [0-9.]+ s$" "$WORK/sls.err" ||
     fail "ls --ship over ssh: no cost line: $(cat "$WORK/sls.err")"
+grep '^ranktop --ship' "$WORK/sls.err" # the figures, for the log
 $RANKTOP_BIN record -o "$WORK/st.json" -d 3 --hosts shipnode --rsh "$RSH" --ship > "$WORK/srec.out" 2>&1 ||
     fail "record --ship over ssh exited $?: $(cat "$WORK/srec.out")"
 grep -Eq '^ranktop: host shipnode: up, .*shipped [0-9]+ bytes' "$WORK/srec.out" ||
     fail "record --ship over ssh: $(cat "$WORK/srec.out")"
+grep '^ranktop: host shipnode' "$WORK/srec.out"
 no_ship_left() { [ -z "$(ls -A "$WORK/shiptmp")" ]; }
 wait_for no_ship_left || fail "--ship over ssh left $(ls -A "$WORK/shiptmp")"
 echo ok

@@ -99,6 +99,9 @@ START_TEST(test_cache)
     make_file("ranktop-0.1.0-linux-riscv64", "old");
     make_file("ranktop-9.9.9-linux-riscv64", "this version");
     make_file("ranktop-0.1.0-linux-mips", "only one");
+    make_file("ranktop-9.9.9-3-gabc-linux-arm", "between tags");
+    make_file("ranktop-zzz-linux-arm", "another version");
+    make_file("ranktop-9.9.9-linux-arm.sig", "not a binary");
     ship_cache_init(&c, "9.9.9", dirs, 1);
     ck_assert_int_eq(uname(&u), 0);
     b = ship_cache_get(&c, u.machine); /* the head's own */
@@ -111,6 +114,7 @@ START_TEST(test_cache)
     ck_assert(!strncmp(b->header, "12 ", 3));
     ck_assert_ptr_eq(ship_cache_get(&c, "riscv64"), b); /* loaded once */
     ck_assert_str_eq(ship_cache_get(&c, "mips")->data, "only one");
+    ck_assert_str_eq(ship_cache_get(&c, "arm")->data, "between tags");
     b = ship_cache_get(&c, "s390x");
     ck_assert_ptr_null(b->data);
     ck_assert_str_eq(b->header, "0 - s390x\n");

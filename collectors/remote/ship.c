@@ -217,16 +217,16 @@ const struct ship_bin *ship_cache_get(struct ship_cache *c, const char *arch)
 void ship_cleanup(void)
 {
     const char *dir = getenv("RANKTOP_SHIPPED");
-    char exe[PATH_MAX], mine[PATH_MAX + 16];
-    ssize_t n;
+    char mine[PATH_MAX + 16];
+    struct stat me, file;
 
     if (!dir || !dir[0])
         return;
-    n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    exe[n > 0 ? n : 0] = '\0';
     snprintf(mine, sizeof(mine), "%s/ranktop", dir);
-    /* Only the binary that runs, in the directory named: a stray variable deletes nothing. */
-    if (n > 0 && !strcmp(exe, mine)) {
+    /* Only the binary that runs, in the directory named: a stray variable deletes nothing.
+     * Compared by inode, not path: TMPDIR may hold a symlink or a trailing slash. */
+    if (stat("/proc/self/exe", &me) == 0 && stat(mine, &file) == 0 && me.st_dev == file.st_dev &&
+        me.st_ino == file.st_ino) {
         unlink(mine);
         rmdir(dir);
     }

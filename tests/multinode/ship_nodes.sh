@@ -101,6 +101,10 @@ $RANKTOP_BIN record -o "$WORK/k.json" -d 120 -r 5 $HOSTS --ship > "$WORK/k.out" 
 head_pid=$!
 agents_up() { [ -n "$(node_agents node01)" ] && [ -n "$(node_agents node02)" ]; }
 wait_for agents_up || fail "no shipped agents started: $(cat "$WORK/k.out")"
+# The running agents have already deleted their binaries and directories.
+tmp_empty() { [ -z "$(ls -A "$WORK/tmp")" ]; }
+wait_for tmp_empty || fail "running shipped agents left $(ls -A "$WORK/tmp")"
+agents_up || fail "the shipped agents ended early: $(cat "$WORK/k.out")"
 kill -9 $head_pid
 wait $head_pid 2> /dev/null || true
 node_wait_no_agent 60 node01 node02 || fail "a shipped agent outlived its killed head"

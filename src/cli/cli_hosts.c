@@ -35,14 +35,15 @@ const struct cli_opt cli_hosts_opts[] = {
     {OPT_RSH, "rsh", "CMD",
      "remote shell, run as CMD HOST RANKTOP agent ...; %h puts the host elsewhere, %% is a %, "
      "words split with sh quoting (default '" DEFAULT_RSH "')"},
-    {OPT_REMOTE, "remote-ranktop", "PATH", "ranktop on the hosts (default: ranktop on PATH)"},
+    {OPT_REMOTE, "remote-ranktop", "PATH",
+     "ranktop on the hosts (default: ranktop on PATH; unused with --ship)"},
     {OPT_LAUNCHER, "launcher", "ssh|srun|pdsh",
      "srun: one srun --overlap step starts every agent (the default inside a Slurm "
      "allocation, without --hosts); pdsh: one pdsh starts them (--rsh: its options, then "
      "after a -- words to put before ranktop, for -R exec)"},
     {OPT_SHIP, "ship", NULL,
      "send this ranktop to each host through the remote shell's stdin (SHA-256 checked, run "
-     "from a private temporary directory, removed when it ends): nothing to install there"},
+     "from a private temporary directory it deletes as it starts): nothing to install there"},
     {OPT_SHIP_DIR, "ship-dir", "DIR",
      "--ship: ranktop-VERSION-linux-ARCH binaries for hosts of another architecture (default: "
      "beside this binary, and share/ranktop/)"},

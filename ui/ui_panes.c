@@ -757,21 +757,24 @@ static void lines_hosts(struct ui *u)
         w = (int)strlen(label) > w ? (int)strlen(label) : w;
     }
     w = w > 40 ? 40 : w;
-    add_line(u, ROLE_HEADER, 0, "%-*s %-10s %-8s %5s %7s %9s %9s  %s", w, "HOST", "STATE", "AGENT",
-             "RANKS", "AGE", "BYTES/s", "CLOCK ms", "LAST ERROR");
+    add_line(u, ROLE_HEADER, 0, "%-*s %-10s %-8s %5s %7s %9s %9s %13s  %s", w, "HOST", "STATE",
+             "AGENT", "RANKS", "AGE", "BYTES/s", "CLOCK ms", "SHIPPED", "LAST ERROR");
     for (size_t i = 0; i < u->nhosts; i++) {
         const struct engine_host *h = &u->hosts[i];
-        char age[16] = "-", off[24] = "-";
+        char age[16] = "-", off[24] = "-", ship[32] = "-";
         bool bad = h->state == ENGINE_HOST_DOWN || h->state == ENGINE_HOST_LAGGING;
 
         if (h->age_s >= 0)
             snprintf(age, sizeof(age), "%.1fs", h->age_s);
         if (h->offset_err_ms >= 0)
             snprintf(off, sizeof(off), "%+.1f~%.1f", h->offset_ms, h->offset_err_ms);
+        if (h->ship_bytes) /* --ship: the binary's size and how long sending it took */
+            snprintf(ship, sizeof(ship), "%.1fMB %.2fs", (double)h->ship_bytes / 1e6, h->ship_s);
         host_label(h, label, sizeof(label));
         add_line(u, bad ? ROLE_BAR_WARN : ROLE_NORMAL, 0,
-                 "%-*.*s %-10s %-8.8s %5d %7s %9.0f %9s  %s", w, w, label, host_states[h->state],
-                 h->version[0] ? h->version : "-", h->ranks, age, h->bytes_per_s, off, h->error);
+                 "%-*.*s %-10s %-8.8s %5d %7s %9.0f %9s %13.13s  %s", w, w, label,
+                 host_states[h->state], h->version[0] ? h->version : "-", h->ranks, age,
+                 h->bytes_per_s, off, ship, h->error);
     }
 }
 

@@ -9,7 +9,11 @@
  * A thread may name a cancel descriptor (exec_cancel_on): once it is readable, a tool running
  * on that thread is killed at once and later calls start nothing, so a stopping engine never
  * waits out a hung tool's deadline. The descriptor is per thread (thread-local) because the
- * tools are reached through the device sources, which know nothing of who runs them. */
+ * tools are reached through the device sources, which know nothing of who runs them.
+ *
+ * exec_run_fed gives the tool a stdin pipe instead of /dev/null: a feed looks at the output so
+ * far and answers once; the answer is written non-blocking between reads (a tool that reads
+ * slowly never stalls the reading of its output), then the pipe is closed. */
 #include "ranktop/exec.h"
 
 #include "ranktop/util.h"
@@ -66,14 +70,18 @@ static void sink_add(struct sink *s, const char *data, size_t n)
     s->buf[s->len] = '\0';
 }
 
-static int spawn(const char *const argv[], int out[2], int errp[2], pid_t *pid)
+/* in: the stdin pipe's read end, or -1 for /dev/null. */
+static int spawn(const char *const argv[], int in, int out[2], int errp[2], pid_t *pid)
 {
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t at;
     int rc;
 
     posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    if (in >= 0)
+        posix_spawn_file_actions_adddup2(&fa, in, 0);
+    else
+        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_adddup2(&fa, out[1], 1);
     posix_spawn_file_actions_adddup2(&fa, errp[1], 2);
     posix_spawnattr_init(&at);
@@ -94,20 +102,74 @@ static int spawn(const char *const argv[], int out[2], int errp[2], pid_t *pid)
     return rc;
 }
 
-/* Drains both pipes until EOF, the deadline or a cancel; returns 0, APP_E_TIMEOUT (deadline)
- * or APP_E_CANCELLED (cancelled). */
-static int drain(int outfd, int errfd, uint64_t deadline, struct sink *o, struct sink *e)
+/* The stdin side of a fed run: the feed, whether it has answered, what is left to write. */
+struct feeder {
+    const struct exec_feed *feed;
+    int *fd; /* the stdin pipe's write end (non-blocking), -1 once closed */
+    bool answered;
+    uint64_t fed_ns; /* when the answer was all written */
+    struct exec_send send;
+    size_t piece, at;
+};
+
+static void close_in(struct feeder *f)
 {
-    struct pollfd pf[3] = {{outfd, POLLIN, 0}, {errfd, POLLIN, 0}, {cancel_fd, POLLIN, 0}};
+    if (*f->fd >= 0)
+        close(*f->fd);
+    *f->fd = -1;
+}
+
+/* Asks the feed after new output; writes what it answered as far as the pipe takes it. */
+static void feed_step(struct feeder *f, const struct sink *o)
+{
+    if (*f->fd < 0)
+        return;
+    if (!f->answered && f->feed->answer(f->feed->ctx, o->buf ? o->buf : "", o->len, &f->send))
+        f->answered = true;
+    while (f->answered && f->piece < 2) {
+        ssize_t n;
+
+        if (f->at == f->send.n[f->piece]) {
+            f->piece++;
+            f->at = 0;
+            continue;
+        }
+        n = write(*f->fd, f->send.p[f->piece] + f->at, f->send.n[f->piece] - f->at);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN)
+            return; /* poll says when it takes more */
+        if (n <= 0) {
+            close_in(f); /* the tool stopped reading: its output says why */
+            return;
+        }
+        f->at += (size_t)n;
+    }
+    if (f->answered) {
+        f->fed_ns = clock_mono_ns();
+        close_in(f);
+    }
+}
+
+/* Drains both pipes until EOF, the deadline or a cancel, feeding the stdin of a fed run;
+ * returns 0, APP_E_TIMEOUT (deadline) or APP_E_CANCELLED (cancelled). */
+static int drain(int outfd, int errfd, uint64_t deadline, struct sink *o, struct sink *e,
+                 struct feeder *f)
+{
+    struct pollfd pf[4] = {
+        {outfd, POLLIN, 0}, {errfd, POLLIN, 0}, {cancel_fd, POLLIN, 0}, {-1, POLLOUT, 0}};
     char buf[65536];
 
+    if (f)
+        feed_step(f, o);
     while (pf[0].fd >= 0 || pf[1].fd >= 0) {
         uint64_t now = clock_mono_ns();
         int r;
 
+        pf[3].fd = f && f->answered ? *f->fd : -1;
         if (now >= deadline)
             return APP_E_TIMEOUT;
-        r = poll(pf, 3, (int)((deadline - now) / 1000000u) + 1);
+        r = poll(pf, 4, (int)((deadline - now) / 1000000u) + 1);
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0)
@@ -125,6 +187,8 @@ static int drain(int outfd, int errfd, uint64_t deadline, struct sink *o, struct
             else if (n == 0 || errno != EINTR)
                 pf[i].fd = -1;
         }
+        if (f)
+            feed_step(f, o);
     }
     return 0;
 }
@@ -155,7 +219,14 @@ static int reap(pid_t pid, uint64_t deadline, bool *killed)
 
 int exec_run(const char *const argv[], int timeout_ms, struct exec_result *res, struct app_err *err)
 {
-    int out[2], errp[2], rc;
+    return exec_run_fed(argv, timeout_ms, NULL, res, err);
+}
+
+int exec_run_fed(const char *const argv[], int timeout_ms, const struct exec_feed *feed,
+                 struct exec_result *res, struct app_err *err)
+{
+    int out[2], errp[2], in[2] = {-1, -1}, rc;
+    struct feeder f = {feed, &in[1], false, 0, {{NULL, NULL}, {0, 0}}, 0, 0};
     struct sink o = {0}, e = {0};
     uint64_t deadline = clock_mono_ns() + (uint64_t)timeout_ms * 1000000u;
     bool killed = false;
@@ -171,10 +242,22 @@ int exec_run(const char *const argv[], int timeout_ms, struct exec_result *res, 
         close(out[1]);
         return app_err_set(err, APP_E_IO, "pipe: %s", strerror(errno));
     }
-    rc = spawn(argv, out, errp, &pid);
+    if (feed && pipe2(in, O_CLOEXEC) < 0) {
+        close(out[0]);
+        close(out[1]);
+        close(errp[0]);
+        close(errp[1]);
+        return app_err_set(err, APP_E_IO, "pipe: %s", strerror(errno));
+    }
+    rc = spawn(argv, in[0], out, errp, &pid);
     close(out[1]);
     close(errp[1]);
+    if (in[0] >= 0)
+        close(in[0]);
+    if (in[1] >= 0)
+        fcntl(in[1], F_SETFL, O_NONBLOCK);
     if (rc != 0) {
+        close_in(&f);
         close(out[0]);
         close(errp[0]);
         return app_err_set(err, rc == ENOENT ? APP_E_NOTFOUND : APP_E_IO, "%s: %s", argv[0],
@@ -182,7 +265,8 @@ int exec_run(const char *const argv[], int timeout_ms, struct exec_result *res, 
                            : strchr(argv[0], '/') ? "no such file"
                                                   : "not found on PATH");
     }
-    rc = drain(out[0], errp[0], deadline, &o, &e);
+    rc = drain(out[0], errp[0], deadline, &o, &e, feed ? &f : NULL);
+    close_in(&f);
     close(out[0]);
     close(errp[0]);
     res->status = reap(pid, rc == APP_E_TIMEOUT || rc == APP_E_CANCELLED ? 0 : deadline, &killed);
@@ -194,6 +278,7 @@ int exec_run(const char *const argv[], int timeout_ms, struct exec_result *res, 
     res->out_len = o.len;
     res->err = e.buf;
     res->err_len = e.len;
+    res->fed_ns = f.fed_ns;
     if (rc == APP_E_TIMEOUT)
         return app_err_set(err, rc, "%s: no answer within %d ms, killed", argv[0], timeout_ms);
     if (rc == APP_E_CANCELLED)

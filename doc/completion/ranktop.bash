@@ -39,7 +39,7 @@ _ranktop()
     local disc="-p --pid --children-of --match --nvidia-smi --npu-smi --nvidia-smi-file
         --npu-smi-file --tool-timeout --no-device-libs"
     local nodes="--hosts --hostfile --rsh --remote-ranktop --launcher --this-node --selector
-        -n --namespace --container"
+        -n --namespace --container --ship --ship-dir"
     local monitor="-r --rate --hang-after --export-dir --history --all-threads -h --help
         $disc $nodes"
     local cmd="" i
@@ -69,7 +69,7 @@ _ranktop()
         --nvidia-smi | --npu-smi | --remote-ranktop)
         COMPREPLY=($(compgen -f -- "$cur"))
         ;;
-    --export-dir)
+    --export-dir | --ship-dir)
         COMPREPLY=($(compgen -d -- "$cur"))
         ;;
     -r | --rate | -i | --interval | -d | --duration | --hang-after | --history | --match | \

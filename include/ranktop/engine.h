@@ -15,6 +15,7 @@
 
 #include "ranktop/discovery.h"
 #include "ranktop/history.h"
+#include "ranktop/ship.h"
 #include "ranktop/status.h"
 
 /* How the head reaches other nodes (README, "Multi-node"): every host runs `ranktop agent`,
@@ -52,6 +53,9 @@ struct engine_remote_opts {
     const char *kube_ns, *kube_container;
     char **nodes;
     bool local; /* also sample this node in-process */
+    /* --ship: the remote command is ship.h's script and the binary goes through the remote
+     * shell's stdin, from this cache (borrowed; NULL: no shipping). */
+    struct ship_cache *ship;
 };
 
 /* Rank keys: a rank on this node is keyed by its pid; a rank on another host by its pid and
@@ -229,6 +233,8 @@ struct engine_host {
     double offset_ms, offset_err_ms; /* agent clock minus ours, and its bound */
     unsigned connects;               /* remote shells started */
     char error[256];                 /* last error line, "" none */
+    size_t ship_bytes;               /* --ship: the binary's bytes last sent (0: none yet) */
+    double ship_s;                   /* --ship: seconds from the node's request to the last byte */
 };
 
 /* A copy of every remote host's state; caller frees *out. */

@@ -22,6 +22,8 @@ enum {
     OPT_THIS,
     OPT_SELECTOR,
     OPT_CONTAINER,
+    OPT_SHIP,
+    OPT_SHIP_DIR,
     OPT_NS = 'n',
 };
 
@@ -41,7 +43,8 @@ const struct cli_opt cli_hosts_opts[] = {
     {OPT_RSH, "rsh", "CMD",
      "remote shell, run as CMD HOST RANKTOP agent ...; %h puts the host elsewhere, %% is a %, "
      "words split with sh quoting (default '" DEFAULT_RSH "')"},
-    {OPT_REMOTE, "remote-ranktop", "PATH", "ranktop on the hosts (default: ranktop on PATH)"},
+    {OPT_REMOTE, "remote-ranktop", "PATH",
+     "ranktop on the hosts (default: ranktop on PATH; unused with --ship)"},
     {OPT_LAUNCHER, "launcher", "ssh|srun|pdsh|kubectl",
      "srun: one srun --overlap step starts every agent (the default inside a Slurm "
      "allocation, without --hosts); pdsh: one pdsh starts them (--rsh: its options, then "
@@ -52,6 +55,12 @@ const struct cli_opt cli_hosts_opts[] = {
      "kubectl: the Running pods with these labels (kubectl get pods -l), in name order"},
     {OPT_NS, "namespace", "NS", "kubectl: the pods' namespace"},
     {OPT_CONTAINER, "container", "NAME", "kubectl: the container the agent runs in"},
+    {OPT_SHIP, "ship", NULL,
+     "send this ranktop to each host through the remote shell's stdin (SHA-256 checked, run "
+     "from a private temporary directory it deletes as it starts): nothing to install there"},
+    {OPT_SHIP_DIR, "ship-dir", "DIR",
+     "--ship: ranktop-VERSION-linux-ARCH binaries for hosts of another architecture (default: "
+     "beside this binary, and share/ranktop/)"},
     {OPT_THIS, "this-node", NULL,
      "this node only, even inside a Slurm allocation (what the head asks of each node)"},
     {0},
@@ -116,6 +125,12 @@ int cli_hosts_handle(int c, const char *arg, struct cli_hosts *h, const char *cm
         return 1;
     case OPT_THIS:
         h->this_node = true;
+        return 1;
+    case OPT_SHIP:
+        h->ship = true;
+        return 1;
+    case OPT_SHIP_DIR:
+        h->ship_dir = arg;
         return 1;
     case OPT_LAUNCHER:
         if (strcmp(arg, "ssh") && strcmp(arg, "srun") && strcmp(arg, "pdsh") &&
@@ -327,6 +342,37 @@ static int kube_finish(struct cli_hosts *h, struct engine_remote_opts *o, const 
     return 0;
 }
 
+/* --ship: pdsh forwards no stdin, so nothing could be sent; otherwise the cache of binaries,
+ * searched in --ship-dir, else beside this binary and in its share/ranktop/. */
+static int ship_setup(struct cli_hosts *h, struct engine_remote_opts *o, const char *cmd)
+{
+    const char *dirs[2] = {NULL, NULL};
+    char exe[4096] = "";
+    ssize_t n;
+
+    if (!h->ship)
+        return 0;
+    if (o->launcher == ENGINE_LAUNCH_PDSH)
+        return bad(cmd,
+                   "--ship needs the remote shell's stdin, and pdsh passes none to the "
+                   "commands it runs: use --launcher ssh, srun or kubectl",
+                   NULL);
+    if (h->ship_dir) {
+        dirs[0] = h->ship_dir;
+    } else if ((n = readlink("/proc/self/exe", exe, sizeof(exe) - 1)) > 0) {
+        exe[n] = '\0';
+        *strrchr(exe, '/') = '\0'; /* the kernel's path is absolute */
+        snprintf(h->ship_dirs[0], sizeof(h->ship_dirs[0]), "%s", exe);
+        snprintf(h->ship_dirs[1], sizeof(h->ship_dirs[1]), "%.2000s/%.2000s", exe,
+                 RANKTOP_BIN_TO_DATA[0] ? RANKTOP_BIN_TO_DATA : "../share/ranktop");
+        dirs[0] = h->ship_dirs[0];
+        dirs[1] = h->ship_dirs[1];
+    }
+    ship_cache_init(&h->cache, RANKTOP_VERSION, dirs, 2);
+    o->ship = &h->cache;
+    return 0;
+}
+
 int cli_hosts_finish(struct cli_hosts *h, struct engine_remote_opts *o, const char *cmd)
 {
     const char *job = NULL;
@@ -384,7 +430,7 @@ done:
     o->rsh_has_host = h->tmpl.has_host;
     o->ranktop = h->ranktop;
     o->slurm_job = job;
-    return 0;
+    return ship_setup(h, o, cmd);
 }
 
 void cli_hosts_fini(struct cli_hosts *h)
@@ -394,5 +440,7 @@ void cli_hosts_fini(struct cli_hosts *h)
     rsh_tmpl_fini(&h->tmpl);
     kube_pods_fini(&h->pods);
     free(h->nodes);
+    if (h->cache.bins)
+        ship_cache_fini(&h->cache);
     memset(h, 0, sizeof(*h));
 }

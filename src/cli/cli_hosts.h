@@ -32,6 +32,10 @@ struct cli_hosts {
     char own_sel[160], own_ns[KUBE_NAME_MAX + 1]; /* this pod's job, its namespace */
     struct kube_pods pods;
     char **nodes;
+    bool ship;            /* --ship */
+    const char *ship_dir; /* --ship-dir */
+    char ship_dirs[2][4096];
+    struct ship_cache cache; /* set up by cli_hosts_finish with --ship */
 };
 
 /* Handles one getopt result (>= CLI_HOSTS_BASE). Returns 1 when handled, 0 when not ours, -1

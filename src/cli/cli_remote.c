@@ -2,7 +2,8 @@
  * exec_run (deadline, process group killed at the end), so one slow or dead host costs its
  * deadline, not the sum. The argv is ours: the remote shell's template (rsh.h), a validated
  * host name, the remote ranktop and fixed arguments, quoted where the remote end re-parses
- * them as a shell command line (ssh, pdsh); no local shell runs anything. */
+ * them as a shell command line (ssh, pdsh); no local shell runs anything. With --ship the
+ * command is ship.h's script, and exec_run_fed answers its request with the binary. */
 #include "cli_remote.h"
 
 #include "ranktop/kube.h"
@@ -10,6 +11,8 @@
 #include "ranktop/util.h"
 
 #include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,6 +64,45 @@ static char **host_argv(const struct engine_remote_opts *o, const char *host,
     return v;
 }
 
+/* --ship's side of one host: the node's request line answered with the binary for its
+ * architecture (ship.h). */
+struct shipper {
+    struct ship_cache *cache;
+    const struct ship_bin *bin;
+    uint64_t asked_ns;
+};
+
+static bool ship_answer(void *ctx, const char *out, size_t len, struct exec_send *send)
+{
+    struct shipper *s = ctx;
+    const char *nl = memchr(out, '\n', len);
+    char arch[SHIP_ARCH_MAX];
+
+    if (!nl)
+        return len > 256; /* not a request: send nothing, close the stdin */
+    if (!ship_need(out, (size_t)(nl - out), arch))
+        return true;
+    s->bin = ship_cache_get(s->cache, arch);
+    s->asked_ns = clock_mono_ns();
+    send->p[0] = s->bin->header;
+    send->n[0] = strlen(s->bin->header);
+    send->p[1] = s->bin->data;
+    send->n[1] = s->bin->data ? s->bin->len : 0;
+    return true;
+}
+
+/* The request line leaves the output that the command's caller parses. */
+static void drop_request(struct exec_result *res)
+{
+    char *nl;
+
+    if (!res->out || strncmp(res->out, SHIP_NEED, strlen(SHIP_NEED)) ||
+        !(nl = strchr(res->out, '\n')))
+        return;
+    res->out_len -= (size_t)(nl + 1 - res->out);
+    memmove(res->out, nl + 1, res->out_len + 1);
+}
+
 /* pdsh labels every line "HOST: ": the command's own output is what follows. */
 static void unlabel(char *out, const char *host)
 {
@@ -104,13 +146,33 @@ static void explain(struct cli_remote_result *r, const char *prog, const struct 
     }
 }
 
+/* The command through ship.h's script: the node asks for its binary, ship_answer sends it.
+ * The cost is kept in the result; a missing binary is the head's own error. */
+static void run_shipped(struct job *j, const char *const *cmd, struct app_err *err)
+{
+    struct shipper s = {j->o->ship, NULL, 0};
+    struct exec_feed feed = {ship_answer, &s};
+    const char **sc = ship_cmd(cmd);
+    char **argv = host_argv(j->o, j->r->host, sc);
+
+    j->r->rc = exec_run_fed((const char *const *)argv, j->timeout_ms, &feed, &j->r->res, err);
+    drop_request(&j->r->res);
+    if (s.bin && s.bin->data && j->r->res.fed_ns) {
+        j->r->ship_bytes = s.bin->len;
+        j->r->ship_s = (double)(j->r->res.fed_ns - s.asked_ns) / 1e9;
+    }
+    if (s.bin && !s.bin->data) /* the head's own words: where it looked */
+        snprintf(j->r->why, sizeof(j->r->why), "%s", s.bin->why);
+    rsh_argv_free(argv);
+    free(sc);
+}
+
 static void *run_one(void *arg)
 {
     struct job *j = arg;
     const struct engine_remote_opts *o = j->o;
     size_t na = 0;
     const char **cmd;
-    char **argv;
     struct app_err err = {0};
 
     while (j->args[na])
@@ -119,12 +181,21 @@ static void *run_one(void *arg)
     cmd[0] = o->ranktop && o->ranktop[0] ? o->ranktop : "ranktop";
     for (size_t i = 0; i < na; i++)
         cmd[i + 1] = j->args[i];
-    argv = host_argv(o, j->r->host, cmd);
-    j->r->rc = exec_run((const char *const *)argv, j->timeout_ms, &j->r->res, &err);
+    if (o->ship) {
+        run_shipped(j, cmd, &err);
+    } else {
+        char **argv = host_argv(o, j->r->host, cmd);
+
+        j->r->rc = exec_run((const char *const *)argv, j->timeout_ms, &j->r->res, &err);
+        rsh_argv_free(argv);
+    }
     if (o->launcher == ENGINE_LAUNCH_PDSH && j->r->res.out)
         unlabel(j->r->res.out, j->r->host);
-    explain(j->r, argv[0], &err);
-    rsh_argv_free(argv);
+    if (!j->r->why[0])
+        explain(j->r, o->nrsh ? o->rsh[0] : "the remote shell", &err);
+    /* No ranktop there: the remote shell's "command not found" (127) says what; say the cure. */
+    if (!o->ship && j->r->res.status == 127 && strlen(j->r->why) < sizeof(j->r->why) - 40)
+        strcat(j->r->why, " (--ship sends ranktop there)");
     free(cmd);
     return NULL;
 }
@@ -136,6 +207,8 @@ void cli_remote_run(const struct engine_remote_opts *o, const char *const *args,
     struct job *j = x_calloc(o->nhosts ? o->nhosts : 1, sizeof(*j));
     pthread_t th[MAX_PARALLEL];
 
+    if (o->ship) /* a node that stops reading the binary is an EPIPE, not our death */
+        signal(SIGPIPE, SIG_IGN);
     for (size_t at = 0; at < o->nhosts; at += MAX_PARALLEL) {
         size_t n = o->nhosts - at < MAX_PARALLEL ? o->nhosts - at : MAX_PARALLEL;
         bool started[MAX_PARALLEL] = {false};
@@ -152,6 +225,10 @@ void cli_remote_run(const struct engine_remote_opts *o, const char *const *args,
                 pthread_join(th[i], NULL);
     }
     free(j);
+    for (size_t i = 0; i < o->nhosts; i++)
+        if (r[i].ship_bytes)
+            fprintf(stderr, "ranktop --ship: %s: %zu bytes in %.2f s\n", r[i].host, r[i].ship_bytes,
+                    r[i].ship_s);
     *out = r;
 }
 

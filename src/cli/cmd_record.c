@@ -574,15 +574,18 @@ static void hosts_summary(struct engine *e)
 
     engine_hosts(e, &h, &n);
     for (size_t i = 0; i < n; i++) {
-        char clock[64] = "";
+        char clock[64] = "", ship[80] = "";
 
         if (h[i].offset_err_ms >= 0)
             snprintf(clock, sizeof(clock), ", clock %+.3f ms (+-%.3f)", h[i].offset_ms,
                      h[i].offset_err_ms);
-        fprintf(stderr, "ranktop: host %s: %s, %d ranks, agent %s, %u connects%s%s%s\n",
+        if (h[i].ship_bytes) /* --ship: what sending the binary cost (the last time) */
+            snprintf(ship, sizeof(ship), ", shipped %zu bytes in %.2f s", h[i].ship_bytes,
+                     h[i].ship_s);
+        fprintf(stderr, "ranktop: host %s: %s, %d ranks, agent %s, %u connects%s%s%s%s\n",
                 h[i].agent_host[0] ? h[i].agent_host : h[i].name,
                 states[h[i].state < 4 ? h[i].state : 3], h[i].ranks,
-                h[i].version[0] ? h[i].version : "-", h[i].connects, clock,
+                h[i].version[0] ? h[i].version : "-", h[i].connects, ship, clock,
                 h[i].error[0] ? "; last error: " : "", h[i].error);
     }
     free(h);

@@ -6,6 +6,7 @@
 #include "cli_opts.h"
 
 #include "ranktop/engine.h"
+#include "ranktop/ship.h"
 #include "ranktop/util.h"
 
 #include <stdbool.h>
@@ -70,6 +71,9 @@ int main(int argc, char **argv)
                 {"dump", cmd_dump, true},
                 {"agent", cmd_agent, true}};
 
+    /* A binary the head shipped here (--ship) removes itself and its directory before anything
+     * else, so that nothing is left on the node however it ends. */
+    ship_cleanup();
     app_crash_install(RANKTOP_VERSION);
     if (argc >= 2 && is_opt(argv[1], "-h", "--help")) {
         usage(stdout);

@@ -12,7 +12,12 @@
  * lines are capped, labels and messages validated; no local shell runs anything (argv words
  * are ours, host names were validated; the agent's words are quoted where the remote end
  * parses them as a shell command line). A process that fails is restarted with capped backoff;
- * stopping closes every agent's stdin (agents exit on EOF), then kills what is left. */
+ * stopping closes every agent's stdin (agents exit on EOF), then kills what is left.
+ *
+ * --ship (ranktop/ship.h): the remote command is the ship script; its request line is answered
+ * by writing the binary to the launcher's stdin, non-blocking and resumed each pass, and the
+ * stdin carries no ping or command until the agents said hello, so that nothing follows the
+ * binary in the pipe while the node's head -c reads it. */
 #include "engine_remote_priv.h"
 
 #include "ranktop/kube.h"
@@ -55,6 +60,13 @@ struct rproc {
     struct rsh_tail tail; /* its last stderr lines that named none of its hosts */
     uint64_t end_by;      /* its output ended: by then its end is told (0: running) */
     int status;           /* waitpid's status, once pid is -1 */
+    /* --ship: the binary being written to the launcher's stdin (header, then bytes), resumed
+     * each pass; nothing else is written until the agents said hello (ship.h). */
+    const struct ship_bin *bin;
+    size_t ship_at;            /* bytes of header + binary written */
+    uint64_t ship_t0, ship_ns; /* the request's time; the transfer's duration once done */
+    size_t ship_bytes;
+    bool hold; /* no pings or commands on stdin yet */
 };
 
 struct remote {
@@ -131,6 +143,16 @@ static char **proc_argv(const struct remote *rm, const struct rproc *p)
     size_t n = 0, dash = r->nrsh;
 
     agent_args(rm->e, cmd, &n, rm->how != ENGINE_LAUNCH_PDSH);
+    if (r->ship) { /* sh -c SCRIPT sh agent ARGS: the script ships and runs the binary */
+        const char **sc = ship_cmd((const char *const *)cmd);
+        char **copy = x_calloc(28, sizeof(char *));
+
+        for (n = 0; sc[n]; n++) /* copies: sc borrows from cmd */
+            copy[n] = x_strdup(sc[n]);
+        free(sc);
+        argv_free(cmd);
+        cmd = copy;
+    }
     if (rm->how == ENGINE_LAUNCH_KUBECTL) {
         v = kube_exec_argv(&t, rm->l[p->first].name, r->kube_ns, r->kube_container,
                            (const char *const *)cmd);
@@ -251,15 +273,34 @@ out:
     return rc;
 }
 
+/* A remote shell that ended with "command not found" (127; kubectl's "executable file not
+ * found", 126 or 127) before its agent said hello: the node has no ranktop, and the error says
+ * what would send one. */
+static void hint_ship(struct remote *rm, struct rproc *p, int code)
+{
+    for (size_t i = 0; i < p->n; i++) {
+        struct rlink *l = &rm->l[p->first + i];
+        size_t len = strlen(l->src.error);
+
+        if (l->src.hello || !(code == 127 || (code == 126 && strstr(l->src.error, "not found"))) ||
+            strstr(l->src.error, "--ship") || len + 32 >= sizeof(l->src.error))
+            continue;
+        snprintf(l->src.error + len, sizeof(l->src.error) - len, "%s--ship sends ranktop there",
+                 len ? "; " : "");
+    }
+}
+
 /* Ends the process: stdin closed first (agents exit on EOF), then its group killed; the
  * child is reaped. Its hosts go down; it is started again after the backoff. */
 static void proc_down(struct remote *rm, struct rproc *p, uint64_t now, const char *why)
 {
+    int code = -1; /* the launcher's exit status, when it exited */
+
     close_fd(&p->in_fd);
     close_fd(&p->out_fd);
     close_fd(&p->err_fd);
     if (p->pid > 0) { /* not when reaped: its pid may be another process's by now */
-        int st;
+        int st = 0;
 
         kill(-p->pid, SIGTERM);
         kill(p->pid, SIGTERM);
@@ -268,6 +309,9 @@ static void proc_down(struct remote *rm, struct rproc *p, uint64_t now, const ch
             kill(p->pid, SIGKILL);
             waitpid(p->pid, &st, 0);
         }
+        code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    } else if (p->pid < 0) { /* reaped by proc_end, its status kept */
+        code = WIFEXITED(p->status) ? WEXITSTATUS(p->status) : -1;
     }
     p->pid = 0;
     for (size_t i = 0; i < p->n; i++) {
@@ -277,6 +321,8 @@ static void proc_down(struct remote *rm, struct rproc *p, uint64_t now, const ch
             rlink_set_error(l, "%s", why);
         l->state = ENGINE_HOST_DOWN;
     }
+    if (code >= 0 && !rm->e->o.remote.ship)
+        hint_ship(rm, p, code);
     /* An agent that dies right after its hello must not be restarted every second. */
     if (p->ticking && now - p->up_since > BACKOFF_MAX_NS)
         p->backoff_ns = BACKOFF_MIN_NS;
@@ -307,6 +353,10 @@ static void proc_connect(struct remote *rm, struct rproc *p, uint64_t now)
     p->ticking = p->stderr_said = false;
     memset(&p->tail, 0, sizeof(p->tail));
     p->end_by = 0;
+    p->bin = NULL;
+    p->ship_at = p->ship_bytes = 0;
+    p->ship_ns = 0;
+    p->hold = rm->e->o.remote.ship != NULL;
     p->up_since = now;
     p->next_ping = now + PING_EVERY_NS;
     if (proc_spawn(rm, p) < 0)
@@ -373,6 +423,64 @@ static struct rlink *match_task(struct remote *rm, struct rproc *p, long task,
     return NULL;
 }
 
+/* Bytes of header + binary still to write for --ship (0: none asked or all written). */
+static size_t ship_left(const struct rproc *p)
+{
+    size_t hl;
+
+    if (!p->bin)
+        return 0;
+    hl = strlen(p->bin->header);
+    return hl + (p->bin->data ? p->bin->len : 0) - p->ship_at;
+}
+
+/* Writes what the launcher's stdin takes now of the binary (non-blocking; resumed on the
+ * next pass, or as soon as poll says the pipe has room). */
+static void ship_write(struct remote *rm, struct rproc *p, uint64_t now)
+{
+    while (p->in_fd >= 0 && ship_left(p)) {
+        size_t hl = strlen(p->bin->header);
+        const char *from =
+            p->ship_at < hl ? p->bin->header + p->ship_at : p->bin->data + (p->ship_at - hl);
+        size_t n = p->ship_at < hl ? hl - p->ship_at : p->bin->len - (p->ship_at - hl);
+        ssize_t w = write(p->in_fd, from, n);
+
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0 && errno == EAGAIN)
+            return;
+        if (w <= 0) { /* the script is gone: its stderr says why */
+            close_fd(&p->in_fd);
+            return;
+        }
+        p->ship_at += (size_t)w;
+        if (!ship_left(p) && p->bin->data) {
+            p->ship_ns = now > p->ship_t0 ? clock_mono_ns() - p->ship_t0 : 0;
+            p->ship_bytes = p->bin->len;
+        }
+    }
+    (void)rm;
+}
+
+/* A node's "ranktop-ship need ARCH": the first one of a process is answered (srun broadcasts
+ * one answer to every task; a task of another architecture refuses it and says so). */
+static bool ship_request(struct remote *rm, struct rproc *p, const char *payload, size_t len,
+                         uint64_t now)
+{
+    char arch[SHIP_ARCH_MAX];
+
+    if (!rm->e->o.remote.ship || !ship_need(payload, len, arch))
+        return false;
+    if (p->bin)
+        return true;
+    p->bin = ship_cache_get(rm->e->o.remote.ship, arch);
+    p->ship_t0 = now;
+    if (!p->bin->data)
+        proc_error(rm, p, p->bin->why);
+    ship_write(rm, p, now);
+    return true;
+}
+
 static void apply_lines(struct remote *rm, struct rproc *p, uint64_t now)
 {
     const char *line;
@@ -385,6 +493,8 @@ static void apply_lines(struct remote *rm, struct rproc *p, uint64_t now)
         long task;
         struct rlink *l = route(rm, p, line, (size_t)len, &skip, &task);
 
+        if ((l || task >= 0) && ship_request(rm, p, line + skip, (size_t)len - skip, now))
+            continue;
         if ((!l && task < 0) || (l && l->refused))
             continue;
         if (agentproto_parse(line + skip, (size_t)len - skip, &m, &err) < 0) {
@@ -465,6 +575,8 @@ static void proc_read_err(struct remote *rm, struct rproc *p)
         }
         p->stderr_said = true;
     }
+    if (p->bin && !p->bin->data) /* --ship found no binary: the head's words name where */
+        proc_error(rm, p, p->bin->why);
     if (n == 0)
         close_fd(&p->err_fd);
 }
@@ -531,6 +643,8 @@ static void proc_end(struct remote *rm, struct rproc *p, uint64_t now)
  * lost, and pings try again. */
 static void proc_send(struct rproc *p, const char *cmd, int n)
 {
+    if (p->hold) /* --ship: the binary first, and nothing a script's head -c could swallow */
+        return;
     if (p->in_fd >= 0 && n > 0 && write(p->in_fd, cmd, (size_t)n) < 0 && errno == EPIPE)
         close_fd(&p->in_fd);
 }
@@ -583,6 +697,8 @@ static void publish_host(const struct rlink *l, const struct rproc *p, struct en
     h->offset_ms = (double)l->src.offset_ns / 1e6;
     h->offset_err_ms = l->src.rtt_ns == INT64_MAX ? -1 : (double)l->src.rtt_ns / 2e6;
     h->connects = p->connects;
+    h->ship_bytes = p->ship_bytes;
+    h->ship_s = (double)p->ship_ns / 1e9;
 }
 
 /* A host whose launcher runs but whose agent has not said hello within HELLO_WAIT_NS: said
@@ -727,10 +843,27 @@ static void forward_native(struct remote *rm)
     }
 }
 
+/* --ship: once the binary is written and every agent of the process said hello (or the
+ * hello wait is over: a node that failed must not starve the others of pings), the stdin
+ * carries the head's lines again, the current rate first. */
+static void ship_release(struct remote *rm, struct rproc *p, uint64_t now)
+{
+    bool all = true;
+
+    if (!p->hold || !p->pid || !p->bin || ship_left(p))
+        return;
+    for (size_t i = 0; i < p->n; i++)
+        all &= rm->l[p->first + i].src.hello || rm->l[p->first + i].refused;
+    if (!all && now - p->up_since < HELLO_WAIT_NS)
+        return;
+    p->hold = false;
+    rm->rate_hz = -1; /* forward_rate tells every agent the rate again */
+}
+
 /* One pass: (re)start what is due, ping, wait for output up to 100 ms, read it. */
 static void remote_pass(struct remote *rm)
 {
-    struct pollfd *pf = x_calloc(rm->np * 2 + 1, sizeof(*pf));
+    struct pollfd *pf = x_calloc(rm->np * 3 + 1, sizeof(*pf));
     uint64_t now = clock_mono_ns();
 
     forward_rate(rm);
@@ -747,11 +880,17 @@ static void remote_pass(struct remote *rm)
     for (size_t i = 0; i < rm->np; i++) {
         pf[1 + 2 * i] = (struct pollfd){.fd = rm->p[i].out_fd, .events = POLLIN};
         pf[2 + 2 * i] = (struct pollfd){.fd = rm->p[i].err_fd, .events = POLLIN};
+        /* --ship: a stdin with binary bytes pending wakes the pass when it has room. */
+        pf[1 + 2 * rm->np + i] =
+            (struct pollfd){.fd = ship_left(&rm->p[i]) ? rm->p[i].in_fd : -1, .events = POLLOUT};
     }
-    if (poll(pf, rm->np * 2 + 1, 100) > 0) {
+    if (poll(pf, rm->np * 3 + 1, 100) > 0) {
         now = clock_mono_ns();
         for (size_t i = 0; i < rm->np; i++) {
             struct rproc *p = &rm->p[i];
+
+            if (pf[1 + 2 * rm->np + i].revents)
+                ship_write(rm, p, now);
 
             if (p->err_fd >= 0 && pf[2 + 2 * i].revents)
                 proc_read_err(rm, p);
@@ -762,9 +901,11 @@ static void remote_pass(struct remote *rm)
     for (size_t i = 0; i < rm->np; i++)
         if (rm->p[i].pid && rm->p[i].end_by)
             proc_end(rm, &rm->p[i], now);
-    for (size_t i = 0; i < rm->np; i++) /* a protocol refused by every host of a process */
+    for (size_t i = 0; i < rm->np; i++) { /* a protocol refused by every host of a process */
         if (rm->p[i].pid && all_refused(rm, &rm->p[i]))
             proc_down(rm, &rm->p[i], now, NULL);
+        ship_release(rm, &rm->p[i], now);
+    }
     free(pf);
     publish(rm, clock_mono_ns());
 }

@@ -79,6 +79,35 @@ wait_screen "^ +0 +$RANK_PID +$NODE " 60 || bad "the monitor inside job $JOB: ra
 keys q
 wait_screen '^EXITED 0' 20 || bad "the monitor inside job $JOB did not quit"
 
+# --ship through srun: one step, every task reads the same binary from the broadcast stdin
+# (ls, record); the tasks' temporary directories (srun exports TMPDIR) are empty afterwards.
+mkdir -p "$WORK/shiptmp"
+if TMPDIR=$WORK/shiptmp timeout 60 $RANKTOP_BIN ls --json --ship --no-device-libs >"$WORK/sls.json" 2>"$WORK/sls.err"; then
+    json_check "$WORK/sls.json" "any(p.get('host') == '$NODE' and p.get('pid') == $RANK_PID for p in d['processes'])" ||
+        bad "ls --ship inside job $JOB: $(cat "$WORK/sls.err")"
+    grep -Eq "^ranktop --ship: $NODE: [0-9]+ bytes in" "$WORK/sls.err" || bad "ls --ship: no cost: $(cat "$WORK/sls.err")"
+else
+    bad "ls --ship inside job $JOB exited $?: $(cat "$WORK/sls.err" "$WORK/sls.json")"
+fi
+if TMPDIR=$WORK/shiptmp timeout 60 $RANKTOP_BIN record -o "$WORK/st.json" -d 5 --ship >"$WORK/srec.out" 2>&1; then
+    python3 "$RANKTOP_SRCDIR/tests/tools/trace_check.py" "$WORK/st.json" \
+        --lane-name-regex "^rank 0 \\(pid $RANK_PID, $NODE" --slice all_reduce ||
+        bad "record --ship, trace of job $JOB: $(cat "$WORK/srec.out")"
+    grep -Eq "^ranktop: host $NODE: up, .*shipped [0-9]+ bytes" "$WORK/srec.out" ||
+        bad "record --ship: no cost: $(cat "$WORK/srec.out")"
+else
+    bad "record --ship inside job $JOB exited $?: $(cat "$WORK/srec.out")"
+fi
+i=0
+while [ -n "$(ls -A "$WORK/shiptmp")" ]; do
+    i=$((i + 1))
+    if [ $i -ge 300 ]; then
+        bad "--ship through srun left $(ls -A "$WORK/shiptmp")"
+        break
+    fi
+    sleep 0.1
+done
+
 # No agent is left: neither an agent process started by this job's steps nor a ranktop step.
 agents_left() {
     for p in $(pgrep -f "ranktop agent" || true); do

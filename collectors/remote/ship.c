@@ -44,7 +44,7 @@ static const char script[] =
     "[ \"$a\" = \"$m\" ] || e \"the head sent a binary for $a, this node is $m (one srun step "
     "gets one binary: reach mixed architectures with ssh)\"; "
     "h=$(sha256sum < \"$d/ranktop\"); h=${h%% *}; "
-    "[ \"$h\" = \"$s\" ] || e \"SHA-256 mismatch: the head sent $s, this node got $h; not run\"; "
+    "[ \"$h\" = \"$s\" ] || e \"not run: SHA-256 mismatch: the head sent $s, this node got $h\"; "
     "chmod 700 \"$d/ranktop\"; "
     "RANKTOP_SHIPPED=$d \"$d/ranktop\" \"$@\"; r=$?; "
     "[ $r -ne 126 ] || echo \"ranktop-ship: $d/ranktop would not run (a noexec mount? set TMPDIR "

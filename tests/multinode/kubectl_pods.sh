@@ -81,6 +81,31 @@ python3 "$RANKTOP_SRCDIR/tests/tools/trace_check.py" "$WORK/t.json" --lanes 2 \
     --lane-name-regex '^rank 1 \(pid [0-9]+, w-1@node02' \
     --slice all_reduce --slice load_batch_slowly || fail "trace over two pods"
 
+# --ship into pods that have no ranktop: without it the pods say so and name the cure; with it
+# the binary goes through kubectl exec -i's stdin, runs from a private directory in each pod
+# and leaves nothing there. TMPDIR reaches the pods' shell through kubectl (the fake passes the
+# environment), so what is left can be counted.
+command -v ranktop > /dev/null && fail "a ranktop on PATH would make this case moot"
+KS="--launcher kubectl -n train --no-device-libs"
+# shellcheck disable=SC2086
+"$RANKTOP_BIN" ls --json --hosts w-0 $KS > "$WORK/noship.json" 2> /dev/null || true
+json_check "$WORK/noship.json" "not d['hosts'][0]['ok'] and '--ship sends ranktop there' in d['hosts'][0]['error']"
+mkdir "$WORK/podtmp"
+# shellcheck disable=SC2086
+TMPDIR=$WORK/podtmp "$RANKTOP_BIN" ls --json --hosts w-0,w-1 $KS --ship > "$WORK/ship.json" \
+    2> "$WORK/ship.err" || fail "ls --ship into pods exited $?: $(cat "$WORK/ship.err")"
+json_check "$WORK/ship.json" "sorted((p['host'], p['rank']) for p in d['processes']) == [('w-0', 0), ('w-1', 1)]"
+grep -q '^ranktop --ship: w-0: [0-9]* bytes in ' "$WORK/ship.err" || fail "no shipping figure: $(cat "$WORK/ship.err")"
+grep -q '"exec", "-i", "w-1", "-n", "train", "--", "sh", "-c", ' "$WORK/kubectl.log" ||
+    fail "--ship did not run the script through kubectl exec: $(tail -n 2 "$WORK/kubectl.log")"
+# shellcheck disable=SC2086
+TMPDIR=$WORK/podtmp "$RANKTOP_BIN" record -o "$WORK/ship.trace.json" -d 3 -r 20 --hosts w-0,w-1 \
+    $KS --ship > "$WORK/shiprec.out" 2>&1 || fail "record --ship exited $?: $(cat "$WORK/shiprec.out")"
+python3 "$RANKTOP_SRCDIR/tests/tools/trace_check.py" "$WORK/ship.trace.json" --lanes 2 \
+    --slice all_reduce --slice load_batch_slowly || fail "trace of shipped agents in pods"
+left_in_pods() { [ -z "$(ls -A "$WORK/podtmp")" ]; }
+wait_for left_in_pods || fail "--ship left files in the pods: $(ls -la "$WORK/podtmp")"
+
 # Inside a pod of the job: no --hosts, no --selector, no -n: this pod's job-name label and its
 # service account's namespace pick the pods.
 echo train > "$WORK/namespace"

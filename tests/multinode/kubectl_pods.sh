@@ -55,6 +55,8 @@ grep -q '^error: unknown flag: --this-node' "$WORK/err" || fail "fake kubectl: $
 # shellcheck disable=SC2086
 "$RANKTOP_BIN" ls --json --hosts w-0,w-3 $K > "$WORK/miss.json" 2> /dev/null
 json_check "$WORK/miss.json" "[(h['host'], h['ok']) for h in d['hosts']] == [('w-0', True), ('w-3', False)] and [p['host'] for p in d['processes']] == ['w-0']"
+# ... in kubectl's own words, with its exit status.
+json_check "$WORK/miss.json" "'kubectl exited with status 1' in d['hosts'][1]['error'] and 'Error from server (NotFound): pods \"w-3\" not found' in d['hosts'][1]['error']"
 
 # --selector: the Running pods of the label (not the Pending w-2, not the other namespace's w-0).
 # shellcheck disable=SC2086

@@ -31,8 +31,10 @@
  * build each (a git worktree at the old commit) and run both runners one after the other.
  *
  * Usage: bench_scale [--quick] [--local N] [--probes N] [--hosts N] [--ranks-per-host N]
- *        [--backlog RUNS] [--measure S] [--ranktop PATH]... [--no-bin] [PYTHON]
- * --quick: 16 hosts, 16 local targets, backlog 900, 10 s windows. Not a test. */
+ *        [--backlog RUNS] [--measure S] [--ranktop PATH]... [--no-bin | --bin-only] [PYTHON]
+ * --quick: 16 hosts, 16 local targets, backlog 900, 10 s windows (phase 3: half of each
+ * window); --no-bin: phases 1 and 2 only; --bin-only: phase 3 only. PYTHON defaults to pyenv's
+ * 3.12. The full run takes about 3 minutes, more on a busy machine. Not a test. */
 #include "ranktop/engine.h"
 #include "ranktop/util.h"
 #include "ranktop/view.h"
@@ -64,7 +66,7 @@ struct cfg {
     double warm_s, measure_s, load_max_s;
     const char *bins[MAX_BINS];
     int nbins;
-    bool no_bin;
+    bool no_bin, bin_only;
 };
 
 /* A reader thread: every period_s a copy (and, for the monitor, the views it draws from). */
@@ -308,7 +310,7 @@ static bool start_targets(const struct cfg *c, struct bench_target *t, int *pids
 
 /* ---- Phase 1: the local targets alone ---- */
 
-static void phase_local(const struct cfg *c, int *pids)
+static double phase_local(const struct cfg *c, int *pids)
 {
     struct engine_opts o = {.rate_hz = 100, .all_threads = true};
     struct engine_stats a, b;
@@ -337,6 +339,7 @@ static void phase_local(const struct cfg *c, int *pids)
     print_period_error(e, pids, c->nprobes, t0, t1);
     engine_stop(e);
     engine_free(e);
+    return f.cpu_pct;
 }
 
 /* ---- Phase 2: the hosts and the local targets, with readers ---- */
@@ -430,7 +433,7 @@ static size_t count_runs(struct engine *e, int *nranks)
     return n;
 }
 
-static void phase_head(const struct cfg *c, int *pids)
+static void phase_head(const struct cfg *c, int *pids, double local_cpu)
 {
     char **hosts = host_names(c->nhosts), *rsh[] = {(char *)BENCH_REPLAY};
     struct engine_opts o = {.rate_hz = 100,
@@ -483,6 +486,8 @@ static void phase_head(const struct cfg *c, int *pids)
     printf("  engine CPU %.1f %% of a core (head's remote collector + local sampler), %.1f Hz "
            "achieved, lag mean %.2f ms max %.2f ms\n",
            f.cpu_pct, f.hz, f.lag_ms, f.lag_max_ms);
+    printf("  head CPU at %d ranks (less phase 1's local sampler) %.1f %% of a core\n",
+           c->nhosts * c->per, f.cpu_pct - local_cpu);
     printf("  replayed stream %.0f KB/s in, %.0f B per rank per s (%d remote ranks)\n", bps / 1024,
            rranks ? bps / rranks : 0, rranks);
     printf("  history at the end %.1f MB, RSS %.0f MB\n", (double)b.history_bytes / 1048576,
@@ -667,7 +672,7 @@ static int usage(void)
     fprintf(stderr,
             "usage: bench_scale [--quick] [--local N (1-%d)] [--probes N] [--hosts N] "
             "[--ranks-per-host N] [--backlog RUNS] [--measure S] [--ranktop PATH]... "
-            "[--no-bin] [PYTHON]\n",
+            "[--no-bin | --bin-only] [PYTHON]\n",
             MAX_LOCAL);
     return 2;
 }
@@ -682,6 +687,8 @@ static int parse(int argc, char **argv, struct cfg *c)
             c->warm_s = 2, c->load_max_s = 30;
         } else if (!strcmp(a, "--no-bin")) {
             c->no_bin = true;
+        } else if (!strcmp(a, "--bin-only")) {
+            c->bin_only = true;
         } else if (a[0] != '-') {
             c->python = a;
         } else if (!v) {
@@ -742,8 +749,8 @@ int main(int argc, char **argv)
         bench_kill_tracked();
         return 1;
     }
-    phase_local(&c, pids);
-    phase_head(&c, pids);
+    if (!c.bin_only)
+        phase_head(&c, pids, phase_local(&c, pids));
     phase_bins(&c, pids);
     bench_targets_kill(t, c.nlocal);
     bench_print_load("end");

@@ -77,6 +77,7 @@ struct reader {
     atomic_bool stop;
     pthread_t th;
     double *copy_ms, *frame_ms;
+    uint64_t *copy_at; /* when each copy began */
     size_t n, cap;
     double cpu_s;
 };
@@ -96,9 +97,9 @@ static double thread_cpu_s(void)
 }
 
 /* What the monitor copies before a frame; returns the copy's ms, the models' in *frame_ms. */
-static double reader_pass(struct reader *r, double *frame_ms)
+static double reader_pass(struct reader *r, double *frame_ms, uint64_t *at)
 {
-    uint64_t t0 = clock_mono_ns(), t1, now;
+    uint64_t t0 = *at = clock_mono_ns(), t1, now;
     struct history h;
     struct smi_device *devs = NULL;
     struct engine_rank_live *live = NULL;
@@ -139,13 +140,16 @@ static void *reader_main(void *arg)
     double c0 = thread_cpu_s();
 
     while (!atomic_load(&r->stop)) {
-        double frame, copy = reader_pass(r, &frame);
+        uint64_t at;
+        double frame, copy = reader_pass(r, &frame, &at);
 
         if (r->n == r->cap) {
             r->cap = r->cap ? r->cap * 2 : 64;
             r->copy_ms = x_reallocarray(r->copy_ms, r->cap, sizeof(double));
             r->frame_ms = x_reallocarray(r->frame_ms, r->cap, sizeof(double));
+            r->copy_at = x_reallocarray(r->copy_at, r->cap, sizeof(uint64_t));
         }
+        r->copy_at[r->n] = at;
         r->copy_ms[r->n] = copy;
         r->frame_ms[r->n++] = frame;
         for (double s = 0; s < r->period_s && !atomic_load(&r->stop); s += 0.05)
@@ -199,6 +203,7 @@ static void reader_print(struct reader *r, const char *name, double wall_s)
     printf("  %-28s %.1f %% of a core\n", "reader CPU", r->cpu_s / wall_s * 100);
     free(r->copy_ms);
     free(r->frame_ms);
+    free(r->copy_at);
 }
 
 static bool is_probe(int key, const int *probes, int n)
@@ -209,55 +214,96 @@ static bool is_probe(int key, const int *probes, int n)
     return false;
 }
 
-/* The sampling intervals of the probes' main threads within [from, to]: run j's last sample
- * and run j+1's first are consecutive samples. Appends |interval - period| in ms. */
-static size_t probe_errors(const struct history *h, const int *probes, int nprobes, uint64_t from,
-                           uint64_t to, double **out)
+/* Whether [a, b] overlaps a copy of one of the nr readers (the copies' spans, before the
+ * readers' times are sorted). */
+static bool during_copy(const struct reader *rd, int nr, uint64_t a, uint64_t b)
 {
-    size_t n = 0, cap = 0;
+    for (int i = 0; i < nr; i++)
+        for (size_t k = 0; k < rd[i].n; k++) {
+            uint64_t s = rd[i].copy_at[k], e = s + (uint64_t)(rd[i].copy_ms[k] * 1e6);
 
+            if (s < b && e > a)
+                return true;
+        }
+    return false;
+}
+
+struct errors {
+    double *v[2]; /* [0]: intervals clear of any copy, [1]: overlapping one */
+    size_t n[2], cap[2];
+};
+
+static void errors_add(struct errors *er, int k, double ms)
+{
+    if (er->n[k] == er->cap[k]) {
+        er->cap[k] = er->cap[k] ? er->cap[k] * 2 : 1024;
+        er->v[k] = x_reallocarray(er->v[k], er->cap[k], sizeof(double));
+    }
+    er->v[k][er->n[k]++] = ms;
+}
+
+/* The sampling intervals of a probe's main thread within [from, to]: run j's last sample and
+ * run j+1's first are consecutive samples. Adds |interval - period| in ms. */
+static void thread_errors(const struct hthread *t, uint64_t from, uint64_t to,
+                          const struct reader *rd, int nr, struct errors *er)
+{
+    for (size_t j = 0; j + 1 < t->nruns; j++) {
+        uint64_t a = t->runs[j].t1, b = t->runs[j + 1].t0, d;
+
+        if (a < from || b > to || b < a)
+            continue;
+        d = b - a > PERIOD_NS ? b - a - PERIOD_NS : PERIOD_NS - (b - a);
+        errors_add(er, during_copy(rd, nr, a, b), (double)d / 1e6);
+    }
+}
+
+static void probe_errors(const struct history *h, const int *probes, int nprobes, uint64_t from,
+                         uint64_t to, const struct reader *rd, int nr, struct errors *er)
+{
     for (size_t i = 0; i < h->nranks; i++) {
         const struct hrank *r = &h->ranks[i];
 
         if (!is_probe(r->pid, probes, nprobes))
             continue;
-        for (size_t k = 0; k < r->nthreads; k++) {
-            const struct hthread *t = &r->threads[k];
-
-            if (!t->main || t->worker || t->task)
-                continue;
-            for (size_t j = 0; j + 1 < t->nruns; j++) {
-                uint64_t a = t->runs[j].t1, b = t->runs[j + 1].t0;
-
-                if (a < from || b > to || b < a)
-                    continue;
-                if (n == cap) {
-                    cap = cap ? cap * 2 : 1024;
-                    *out = x_reallocarray(*out, cap, sizeof(double));
-                }
-                (*out)[n++] =
-                    (double)(b - a > PERIOD_NS ? b - a - PERIOD_NS : PERIOD_NS - (b - a)) / 1e6;
-            }
-        }
+        for (size_t k = 0; k < r->nthreads; k++)
+            if (r->threads[k].main && !r->threads[k].worker && !r->threads[k].task)
+                thread_errors(&r->threads[k], from, to, rd, nr, er);
     }
-    return n;
 }
 
+static void print_errors(const char *what, double *v, size_t n)
+{
+    qsort(v, n, sizeof(double), bench_cmp_double);
+    printf("  %-30s p50 %.3f ms  p99 %.3f ms  p99.9 %.3f ms  max %.3f ms  (%zu)\n", what,
+           pct(v, n, 50), pct(v, n, 99), pct(v, n, 99.9), n ? v[n - 1] : 0, n);
+}
+
+/* The period error of the probes over [from, to], all intervals and, with readers, split into
+ * those that overlap a reader's copy and the others. */
 static void print_period_error(struct engine *e, const int *probes, int nprobes, uint64_t from,
-                               uint64_t to)
+                               uint64_t to, const struct reader *rd, int nr)
 {
     struct history h;
-    double *v = NULL;
+    struct errors er = {0};
+    double *all;
     size_t n;
 
     engine_clone_history(e, &h);
-    n = probe_errors(&h, probes, nprobes, from, to, &v);
+    probe_errors(&h, probes, nprobes, from, to, rd, nr, &er);
     history_fini(&h);
-    qsort(v, n, sizeof(double), bench_cmp_double);
-    printf("  sampler period error (100 Hz) p50 %.3f ms  p99 %.3f ms  p99.9 %.3f ms  max %.3f ms"
-           "  (%zu intervals of %d probes)\n",
-           pct(v, n, 50), pct(v, n, 99), pct(v, n, 99.9), n ? v[n - 1] : 0, n, nprobes);
-    free(v);
+    n = er.n[0] + er.n[1];
+    all = x_calloc(n + 1, sizeof(double));
+    memcpy(all, er.v[0], er.n[0] * sizeof(double));
+    memcpy(all + er.n[0], er.v[1], er.n[1] * sizeof(double));
+    printf("  sampler period error at 100 Hz (intervals of %d probes' main threads):\n", nprobes);
+    print_errors("all intervals", all, n);
+    if (nr) {
+        print_errors("intervals during a copy", er.v[1], er.n[1]);
+        print_errors("intervals clear of copies", er.v[0], er.n[0]);
+    }
+    free(all);
+    free(er.v[0]);
+    free(er.v[1]);
 }
 
 static double rss_mb(pid_t pid)
@@ -336,7 +382,7 @@ static double phase_local(const struct cfg *c, int *pids)
            c->measure_s);
     printf("  engine CPU %.1f %% of a core, %.1f Hz achieved, lag mean %.2f ms max %.2f ms\n",
            f.cpu_pct, f.hz, f.lag_ms, f.lag_max_ms);
-    print_period_error(e, pids, c->nprobes, t0, t1);
+    print_period_error(e, pids, c->nprobes, t0, t1, NULL, 0);
     engine_stop(e);
     engine_free(e);
     return f.cpu_pct;
@@ -433,22 +479,15 @@ static size_t count_runs(struct engine *e, int *nranks)
     return n;
 }
 
-static void phase_head(const struct cfg *c, int *pids, double local_cpu)
+static struct engine *start_head(const struct cfg *c, int *pids, char **hosts)
 {
-    char **hosts = host_names(c->nhosts), *rsh[] = {(char *)BENCH_REPLAY};
+    static char *rsh[] = {(char *)BENCH_REPLAY};
     struct engine_opts o = {.rate_hz = 100,
                             .all_threads = true,
                             .history_ns = 3600ull * 1000000000u,
                             .mem_cap = 2048u << 20};
-    struct reader mon, save;
-    struct engine_stats a, b;
-    struct figures f;
     struct app_err err = {0};
     struct engine *e;
-    uint64_t t0, t1;
-    double load_s, bps;
-    size_t runs;
-    int nranks, rranks;
 
     replay_env(c, 0);
     o.disc.pids = pids;
@@ -459,8 +498,39 @@ static void phase_head(const struct cfg *c, int *pids, double local_cpu)
         fprintf(stderr, "bench_scale: %s\n", err.msg);
         exit(1);
     }
-    load_s = wait_loaded(c, e);
-    runs = count_runs(e, &nranks);
+    return e;
+}
+
+/* The engine's and the stream's figures of phase 2's window. */
+static void print_head(const struct cfg *c, struct engine *e, const struct figures *f,
+                       double local_cpu)
+{
+    int rranks;
+    double bps = stream_bps(e, &rranks);
+
+    printf("  engine CPU %.1f %% of a core (head's remote collector + local sampler), %.1f Hz "
+           "achieved, lag mean %.2f ms max %.2f ms\n",
+           f->cpu_pct, f->hz, f->lag_ms, f->lag_max_ms);
+    printf("  head CPU at %d ranks (less phase 1's local sampler) %.1f %% of a core\n",
+           c->nhosts * c->per, f->cpu_pct - local_cpu);
+    printf("  replayed stream %.0f KB/s in, %.0f B per rank per s (%d remote ranks)\n", bps / 1024,
+           rranks ? bps / rranks : 0, rranks);
+    printf("  history at the end %.1f MB, RSS %.0f MB\n", (double)f->history_bytes / 1048576,
+           rss_mb(getpid()));
+}
+
+static void phase_head(const struct cfg *c, int *pids, double local_cpu)
+{
+    char **hosts = host_names(c->nhosts);
+    struct engine *e = start_head(c, pids, hosts);
+    struct reader rd[2];
+    struct engine_stats a, b;
+    struct figures f;
+    uint64_t t0, t1;
+    double load_s = wait_loaded(c, e);
+    int nranks;
+    size_t runs = count_runs(e, &nranks);
+
     engine_get_stats(e, &a);
     printf("\n(2) %d hosts x %d ranks x 8 threads at 10 Hz (backlog %ld runs per main thread, "
            "loaded in %.0f s) + %d local targets at 100 Hz, monitor frame every 0.5 s, autosave "
@@ -468,30 +538,21 @@ static void phase_head(const struct cfg *c, int *pids, double local_cpu)
            c->nhosts, c->per, c->backlog, load_s, c->nlocal, c->measure_s);
     printf("  history: %d ranks, %zu runs, %.1f MB (engine's count), RSS %.0f MB\n", nranks, runs,
            (double)a.history_bytes / 1048576, rss_mb(getpid()));
-    reader_start(&mon, e, 0.5, true);
-    reader_start(&save, e, 5, false);
+    reader_start(&rd[0], e, 0.5, true);
+    reader_start(&rd[1], e, 5, false);
     bench_sleep_s(c->warm_s);
     engine_get_stats(e, &a);
     t0 = clock_mono_ns();
     bench_sleep_s(c->measure_s);
     t1 = clock_mono_ns();
     engine_get_stats(e, &b);
-    bps = stream_bps(e, &rranks);
-    reader_stop(&mon);
-    reader_stop(&save);
+    reader_stop(&rd[0]);
+    reader_stop(&rd[1]);
     window_figures(&a, &b, t0, t1, &f);
-    print_period_error(e, pids, c->nprobes, t0, t1);
-    reader_print(&mon, "monitor", (double)(t1 - t0) / 1e9);
-    reader_print(&save, "autosave", (double)(t1 - t0) / 1e9);
-    printf("  engine CPU %.1f %% of a core (head's remote collector + local sampler), %.1f Hz "
-           "achieved, lag mean %.2f ms max %.2f ms\n",
-           f.cpu_pct, f.hz, f.lag_ms, f.lag_max_ms);
-    printf("  head CPU at %d ranks (less phase 1's local sampler) %.1f %% of a core\n",
-           c->nhosts * c->per, f.cpu_pct - local_cpu);
-    printf("  replayed stream %.0f KB/s in, %.0f B per rank per s (%d remote ranks)\n", bps / 1024,
-           rranks ? bps / rranks : 0, rranks);
-    printf("  history at the end %.1f MB, RSS %.0f MB\n", (double)b.history_bytes / 1048576,
-           rss_mb(getpid()));
+    print_period_error(e, pids, c->nprobes, t0, t1, rd, 2);
+    reader_print(&rd[0], "monitor", (double)(t1 - t0) / 1e9);
+    reader_print(&rd[1], "autosave", (double)(t1 - t0) / 1e9);
+    print_head(c, e, &f, local_cpu);
     engine_stop(e);
     engine_free(e);
     free_names(hosts, c->nhosts);

@@ -421,31 +421,37 @@ static void free_names(char **hosts, int n)
     free(hosts);
 }
 
-/* Waits until every host is up and the history stopped growing fast (the backlogs are in);
- * returns the seconds it took. */
+/* Bytes a second in per remote rank once the backlogs are in: the live stream is about 600. */
+#define LIVE_BPS_MAX 1500
+
+/* Waits until every host is up and the streams came down to their live rate (the backlogs are
+ * in); returns the seconds it took. */
 static double wait_loaded(const struct cfg *c, struct engine *e)
 {
     uint64_t t0 = clock_mono_ns();
-    size_t last = 0;
 
     for (;;) {
         struct engine_host *h;
-        struct engine_stats st;
         size_t n, up = 0;
-        double s = (double)(clock_mono_ns() - t0) / 1e9;
+        double s, bps = 0;
+        int ranks = 0;
 
         bench_sleep_s(1);
+        s = (double)(clock_mono_ns() - t0) / 1e9;
         engine_hosts(e, &h, &n);
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
             up += h[i].state == ENGINE_HOST_UP;
+            bps += h[i].bytes_per_s;
+            ranks += h[i].ranks;
+        }
         free(h);
-        engine_get_stats(e, &st);
-        if ((up == n && st.history_bytes < last + last / 200 + (64u << 10)) || s > c->load_max_s) {
-            if (s > c->load_max_s)
-                printf("  (still loading after %.0f s: %zu/%zu hosts up)\n", s, up, n);
+        if (up == n && ranks >= c->nhosts * c->per && bps < (double)ranks * LIVE_BPS_MAX)
+            return s;
+        if (s > c->load_max_s) {
+            printf("  (still loading after %.0f s: %zu/%zu hosts up, %.0f KB/s)\n", s, up, n,
+                   bps / 1024);
             return s;
         }
-        last = st.history_bytes;
     }
 }
 
@@ -672,19 +678,24 @@ static void bin_record_local(const struct cfg *c, const char *bin, const int *pi
     unlink(out);
 }
 
-/* Waits until t's RSS stops growing (the backlogs are in); returns the seconds. */
+/* Waits until t's RSS stops growing and it uses less than half a core (the backlogs are in);
+ * returns the seconds. */
 static double bin_loaded(const struct cfg *c, const struct bench_target *t)
 {
     uint64_t t0 = clock_mono_ns();
-    double last = -1;
+    double last = -1, cpu = proc_cpu_s(t->pid);
 
     for (;;) {
-        double rss = rss_mb(t->pid), s = (double)(clock_mono_ns() - t0) / 1e9;
+        double rss, s, was = cpu;
 
-        if ((s >= 3 && rss > 0 && rss < last * 1.005 + 0.5) || s > c->load_max_s || rss < 0)
+        bench_sleep_s(1);
+        rss = rss_mb(t->pid);
+        cpu = proc_cpu_s(t->pid);
+        s = (double)(clock_mono_ns() - t0) / 1e9;
+        if ((s >= 3 && rss > 0 && rss < last * 1.005 + 0.5 && cpu - was < 0.5) ||
+            s > c->load_max_s || rss < 0)
             return s;
         last = rss;
-        bench_sleep_s(1);
     }
 }
 

@@ -421,35 +421,50 @@ static void free_names(char **hosts, int n)
     free(hosts);
 }
 
-/* Bytes a second in per remote rank once the backlogs are in: the live stream is about 600. */
-#define LIVE_BPS_MAX 1500
+/* The history's runs, and in *remote those of other hosts' ranks (keys above a pid's bits). */
+static size_t count_runs(struct engine *e, int *nranks, size_t *remote)
+{
+    struct history h;
+    size_t n = 0;
 
-/* Waits until every host is up and the streams came down to their live rate (the backlogs are
- * in); returns the seconds it took. */
+    engine_clone_history(e, &h);
+    *nranks = (int)h.nranks;
+    *remote = 0;
+    for (size_t i = 0; i < h.nranks; i++)
+        for (size_t k = 0; k < h.ranks[i].nthreads; k++) {
+            n += h.ranks[i].threads[k].nruns;
+            if (history_key_pid(h.ranks[i].pid) != h.ranks[i].pid)
+                *remote += h.ranks[i].threads[k].nruns;
+        }
+    history_fini(&h);
+    return n;
+}
+
+/* Waits until every host is up and the history holds every backlog's runs; returns the
+ * seconds it took. */
 static double wait_loaded(const struct cfg *c, struct engine *e)
 {
     uint64_t t0 = clock_mono_ns();
+    size_t want = (size_t)c->nhosts * (size_t)c->per * (size_t)c->backlog;
 
     for (;;) {
         struct engine_host *h;
-        size_t n, up = 0;
-        double s, bps = 0;
-        int ranks = 0;
+        size_t n, up = 0, runs;
+        int nranks;
+        double s;
 
         bench_sleep_s(1);
         s = (double)(clock_mono_ns() - t0) / 1e9;
         engine_hosts(e, &h, &n);
-        for (size_t i = 0; i < n; i++) {
+        for (size_t i = 0; i < n; i++)
             up += h[i].state == ENGINE_HOST_UP;
-            bps += h[i].bytes_per_s;
-            ranks += h[i].ranks;
-        }
         free(h);
-        if (up == n && ranks >= c->nhosts * c->per && bps < (double)ranks * LIVE_BPS_MAX)
+        count_runs(e, &nranks, &runs);
+        if (up == n && runs >= want)
             return s;
         if (s > c->load_max_s) {
-            printf("  (still loading after %.0f s: %zu/%zu hosts up, %.0f KB/s)\n", s, up, n,
-                   bps / 1024);
+            printf("  (still loading after %.0f s: %zu/%zu hosts up, %zu of %zu runs)\n", s, up, n,
+                   runs, want);
             return s;
         }
     }
@@ -469,20 +484,6 @@ static double stream_bps(struct engine *e, int *ranks)
     }
     free(h);
     return bps;
-}
-
-static size_t count_runs(struct engine *e, int *nranks)
-{
-    struct history h;
-    size_t n = 0;
-
-    engine_clone_history(e, &h);
-    *nranks = (int)h.nranks;
-    for (size_t i = 0; i < h.nranks; i++)
-        for (size_t k = 0; k < h.ranks[i].nthreads; k++)
-            n += h.ranks[i].threads[k].nruns;
-    history_fini(&h);
-    return n;
 }
 
 static struct engine *start_head(const struct cfg *c, int *pids, char **hosts)
@@ -535,15 +536,16 @@ static void phase_head(const struct cfg *c, int *pids, double local_cpu)
     uint64_t t0, t1;
     double load_s = wait_loaded(c, e);
     int nranks;
-    size_t runs = count_runs(e, &nranks);
+    size_t remote, runs = count_runs(e, &nranks, &remote);
 
     engine_get_stats(e, &a);
     printf("\n(2) %d hosts x %d ranks x 8 threads at 10 Hz (backlog %ld runs per main thread, "
            "loaded in %.0f s) + %d local targets at 100 Hz, monitor frame every 0.5 s, autosave "
            "copy every 5 s, %.0f s:\n",
            c->nhosts, c->per, c->backlog, load_s, c->nlocal, c->measure_s);
-    printf("  history: %d ranks, %zu runs, %.1f MB (engine's count), RSS %.0f MB\n", nranks, runs,
-           (double)a.history_bytes / 1048576, rss_mb(getpid()));
+    printf("  history: %d ranks, %zu runs (%zu of the hosts), %.1f MB (engine's count), RSS %.0f "
+           "MB\n",
+           nranks, runs, remote, (double)a.history_bytes / 1048576, rss_mb(getpid()));
     reader_start(&rd[0], e, 0.5, true);
     reader_start(&rd[1], e, 5, false);
     bench_sleep_s(c->warm_s);

@@ -27,8 +27,10 @@
  * targets, `ranktop record` CPU on the local targets at 100 Hz, and `ranktop record` CPU and
  * RSS over the simulated hosts with the backlog.
  *
- * Only engine.h's public calls are used. To compare two builds of the in-process figures,
- * build each (a git worktree at the old commit) and run both runners one after the other.
+ * Only engine.h's public calls are used, and the readers' one read is reader_pass (today
+ * engine_clone_history): where readers take a published view instead, that function changes,
+ * nothing else. To compare two builds of the in-process figures, build each (a git worktree at
+ * the old commit) and run both runners one after the other; phase 3 compares binaries itself.
  *
  * Usage: bench_scale [--quick] [--local N] [--probes N] [--hosts N] [--ranks-per-host N]
  *        [--backlog RUNS] [--measure S] [--ranktop PATH]... [--no-bin | --bin-only] [PYTHON]

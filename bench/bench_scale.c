@@ -295,8 +295,10 @@ static void print_period_error(struct engine *e, const int *probes, int nprobes,
     history_fini(&h);
     n = er.n[0] + er.n[1];
     all = x_calloc(n + 1, sizeof(double));
-    memcpy(all, er.v[0], er.n[0] * sizeof(double));
-    memcpy(all + er.n[0], er.v[1], er.n[1] * sizeof(double));
+    if (er.n[0])
+        memcpy(all, er.v[0], er.n[0] * sizeof(double));
+    if (er.n[1])
+        memcpy(all + er.n[0], er.v[1], er.n[1] * sizeof(double));
     printf("  sampler period error at 100 Hz (intervals of %d probes' main threads):\n", nprobes);
     print_errors("all intervals", all, n);
     if (nr) {

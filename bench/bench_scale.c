@@ -84,10 +84,10 @@ struct reader {
     double cpu_s;
 };
 
+/* The engine's figures over one measured window. */
 struct figures {
     double cpu_pct, hz, lag_ms, lag_max_ms;
-    size_t history_bytes, runs;
-    double rss_mb;
+    size_t history_bytes;
 };
 
 static double thread_cpu_s(void)

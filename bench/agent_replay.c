@@ -8,7 +8,12 @@
  * until REPLAY_STALL_AT (CLOCK_MONOTONIC ns; 0 never); from then on every rank waits in
  * all_reduce, except rank 0 of the host named REPLAY_ODD_HOST, which waits in
  * load_batch_slowly. Ranks are numbered from the digits in the host name: sim007 holds ranks
- * 56-63 with 8 per host. Usage: agent_replay HOST [ignored...]. */
+ * 56-63 with 8 per host.
+ *
+ * REPLAY_BACKLOG (default 0) runs per main thread are written first, as fast as the head reads
+ * them: the runs a long recording would hold (7200 is an hour at 10 Hz of a stack that changes
+ * every 5 samples), packed 1 ns apart right after the hello, because the head's history starts
+ * with the head and clamps older times to its start. Usage: agent_replay HOST [ignored...]. */
 #include <ctype.h>
 #include <poll.h>
 #include <stdbool.h>
@@ -74,6 +79,17 @@ static void definitions(const char *host, int base, int nranks, int nthreads)
     }
 }
 
+/* The backlog: n runs per main thread alternating forward and backward, 1 ns apart. */
+static void backlog(long n, int nranks, int nthreads)
+{
+    unsigned long long t = now_ns();
+
+    for (long k = 0; k < n; k++)
+        for (int r = 0; r < nranks; r++)
+            printf("{\"t\":\"o\",\"th\":%d,\"s\":%ld,\"ts\":%llu}\n", r * nthreads, k % 2,
+                   t + (unsigned long long)k);
+}
+
 int main(int argc, char **argv)
 {
     const char *host = argc > 1 ? argv[1] : "sim", *odd = getenv("REPLAY_ODD_HOST");
@@ -90,6 +106,7 @@ int main(int argc, char **argv)
         cur[r] = -1;
     setvbuf(stdout, NULL, _IOFBF, 1 << 16);
     definitions(host, base, nranks, nthreads);
+    backlog(env_long("REPLAY_BACKLOG", 0), nranks, nthreads);
     for (;;) {
         struct pollfd p = {.fd = 0, .events = POLLIN};
         unsigned long long t = now_ns();

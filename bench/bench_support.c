@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_TRACKED 64
+#define MAX_TRACKED 128
 
 static pid_t tracked[MAX_TRACKED];
 static volatile sig_atomic_t ntracked;

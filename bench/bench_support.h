@@ -18,7 +18,7 @@ struct bench_target {
 /* Kills every tracked child on SIGINT, SIGTERM and SIGHUP, then dies of the signal; ignores
  * SIGPIPE. */
 void bench_handlers_install(void);
-/* Tracks a child started elsewhere (at most 64 are tracked). */
+/* Tracks a child started elsewhere (at most 128 are tracked). */
 void bench_track(pid_t pid);
 /* Forgets a tracked child the caller has reaped, so that its pid, once reused, is never killed. */
 void bench_untrack(pid_t pid);

@@ -5,6 +5,9 @@ Usage: threads8.py MODE [DEPTH [ITERS]]
   busy  the helpers block; the main thread loops in Python at depth (one core busy)
   tick  the helpers block; the main thread wakes every 5 ms for a little Python at depth (the
         process moves between any two samples at 100 Hz, using ~2 % of a core)
+  flip  the helpers block; the main thread sleeps 2 ms at a time on eight lines in turn, so
+        that most pairs of consecutive samples see two stacks and the history keeps the time
+        of both (bench_scale reads the sampler's period from them; ~3 % of a core)
   work  the helpers block; the main thread waits for a line on stdin, runs a fixed pure-Python
         workload of ITERS loop turns (default 15 million, about 2 s) at depth, prints its wall
         time and its CPU time in seconds, and repeats until EOF
@@ -37,6 +40,19 @@ def tick():
         sum(range(200))
 
 
+def flip():
+    # Eight distinct lines: a sample's stack is the line the thread sleeps on.
+    while True:
+        time.sleep(0.002)
+        time.sleep(0.002)
+        time.sleep(0.002)
+        time.sleep(0.002)
+        time.sleep(0.002)
+        time.sleep(0.002)
+        time.sleep(0.002)
+        time.sleep(0.002)
+
+
 def level(n, leaf):
     # The leaf adds one frame (two for Event.wait, which calls Condition.wait).
     if n <= 3:
@@ -52,7 +68,7 @@ def helper():
 def main_leaf():
     at_depth.wait()
     print("ready", flush=True)
-    {"idle": ev.wait, "busy": spin, "tick": tick, "work": lambda: serve(ITERS)}[MODE]()
+    {"idle": ev.wait, "busy": spin, "tick": tick, "flip": flip, "work": lambda: serve(ITERS)}[MODE]()
 
 
 for _ in range(NHELPERS):

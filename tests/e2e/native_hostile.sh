@@ -74,7 +74,7 @@ fi
 
 # 2. A symbol table that claims 1 GiB: skipped, said once, and dump stays small.
 mkdir -p "$(dirname "$(bid_path huge "$LIBC_ID")")"
-python3 "$RANKTOP_SRCDIR/tests/py/huge_symtab.py" "$(bid_path huge "$LIBC_ID")" 1024 ||
+python3 "$RANKTOP_SRCDIR/tests/py/huge_symtab.py" "$(bid_path huge "$LIBC_ID")" 1024 "$LIBC_ID" ||
     fail "cannot write the debug file"
 start_ready python3 "$RANKTOP_SRCDIR/tests/py/pause_native.py"
 RSS_KB=$(RANKTOP_DEBUG_DIR="$WORK/huge" python3 -c '

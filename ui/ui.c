@@ -106,16 +106,17 @@ void ui_set_status(struct ui *u, const char *fmt, ...)
 }
 
 /* Takes the engine's view in place of the last one and rebuilds the models that depend only
- * on it. The old view is given back only once the new one is held: the same pointer then
- * means the engine published nothing newer, and the rate has no new point. */
+ * on it. The old one is given back first, so that the engine may free it before it copies
+ * the history anew; a view built at the same time is the same one, and the rate then has no
+ * new point. */
 static void refresh_data(struct ui *u)
 {
-    const struct engine_view *old = u->v;
+    uint64_t old_t = u->v ? u->v->t : 0;
 
+    engine_release(u->v);
     u->v = engine_acquire(u->e);
-    if (u->v != old)
+    if (u->v->t != old_t)
         view_rate_add(&u->rate, u->v->t, u->v->stats.samples);
-    engine_release(old);
     view_hang_fini(&u->hang);
     view_hang(&u->v->hist, clock_mono_ns(), (uint64_t)(u->o->hang_after_s * 1e9), NULL, &u->hang);
     ui_build_rows(u);

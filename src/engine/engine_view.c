@@ -7,6 +7,8 @@
  * published, and the last engine_release frees it, so a reader holds no lock while it reads.
  * Lock order: view_lock, then the engine lock (only while building); collectors never take
  * view_lock, so a reader waits at most for another reader's build, never a collector for one.
+ * The engine's reference lasts until the next build or engine_stop: a recorder between two
+ * saves keeps the last one, the one copy the memory cap allows for.
  *
  * Today a view is built by the reader that finds the published one too old: view_build, the
  * one function that copies, takes the engine lock for the history copy and the getters' short
@@ -95,19 +97,21 @@ static struct engine_view *view_build(struct engine *e, uint64_t now)
 const struct engine_view *engine_acquire(struct engine *e)
 {
     uint64_t now = clock_mono_ns();
-    struct engine_view *v, *old = NULL;
+    struct engine_view *v;
 
     pthread_mutex_lock(&e->view_lock);
-    if (!e->view || now - e->view->t >= ENGINE_VIEW_PERIOD_NS) {
-        old = e->view;
-        e->view = view_build(e, now);
+    /* The stale view goes before the new one is built: when no reader holds it, the process
+     * then never holds two copies of the history for its readers (the memory cap counts one,
+     * history.h's HISTORY_CAP_SHARE). */
+    if (e->view && now - e->view->t >= ENGINE_VIEW_PERIOD_NS) {
+        engine_release(e->view);
+        e->view = NULL;
     }
+    if (!e->view)
+        e->view = view_build(e, now);
     v = e->view;
     atomic_fetch_add(&v->refs, 1);
     pthread_mutex_unlock(&e->view_lock);
-    /* The engine's reference to the view it no longer publishes: freeing a large history
-     * (when no reader holds it) is no reason to keep other readers waiting. */
-    engine_release(old);
     return v;
 }
 

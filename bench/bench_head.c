@@ -6,9 +6,10 @@
  * would be, writing in real time what an agent with 8 ranks x 8 threads writes: main threads
  * that change function every tick until the stall, then every rank in all_reduce but one in
  * load_batch_slowly. The engine reads the 128 streams as for real hosts. Every 100 ms this
- * runner does what the monitor does each frame before drawing (copy the history, the live
- * figures and the host states; build the rank table, the hang verdict and the merged tree)
- * and times it; curses drawing is bench_ui's. CPU is this process's (the head's) alone.
+ * runner does what the monitor does each frame before drawing (take the engine's view: the
+ * history, the live figures and the host states; build the rank table, the hang verdict and
+ * the merged tree) and times it; curses drawing is bench_ui's. CPU is this process's (the head's)
+ * alone.
  *
  * Usage: bench_head [--quick] [HOSTS [RANKS_PER_HOST]] (default 128 8). Not a test. */
 #include "ranktop/engine.h"
@@ -33,33 +34,21 @@ struct frame_stats {
 static double frame(struct engine *e, char *hang_text, size_t len)
 {
     uint64_t t0 = clock_mono_ns(), now;
-    struct history h;
-    struct smi_device *devs;
-    struct engine_rank_live *live;
-    struct engine_host *hosts;
-    size_t ndevs, nlive, nhosts;
+    const struct engine_view *v = engine_acquire(e);
     struct view_hang hang;
     struct view_table table;
-    struct view_table_in in = {0};
+    struct view_table_in in = {.live = v->live, .nlive = v->nlive};
     struct view_tree tree;
 
-    engine_clone_history(e, &h);
-    engine_snapshot_live(e, &devs, &ndevs, &live, &nlive);
-    engine_hosts(e, &hosts, &nhosts);
     now = clock_mono_ns();
-    view_hang(&h, now, (uint64_t)(HANG_AFTER_S * 1e9), NULL, &hang);
-    in.live = live;
-    in.nlive = nlive;
-    view_table(&h, now, &in, &table);
-    view_merge(&h, now, NULL, &tree);
+    view_hang(&v->hist, now, (uint64_t)(HANG_AFTER_S * 1e9), NULL, &hang);
+    view_table(&v->hist, now, &in, &table);
+    view_merge(&v->hist, now, NULL, &tree);
     snprintf(hang_text, len, "%s", hang.hang ? hang.text : "");
     view_merge_fini(&tree);
     view_table_fini(&table);
     view_hang_fini(&hang);
-    free(devs);
-    free(live);
-    free(hosts);
-    history_fini(&h);
+    engine_release(v);
     return (double)(clock_mono_ns() - t0) / 1e6;
 }
 

@@ -6,11 +6,12 @@
  * backward / all-reduce, then hang for the last 40 s with 61 ranks in the all-reduce and 3
  * odd ones out; 7 helper threads per rank in their usual waits; 1 Hz CPU, RSS, USS, swap and
  * GPU series; 8 GPUs). curses runs on a fake terminal (newterm on /dev/null, xterm-256color,
- * resized to 200x60 and 80x24), so no tty is needed; the struct ui is filled by hand and its
- * engine is a real one with no targets (ui_draw asks it for the rate and last errors).
+ * resized to 200x60 and 80x24), so no tty is needed; the struct ui is filled by hand with an
+ * engine view built by hand (engine_view_new), so no engine runs (ui_draw reads only the view).
  * Each frame is what the monitor does with fresh data: view_hang + ui_build_rows (the
  * "model" column) and ui_draw (erase, build the pane's view, draw, refresh to /dev/null: the
- * "draw" column). The history copy the monitor takes every 500 ms is timed on its own, and the
+ * "draw" column). The history copy in the view the monitor takes every 500 ms is timed on its
+ * own, and the
  * UI thread's share is estimated from ui_run's cadence (a draw per 100 ms tick, a refresh per
  * 500 ms).
  *
@@ -312,12 +313,12 @@ static void build_history(struct history *h)
     }
 }
 
-static void fill_live(struct ui *u)
+static void fill_live(struct engine_view *v)
 {
-    u->ndevs = NGPUS;
-    u->devs = x_calloc(NGPUS, sizeof(*u->devs));
+    v->ndevs = NGPUS;
+    v->devs = x_calloc(NGPUS, sizeof(*v->devs));
     for (int g = 0; g < NGPUS; g++)
-        u->devs[g] = (struct smi_device){.kind = SMI_KIND_GPU,
+        v->devs[g] = (struct smi_device){.kind = SMI_KIND_GPU,
                                          .valid = SMI_DEV_INDEX | SMI_DEV_UTIL | SMI_DEV_MEM_USED |
                                                   SMI_DEV_MEM_TOTAL,
                                          .index = g,
@@ -325,10 +326,10 @@ static void fill_live(struct ui *u)
                                          .util_pct = 0,
                                          .mem_used_mb = 61000 + g * 100,
                                          .mem_total_mb = 81559};
-    u->nlive = NRANKS;
-    u->live = x_calloc(NRANKS, sizeof(*u->live));
+    v->nlive = NRANKS;
+    v->live = x_calloc(NRANKS, sizeof(*v->live));
     for (int r = 0; r < NRANKS; r++) {
-        struct engine_rank_live *l = &u->live[r];
+        struct engine_rank_live *l = &v->live[r];
 
         *l = (struct engine_rank_live){.pid = 200000 + r,
                                        .dev_mem_mb = 7600 + r,
@@ -341,34 +342,16 @@ static void fill_live(struct ui *u)
             l->shares[k].pct = 100.0 / (1 << (k + 1));
         }
     }
-    u->stats = (struct engine_stats){.samples = SPAN_S * HZ,
+    v->rate_hz = HZ;
+    v->t = clock_mono_ns();
+    v->stats = (struct engine_stats){.samples = SPAN_S * HZ,
                                      .stacks = (uint64_t)SPAN_S * HZ * NRANKS * NTHREADS,
                                      .achieved_hz = HZ,
                                      .lag_ms = 0.4,
                                      .lag_max_ms = 3.1,
-                                     .history_bytes = history_memory(&u->hist),
+                                     .history_bytes = history_memory(&v->hist),
                                      .ranks = NRANKS,
                                      .ranks_seen = NRANKS};
-}
-
-/* A real engine with nothing to sample: ui_draw asks it for the rate and last errors. */
-static struct engine *idle_engine(void)
-{
-    static int nopid = 1073741823; /* above PID_MAX_LIMIT: never a process */
-    struct engine_opts o = {.rate_hz = HZ};
-    struct engine *e = NULL;
-    struct app_err err = {0};
-
-    o.disc.pids = &nopid;
-    o.disc.npids = 1;
-    o.disc.dev.nvidia_smi = "/nonexistent";
-    o.disc.dev.npu_smi = "/nonexistent";
-    o.disc.dev.no_nvml = o.disc.dev.no_dcmi = true;
-    if (engine_start(&o, &e, &err) < 0) {
-        fprintf(stderr, "bench_ui: engine_start: %s\n", err.msg);
-        return NULL;
-    }
-    return e;
 }
 
 struct stat3 {
@@ -422,7 +405,8 @@ static struct frame_cost frame_row(struct ui *u, const char *size, const char *v
         uint64_t a = clock_mono_ns(), b;
 
         view_hang_fini(&u->hang);
-        view_hang(&u->hist, clock_mono_ns(), (uint64_t)(u->o->hang_after_s * 1e9), NULL, &u->hang);
+        view_hang(&u->v->hist, clock_mono_ns(), (uint64_t)(u->o->hang_after_s * 1e9), NULL,
+                  &u->hang);
         ui_build_rows(u);
         b = clock_mono_ns();
         ui_draw(u);
@@ -440,7 +424,7 @@ static struct frame_cost frame_row(struct ui *u, const char *size, const char *v
     return (struct frame_cost){sm.mean, sd.mean};
 }
 
-/* The history copy refresh_data takes every 500 ms, timed alone. */
+/* The history copy in the view refresh_data takes every 500 ms, timed alone. */
 static double clone_ms(const struct history *h, int iters)
 {
     double v[MAX_ITERS];
@@ -483,30 +467,26 @@ static void render_bench(const struct cfg *c)
     uint64_t t0;
     double build, copy;
     struct frame_cost first = {0, 0};
+    struct engine_view *ev = engine_view_new();
 
     u.utf8 = utf8_locale();
     t0 = clock_mono_ns();
-    build_history(&u.hist);
+    build_history(&ev->hist);
     build = ms_since(t0);
-    u.have_hist = true;
-    u.e = uo.engine = idle_engine();
-    if (!u.e || !out || !in || !(scr = newterm("xterm-256color", out, in))) {
-        printf("(cannot set up the engine or the fake terminal)\n");
-        if (u.e) {
-            engine_stop(u.e);
-            engine_free(u.e);
-        }
-        history_fini(&u.hist);
+    u.v = ev;
+    if (!out || !in || !(scr = newterm("xterm-256color", out, in))) {
+        printf("(cannot set up the fake terminal)\n");
+        engine_release(ev);
         return;
     }
     set_term(scr);
     theme_init();
-    fill_live(&u);
+    fill_live(ev);
     pthread_mutex_init(&u.export_lock, NULL);
     printf("synthetic history: %d ranks x %d threads, %d s at %d Hz (last %d s hung), %zu "
            "stacks, %zu frames, %.1f MiB; built in %.0f ms\n",
-           NRANKS, NTHREADS, SPAN_S, HZ, HANG_S, u.hist.nstacks, u.hist.nframes,
-           (double)history_memory(&u.hist) / 1048576.0, build);
+           NRANKS, NTHREADS, SPAN_S, HZ, HANG_S, ev->hist.nstacks, ev->hist.nframes,
+           (double)history_memory(&ev->hist) / 1048576.0, build);
     printf("terminal: xterm-256color on /dev/null, %s, %s; %d frames per row after 5 warm-up\n",
            u.utf8 ? "UTF-8" : "ASCII", theme_is_mono() ? "monochrome" : "colour", c->iters);
     printf("\n%-7s %-15s %8s %8s %8s %9s %8s %6s\n", "size", "view", "mean ms", "p95 ms", "max ms",
@@ -530,7 +510,7 @@ static void render_bench(const struct cfg *c)
                 dump_screen(label, name);
         }
     }
-    copy = clone_ms(&u.hist, 20);
+    copy = clone_ms(&ev->hist, 20);
     printf("history copy (refresh_data, every 500 ms): %.3f ms mean\n", copy);
     /* ui_run: a draw every 100 ms tick, a refresh (copy, hang, rows) every 500 ms */
     printf("UI thread estimate, 200x60 merged: 10 draws + 2 refreshes per s = %.2f %% of a core\n",
@@ -539,9 +519,7 @@ static void render_bench(const struct cfg *c)
     delscreen(scr);
     fclose(out);
     fclose(in);
-    engine_stop(u.e);
-    engine_free(u.e);
-    ui_fini(&u);
+    ui_fini(&u); /* gives the view back */
 }
 
 /* ---- Part 2: the real monitor's idle CPU ---- */

@@ -5,7 +5,10 @@
  * highlights the lower pane's matching lines and moves its cursor to one (the move is made
  * by the next draw, which builds the lines); the filter narrows the rank table. The table is
  * constant. UI thread only: actions change struct ui and may ask the engine for a short change
- * (rate, memory focus), never wait on it. */
+ * (rate, native frames, asyncio tasks, memory focus), never wait on it. They are the UI's only
+ * engine calls besides taking views: a toggle reads the state it toggles from the engine, not
+ * from the view on screen, which may predate the last key; the screen then asks for the
+ * engine's next view (ui_refresh_soon) to show the change. */
 #include "ui_priv.h"
 
 #include <curses.h>
@@ -203,6 +206,7 @@ static void act_native(struct ui *u, int ch)
         ui_set_status(u, "%s", err.msg);
         return;
     }
+    ui_refresh_soon(u);
     if (on)
         ui_set_status(u, "native frames for pid %d, %d samples/s (n: off)", history_key_pid(pid),
                       ENGINE_NATIVE_HZ);
@@ -218,6 +222,7 @@ static void act_baseline(struct ui *u, int ch)
     view_baseline_set(&u->base, &u->table, clock_mono_ns());
     if (u->table.n && u->sel < (int)u->table.n)
         engine_mem_focus(u->e, u->table.rows[u->sel].pid, true);
+    ui_refresh_soon(u);
     ui_set_status(u, "memory baseline set");
 }
 
@@ -235,6 +240,7 @@ static void act_tasks(struct ui *u, int ch)
     (void)ch;
     u->tasks = !u->tasks;
     engine_set_async(u->e, u->tasks);
+    ui_refresh_soon(u);
     ui_set_status(u, u->tasks ? "asyncio tasks shown under their threads (a: off)"
                               : "asyncio tasks hidden");
 }
@@ -242,6 +248,7 @@ static void act_tasks(struct ui *u, int ch)
 static void act_rate(struct ui *u, int ch)
 {
     engine_set_rate(u->e, engine_rate(u->e) * (ch == '-' ? 0.5 : 2.0));
+    ui_refresh_soon(u);
     ui_set_status(u, "sampling rate %.4g Hz", engine_rate(u->e));
 }
 

@@ -1,10 +1,10 @@
 /* The monitor's main loop: terminal set-up and restore, data refresh, export thread.
  *
  * Runs on the main thread, the only one that touches curses. It waits in poll() on the
- * terminal with a short timeout, answers every key at once (keys.c), copies the engine's
- * history, live figures and mapping growth (each one short lock inside the engine) and
- * redraws. Exports run on their own
- * thread over a private copy, so a slow disk never freezes the screen. SIGINT/SIGTERM set a
+ * terminal with a short timeout, answers every key at once (keys.c), takes the engine's
+ * published view every UI_REFRESH_NS (engine_acquire: a reference, held until the next one,
+ * so drawing reads it without a lock) and redraws. Exports run on their own thread over a
+ * view of their own, so a slow disk never freezes the screen. SIGINT/SIGTERM set a
  * flag; a crash restores the terminal (the fatal hook, run by the crash report of
  * src/base/crash.c) before the report and the default action. */
 #include "ranktop/ui.h"
@@ -105,39 +105,61 @@ void ui_set_status(struct ui *u, const char *fmt, ...)
     u->status_until = clock_mono_ns() + 6000000000ull;
 }
 
-/* Copies what the engine has (each copy one short lock inside the engine) and rebuilds the
- * models that depend only on the copies; the history copy replaces the previous one. */
+/* Takes the engine's view in place of the last one and rebuilds the models that depend only
+ * on it. The old one is given back first, so that the engine may free it before it copies
+ * the history anew; a view built at the same time is the same one, and the rate then has no
+ * new point. */
 static void refresh_data(struct ui *u)
 {
-    if (u->have_hist)
-        history_fini(&u->hist);
-    engine_clone_history(u->e, &u->hist);
-    u->have_hist = true;
-    free(u->devs);
-    free(u->live);
-    engine_snapshot_live(u->e, &u->devs, &u->ndevs, &u->live, &u->nlive);
-    engine_get_stats(u->e, &u->stats);
-    view_rate_add(&u->rate, clock_mono_ns(), u->stats.samples);
-    free(u->hosts);
-    engine_hosts(u->e, &u->hosts, &u->nhosts);
-    u->ngrowth = engine_mem_growth(u->e, &u->growth_pid, u->growth, UI_MAX_GROWTH);
+    uint64_t old_t = u->v ? u->v->t : 0;
+
+    engine_release(u->v);
+    u->v = engine_acquire(u->e);
+    if (u->v->t != old_t)
+        view_rate_add(&u->rate, u->v->t, u->v->stats.samples);
     view_hang_fini(&u->hang);
-    view_hang(&u->hist, clock_mono_ns(), (uint64_t)(u->o->hang_after_s * 1e9), NULL, &u->hang);
+    view_hang(&u->v->hist, clock_mono_ns(), (uint64_t)(u->o->hang_after_s * 1e9), NULL, &u->hang);
     ui_build_rows(u);
+}
+
+void ui_refresh_soon(struct ui *u)
+{
+    uint64_t soon = u->v ? u->v->t + ENGINE_VIEW_PERIOD_NS : 0;
+
+    if (soon < u->next_refresh)
+        u->next_refresh = soon;
 }
 
 struct export_job {
     struct ui *u;
-    struct history h;
+    const struct engine_view *v; /* held until the file is written */
+    int tags[UI_MAX_TAGS];       /* only these ranks when ntags */
+    int ntags;
     struct export_opts xo;
     char path[4096];
 };
+
+/* Writes the view's history, or a copy of it narrowed to the tagged ranks (the view itself
+ * is never written). */
+static int export_job_write(struct export_job *j, struct app_err *err)
+{
+    struct history h;
+    int rc;
+
+    if (!j->ntags)
+        return export_write(&j->v->hist, &j->xo, j->path, err);
+    history_clone(&j->v->hist, &h);
+    history_keep_ranks(&h, j->tags, (size_t)j->ntags);
+    rc = export_write(&h, &j->xo, j->path, err);
+    history_fini(&h);
+    return rc;
+}
 
 static void *export_main(void *arg)
 {
     struct export_job *j = arg;
     struct app_err err = {0};
-    int rc = export_write(&j->h, &j->xo, j->path, &err);
+    int rc = export_job_write(j, &err);
 
     pthread_mutex_lock(&j->u->export_lock);
     if (rc == 0)
@@ -147,7 +169,7 @@ static void *export_main(void *arg)
     j->u->export_msg_new = true;
     j->u->export_running = false;
     pthread_mutex_unlock(&j->u->export_lock);
-    history_fini(&j->h);
+    engine_release(j->v);
     free(j);
     return NULL;
 }
@@ -171,11 +193,12 @@ void ui_start_export(struct ui *u, enum export_format fmt)
         pthread_join(u->export_thread, NULL);
     j = x_calloc(1, sizeof(*j));
     j->u = u;
-    engine_clone_history(u->e, &j->h);
+    /* The engine's state now, not the screen's: a paused screen may be minutes old. */
+    j->v = engine_acquire(u->e);
     j->xo = (struct export_opts){.format = fmt,
                                  .all_threads = true,
-                                 .interval_ns = u->stats.achieved_hz > 0
-                                                    ? (uint64_t)(1e9 / u->stats.achieved_hz)
+                                 .interval_ns = j->v->stats.achieved_hz > 0
+                                                    ? (uint64_t)(1e9 / j->v->stats.achieved_hz)
                                                     : 100000000u,
                                  .version = RANKTOP_VERSION};
     localtime_r(&now, &tm);
@@ -184,14 +207,15 @@ void ui_start_export(struct ui *u, enum export_format fmt)
              export_format_ext(fmt));
     /* Tagged ranks, when there are any, are what the user wants to look at. */
     if (u->ntags) {
-        history_keep_ranks(&j->h, u->tags, (size_t)u->ntags);
+        j->ntags = u->ntags;
+        memcpy(j->tags, u->tags, (size_t)u->ntags * sizeof(*j->tags));
         ui_set_status(u, "exporting %d tagged ranks to %s ...", u->ntags, j->path);
     } else {
         ui_set_status(u, "exporting to %s ...", j->path);
     }
     u->export_joinable = pthread_create(&u->export_thread, NULL, export_main, j) == 0;
     if (!u->export_joinable) {
-        history_fini(&j->h);
+        engine_release(j->v);
         free(j);
         u->export_running = false;
         ui_set_status(u, "export failed: cannot start a thread");
@@ -213,12 +237,9 @@ void ui_fini(struct ui *u)
     if (u->export_joinable)
         pthread_join(u->export_thread, NULL);
     pthread_mutex_destroy(&u->export_lock);
-    if (u->have_hist)
-        history_fini(&u->hist);
+    engine_release(u->v);
+    u->v = NULL;
     view_hang_fini(&u->hang);
-    free(u->devs);
-    free(u->live);
-    free(u->hosts);
     view_table_fini(&u->table);
     view_baseline_fini(&u->base);
     free(u->lines);
@@ -228,7 +249,6 @@ void ui_fini(struct ui *u)
 int ui_run(const struct ui_opts *o, struct app_err *err)
 {
     struct ui u = {.o = o, .e = o->engine, .view = VIEW_MERGED, .all_threads = o->all_threads};
-    uint64_t next_refresh = 0;
     int rc;
 
     pthread_mutex_init(&u.export_lock, NULL);
@@ -242,9 +262,9 @@ int ui_run(const struct ui_opts *o, struct app_err *err)
         struct pollfd pf = {STDIN_FILENO, POLLIN, 0};
         int ch;
 
-        if (clock_mono_ns() >= next_refresh && !u.paused) {
+        if (clock_mono_ns() >= u.next_refresh && !u.paused) {
             refresh_data(&u);
-            next_refresh = clock_mono_ns() + UI_REFRESH_NS;
+            u.next_refresh = clock_mono_ns() + UI_REFRESH_NS;
         }
         poll_export(&u);
         ui_draw(&u);

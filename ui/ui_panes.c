@@ -1,8 +1,8 @@
 /* Drawing the monitor: header and banner, device meters, rank table, the six lower views,
  * key bar and help. Presentation only: every figure, filter, sort and delta comes from the
- * view models (src/views) over the UI's copies (history clone, live figures, mapping growth),
- * so drawing does no I/O, takes no lock and never asks the engine for more than its rate and
- * last errors (short copies). Layout comes from layout.c, text shaping from draw.c, keys from
+ * view models (src/views) over the engine view the UI holds (u->v: history, live figures,
+ * mapping growth, errors, rate, native state), so drawing does no I/O, takes no lock and
+ * never calls the engine. Layout comes from layout.c, text shaping from draw.c, keys from
  * keys.c. What a draw lays out (rectangles, lower-pane lines) is kept in struct ui for the
  * key handlers. UI thread only. */
 #include "ui_priv.h"
@@ -107,14 +107,14 @@ void ui_build_rows(struct ui *u)
     struct view_table_in in = {.filter = u->filter,
                                .sort = u->sort,
                                .base = &u->base,
-                               .live = u->live,
-                               .nlive = u->nlive,
+                               .live = u->v->live,
+                               .nlive = u->v->nlive,
                                .stuck_after_ns = (uint64_t)(u->o->hang_after_s * 1e9)};
 
     /* A rank the user's baseline (m) does not cover counts from its first reading. */
-    view_baseline_extend(&u->base, &u->hist);
+    view_baseline_extend(&u->base, &u->v->hist);
     view_table_fini(&u->table);
-    view_table(&u->hist, clock_mono_ns(), &in, &u->table);
+    view_table(&u->v->hist, clock_mono_ns(), &in, &u->table);
     if (u->sel >= (int)u->table.n)
         u->sel = u->table.n ? (int)u->table.n - 1 : 0;
 }
@@ -137,10 +137,10 @@ static void hosts_text(const struct ui *u, char *buf, size_t len)
     const char *down = NULL;
 
     buf[0] = '\0';
-    if (!u->nhosts)
+    if (!u->v->nhosts)
         return;
-    for (size_t i = 0; i < u->nhosts; i++) {
-        const struct engine_host *h = &u->hosts[i];
+    for (size_t i = 0; i < u->v->nhosts; i++) {
+        const struct engine_host *h = &u->v->hosts[i];
 
         if (h->state == ENGINE_HOST_UP || h->state == ENGINE_HOST_LAGGING) {
             up++;
@@ -149,7 +149,7 @@ static void hosts_text(const struct ui *u, char *buf, size_t len)
             down = h->name;
         }
     }
-    at = (size_t)snprintf(buf, len, "  hosts %zu/%zu lag %.1fs", up, u->nhosts, lag);
+    at = (size_t)snprintf(buf, len, "  hosts %zu/%zu lag %.1fs", up, u->v->nhosts, lag);
     if (down && at < len)
         snprintf(buf + at, len - at, "  %.40s down (6)", down);
 }
@@ -163,8 +163,8 @@ static bool hosts_trouble(const struct ui *u, char *buf, size_t len)
     size_t more = 0;
     char others[40] = "";
 
-    for (size_t i = 0; i < u->nhosts; i++) {
-        const struct engine_host *h = &u->hosts[i];
+    for (size_t i = 0; i < u->v->nhosts; i++) {
+        const struct engine_host *h = &u->v->hosts[i];
 
         if (h->state == ENGINE_HOST_UP || h->state == ENGINE_HOST_LAGGING || !h->error[0])
             continue;
@@ -184,14 +184,16 @@ static bool hosts_trouble(const struct ui *u, char *buf, size_t len)
 static void draw_header(struct ui *u)
 {
     const struct layout_rect *r = &u->lay.header;
+    const struct history *h = &u->v->hist;
+    const struct engine_stats *st = &u->v->stats;
     size_t live = 0;
     char prompt[200], hist[16], hosts[96], hz[32] = "--", flags[192], tags[32] = "", sort[32] = "";
     char reader[128] = "", trouble[400];
-    double rate = engine_rate(u->e), got = view_rate_hz(&u->rate, view_rate_window(rate));
+    double rate = u->v->rate_hz, got = view_rate_hz(&u->rate, view_rate_window(rate));
 
-    for (size_t i = 0; i < u->hist.nranks; i++)
-        live += !u->hist.ranks[i].exited;
-    draw_bytes(hist, sizeof(hist), (int64_t)(u->stats.history_bytes / 1024));
+    for (size_t i = 0; i < h->nranks; i++)
+        live += !h->ranks[i].exited;
+    draw_bytes(hist, sizeof(hist), (int64_t)(st->history_bytes / 1024));
     hosts_text(u, hosts, sizeof(hosts));
     /* "--" until a full window of passes has been measured: no bogus first-frame rate. */
     if (!isnan(got))
@@ -205,19 +207,16 @@ static void draw_header(struct ui *u)
     snprintf(flags, sizeof(flags), "%s%s%s%.40s%s%s%s", u->paused ? "  [PAUSED]" : "", sort,
              u->filter[0] ? "  [filter '" : "", u->filter, u->filter[0] ? "']" : "", tags,
              u->all_threads ? "  [all threads]" : "");
-    if (u->stats.reader_why) /* the memory reader, when not process_vm_readv */
-        snprintf(reader, sizeof(reader), "  reader %s (%s)", u->stats.reader, u->stats.reader_why);
+    if (st->reader_why) /* the memory reader, when not process_vm_readv */
+        snprintf(reader, sizeof(reader), "  reader %s (%s)", st->reader, st->reader_why);
     putf(u, r->y, r->x, r->w, ROLE_TITLE, true,
          "ranktop  %s  %s  ranks %zu/%zu%s  %s/%.4g Hz%s  lag %.1f ms  errors %.2f%%  torn lost "
          "%.2f%%  hist %s%s",
-         u->hist.host, u->o->title ? u->o->title : "", live, u->hist.nranks, hosts, hz, rate, flags,
-         u->stats.lag_ms,
-         u->stats.stacks + u->stats.errors
-             ? 100.0 * (double)u->stats.errors / (double)(u->stats.stacks + u->stats.errors)
-             : 0.0,
-         u->stats.stacks + u->stats.lost
-             ? 100.0 * (double)u->stats.lost / (double)(u->stats.stacks + u->stats.lost)
-             : 0.0,
+         h->host, u->o->title ? u->o->title : "", live, h->nranks, hosts, hz, rate, flags,
+         st->lag_ms,
+         st->stacks + st->errors ? 100.0 * (double)st->errors / (double)(st->stacks + st->errors)
+                                 : 0.0,
+         st->stacks + st->lost ? 100.0 * (double)st->lost / (double)(st->stacks + st->lost) : 0.0,
          hist, reader);
     if (u->lay.banner_lines > 0)
         put(u, r->y + 1, r->x, r->w, ROLE_BANNER, true, u->hang.text);
@@ -280,11 +279,11 @@ static void draw_devices(struct ui *u)
 
     if (r->h <= 0)
         return;
-    for (int i = 0; i < u->lay.dev_shown && i < (int)u->ndevs; i++) {
+    for (int i = 0; i < u->lay.dev_shown && i < (int)u->v->ndevs; i++) {
         int row = i / u->lay.dev_per_row, col = i % u->lay.dev_per_row;
 
         device_cell(u, r->y + row, r->x + col * (u->lay.dev_cell_w + 1), u->lay.dev_cell_w,
-                    &u->devs[i]);
+                    &u->v->devs[i]);
     }
     if (u->lay.dev_more > 0) {
         int i = u->lay.dev_shown, row = i / u->lay.dev_per_row, col = i % u->lay.dev_per_row;
@@ -345,7 +344,7 @@ static void gil_cell(char *buf, size_t len, const struct view_table_row *r)
 static void rank_row(struct ui *u, const struct rank_cols *c, int y, int x0, int w,
                      const struct view_table_row *r, bool selected)
 {
-    const struct hrank *hr = &u->hist.ranks[r->hrank];
+    const struct hrank *hr = &u->v->hist.ranks[r->hrank];
     enum theme_role role = selected               ? ROLE_SELECTED
                            : is_odd(u, r->pid)    ? ROLE_ODD
                            : r->exited            ? ROLE_DIM
@@ -382,10 +381,9 @@ static void rank_row(struct ui *u, const struct rank_cols *c, int y, int x0, int
  * a rank must not vanish without a word. */
 static void draw_unreadable(struct ui *u, int y, int x, int w, int room)
 {
-    struct engine_unread un[8];
-    size_t n = room > 0 ? engine_unreadable(u->e, un, 8) : 0;
+    const struct engine_unread *un = u->v->unread;
 
-    for (size_t i = 0; i < n && i < 8 && (int)i < room; i++)
+    for (size_t i = 0; i < u->v->nunread && i < 8 && (int)i < room; i++)
         putf(u, y + (int)i, x, w, ROLE_DIM, true, " pid %d not sampled: %s", un[i].pid, un[i].why);
 }
 
@@ -406,9 +404,8 @@ static void draw_ranks(struct ui *u)
     u->table_y = r->y + 1;
     u->table_h = u->lay.rank_rows;
     if (u->table.n == 0) {
-        char why[1024];
+        const char *why = u->v->last_errors;
 
-        engine_last_errors(u->e, why, sizeof(why));
         if (u->filter[0])
             put(u, r->y + 1, r->x, r->w, ROLE_DIM, true,
                 "no rank matches the filter (Esc clears it)");
@@ -514,7 +511,7 @@ static void lines_merged(struct ui *u)
     /* The filter and the tags narrow the tree to the ranks they leave. */
     mo.pids = pids;
     mo.npids = npids;
-    rc = view_merge(&u->hist, now, &mo, &t);
+    rc = view_merge(&u->v->hist, now, &mo, &t);
     free(pids);
 
     /* APP_E_LIMIT: cut at the node cap but still drawable (t.truncated says so). */
@@ -554,11 +551,11 @@ static void lines_merged(struct ui *u)
 /* Under the Rank view's title: whether its samples carry native frames, or why they cannot. */
 static void rank_native_note(struct ui *u, int pid)
 {
-    char why[512];
+    const char *why = engine_view_native_error(u->v, pid);
 
-    if (!engine_native_on(u->e, pid))
+    if (!engine_view_native_on(u->v, pid))
         return;
-    if (engine_native_error(u->e, pid, why, sizeof(why)))
+    if (why)
         add_line(u, ROLE_STATUS, 0, "native frames: %s", why);
     else
         add_line(u, ROLE_DIM, 0,
@@ -577,8 +574,8 @@ static void lines_stack(struct ui *u, uint64_t id, uint32_t stack, int indent)
 {
     if (stack == HSTACK_NONE)
         return;
-    for (uint32_t k = u->hist.stacks[stack].nframes; k-- > 0;) {
-        const struct hframe *f = &u->hist.frames[history_stack_frames(&u->hist, stack)[k]];
+    for (uint32_t k = u->v->hist.stacks[stack].nframes; k-- > 0;) {
+        const struct hframe *f = &u->v->hist.frames[history_stack_frames(&u->v->hist, stack)[k]];
 
         if (f->native)
             add_line(u, ROLE_NORMAL, id, "%*s%s (%s) [native]", indent, "", f->function, f->file);
@@ -593,7 +590,7 @@ static void lines_rank(struct ui *u)
     int pid = rank_pid(u);
     struct view_rank v;
 
-    view_rank_tasks(&u->hist, pid, u->all_threads, u->tasks, clock_mono_ns(), &v);
+    view_rank_tasks(&u->v->hist, pid, u->all_threads, u->tasks, clock_mono_ns(), &v);
     if (!v.r) {
         add_line(u, ROLE_DIM, 0, "no rank selected");
         return;
@@ -633,7 +630,7 @@ static void lines_top(struct ui *u, int pid, bool flat)
 {
     struct view_top t;
 
-    if (view_top(&u->hist, clock_mono_ns(), TOP_WINDOW_NS, pid, u->all_threads, &t) < 0) {
+    if (view_top(&u->v->hist, clock_mono_ns(), TOP_WINDOW_NS, pid, u->all_threads, &t) < 0) {
         add_line(u, ROLE_DIM, 0, "no samples");
         return;
     }
@@ -649,7 +646,7 @@ static void lines_gil(struct ui *u)
 {
     struct view_gil g;
 
-    view_gil(&u->hist, &u->table, u->live, u->nlive, &g);
+    view_gil(&u->v->hist, &u->table, u->v->live, u->v->nlive, &g);
     /* WAITING: threads waiting for the GIL, averaged over the last second. */
     add_line(u, ROLE_HEADER, 0, "%-6s %-8s %7s %10s %12s  holder share per thread", "RANK", "PID",
              "BUSY%", "SWITCH/s", "WAITING thr");
@@ -687,7 +684,7 @@ static void lines_memory(struct ui *u)
     char opt[64];
 
     layout_memory_columns(u->lay.lower.w, &c);
-    view_memory(&u->hist, &u->table, &m);
+    view_memory(&u->v->hist, &u->table, &m);
     mem_optional(opt, sizeof(opt), &c, "d60s", "USS", "SWAP");
     add_line(u, ROLE_HEADER, 0, "%-6s %-8s %7s %8s%s  RSS history", "RANK", "PID", "RSS", "dBASE",
              opt);
@@ -707,19 +704,19 @@ static void lines_memory(struct ui *u)
                  r->pid, rss, d, opt, spark);
     }
     view_memory_fini(&m);
-    if (u->growth_pid)
+    if (u->v->growth_pid)
         add_line(u, ROLE_TITLE, 0,
-                 "mappings that grew most since the baseline (m) for pid %d:", u->growth_pid);
+                 "mappings that grew most since the baseline (m) for pid %d:", u->v->growth_pid);
     else
         add_line(u, ROLE_TITLE, 0,
                  "mappings that grew most since the baseline (m): no baseline yet");
-    if (!u->ngrowth)
+    if (!u->v->ngrowth)
         add_line(u, ROLE_DIM, 0, "  (press m to take a baseline of the selected rank)");
-    for (size_t i = 0; i < u->ngrowth; i++) {
+    for (size_t i = 0; i < u->v->ngrowth; i++) {
         char d[16];
 
-        draw_delta(d, sizeof(d), u->growth[i].delta_kb);
-        add_line(u, ROLE_NORMAL, 0, "  %8s  %s", d, u->growth[i].label);
+        draw_delta(d, sizeof(d), u->v->growth[i].delta_kb);
+        add_line(u, ROLE_NORMAL, 0, "  %8s  %s", d, u->v->growth[i].label);
     }
 }
 
@@ -745,22 +742,22 @@ static void lines_hosts(struct ui *u)
     char label[160];
     int w = 20;
 
-    if (!u->nhosts) {
+    if (!u->v->nhosts) {
         add_line(u, ROLE_DIM, 0,
                  "this node only (--hosts, --hostfile or a Slurm allocation "
                  "name other nodes)");
         return;
     }
     /* The HOST column fits the longest name, 20 to 40 columns: a pod and its node. */
-    for (size_t i = 0; i < u->nhosts; i++) {
-        host_label(&u->hosts[i], label, sizeof(label));
+    for (size_t i = 0; i < u->v->nhosts; i++) {
+        host_label(&u->v->hosts[i], label, sizeof(label));
         w = (int)strlen(label) > w ? (int)strlen(label) : w;
     }
     w = w > 40 ? 40 : w;
     add_line(u, ROLE_HEADER, 0, "%-*s %-10s %-8s %5s %7s %9s %9s %13s  %s", w, "HOST", "STATE",
              "AGENT", "RANKS", "AGE", "BYTES/s", "CLOCK ms", "SHIPPED", "LAST ERROR");
-    for (size_t i = 0; i < u->nhosts; i++) {
-        const struct engine_host *h = &u->hosts[i];
+    for (size_t i = 0; i < u->v->nhosts; i++) {
+        const struct engine_host *h = &u->v->hosts[i];
         char age[16] = "-", off[24] = "-", ship[32] = "-";
         bool bad = h->state == ENGINE_HOST_DOWN || h->state == ENGINE_HOST_LAGGING;
 
@@ -924,9 +921,9 @@ static void draw_help(struct ui *u)
 
 void ui_draw(struct ui *u)
 {
-    size_t unread = engine_unreadable(u->e, NULL, 0);
+    size_t unread = u->v->nunread;
     /* Rows for the ranks, and for a line each about processes that cannot be read. */
-    struct layout_in in = {.n_devices = (int)u->ndevs,
+    struct layout_in in = {.n_devices = (int)u->v->ndevs,
                            .n_ranks = (int)u->table.n + (int)(unread < 8 ? unread : 8),
                            .banner = u->hang.hang,
                            .help = u->help,

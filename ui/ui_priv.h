@@ -26,7 +26,6 @@ enum ui_jump { SEARCH_STAY, SEARCH_HERE, SEARCH_NEXT, SEARCH_PREV };
 
 #define UI_MAX_TAGS 256
 #define UI_MAX_LINES 4096 /* lines of the lower pane kept by one draw */
-#define UI_MAX_GROWTH 16  /* mapping growth rows copied from the engine */
 
 /* One line of the lower pane: built by a draw, then drawn with scrolling; node is the tree
  * node (merged view) or thread (rank view) it belongs to, 0 for none. */
@@ -56,20 +55,11 @@ struct ui {
     int ntags;
     char status[256];
     uint64_t status_until;
-    /* data, refreshed each tick unless paused */
-    struct history hist;
-    bool have_hist;
-    struct smi_device *devs;
-    size_t ndevs;
-    struct engine_rank_live *live;
-    size_t nlive;
-    struct engine_stats stats;
-    struct view_rate rate; /* pass counts per refresh: the header's achieved rate */
-    struct engine_growth growth[UI_MAX_GROWTH]; /* mapping growth of growth_pid */
-    size_t ngrowth;
-    int growth_pid;
-    struct engine_host *hosts; /* other nodes' states (multi-node); none on one node */
-    size_t nhosts;
+    /* data: the engine view of the last refresh (held until the next one; kept while paused)
+     * and what is built from it. NULL only before the first refresh. */
+    const struct engine_view *v;
+    uint64_t next_refresh;   /* when the loop takes the next view */
+    struct view_rate rate;   /* pass counts per refresh: the header's achieved rate */
     struct view_table table; /* the rank table: filtered, sorted */
     struct view_hang hang;
     struct view_baseline base; /* RSS per rank when `m` was pressed */
@@ -92,8 +82,11 @@ struct ui {
 void ui_set_status(struct ui *u, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Starts an export of the history window to --export-dir on its own thread. */
 void ui_start_export(struct ui *u, enum export_format fmt);
-/* Frees what struct ui owns (copies, views, lines) after joining the export thread. */
+/* Frees what struct ui owns (its engine view, models, lines) after joining the export thread. */
 void ui_fini(struct ui *u);
+/* After a command to the engine (rate, native frames, tasks, memory baseline): the next view
+ * is taken as soon as the engine publishes one, so the screen shows the change. */
+void ui_refresh_soon(struct ui *u);
 
 /* keys.c: the one key table behind dispatch, key bar and help. */
 #define UI_KEY_CODES 6    /* key codes per entry; 0 ends a shorter list */

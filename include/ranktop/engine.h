@@ -1,7 +1,8 @@
 /* The sampling engine shared by `ranktop record` and the live monitor: collector threads for
  * discovery, stack sampling, GIL probing and memory, writing into one history under one short
- * lock. Readers (recorder, UI) never wait on a collector, a tool or a process: they take the
- * lock only to copy what they need. */
+ * lock. Readers (the monitor, the recorder's saves, exports) never wait on a collector, a
+ * tool or a process: they take a published view (engine_acquire, ranktop/snapshot.h) and read
+ * it without any lock. */
 #ifndef RANKTOP_ENGINE_H
 #define RANKTOP_ENGINE_H
 
@@ -16,6 +17,7 @@
 #include "ranktop/discovery.h"
 #include "ranktop/history.h"
 #include "ranktop/ship.h"
+#include "ranktop/snapshot.h"
 #include "ranktop/status.h"
 
 /* How the head reaches other nodes (README, "Multi-node"): every host runs `ranktop agent`,
@@ -96,33 +98,6 @@ struct engine_opts {
     int sampler_threads;
 };
 
-struct engine_stats {
-    uint64_t samples; /* sampling passes over all ranks */
-    uint64_t stacks;  /* thread stacks recorded */
-    uint64_t errors;  /* failed rank samples and dropped thread stacks */
-    /* Thread stacks the sampler could not read whole: the reader retries a torn walk a few
-     * times from a fresh thread state; what still fails is lost (and counted in errors too).
-     * Each rank's losses also go into the history as SERIES_STACKS_LOST. */
-    uint64_t torn;      /* torn walks seen, each retried */
-    uint64_t lost;      /* thread stacks dropped after every retry, plus torn thread lists */
-    double achieved_hz; /* passes per second since the start */
-    double lag_ms;      /* mean lateness of a pass behind its schedule */
-    double lag_max_ms;
-    uint64_t cpu_ns; /* CPU time of the engine's threads */
-    size_t history_bytes;
-    int ranks;           /* ranks currently sampled */
-    int ranks_seen;      /* ranks ever sampled */
-    int sampler_threads; /* threads the last sampling pass was split over */
-    /* Task lanes (engine_opts.task_lanes): ended lanes folded away, and the most live tasks
-     * one read left without a lane, in any rank; task_lane_cap is 0 until tasks were read. */
-    size_t task_lane_cap;
-    uint64_t tasks_folded;
-    uint32_t tasks_unlaned_max;
-    /* How the sampler reads the ranks' memory (pyproc_stats.reader, reader_why): NULL until a
-     * rank was attached; /proc/PID/mem, with why, as soon as any rank is read through it. */
-    const char *reader, *reader_why;
-};
-
 struct engine;
 
 /* Starts the collector threads. Returns 0, or a negative status with err filled. */
@@ -140,7 +115,28 @@ void engine_free(struct engine *e);
  * thread first, and that one cannot stop). */
 bool engine_left_threads(void);
 
-/* A private copy of the history (short lock). Release with history_fini. */
+/* The engine's state for a reader: a reference to the published view (ranktop/snapshot.h),
+ * built anew when the last one is ENGINE_VIEW_PERIOD_NS old or older (or predates
+ * engine_stop), else the last one shared. Building copies the history under the engine lock
+ * (as long as history_clone takes); taking a shared one takes no engine lock. The view stays
+ * valid and unchanged until the caller's engine_release, even after engine_free. Any thread. */
+const struct engine_view *engine_acquire(struct engine *e);
+
+/* Gives back a reference from engine_acquire (or engine_view_new); the last one frees the
+ * view. NULL is a no-op. Any thread; takes no engine lock. */
+void engine_release(const struct engine_view *v);
+
+/* A zeroed view holding one reference, for a caller that fills it by hand (tests, benches):
+ * engine_release frees what it points to (hist with history_fini, the arrays with free). */
+struct engine_view *engine_view_new(void);
+
+/* Views of this process not freed yet, engines' published ones included (tests). */
+size_t engine_view_count(void);
+
+/* Single copies, each under its own short lock: for the controller (key handlers), tests and
+ * benches. Readers that draw or save take a view instead.
+ *
+ * A private copy of the history (short lock). Release with history_fini. */
 void engine_clone_history(struct engine *e, struct history *out);
 
 void engine_get_stats(struct engine *e, struct engine_stats *st);
@@ -170,29 +166,10 @@ void engine_last_errors(struct engine *e, char *buf, size_t len);
 /* Targets the sampler cannot read (a process of another user, not Python...), each with the
  * reason it last gave; a target leaves the list once it is read. Copies at most max into out
  * (short lock) and returns how many there are. */
-struct engine_unread {
-    int pid;
-    char why[200];
-};
 size_t engine_unreadable(struct engine *e, struct engine_unread *out, size_t max);
 
 /* The sampler's last failure to attach to a target alone ("" when none). */
 void engine_attach_error(struct engine *e, char *buf, size_t len);
-
-/* Live per-rank figures that are not time series: the UI's rank table and GIL view. */
-struct engine_rank_live {
-    int pid;
-    int64_t dev_mem_mb;  /* device memory of this process, -1 unknown */
-    double gil_busy_pct; /* over the last second, -1 unknown */
-    double gil_switches; /* per second */
-    double gil_waiters;  /* average, -1 unknown */
-    bool stopped;        /* every thread stopped (SIGSTOP, a debugger): the sampler saw it */
-    size_t nshares;
-    struct {
-        uint64_t ident;
-        double pct;
-    } shares[16]; /* GIL holder share per thread, largest first */
-};
 
 /* Copies of the latest device list and per-rank live figures (caller frees *devs, *ranks). */
 void engine_snapshot_live(struct engine *e, struct smi_device **devs, size_t *ndevs,
@@ -202,40 +179,11 @@ void engine_snapshot_live(struct engine *e, struct smi_device **devs, size_t *nd
  * when asked (or when pid changes) and compares every few seconds. pid 0 stops. */
 void engine_mem_focus(struct engine *e, int pid, bool new_baseline);
 
-struct engine_growth {
-    char label[96];
-    int64_t before_kb, after_kb, delta_kb;
-};
-
 /* Copies the latest comparison for the focused pid (a short copy under the engine lock; the
  * UI takes it with its other snapshots, never while drawing); returns how many rows. */
 size_t engine_mem_growth(struct engine *e, int *pid, struct engine_growth *out, size_t n);
 
 /* ---- Other nodes ---- */
-
-enum engine_host_state {
-    ENGINE_HOST_CONNECTING, /* the remote shell runs, no hello yet */
-    ENGINE_HOST_UP,         /* ticks arrive */
-    ENGINE_HOST_LAGGING,    /* up, but no tick for ENGINE_LAG_NS */
-    ENGINE_HOST_DOWN,       /* gone: reconnecting with capped backoff */
-};
-#define ENGINE_LAG_NS 3000000000ull
-
-struct engine_host {
-    char name[64];       /* as given (--hosts), or the task label until the hello names it */
-    char agent_host[64]; /* the host name the agent reported */
-    char node[64];       /* a pod's node (kubectl), "" when not known or not a pod */
-    enum engine_host_state state;
-    char version[32]; /* the agent's ranktop version */
-    int ranks;
-    double age_s;                    /* since the last message; -1 never */
-    double bytes_per_s;              /* received, over the last few seconds */
-    double offset_ms, offset_err_ms; /* agent clock minus ours, and its bound */
-    unsigned connects;               /* remote shells started */
-    char error[256];                 /* last error line, "" none */
-    size_t ship_bytes;               /* --ship: the binary's bytes last sent (0: none yet) */
-    double ship_s;                   /* --ship: seconds from the node's request to the last byte */
-};
 
 /* A copy of every remote host's state; caller frees *out. */
 void engine_hosts(struct engine *e, struct engine_host **out, size_t *n);

@@ -3,14 +3,14 @@
  * ΔRSS against the memory baseline), the memory and GIL panes' rows and the achieved sampling
  * rate (measured over a window of pass counts the caller keeps).
  *
- * Everything here is pure: it reads a history (the UI thread's private copy made with
- * history_clone()), the engine's live figures as copied with it, and a time `now`, and fills
- * a plain struct whose arrays it allocates. No
- * function does I/O, takes a lock or keeps state between calls, so any thread may call them
- * on a history no other thread writes. Strings in the outputs (function and file names,
- * hosts, devices) and frame pointers are borrowed from the history and valid while it lives;
- * arrays are owned by the output and freed by the matching _fini (safe on a zeroed struct and
- * twice in a row). Times are CLOCK_MONOTONIC nanoseconds, as in the history.
+ * Everything here is pure: it reads a history and the live figures of one engine view
+ * (ranktop/snapshot.h: immutable, so no lock), and a time `now`, and fills a plain struct
+ * whose arrays it allocates. No function does I/O, takes a lock or keeps state between calls,
+ * so any thread may call them on a history no other thread writes. Strings in the outputs
+ * (function and file names, hosts, devices) and frame pointers are borrowed from the history
+ * and valid while it lives; arrays are owned by the output and freed by the matching _fini
+ * (safe on a zeroed struct and twice in a row). Times are CLOCK_MONOTONIC nanoseconds, as in the
+ * history.
  *
  * Ranks are named by view_rank_id(): the job rank when known, else minus the pid, which every
  * text form writes "pid N" (never a pid as a rank). A rank's stack is
@@ -23,8 +23,8 @@
 #error "ranktop/view.h belongs to src/views/, a layer this one may not use"
 #endif
 
-#include "ranktop/engine.h"
 #include "ranktop/history.h"
+#include "ranktop/snapshot.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -54,7 +54,7 @@ const struct hthread *view_main_thread(const struct hrank *r);
  * history does not know it. Borrowed from h. */
 const char *view_thread_name(const struct history *h, int pid, uint64_t ident);
 
-/* The live figures of pid among n copied from the engine (live may be NULL); NULL if absent. */
+/* The live figures of pid among a view's n (live may be NULL); NULL if absent. */
 const struct engine_rank_live *view_live_of(const struct engine_rank_live *live, size_t n, int pid);
 
 /* Stack of t's last run; HSTACK_NONE when t is NULL or gone, has no run, or the last sample
@@ -175,7 +175,7 @@ struct view_table_in {
     const char *filter; /* substring of "rank R pid P FRAME"; NULL or "" keeps all rows */
     enum view_sort sort;
     const struct view_baseline *base;    /* NULL: no ΔRSS */
-    const struct engine_rank_live *live; /* the engine's live figures (borrowed), may be NULL */
+    const struct engine_rank_live *live; /* a view's live figures (borrowed), may be NULL */
     size_t nlive;
     uint64_t stuck_after_ns; /* a live rank unchanged this long is "stuck"; 0: never */
 };

@@ -437,7 +437,7 @@ static bool tell_once(const char *line)
 /* tell_once for each part of a "; "-joined list (engine_last_errors). */
 static void tell_lines(const char *joined)
 {
-    char buf[1024], *save = NULL;
+    char buf[1600], *save = NULL;
 
     snprintf(buf, sizeof(buf), "%s", joined);
     for (char *t = strtok_r(buf, ";", &save); t; t = strtok_r(NULL, ";", &save)) {
@@ -450,12 +450,9 @@ static void tell_lines(const char *joined)
 
 /* Why a target cannot be read (another user's, not Python...), as dump says it: said once
  * each, while recording. */
-static void tell_unreadable(struct engine *e)
+static void tell_unreadable(const struct engine_unread *u, size_t n)
 {
-    struct engine_unread u[16];
-    size_t n = engine_unreadable(e, u, 16);
-
-    for (size_t i = 0; i < n && i < 16; i++)
+    for (size_t i = 0; i < n; i++)
         tell_once(u[i].why);
 }
 
@@ -463,7 +460,7 @@ static void tell_unreadable(struct engine *e)
 static void kind_errors(const char *joined, enum smi_kind kind, char *out, size_t len)
 {
     static const char *const tool[2][2] = {{"nvidia-smi", "NVML"}, {"npu-smi", "DCMI"}};
-    char buf[1024], *save = NULL;
+    char buf[1600], *save = NULL;
     size_t n = 0;
 
     out[0] = '\0';
@@ -476,37 +473,31 @@ static void kind_errors(const char *joined, enum smi_kind kind, char *out, size_
     }
 }
 
-static bool have_devices(struct engine *e, enum smi_kind kind)
+static bool have_devices(const struct smi_device *devs, size_t n, enum smi_kind kind)
 {
-    struct smi_device *devs = NULL;
-    struct engine_rank_live *ranks = NULL;
-    size_t nd = 0, nr = 0;
-    bool found = false;
-
-    engine_snapshot_live(e, &devs, &nd, &ranks, &nr);
-    for (size_t i = 0; i < nd; i++)
-        found |= devs[i].kind == kind;
-    free(devs);
-    free(ranks);
-    return found;
+    for (size_t i = 0; i < n; i++)
+        if (devs[i].kind == kind)
+            return true;
+    return false;
 }
 
 /* --gpu-usage / --npu-usage without such a device: said once on stderr with the reason (the
- * tool's error, else none found) as soon as the tool has answered, or at the end (final),
- * and kept for the trace's metadata (rec_told.pairs). A device that shows up later clears it. */
-static void check_counters(struct engine *e, const struct rec_opts *o, bool final)
+ * tool's error in errs, else none found) as soon as the tool has answered, or at the end
+ * (final), and kept for the trace's metadata (rec_told.pairs). A device that shows up later
+ * clears it. */
+static void check_counters(const char *errs, const struct smi_device *devs, size_t ndevs,
+                           const struct rec_opts *o, bool final)
 {
     static const char *const flag[2] = {"--gpu-usage", "--npu-usage"};
     static const char *const what[2] = {"GPU", "NPU"};
     bool want[2] = {o->eng.gpu, o->eng.npu};
-    char errs[1024], why[256], line[400];
+    char why[256], line[400];
     size_t n = 0;
 
-    engine_last_errors(e, errs, sizeof(errs));
     for (int k = 0; k < 2; k++) {
         if (!want[k] || (!final && rec_told.why[k][0]))
             continue;
-        if (have_devices(e, (enum smi_kind)k)) {
+        if (have_devices(devs, ndevs, (enum smi_kind)k)) {
             rec_told.why[k][0] = '\0';
             continue;
         }
@@ -532,10 +523,32 @@ static void check_counters(struct engine *e, const struct rec_opts *o, bool fina
     rec_told.pairs[n] = NULL;
 }
 
-/* Exports the engine's history (or the window from..to) to path; reports failures once per
+/* The notices of a tick (unreadable targets, requested counters that cannot be had), from
+ * the engine's short getters of those two small lists: a view would copy the whole history
+ * ten times a second. */
+static void tick_notices(struct engine *e, const struct rec_opts *o)
+{
+    struct engine_unread u[16];
+    size_t n = engine_unreadable(e, u, 16);
+    struct smi_device *devs = NULL;
+    struct engine_rank_live *ranks = NULL;
+    size_t nd = 0, nr = 0;
+    char errs[1024];
+
+    tell_unreadable(u, n < 16 ? n : 16);
+    if (!o->eng.gpu && !o->eng.npu)
+        return;
+    engine_last_errors(e, errs, sizeof(errs));
+    engine_snapshot_live(e, &devs, &nd, &ranks, &nr);
+    check_counters(errs, devs, nd, o, false);
+    free(devs);
+    free(ranks);
+}
+
+/* Exports the view's history (or the window from..to) to path; reports failures once per
  * message so a full disk does not flood the terminal. Returns 0, 1 (nothing to write) or -1. */
-static int save(struct engine *e, const struct rec_opts *o, const char *path, uint64_t from,
-                uint64_t to)
+static int save(const struct engine_view *v, const struct rec_opts *o, const char *path,
+                uint64_t from, uint64_t to)
 {
     static char last_err[512];
     struct export_opts xo = {.format = o->fmt,
@@ -545,17 +558,12 @@ static int save(struct engine *e, const struct rec_opts *o, const char *path, ui
                              .interval_ns = (uint64_t)(1e9 / o->eng.rate_hz),
                              .version = RANKTOP_VERSION,
                              .unavailable = rec_told.pairs[0] ? rec_told.pairs : NULL};
-    struct history h;
     struct app_err err = {0};
     int rc;
 
-    engine_clone_history(e, &h);
-    if (nothing_recorded(&h)) {
-        history_fini(&h);
+    if (nothing_recorded(&v->hist))
         return 1;
-    }
-    rc = export_write(&h, &xo, path, &err);
-    history_fini(&h);
+    rc = export_write(&v->hist, &xo, path, &err);
     if (rc < 0 && strcmp(last_err, err.msg) != 0) {
         fprintf(stderr, "ranktop record: %s\n", err.msg);
         snprintf(last_err, sizeof(last_err), "%s", err.msg);
@@ -566,14 +574,12 @@ static int save(struct engine *e, const struct rec_opts *o, const char *path, ui
 }
 
 /* One line per other node: how its agent did, and the last thing that went wrong there. */
-static void hosts_summary(struct engine *e)
+static void hosts_summary(const struct engine_view *v)
 {
     static const char *const states[] = {"connecting", "up", "lagging", "down"};
-    struct engine_host *h;
-    size_t n;
+    const struct engine_host *h = v->hosts;
 
-    engine_hosts(e, &h, &n);
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < v->nhosts; i++) {
         char clock[64] = "", ship[80] = "";
 
         if (h[i].offset_err_ms >= 0)
@@ -588,15 +594,14 @@ static void hosts_summary(struct engine *e)
                 h[i].version[0] ? h[i].version : "-", h[i].connects, ship, clock,
                 h[i].error[0] ? "; last error: " : "", h[i].error);
     }
-    free(h);
 }
 
-static void summary(struct engine *e)
+static void summary(const struct engine_view *v)
 {
-    struct engine_stats st;
+    const struct engine_stats st = v->stats;
+    const char *native_err = engine_view_native_error(v, 0);
     double pct;
 
-    engine_get_stats(e, &st);
     pct = st.stacks + st.errors ? 100.0 * (double)st.errors / (double)(st.stacks + st.errors) : 0;
     fprintf(stderr,
             "ranktop: %llu samples, %llu thread stacks, %llu errors (%.2f%%), %.1f Hz achieved, "
@@ -618,13 +623,9 @@ static void summary(struct engine *e)
                 "%u live tasks of a read without a lane (%zu per rank)\n",
                 (unsigned long long)st.tasks_folded, st.task_lane_cap, st.tasks_unlaned_max,
                 st.task_lane_cap);
-    hosts_summary(e);
-    {
-        char why[512];
-
-        if (engine_native_error(e, 0, why, sizeof(why)))
-            fprintf(stderr, "ranktop record: %s\n", why);
-    }
+    hosts_summary(v);
+    if (native_err)
+        fprintf(stderr, "ranktop record: %s\n", native_err);
 }
 
 struct rec_state {
@@ -633,13 +634,16 @@ struct rec_state {
     int failed;
 };
 
-/* One tick of the recorder: autosave, snapshot and trigger bookkeeping. */
+/* One tick of the recorder: notices, autosave, snapshot and trigger bookkeeping. Each pass
+ * that writes takes one view of the engine for all it writes. */
 static void tick(struct engine *e, const struct rec_opts *o, struct rec_state *s, uint64_t now)
 {
     char path[4200];
+    const struct engine_view *v;
+    bool autosave = o->autosave > 0 && now >= s->next_save;
+    bool snap = o->snapshot > 0 && now >= s->next_snap;
 
-    tell_unreadable(e);
-    check_counters(e, o, false);
+    tick_notices(e, o);
     if (o->trigger) {
         bool exists = access(o->trigger, F_OK) == 0;
 
@@ -649,25 +653,31 @@ static void tick(struct engine *e, const struct rec_opts *o, struct rec_state *s
         } else if (!exists && s->trig_active) {
             s->trig_active = false;
             tagged_name(o->out, path, sizeof(path));
-            if (save(e, o, path, s->trig_from, now) == 0) {
+            v = engine_acquire(e);
+            if (save(v, o, path, s->trig_from, now) == 0) {
                 fprintf(stderr, "ranktop: wrote %s\n", path);
                 s->wrote = true;
             }
+            engine_release(v);
         }
         return;
     }
-    if (o->autosave > 0 && now >= s->next_save) {
-        int rc = save(e, o, o->out, 0, 0);
+    if (!autosave && !snap)
+        return;
+    v = engine_acquire(e);
+    if (autosave) {
+        int rc = save(v, o, o->out, 0, 0);
 
         s->wrote |= rc == 0;
         s->failed += rc < 0;
         s->next_save = now + (uint64_t)(o->autosave * 1e9);
     }
-    if (o->snapshot > 0 && now >= s->next_snap) {
+    if (snap) {
         tagged_name(o->out, path, sizeof(path));
-        save(e, o, path, 0, 0);
+        save(v, o, path, 0, 0);
         s->next_snap = now + (uint64_t)(o->snapshot * 1e9);
     }
+    engine_release(v);
 }
 
 /* Asks each -p process once more why it cannot be read (no such process, not Python,
@@ -695,15 +705,13 @@ static int explain_pids(const struct discovery_opts *d)
 /* Nothing was recorded from processes the user named, and none gave a reason. A --match or
  * --children-of that never found a Python process is named as such: the rate is beside the
  * point then. */
-static void explain_named(struct engine *e, const struct discovery_opts *d)
+static void explain_named(const struct engine_view *v, const struct discovery_opts *d)
 {
-    struct engine_stats st;
     char line[400];
 
     if (explain_pids(d))
         return;
-    engine_get_stats(e, &st);
-    if (st.ranks_seen || (!d->match && !d->nchildren_of)) {
+    if (v->stats.ranks_seen || (!d->match && !d->nchildren_of)) {
         fprintf(stderr, "ranktop record: no Python stack of the given processes was read while "
                         "it ran (too short a run for the rate?)\n");
         return;
@@ -723,11 +731,10 @@ static void explain_named(struct engine *e, const struct discovery_opts *d)
 /* --gil kept nothing because no sample caught a thread of the ranks holding the GIL (a rank
  * waiting in C with the GIL released, or one whose GIL another thread holds): say so, or
  * the trace is missing with no reason. Returns true when it was the case. */
-static bool explain_gil(struct engine *e, const struct rec_opts *o)
+static bool explain_gil(const struct engine_view *v, const struct rec_opts *o)
 {
-    struct engine_stats st;
+    const struct engine_stats st = v->stats;
 
-    engine_get_stats(e, &st);
     if (!o->eng.gil_only || st.stacks || !st.ranks_seen)
         return false;
     fprintf(stderr,
@@ -742,45 +749,50 @@ static bool explain_gil(struct engine *e, const struct rec_opts *o)
  * recording to replay) is not in it. Requested counters were told by check_counters. final is
  * the final save's result: after a failed write its error line is the reason, and "nothing was
  * read" would contradict it. */
-static void explain_outcome(struct engine *e, const struct rec_opts *o, const struct rec_state *s,
-                            int final)
+static void explain_outcome(const struct engine_view *v, const struct rec_opts *o,
+                            const struct rec_state *s, int final)
 {
     const struct discovery_opts *d = &o->eng.disc;
     bool named = d->npids || d->nchildren_of || d->match;
-    char errs[1024];
+    const char *errs;
 
-    if (final == 1 && explain_gil(e, o))
+    if (final == 1 && explain_gil(v, o))
         return;
     if (s->wrote && !d->dev.nvidia_smi_file && !d->dev.npu_smi_file)
         return;
     /* Processes named by the user: the device tools are beside the point. */
     if (named && !d->dev.nvidia_smi_file && !d->dev.npu_smi_file)
-        engine_attach_error(e, errs, sizeof(errs));
+        errs = v->attach_err;
     else
-        engine_last_errors(e, errs, sizeof(errs));
+        errs = v->last_errors;
     if (errs[0])
         tell_lines(errs);
     else if (!s->wrote && named && final >= 0)
-        explain_named(e, d);
+        explain_named(v, d);
 }
 
+/* Stops the engine and says and saves what it recorded, all from one view taken after the
+ * stop (it holds the last samples). */
 static int finish(struct engine *e, const struct rec_opts *o, struct rec_state *s)
 {
+    const struct engine_view *v;
     int rc = 0;
 
     engine_stop(e);
-    tell_unreadable(e);
+    v = engine_acquire(e);
+    tell_unreadable(v->unread, v->nunread);
     explain_pids(&o->eng.disc);
-    check_counters(e, o, true);
+    check_counters(v->last_errors, v->devs, v->ndevs, o, true);
     if (!o->trigger) {
-        rc = save(e, o, o->out, 0, 0);
+        rc = save(v, o, o->out, 0, 0);
         if (rc == 1)
             fprintf(stderr, "ranktop record: nothing was recorded, %s not written\n", o->out);
         else if (rc == 0)
             s->wrote = true;
     }
-    summary(e);
-    explain_outcome(e, o, s, rc);
+    summary(v);
+    explain_outcome(v, o, s, rc);
+    engine_release(v);
     return s->wrote && rc >= 0 ? 0 : 1;
 }
 

@@ -242,6 +242,7 @@ static void engine_init_sync(struct engine *e)
     pthread_condattr_t ca;
 
     pthread_mutex_init(&e->lock, NULL);
+    pthread_mutex_init(&e->view_lock, NULL);
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&e->cond, &ca);
@@ -332,6 +333,7 @@ int engine_start(const struct engine_opts *o, struct engine **out, struct app_er
     if (e->stop_fd < 0) {
         rc = app_err_set(err, APP_E_IO, "eventfd: %s", strerror(errno));
         pthread_mutex_destroy(&e->lock);
+        pthread_mutex_destroy(&e->view_lock);
         pthread_cond_destroy(&e->cond);
         free(e);
         return rc;
@@ -385,6 +387,7 @@ void engine_stop(struct engine *e)
                 e->abandoned);
     }
     e->nth = 0;
+    engine_view_expire(e);
 }
 
 bool engine_left_threads(void)
@@ -400,6 +403,8 @@ void engine_free(struct engine *e)
         left_running = e;
         return;
     }
+    engine_view_expire(e);
+    pthread_mutex_destroy(&e->view_lock);
     history_fini(&e->hist);
     rsource_fini(&e->local);
     rclaims_free(&e->local_claims);

@@ -85,6 +85,9 @@ struct engine {
         bool on;
     } rnative[ENGINE_MAX_NATIVE]; /* toggles for other hosts' ranks, for the remote thread */
     size_t nrnative;
+    /* the view readers share (engine_view.c), under view_lock, taken before lock */
+    pthread_mutex_t view_lock;
+    struct engine_view *view;
 };
 
 /* The live record of pid (created on first use); call with the lock held. */
@@ -115,6 +118,10 @@ bool engine_sleep(struct engine *e, uint64_t abs_ns);
 void engine_wait_discovered(struct engine *e);
 
 void *engine_sampler_main(void *arg);
+
+/* Drops the published view, so that the next engine_acquire builds one (engine_stop, once
+ * every thread is joined: their last records are then in it; engine_free). */
+void engine_view_expire(struct engine *e);
 
 /* One thread of a rank sample as the history records it, kept apart from the reader's
  * borrowed sample (a native sample reads each thread again). */

@@ -6,7 +6,8 @@ commands meson wrote for each layer library:
     with the flags of each layer that may use it, and fails to compile with the flags of every
     layer below or beside its owner (the owner is the RANKTOP_SEES_<LAYER> its guard tests);
   * a private header of one layer folder cannot be included from another layer, neither by
-    its bare name nor by its path from the project root.
+    its bare name nor by its path from the project root;
+  * the directions the design fixes (MUST_NOT_SEE) hold in the layer table itself.
 
 Usage: check_layers.py SRCDIR BUILDDIR. Exits 1 and names every violation."""
 import json, os, re, shlex, subprocess, sys, tempfile
@@ -53,7 +54,21 @@ def compiles(flags, cwd, text):
         os.unlink(f.name)
 
 
+# Directions the design fixes, whatever meson.build says: the view models read the engine's
+# published views (ranktop/snapshot.h, a model contract), never the engine or its collectors.
+MUST_NOT_SEE = {
+    "views": ["engine", "python", "proc", "devices", "discovery", "remote", "native"],
+}
+
 bad = []
+for name, banned in sorted(MUST_NOT_SEE.items()):
+    if name not in layers:
+        bad.append(f"layer {name} not found")
+        continue
+    for b in banned:
+        if b in sees(layers[name][0]):
+            bad.append(f"layer {name} sees {b}, which it must not use")
+
 inc = os.path.join(src, "include", "ranktop")
 for h in sorted(os.listdir(inc)):
     text = open(os.path.join(inc, h)).read()

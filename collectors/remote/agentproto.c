@@ -1,9 +1,12 @@
-/* The head's reader of agent streams: line framing and the parser of one line into a message.
+/* The agent stream's two ends: the head's reader (line framing, and the parser of one line into
+ * a record event) and the agent's writer of a record event as its line, side by side so that
+ * they share one set of field names, formats and limits.
  *
  * Everything an agent writes is untrusted (a remote node, a different build, a broken link):
  * lines are capped, every field is checked for type and range, strings are cut to their
  * buffers, ids are bounded by AGENTPROTO_ID_MAX so that no message can make the head allocate
- * without limit. Pure: a buffer in, a message out, no I/O, no global state; any thread. */
+ * without limit. The writer keeps every line below AGENTPROTO_LINE_MAX by construction. Pure: a
+ * buffer in, a buffer out, no I/O, no global state; any thread. */
 #include "ranktop/agentproto.h"
 #include "ranktop/util.h"
 
@@ -486,4 +489,273 @@ int agentproto_parse(const char *line, size_t len, struct record_event *m, struc
     parse_body(&r, m);
     json_object_put(o);
     return r.rc;
+}
+
+/* ---- the writer ----
+ *
+ * One line per event, in the field names and number formats the parser above reads. Each text
+ * goes through agentproto_json_str into a buffer of its own size, and those sizes (with the
+ * widest integers and figures) keep every line below AGENTPROTO_LINE_MAX: a frame, the longest
+ * line, is at most 810 bytes with its newline, a live line with 16 shares 841. */
+
+#define FIG_MAX 1e15 /* the parser's bound on a number */
+
+void agentproto_copy_text(char *dst, size_t len, const char *text)
+{
+    size_t n = strnlen(text, len - 1);
+
+    /* Back up to the start of a UTF-8 sequence when the cut falls inside one. */
+    if (text[n] != '\0')
+        while (n > 0 && ((unsigned char)text[n] & 0xC0) == 0x80)
+            n--;
+    memcpy(dst, text, n);
+    dst[n] = '\0';
+}
+
+/* A record's text field as a JSON string in out; read only within the field's size, since a
+ * producer may have filled it to the last byte. */
+static void jstr(char *out, size_t outlen, const char *field, size_t size)
+{
+    char t[RECORD_TEXT + 1];
+
+    if (size > RECORD_TEXT)
+        size = RECORD_TEXT;
+    memcpy(t, field, size);
+    t[size] = '\0';
+    agentproto_json_str(out, outlen, t);
+}
+
+#define JSTR(buf, field) jstr(buf, sizeof(buf), field, sizeof(field))
+
+/* x, or dflt when the wire cannot carry it (the parser would refuse the line). */
+static double fig(double x, double dflt)
+{
+    return isfinite(x) && fabs(x) <= FIG_MAX ? x : dflt;
+}
+
+static int write_hello(char *b, size_t len, const struct record_hello *h)
+{
+    char ver[48], host[96], node[96], boot[80], pid[24] = "";
+
+    JSTR(ver, h->version);
+    JSTR(host, h->host);
+    JSTR(node, h->node);
+    JSTR(boot, h->boot_id);
+    if (h->pid) /* 0: unknown, and then absent, as the parser takes it */
+        snprintf(pid, sizeof(pid), ",\"pid\":%d", h->pid);
+    return snprintf(b, len,
+                    "{\"t\":\"hello\",\"proto\":[%d,%d],\"ver\":%s,\"host\":%s,\"node\":%s,"
+                    "\"boot\":%s%s,\"mono\":%lld,\"wall\":%lld,\"rate\":%g}\n",
+                    h->major, h->minor, ver, host, node, boot, pid, (long long)h->mono_ns,
+                    (long long)h->wall_us, fig(h->rate_hz, 0));
+}
+
+static int write_frame(char *b, size_t len, const struct record_frame *f)
+{
+    char fn[AGENTPROTO_TEXT + 8], file[480];
+
+    JSTR(fn, f->function);
+    JSTR(file, f->file);
+    return snprintf(b, len, "{\"t\":\"f\",\"id\":%u,\"fn\":%s,\"file\":%s,\"ln\":%d%s}\n", f->id,
+                    fn, file, f->line, f->native ? ",\"nat\":true" : "");
+}
+
+static int write_stack(char *b, size_t len, const struct record_stack *s)
+{
+    uint32_t n = s->nchunk < AGENTPROTO_CHUNK ? s->nchunk : AGENTPROTO_CHUNK;
+    size_t k = (size_t)snprintf(b, len, "{\"t\":\"s\",\"id\":%u,\"n\":%u,\"at\":%u,\"f\":[", s->id,
+                                s->n, s->at);
+
+    /* 60 ids of at most 10 digits and a comma fit the line: len is AGENTPROTO_LINE_MAX. */
+    for (uint32_t i = 0; i < n && k < len; i++)
+        k += (size_t)snprintf(b + k, len - k, "%s%u", i ? "," : "", s->frames[i]);
+    if (k < len)
+        k += (size_t)snprintf(b + k, len - k, "]}\n");
+    return (int)k;
+}
+
+/* lrank and world go out only when known (the agent does not learn them today). */
+static int write_rank(char *b, size_t len, const struct record_rank *r)
+{
+    char dev[48], py[40], lw[48] = "";
+
+    JSTR(dev, r->device);
+    JSTR(py, r->python);
+    if (r->local_rank >= 0 || r->world_size >= 0)
+        snprintf(lw, sizeof(lw), ",\"lrank\":%d,\"world\":%d", r->local_rank, r->world_size);
+    return snprintf(b, len,
+                    "{\"t\":\"r\",\"p\":%d,\"rank\":%d%s,\"dev\":%s,\"py\":%s,\"x\":%s,\"xc\":%d,"
+                    "\"xs\":%d,\"ts\":%lld}\n",
+                    r->pid, r->rank, lw, dev, py, r->exited ? "true" : "false", r->exit_code,
+                    r->exit_signal, (long long)r->ts);
+}
+
+static int write_thread(char *b, size_t len, const struct record_thread *t)
+{
+    char name[96];
+
+    JSTR(name, t->name);
+    return snprintf(b, len,
+                    "{\"t\":\"th\",\"id\":%u,\"p\":%d,\"w\":%d,\"i\":%llu,\"tid\":%d,\"m\":%s,"
+                    "\"name\":%s}\n",
+                    t->id, t->pid, t->worker, (unsigned long long)t->ident, t->tid,
+                    t->main ? "true" : "false", name);
+}
+
+static int write_run(char *b, size_t len, const struct record_event *m)
+{
+    if (m->type == RECORD_GONE)
+        return snprintf(b, len, "{\"t\":\"g\",\"th\":%u,\"ts\":%lld}\n", m->u.run.thread,
+                        (long long)m->u.run.ts);
+    return snprintf(b, len, "{\"t\":\"o\",\"th\":%u,\"s\":%lld,\"ts\":%lld}\n", m->u.run.thread,
+                    (long long)m->u.run.stack, (long long)m->u.run.ts);
+}
+
+/* A counter's name goes out only when it has one (a device's series: the head needs it). */
+static int write_counter(char *b, size_t len, const struct record_counter *c)
+{
+    char name[80] = "";
+
+    if (!isfinite(c->v) || fabs(c->v) > FIG_MAX)
+        return 0;
+    if (c->name[0]) {
+        memcpy(name, ",\"n\":", 5);
+        jstr(name + 5, sizeof(name) - 5, c->name, sizeof(c->name));
+    }
+    return snprintf(b, len, "{\"t\":\"c\",\"p\":%d,\"id\":%d%s,\"v\":%.6g,\"ts\":%lld}\n", c->pid,
+                    c->id, name, c->v, (long long)c->ts);
+}
+
+/* A share the wire cannot carry is left out rather than refusing the whole line. */
+static int write_live(char *b, size_t len, const struct record_live *l)
+{
+    char sh[AGENTPROTO_SHARES * 44 + 4];
+    size_t k = 0, n = l->nshares < AGENTPROTO_SHARES ? l->nshares : AGENTPROTO_SHARES;
+
+    for (size_t j = 0; j < n; j++)
+        if (isfinite(l->shares[j].pct) && fabs(l->shares[j].pct) <= FIG_MAX)
+            k += (size_t)snprintf(sh + k, sizeof(sh) - k, "%s[%llu,%.2f]", k ? "," : "",
+                                  (unsigned long long)l->shares[j].ident, l->shares[j].pct);
+    sh[k] = '\0';
+    return snprintf(b, len,
+                    "{\"t\":\"l\",\"p\":%d,\"dm\":%lld,\"gb\":%.2f,\"gs\":%.2f,\"gw\":%.2f,"
+                    "\"sh\":[%s]}\n",
+                    l->pid, (long long)l->dev_mem_mb, fig(l->gil_busy_pct, -1),
+                    fig(l->gil_switches, 0), fig(l->gil_waiters, -1), sh);
+}
+
+static int write_device(char *b, size_t len, const struct record_device *d)
+{
+    char name[128];
+
+    JSTR(name, d->name);
+    return snprintf(
+        b, len,
+        "{\"t\":\"d\",\"k\":\"%s\",\"i\":%d,\"c\":%d,\"name\":%s,\"u\":%lld,\"mu\":%lld,"
+        "\"mt\":%lld,\"tc\":%lld,\"pw\":%.1f}\n",
+        d->npu ? "npu" : "gpu", d->index, d->chip, name, (long long)d->util_pct,
+        (long long)d->mem_used_mb, (long long)d->mem_total_mb, (long long)d->temp_c,
+        fig(d->power_w, -1));
+}
+
+static int write_tick(char *b, size_t len, const struct record_tick *k)
+{
+    return snprintf(b, len,
+                    "{\"t\":\"k\",\"seq\":%llu,\"ts\":%lld,\"n\":%llu,\"st\":%llu,\"er\":%llu,"
+                    "\"lo\":%llu}\n",
+                    (unsigned long long)k->seq, (long long)k->ts, (unsigned long long)k->passes,
+                    (unsigned long long)k->stacks, (unsigned long long)k->errors,
+                    (unsigned long long)k->lost);
+}
+
+static int write_text(char *b, size_t len, const struct record_event *m)
+{
+    char msg[AGENTPROTO_TEXT + 64];
+
+    JSTR(msg, m->u.text);
+    return snprintf(b, len, "{\"t\":\"%s\",\"msg\":%s}\n", type_names[m->type], msg);
+}
+
+/* The line of m into b[0..AGENTPROTO_LINE_MAX); its length, or 0 for none. */
+static size_t format(char *b, const struct record_event *m)
+{
+    const size_t len = AGENTPROTO_LINE_MAX;
+    int n = 0;
+
+    switch (m->type) {
+    case RECORD_HELLO:
+        n = write_hello(b, len, &m->u.hello);
+        break;
+    case RECORD_FRAME:
+        n = write_frame(b, len, &m->u.frame);
+        break;
+    case RECORD_STACK:
+        n = write_stack(b, len, &m->u.stack);
+        break;
+    case RECORD_RANK:
+        n = write_rank(b, len, &m->u.rank);
+        break;
+    case RECORD_THREAD:
+        n = write_thread(b, len, &m->u.thread);
+        break;
+    case RECORD_RUN:
+    case RECORD_GONE:
+        n = write_run(b, len, m);
+        break;
+    case RECORD_TICK:
+        n = write_tick(b, len, &m->u.tick);
+        break;
+    case RECORD_COUNTER:
+        n = write_counter(b, len, &m->u.counter);
+        break;
+    case RECORD_LIVE:
+        n = write_live(b, len, &m->u.live);
+        break;
+    case RECORD_DEVICE:
+        n = write_device(b, len, &m->u.device);
+        break;
+    case RECORD_PONG:
+        n = snprintf(b, len, "{\"t\":\"pong\",\"h\":%lld,\"a\":%lld}\n",
+                     (long long)m->u.pong.head_ns, (long long)m->u.pong.agent_ns);
+        break;
+    case RECORD_ERROR:
+    case RECORD_BYE:
+        n = write_text(b, len, m);
+        break;
+    default: /* this node's own events (RECORD_EXIT...) have no wire form */
+        break;
+    }
+    /* The field sizes above make this impossible; a cut line would not be JSON. */
+    return n > 0 && (size_t)n < len ? (size_t)n : 0;
+}
+
+size_t agentproto_write(char *buf, size_t len, const struct record_event *m)
+{
+    char b[AGENTPROTO_LINE_MAX];
+    size_t n = format(b, m);
+
+    if (n == 0 || n >= len)
+        return 0;
+    memcpy(buf, b, n + 1);
+    return n;
+}
+
+size_t agentproto_write_batch(char *buf, size_t len, const struct record_event *ev, size_t n,
+                              size_t *used)
+{
+    char b[AGENTPROTO_LINE_MAX];
+    size_t i, o = 0;
+
+    for (i = 0; i < n; i++) {
+        size_t k = format(b, &ev[i]);
+
+        if (o + k + 1 > len)
+            break;
+        memcpy(buf + o, b, k);
+        o += k;
+    }
+    if (len)
+        buf[o] = '\0';
+    *used = o;
+    return i;
 }

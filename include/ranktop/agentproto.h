@@ -1,7 +1,7 @@
 /* The agent stream: what `ranktop agent` writes on stdout and the head reads, one JSON object
- * per line. The encoder lives with the engine (it reads the history); this contract holds the
- * limits and the head's parser, which takes one line and does no I/O and fills a record event
- * (ranktop/record.h: the message shapes are the model's record vocabulary).
+ * per line. This contract holds the limits, the writer that formats a record event
+ * (ranktop/record.h: the message shapes are the model's record vocabulary) as its line, and the
+ * head's parser, which takes one line and fills a record event; neither does I/O.
  *
  * Version 1. The first line is a hello (protocol major and minor, ranktop version, host, boot
  * id, the agent's clocks). Then, per tick, only what changed: a frame or a stack is defined
@@ -64,5 +64,28 @@ long agentproto_lines_next(struct agentproto_lines *l, const char **line);
  * cutting the text (never an escape or a UTF-8 sequence) so that the result fits in len - 1
  * bytes. Returns the bytes written (without the NUL). */
 size_t agentproto_json_str(char *buf, size_t len, const char *text);
+
+/* Formats event m as its line, newline included, into buf (NUL-terminated; a buffer of
+ * AGENTPROTO_LINE_MAX bytes always suffices). Returns the line's length, or 0 when nothing was
+ * written: the line does not fit len, the event has no wire form (RECORD_EXIT, RECORD_UNKNOWN),
+ * or it is a counter point whose value the wire cannot carry (not finite, or past 1e15).
+ * Texts are cut and escaped as agentproto_json_str does (bytes that are not UTF-8 become
+ * U+FFFD), each to its field's room, so that every line is shorter than AGENTPROTO_LINE_MAX; a
+ * stack event carries one chunk of at most AGENTPROTO_CHUNK frame ids (record_stack.nchunk), a live
+ * event at most AGENTPROTO_SHARES shares. Other figures out of the wire's range are written as
+ * their parser's default. Integers are written as they are: ids and pids within the parser's ranges
+ * are the caller's to keep. Pure; any thread. */
+size_t agentproto_write(char *buf, size_t len, const struct record_event *m);
+
+/* Formats ev[0..n) as agentproto_write does, one after the other into buf[0..len), as many
+ * whole lines as fit; *used gets the bytes written (buf NUL-terminated when len > 0). Returns
+ * how many events were consumed (written, or with nothing to write): fewer than n when buf is
+ * full. */
+size_t agentproto_write_batch(char *buf, size_t len, const struct record_event *ev, size_t n,
+                              size_t *used);
+
+/* Copies text into a record's text field of len bytes, cut (at a UTF-8 sequence's start, never
+ * inside one) to len - 1 bytes. */
+void agentproto_copy_text(char *dst, size_t len, const char *text);
 
 #endif

@@ -94,28 +94,42 @@ static bool flush_out(struct agent *a)
     return true;
 }
 
+/* Writes event m's line on stdout at once (the hello, or the bye of an agent that cannot start). */
+static void say(const struct record_event *m)
+{
+    char line[AGENTPROTO_LINE_MAX];
+
+    if (agentproto_write(line, sizeof(line), m))
+        fputs(line, stdout);
+    fflush(stdout);
+}
+
 static void hello(double rate)
 {
-    char host[64] = "", boot[64] = "", hs[96], bs[80], ns[96], *b = NULL;
+    struct record_event m = {.type = RECORD_HELLO};
+    struct record_hello *h = &m.u.hello;
     const char *node = getenv("SLURMD_NODENAME"); /* srun's tasks: the head's name for us */
+    char host[64] = "", *b = NULL;
     struct timeval tv;
     size_t len;
 
     gethostname(host, sizeof(host) - 1);
     if (file_read_all("/proc/sys/kernel/random/boot_id", 64, &b, &len) == 0) {
-        snprintf(boot, sizeof(boot), "%.*s", (int)strcspn(b, "\n"), b);
+        b[strcspn(b, "\n")] = '\0';
+        agentproto_copy_text(h->boot_id, sizeof(h->boot_id), b);
         free(b);
     }
     gettimeofday(&tv, NULL);
-    agentproto_json_str(hs, sizeof(hs), host);
-    agentproto_json_str(bs, sizeof(bs), boot);
-    agentproto_json_str(ns, sizeof(ns), node ? node : "");
-    printf("{\"t\":\"hello\",\"proto\":[%d,%d],\"ver\":\"%s\",\"host\":%s,\"node\":%s,\"boot\":%s,"
-           "\"pid\":%d,\"mono\":%llu,\"wall\":%lld,\"rate\":%g}\n",
-           AGENTPROTO_MAJOR, AGENTPROTO_MINOR, RANKTOP_VERSION, hs, ns, bs, (int)getpid(),
-           (unsigned long long)clock_mono_ns(),
-           (long long)tv.tv_sec * 1000000 + (long long)tv.tv_usec, rate);
-    fflush(stdout);
+    h->major = AGENTPROTO_MAJOR;
+    h->minor = AGENTPROTO_MINOR;
+    agentproto_copy_text(h->version, sizeof(h->version), RANKTOP_VERSION);
+    agentproto_copy_text(h->host, sizeof(h->host), host);
+    agentproto_copy_text(h->node, sizeof(h->node), node ? node : "");
+    h->pid = (int)getpid();
+    h->mono_ns = (int64_t)clock_mono_ns();
+    h->wall_us = (int64_t)tv.tv_sec * 1000000 + tv.tv_usec;
+    h->rate_hz = rate;
+    say(&m);
 }
 
 /* "native PID on|off [NODE]": the monitor's native toggle for one of our ranks; srun sends
@@ -140,12 +154,14 @@ static void command(struct agent *a, char *line)
 {
     unsigned long long ns;
     double hz;
-    char buf[96];
+    char buf[AGENTPROTO_LINE_MAX];
 
     if (sscanf(line, "ping %llu", &ns) == 1) {
-        int n = snprintf(buf, sizeof(buf), "{\"t\":\"pong\",\"h\":%llu,\"a\":%llu}\n", ns,
-                         (unsigned long long)clock_mono_ns());
+        struct record_event m = {.type = RECORD_PONG};
+        size_t n;
 
+        m.u.pong = (struct record_pong){(int64_t)ns, (int64_t)clock_mono_ns()};
+        n = agentproto_write(buf, sizeof(buf), &m);
         if (a->out.len + (size_t)n + 1 > a->out.cap) {
             a->out.cap = (a->out.len + (size_t)n + 1) * 2;
             a->out.buf = x_reallocarray(a->out.buf, a->out.cap, 1);
@@ -284,7 +300,12 @@ int cmd_agent(int argc, char **argv)
     }
     signal(SIGPIPE, SIG_IGN);
     if (engine_start(&o, &a.e, &err) < 0) {
-        printf("{\"t\":\"bye\",\"msg\":\"cannot start: %s\"}\n", err.msg);
+        struct record_event m = {.type = RECORD_BYE};
+        char why[sizeof(err.msg) + 16];
+
+        snprintf(why, sizeof(why), "cannot start: %s", err.msg);
+        agentproto_copy_text(m.u.text, sizeof(m.u.text), why);
+        say(&m);
         fprintf(stderr, "ranktop agent: %s\n", err.msg);
         cli_disc_fini(&o.disc);
         return 1;

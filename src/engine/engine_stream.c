@@ -1,9 +1,11 @@
-/* The agent's encoder: turns what the engine recorded since the last call into agent stream
- * lines (ranktop/agentproto.h), sending each frame, stack, rank and thread definition once
- * and then only changes: new runs, gone threads, counter points, and figures once a second.
+/* The agent's differ: turns what the engine recorded since the last call into record events
+ * (ranktop/record.h), sending each frame, stack, rank and thread definition once and then only
+ * changes: new runs, gone threads, counter points, and figures once a second. Each event goes
+ * out as its agent stream line through agentproto_write (ranktop/agentproto.h), the one
+ * formatter of the wire, beside its parser.
  *
- * Invariants: every line is shorter than AGENTPROTO_LINE_MAX with its newline (texts are cut
- * by agentproto_json_str, deep stacks go in chunks); an id is always defined on a line before
+ * Invariants: every line is shorter than AGENTPROTO_LINE_MAX with its newline (the writer cuts
+ * texts, deep stacks go in chunks of AGENTPROTO_CHUNK); an id is always defined on a line before
  * the first line that refers to it. Ids are the history's own frame and stack indexes, which
  * change only when the history compacts: then every id is defined again before its next use. Runs
  * on the agent's main thread; it takes the engine lock for the walk and formats into memory, and
@@ -13,7 +15,6 @@
 #include "ranktop/agentproto.h"
 #include "ranktop/util.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,28 +74,14 @@ void engine_out_fini(struct engine_out *o)
     memset(o, 0, sizeof(*o));
 }
 
-/* Appends one line; a line that would not fit the limit is a bug in a caller, cut to fit. */
-__attribute__((format(printf, 2, 3))) static void line(struct engine_out *o, const char *fmt, ...)
+/* Appends the line of event m (none for a figure the wire cannot carry). */
+static void emit(struct engine_out *o, const struct record_event *m)
 {
-    char b[AGENTPROTO_LINE_MAX];
-    va_list ap;
-    int n;
-
-    va_start(ap, fmt);
-    n = vsnprintf(b, sizeof(b) - 1, fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        return;
-    if ((size_t)n > sizeof(b) - 2)
-        n = (int)sizeof(b) - 2;
-    if (o->len + (size_t)n + 2 > o->cap) {
-        o->cap = (o->len + (size_t)n + 2) * 2;
+    if (o->cap - o->len < AGENTPROTO_LINE_MAX) {
+        o->cap = (o->len + AGENTPROTO_LINE_MAX) * 2;
         o->buf = x_reallocarray(o->buf, o->cap, 1);
     }
-    memcpy(o->buf + o->len, b, (size_t)n);
-    o->len += (size_t)n;
-    o->buf[o->len++] = '\n';
-    o->buf[o->len] = '\0';
+    o->len += agentproto_write(o->buf + o->len, o->cap - o->len, m);
 }
 
 /* Marks id in a sent-flag array, growing it; returns whether it was already marked. */
@@ -117,14 +104,17 @@ static void send_frame(struct engine_stream *s, const struct history *h, uint32_
                        struct engine_out *o)
 {
     const struct hframe *f = &h->frames[id];
-    char fn[AGENTPROTO_TEXT + 8], file[480];
+    struct record_event m = {.type = RECORD_FRAME};
 
     if (mark(&s->frames, &s->nframes, id))
         return;
-    agentproto_json_str(fn, sizeof(fn), f->function ? f->function : "?");
-    agentproto_json_str(file, sizeof(file), f->file ? f->file : "");
-    line(o, "{\"t\":\"f\",\"id\":%u,\"fn\":%s,\"file\":%s,\"ln\":%d%s}", id, fn, file, f->line,
-         f->native ? ",\"nat\":true" : "");
+    m.u.frame.id = id;
+    agentproto_copy_text(m.u.frame.function, sizeof(m.u.frame.function),
+                         f->function ? f->function : "?");
+    agentproto_copy_text(m.u.frame.file, sizeof(m.u.frame.file), f->file ? f->file : "");
+    m.u.frame.line = f->line;
+    m.u.frame.native = f->native;
+    emit(o, &m);
 }
 
 /* Defines a stack (its frames first), in chunks of AGENTPROTO_CHUNK frame ids. */
@@ -140,13 +130,15 @@ static void send_stack(struct engine_stream *s, const struct history *h, uint32_
         send_frame(s, h, fr[i], o);
     mark(&s->stacks, &s->nstacks, id);
     for (uint32_t at = 0; at == 0 || at < n; at += AGENTPROTO_CHUNK) {
-        char ids[AGENTPROTO_CHUNK * 9 + 8];
-        size_t k = 0;
+        struct record_event m = {.type = RECORD_STACK};
 
-        for (uint32_t i = at; i < n && i < at + AGENTPROTO_CHUNK; i++)
-            k += (size_t)snprintf(ids + k, sizeof(ids) - k, "%s%u", i > at ? "," : "", fr[i]);
-        ids[k] = '\0';
-        line(o, "{\"t\":\"s\",\"id\":%u,\"n\":%u,\"at\":%u,\"f\":[%s]}", id, n, at, ids);
+        m.u.stack.id = id;
+        m.u.stack.n = n;
+        m.u.stack.at = at;
+        m.u.stack.nchunk = n - at < AGENTPROTO_CHUNK ? n - at : AGENTPROTO_CHUNK;
+        if (m.u.stack.nchunk)
+            memcpy(m.u.stack.frames, fr + at, m.u.stack.nchunk * sizeof(*fr));
+        emit(o, &m);
     }
 }
 
@@ -173,7 +165,7 @@ static struct sent_thread *thread_state(struct engine_stream *s, const struct hr
 static void send_rank(struct engine_stream *s, const struct hrank *r, struct engine_out *o)
 {
     struct sent_rank *k = NULL;
-    char dev[48], py[40];
+    struct record_event m = {.type = RECORD_RANK};
 
     for (size_t i = 0; i < s->nrk && !k; i++)
         if (s->rk[i].pid == r->pid)
@@ -193,13 +185,17 @@ static void send_rank(struct engine_stream *s, const struct hrank *r, struct eng
     k->exited = r->exited;
     snprintf(k->device, sizeof(k->device), "%s", r->device);
     snprintf(k->python, sizeof(k->python), "%s", r->python);
-    agentproto_json_str(dev, sizeof(dev), r->device);
-    agentproto_json_str(py, sizeof(py), r->python);
-    line(o,
-         "{\"t\":\"r\",\"p\":%d,\"rank\":%d,\"dev\":%s,\"py\":%s,\"x\":%s,\"xc\":%d,\"xs\":%d,"
-         "\"ts\":%llu}",
-         r->pid, r->rank, dev, py, r->exited ? "true" : "false", r->exited ? r->exit_code : -1,
-         r->exited ? r->exit_signal : 0, (unsigned long long)(r->exited ? r->end : r->start));
+    m.u.rank = (struct record_rank){.pid = r->pid,
+                                    .rank = r->rank,
+                                    .local_rank = -1,
+                                    .world_size = -1,
+                                    .exited = r->exited,
+                                    .exit_code = r->exited ? r->exit_code : -1,
+                                    .exit_signal = r->exited ? r->exit_signal : 0,
+                                    .ts = (int64_t)(r->exited ? r->end : r->start)};
+    agentproto_copy_text(m.u.rank.device, sizeof(m.u.rank.device), r->device);
+    agentproto_copy_text(m.u.rank.python, sizeof(m.u.rank.python), r->python);
+    emit(o, &m);
 }
 
 /* A thread's definition (again when its name changes), its new runs and its end. */
@@ -210,34 +206,41 @@ static void send_thread(struct engine_stream *s, const struct history *h, const 
     size_t first = t->nruns;
 
     if (strcmp(st->name, t->name) || st->tid != t->tid) {
-        char name[96];
+        struct record_event m = {.type = RECORD_THREAD};
 
         snprintf(st->name, sizeof(st->name), "%s", t->name);
         st->tid = t->tid;
-        agentproto_json_str(name, sizeof(name), t->name);
-        line(o,
-             "{\"t\":\"th\",\"id\":%u,\"p\":%d,\"w\":%d,\"i\":%llu,\"tid\":%d,\"m\":%s,"
-             "\"name\":%s}",
-             st->id, r->pid, t->worker, (unsigned long long)t->ident, t->tid,
-             t->main ? "true" : "false", name);
+        m.u.thread = (struct record_thread){.id = st->id,
+                                            .pid = r->pid,
+                                            .worker = t->worker,
+                                            .ident = t->ident,
+                                            .tid = t->tid,
+                                            .main = t->main};
+        agentproto_copy_text(m.u.thread.name, sizeof(m.u.thread.name), t->name);
+        emit(o, &m);
     }
     while (first > 0 && (!st->any || t->runs[first - 1].t0 > st->last_t0))
         first--;
     for (size_t i = first; i < t->nruns; i++) {
         const struct hrun *run = &t->runs[i];
+        struct record_event m = {.type = RECORD_RUN};
 
         if (run->stack != HSTACK_NONE)
             send_stack(s, h, run->stack, o);
-        line(o, "{\"t\":\"o\",\"th\":%u,\"s\":%lld,\"ts\":%llu}", st->id,
-             run->stack == HSTACK_NONE ? -1LL : (long long)run->stack, (unsigned long long)run->t0);
+        m.u.run = (struct record_run){st->id, run->stack == HSTACK_NONE ? -1 : (int64_t)run->stack,
+                                      (int64_t)run->t0};
+        emit(o, &m);
         st->any = true;
         st->last_t0 = run->t0;
     }
     if (t->nruns && t->runs[t->nruns - 1].t1 > s->last_ts)
         s->last_ts = t->runs[t->nruns - 1].t1;
     if (t->gone && !st->gone) {
+        struct record_event m = {.type = RECORD_GONE};
+
         st->gone = true;
-        line(o, "{\"t\":\"g\",\"th\":%u,\"ts\":%llu}", st->id, (unsigned long long)t->last);
+        m.u.run = (struct record_run){st->id, -1, (int64_t)t->last};
+        emit(o, &m);
     }
 }
 
@@ -252,20 +255,19 @@ static void send_counters(struct engine_stream *s, const struct history *h, stru
     for (size_t i = 0; i < h->nseries; i++) {
         const struct hseries *c = &h->series[i];
         size_t k = c->n;
-        char name[80] = "";
 
         if (c->id == SERIES_NONE)
             continue;
-        if (!series_name(c->id)) { /* a device's series: the head needs its name */
-            name[0] = ',';
-            memcpy(name + 1, "\"n\":", 4);
-            agentproto_json_str(name + 5, sizeof(name) - 5, c->name);
-        }
         while (k > 0 && c->pts[k - 1].t > s->series_t[i])
             k--;
-        for (; k < c->n; k++)
-            line(o, "{\"t\":\"c\",\"p\":%d,\"id\":%d%s,\"v\":%.6g,\"ts\":%llu}", c->pid, (int)c->id,
-                 name, c->pts[k].v, (unsigned long long)c->pts[k].t);
+        for (; k < c->n; k++) {
+            struct record_event m =
+                record_counter_event((int)c->id, c->pid, (int64_t)c->pts[k].t, c->pts[k].v);
+
+            if (!series_name(c->id)) /* a device's series: the head needs its name */
+                agentproto_copy_text(m.u.counter.name, sizeof(m.u.counter.name), c->name);
+            emit(o, &m);
+        }
         if (c->n)
             s->series_t[i] = c->pts[c->n - 1].t;
     }
@@ -275,61 +277,68 @@ static void send_live(const struct engine *e, struct engine_out *o)
 {
     for (size_t i = 0; i < e->nlive; i++) {
         const struct engine_rank_live *l = &e->live[i];
-        char sh[AGENTPROTO_SHARES * 40 + 4];
-        size_t k = 0;
+        struct record_event m = {.type = RECORD_LIVE};
 
-        for (size_t j = 0; j < l->nshares && j < AGENTPROTO_SHARES; j++)
-            k += (size_t)snprintf(sh + k, sizeof(sh) - k, "%s[%llu,%.2f]", j ? "," : "",
-                                  (unsigned long long)l->shares[j].ident, l->shares[j].pct);
-        sh[k] = '\0';
-        line(
-            o, "{\"t\":\"l\",\"p\":%d,\"dm\":%lld,\"gb\":%.2f,\"gs\":%.2f,\"gw\":%.2f,\"sh\":[%s]}",
-            l->pid, (long long)l->dev_mem_mb, l->gil_busy_pct, l->gil_switches, l->gil_waiters, sh);
+        m.u.live = (struct record_live){.pid = l->pid,
+                                        .dev_mem_mb = l->dev_mem_mb,
+                                        .gil_busy_pct = l->gil_busy_pct,
+                                        .gil_switches = l->gil_switches,
+                                        .gil_waiters = l->gil_waiters};
+        for (size_t j = 0; j < l->nshares && j < AGENTPROTO_SHARES; j++) {
+            m.u.live.shares[j].ident = l->shares[j].ident;
+            m.u.live.shares[j].pct = l->shares[j].pct;
+            m.u.live.nshares++;
+        }
+        emit(o, &m);
     }
 }
 
-static long long dev_field(const struct smi_device *d, uint32_t bit, int64_t v)
+static int64_t dev_field(const struct smi_device *d, uint32_t bit, int64_t v)
 {
-    return (d->valid & bit) ? (long long)v : -1;
+    return (d->valid & bit) ? v : -1;
 }
 
 static void send_devices(const struct engine *e, struct engine_out *o)
 {
     for (size_t i = 0; i < e->ndevs; i++) {
         const struct smi_device *d = &e->devs[i];
-        char name[128];
+        struct record_event m = {.type = RECORD_DEVICE};
 
         if (!(d->valid & SMI_DEV_INDEX))
             continue;
-        agentproto_json_str(name, sizeof(name), d->name);
-        line(o,
-             "{\"t\":\"d\",\"k\":\"%s\",\"i\":%d,\"c\":%d,\"name\":%s,\"u\":%lld,\"mu\":%lld,"
-             "\"mt\":%lld,\"tc\":%lld,\"pw\":%.1f}",
-             d->kind == SMI_KIND_NPU ? "npu" : "gpu", d->index, d->chip, name,
-             dev_field(d, SMI_DEV_UTIL, d->util_pct),
-             dev_field(d, SMI_DEV_MEM_USED, d->mem_used_mb),
-             dev_field(d, SMI_DEV_MEM_TOTAL, d->mem_total_mb),
-             dev_field(d, SMI_DEV_TEMP, d->temp_c), (d->valid & SMI_DEV_POWER) ? d->power_w : -1.0);
+        m.u.device =
+            (struct record_device){.npu = d->kind == SMI_KIND_NPU,
+                                   .index = d->index,
+                                   .chip = d->chip,
+                                   .util_pct = dev_field(d, SMI_DEV_UTIL, d->util_pct),
+                                   .mem_used_mb = dev_field(d, SMI_DEV_MEM_USED, d->mem_used_mb),
+                                   .mem_total_mb = dev_field(d, SMI_DEV_MEM_TOTAL, d->mem_total_mb),
+                                   .temp_c = dev_field(d, SMI_DEV_TEMP, d->temp_c),
+                                   .power_w = (d->valid & SMI_DEV_POWER) ? d->power_w : -1.0};
+        agentproto_copy_text(m.u.device.name, sizeof(m.u.device.name), d->name);
+        emit(o, &m);
     }
 }
 
 static void send_errors(struct engine_stream *s, const struct engine *e, struct engine_out *o)
 {
-    char all[sizeof(s->errors)], msg[AGENTPROTO_TEXT + 64];
+    char all[sizeof(s->errors)];
+    struct record_event m = {.type = RECORD_ERROR};
 
     snprintf(all, sizeof(all), "%.400s%s%.600s", e->attach_err,
              e->attach_err[0] && e->errors[0] ? "; " : "", e->errors);
     if (!strcmp(all, s->errors))
         return;
     memcpy(s->errors, all, sizeof(all));
-    agentproto_json_str(msg, sizeof(msg), all);
-    line(o, "{\"t\":\"err\",\"msg\":%s}", msg);
+    agentproto_copy_text(m.u.text, sizeof(m.u.text), all);
+    emit(o, &m);
 }
 
 void engine_stream_tick(struct engine *e, struct engine_stream *s, struct engine_out *o)
 {
     uint64_t now = clock_mono_ns();
     const struct history *h = &e->hist;
+    struct record_event tick = {.type = RECORD_TICK};
 
     pthread_mutex_lock(&e->lock);
     /* The history renumbered its frames and stacks: every id is defined again before use
@@ -352,9 +361,12 @@ void engine_stream_tick(struct engine *e, struct engine_stream *s, struct engine
     }
     send_errors(s, e, o);
     /* Every live thread showed its stack at the newest sample: the head extends its runs. */
-    line(o, "{\"t\":\"k\",\"seq\":%llu,\"ts\":%llu,\"n\":%llu,\"st\":%llu,\"er\":%llu,\"lo\":%llu}",
-         (unsigned long long)++s->seq, (unsigned long long)(s->last_ts ? s->last_ts : now),
-         (unsigned long long)e->samples, (unsigned long long)e->stacks, (unsigned long long)e->errs,
-         (unsigned long long)e->lost);
+    tick.u.tick = (struct record_tick){.seq = ++s->seq,
+                                       .ts = (int64_t)(s->last_ts ? s->last_ts : now),
+                                       .passes = e->samples,
+                                       .stacks = e->stacks,
+                                       .errors = e->errs,
+                                       .lost = e->lost};
+    emit(o, &tick);
     pthread_mutex_unlock(&e->lock);
 }

@@ -2,7 +2,8 @@
  * fed to the line framer in chunks whose sizes the input's first byte chooses, and every
  * complete line is parsed. Each parse must return 0 or APP_E_PARSE, leave every string
  * NUL-terminated and free of control bytes (C0 and C1), and keep counts within their arrays;
- * anything else aborts, which libFuzzer reports as a crash. */
+ * and what it accepted, written again by the agent's writer, must be one line within the limit
+ * that the parser accepts. Anything else aborts, which libFuzzer reports as a crash. */
 #include "ranktop/agentproto.h"
 
 #include <stdint.h>
@@ -54,6 +55,23 @@ static void check(const struct record_event *m)
     }
 }
 
+/* An accepted event written back: every field is within the parser's ranges, so the line must
+ * parse (texts may come back cut, where escapes took the room). */
+static void rewrite(const struct record_event *m)
+{
+    char buf[AGENTPROTO_LINE_MAX];
+    struct record_event back;
+    struct app_err err = {0};
+    size_t n = agentproto_write(buf, sizeof(buf), m);
+
+    if (m->type == RECORD_UNKNOWN)
+        return;
+    if (n == 0 || n >= AGENTPROTO_LINE_MAX || buf[n - 1] != '\n' || memchr(buf, '\n', n - 1))
+        abort();
+    if (agentproto_parse(buf, n - 1, &back, &err) != 0 || back.type != m->type)
+        abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct agentproto_lines l;
@@ -76,8 +94,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
             if (rc != 0 && rc != APP_E_PARSE)
                 abort();
-            if (rc == 0)
+            if (rc == 0) {
                 check(&m);
+                rewrite(&m);
+            }
         }
     }
     agentproto_lines_fini(&l);

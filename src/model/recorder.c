@@ -260,8 +260,12 @@ static void on_rank(struct history *h, struct rsource *s, const struct record_ra
         struct rsource_key *k = rsource_key_find(s, key);
 
         history_rank_exit(r, head_time(h, s, m->ts));
-        r->exit_code = m->exit_code;
-        r->exit_signal = m->exit_signal;
+        /* An unknown status (this node's sampler, which sees only that reads fail) keeps the
+         * one an exit event may already have brought: the two come in either order. */
+        if (m->exit_code != -1 || m->exit_signal != 0) {
+            r->exit_code = m->exit_code;
+            r->exit_signal = m->exit_signal;
+        }
         if (k && k->live) {
             k->live = false;
             s->nlive--;

@@ -141,10 +141,12 @@ struct record_event *engine_evbuf_add(struct engine_evbuf *b, enum record_type t
 /* The sampler's frame and stack ids as source 0 of the recorder (engine_sintern.c): what it
  * sees is interned here, on the sampler thread with no lock, and a frame or stack met for
  * the first time appends its definition to the pass's events. Ids are dense from 0; once the
- * tables hold more than ENGINE_SINTERN_MAX bytes they are forgotten at the start of a pass
- * (engine_sintern_trim) and numbered anew, so that they, and what the recorder keeps of them,
- * stay bounded however many stacks a long run shows. */
-#define ENGINE_SINTERN_MAX (8u << 20)
+ * tables hold more than ENGINE_SINTERN_MAX bytes they are forgotten between two passes
+ * (engine_sintern_trim, at most once a second below 8 times that) and numbered anew, with a
+ * RECORD_FORGET to the recorder, so that they, and what the recorder keeps of them, stay
+ * small beside the history however many stacks a long run shows, while a large set of
+ * stacks in use is not defined again at every pass. */
+#define ENGINE_SINTERN_MAX (1u << 20)
 struct sintern_frame;
 struct sintern_stack;
 struct engine_sintern {
@@ -156,7 +158,8 @@ struct engine_sintern {
     size_t bytes;      /* what the recorder holds for these ids, about */
     uint32_t *scratch; /* engine_sintern_stack's frame ids */
     uint32_t cap_scratch;
-    uint64_t gen; /* steps at each trim: ids kept from an older one are stale */
+    uint64_t gen;     /* steps at each trim: ids kept from an older one are stale */
+    uint64_t trim_at; /* the earliest next trim below 8 x ENGINE_SINTERN_MAX */
 };
 
 /* The id of the frame (fn, file, line, native); NULL strings are "". */
@@ -168,9 +171,10 @@ uint32_t engine_sintern_ids(struct engine_sintern *si, struct engine_evbuf *out,
 /* The id of the stack of n frames, innermost first (as history_intern_stack takes them). */
 uint32_t engine_sintern_stack(struct engine_sintern *si, struct engine_evbuf *out,
                               const struct hframe *inner_first, uint32_t n);
-/* Forgets every id when the tables passed ENGINE_SINTERN_MAX; true when it did. Only between
- * two passes' events. */
-bool engine_sintern_trim(struct engine_sintern *si);
+/* Forgets every id when the tables passed ENGINE_SINTERN_MAX (see above) and appends a
+ * RECORD_FORGET to out, before anything defined anew; true when it did. Only between two
+ * passes' events. */
+bool engine_sintern_trim(struct engine_sintern *si, struct engine_evbuf *out, uint64_t now);
 void engine_sintern_fini(struct engine_sintern *si);
 
 /* A slot's native sampling state; owned by the sampler thread. */

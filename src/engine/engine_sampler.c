@@ -845,7 +845,7 @@ static void flush(struct sampler *sp)
     pthread_mutex_unlock(&e->lock);
     sp->ev.n = 0;
     sp->p_stacks = sp->p_errs = sp->p_torn = sp->p_lost = 0;
-    engine_sintern_trim(&sp->si);
+    engine_sintern_trim(&sp->si, &sp->ev, clock_mono_ns());
 }
 
 /* One pass over every target: the reads (split over the sampling threads), then the records

@@ -209,13 +209,17 @@ static void forget(struct engine_sintern *si)
     si->gen++;
 }
 
-bool engine_sintern_trim(struct engine_sintern *si)
+bool engine_sintern_trim(struct engine_sintern *si, struct engine_evbuf *out, uint64_t now)
 {
     /* Ids must also stay below the recorder's RECORD_ID_MAX. */
-    if (si->bytes <= ENGINE_SINTERN_MAX && si->nframes < RECORD_ID_MAX / 2 &&
-        si->nstacks < RECORD_ID_MAX / 2)
+    bool over = si->bytes > 8 * (size_t)ENGINE_SINTERN_MAX || si->nframes >= RECORD_ID_MAX / 2 ||
+                si->nstacks >= RECORD_ID_MAX / 2;
+
+    if (!over && (si->bytes <= ENGINE_SINTERN_MAX || now < si->trim_at))
         return false;
     forget(si);
+    si->trim_at = now + 1000000000ull;
+    engine_evbuf_add(out, RECORD_FORGET);
     return true;
 }
 

@@ -615,6 +615,9 @@ static bool apply_one(struct history *h, struct rsource *s, const struct record_
     case RECORD_EXIT:
         on_status(h, s, &m->u.exit);
         break;
+    case RECORD_FORGET:
+        rsource_forget_defs(s);
+        break;
     case RECORD_UNKNOWN:
         break;
     }

@@ -1,6 +1,6 @@
 /* The recorder: the one function that turns record events (ranktop/record.h) into history
- * records. A source is where a batch of events comes from (another host's agent today; this
- * node's collectors are source 0 in a later step): it holds the ids the source defined mapped
+ * records. A source is where a batch of events comes from (another host's agent; this node's
+ * collectors are source 0): it holds the ids the source defined mapped
  * to the history's own, the rank keys it made, its clock offset and its bounds, and the error
  * line of what it sent wrong.
  *

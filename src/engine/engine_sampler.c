@@ -4,8 +4,10 @@
  * sight, re-tried every few seconds when the attach fails) and samples every target once per
  * period; a worker's threads are recorded under the rank it serves. A pass reads every target
  * first, with the lock released, split over up to ENGINE_POOL_MAX threads while one cannot keep
- * the rate (engine_pool.c); then this thread records what was read, taking the lock per target
- * only to intern the stacks and extend the runs, so the history keeps a single writer. A
+ * the rate (engine_pool.c); then this thread turns what was read into record events of source
+ * 0 (frame and stack definitions with ids of engine_sintern.c, rank, thread, run, gone,
+ * counters), exactly as an agent's, and applies the pass's batch through the recorder under
+ * the lock once (asyncio task lanes are still written under the lock per read). A
  * target that exits, restarts or is stopped costs only its own read: a stopped process is
  * read like a running one, and an exited one returns at once. */
 #include "engine_priv.h"

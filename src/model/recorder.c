@@ -11,7 +11,7 @@
  * source is bounded by what its bytes can justify and by a fixed amount. Every source time is
  * checked against the source's clock and saturated. A second hello cuts the source off. Runs
  * on the history's writer: today whichever engine thread holds the engine lock (the remote
- * collector for other hosts; the memory and GIL threads for this node's counters). */
+ * collector for other hosts; the sampler, memory, GIL and exit threads for this node). */
 #include "recorder_priv.h"
 
 #include "ranktop/hash.h"

@@ -446,6 +446,7 @@ static void parse_body(struct rd *r, struct record_event *m)
         get_str(r, "msg", m->u.text, sizeof(m->u.text), false);
         break;
     case RECORD_EXIT: /* not on the wire: never parsed */
+    case RECORD_FORGET:
     case RECORD_UNKNOWN:
         break;
     }

@@ -41,6 +41,8 @@ enum record_type {
     RECORD_ERROR,       /* "err": the agent's current error lines (discovery, attach) */
     RECORD_BYE,         /* "bye": the agent is leaving, and why */
     RECORD_EXIT,        /* how a process ended (this node's exit thread; no wire form yet) */
+    RECORD_FORGET,      /* the source forgets every frame and stack id it defined, and may
+                         * define them anew (this node's sampler; no wire form) */
 };
 
 struct record_hello {

@@ -1,6 +1,6 @@
 /* The recorder: the one function that turns record events (ranktop/record.h) into history
- * records. A source is where a batch of events comes from (another host's agent today; this
- * node's collectors are source 0 in a later step): it holds the ids the source defined mapped
+ * records. A source is where a batch of events comes from (another host's agent; this node's
+ * collectors are source 0): it holds the ids the source defined mapped
  * to the history's own, the rank keys it made, its clock offset and its bounds, and the error
  * line of what it sent wrong.
  *
@@ -101,6 +101,9 @@ void rsource_fini(struct rsource *s);
 /* Forgets what the source defined (a new agent numbers anew) and its clock; keeps its rank
  * keys (the history still holds those ranks). */
 void rsource_reset_ids(struct rsource *s);
+/* Forgets the frames and stacks the source defined, and the memory they held (RECORD_FORGET);
+ * threads keep the history's stack they show. */
+void rsource_forget_defs(struct rsource *s);
 /* Cuts the source off: its tables are freed and its later events ignored; the error line (set
  * by the caller) says why. */
 void rsource_cut(struct rsource *s);

@@ -110,10 +110,11 @@ static void read_stopped(void *arg, int tid)
     r->out = pyproc_sample_thread(r->py, r->ident);
 }
 
-/* The merged frames as history frames, innermost first; a native frame without a symbol is
- * named by its object and offset. Interned with the lock held. */
-static uint32_t intern_merged(struct engine *e, struct engine_native *n,
-                              const struct merged_frame *m, size_t cnt)
+/* The merged frames as history frames, innermost first, interned as a source-0 stack of si
+ * (new definitions to out); a native frame without a symbol is named by its object and
+ * offset. */
+static uint32_t intern_merged(struct engine_sintern *si, struct engine_evbuf *out,
+                              struct engine_native *n, const struct merged_frame *m, size_t cnt)
 {
     n->scratch = x_reallocarray(n->scratch, cnt ? cnt : 1, sizeof(*n->scratch));
     n->names = x_reallocarray(n->names, cnt ? cnt : 1, ENGINE_NATIVE_NAME);
@@ -133,13 +134,14 @@ static uint32_t intern_merged(struct engine *e, struct engine_native *n,
         }
         n->scratch[i] = (struct hframe){f->function ? f->function : name, f->object, 0, true};
     }
-    return history_intern_stack(&e->hist, n->scratch, (uint32_t)cnt);
+    return engine_sintern_stack(si, out, n->scratch, (uint32_t)cnt);
 }
 
 /* One thread: stopped, copied, its Python stack read, resumed, unwound, merged and interned.
  * Returns the stack id, or HSTACK_NONE with err set (the caller keeps the Python-only one). */
-static uint32_t native_thread(struct engine *e, struct engine_native *n, struct pyproc *py,
-                              uint64_t ident, int tid, struct app_err *err)
+static uint32_t native_thread(struct engine_sintern *si, struct engine_evbuf *out,
+                              struct engine_native *n, struct pyproc *py, uint64_t ident, int tid,
+                              struct app_err *err)
 {
     struct stopped_read rd = {py, ident, NULL};
     struct native_hook hook = {read_stopped, &rd};
@@ -152,9 +154,7 @@ static uint32_t native_thread(struct engine *e, struct engine_native *n, struct 
         return HSTACK_NONE;
     if (rd.out) { /* else the thread's Python stack could not be read at the stop */
         native_merge(&st, rd.out, &m, &cnt);
-        pthread_mutex_lock(&e->lock);
-        id = intern_merged(e, n, m, cnt);
-        pthread_mutex_unlock(&e->lock);
+        id = intern_merged(si, out, n, m, cnt);
     }
     free(m);
     native_stack_fini(&st);
@@ -181,7 +181,8 @@ static void take_notes(struct engine *e, struct engine_native *n, int key)
 
 void engine_native_sample(struct engine *e, struct engine_native *n, int key, int pid,
                           struct pyproc *py, const struct engine_tview *tv, uint32_t *ids,
-                          size_t nthreads, uint64_t now)
+                          size_t nthreads, uint64_t now, struct engine_sintern *si,
+                          struct engine_evbuf *out)
 {
     struct app_err err = {0};
 
@@ -197,7 +198,7 @@ void engine_native_sample(struct engine *e, struct engine_native *n, int key, in
 
         if (tv[i].tid <= 0 || tv[i].status != 0) /* unreadable, or skipped (ENGINE_TV_SKIPPED) */
             continue;
-        id = native_thread(e, n, py, tv[i].ident, tv[i].tid, &err);
+        id = native_thread(si, out, n, py, tv[i].ident, tv[i].tid, &err);
         if (id != HSTACK_NONE) {
             ids[i] = id;
             continue;

@@ -135,6 +135,55 @@ struct engine_tview {
  * that does not hold the GIL at that sample. */
 #define ENGINE_TV_SKIPPED 1
 
+/* A batch of record events a collector builds for one pass and applies at once
+ * (engine_record_locked); the buffer is reused from pass to pass. */
+struct engine_evbuf {
+    struct record_event *ev;
+    size_t n, cap;
+};
+
+/* A new event of type at the end of b (its payload not cleared: the caller sets it). */
+struct record_event *engine_evbuf_add(struct engine_evbuf *b, enum record_type type);
+
+/* The sampler's frame and stack ids as source 0 of the recorder (engine_sintern.c): what it
+ * sees is interned here, on the sampler thread with no lock, and a frame or stack met for
+ * the first time appends its definition to the pass's events. Ids are dense from 0; once the
+ * tables hold more than ENGINE_SINTERN_MAX bytes they are forgotten between two passes
+ * (engine_sintern_trim, at most once a second below 8 times that) and numbered anew, with a
+ * RECORD_FORGET to the recorder, so that they, and what the recorder keeps of them, stay
+ * small beside the history however many stacks a long run shows, while a large set of
+ * stacks in use is not defined again at every pass. */
+#define ENGINE_SINTERN_MAX (1u << 20)
+struct sintern_frame;
+struct sintern_stack;
+struct engine_sintern {
+    struct sintern_frame *frames;
+    struct sintern_stack *stacks;
+    uint32_t nframes, cap_frames, nstacks, cap_stacks;
+    uint32_t *fhash, *shash; /* open addressing: id + 1, 0 empty */
+    size_t fslots, sslots;
+    size_t bytes;      /* what the recorder holds for these ids, about */
+    uint32_t *scratch; /* engine_sintern_stack's frame ids */
+    uint32_t cap_scratch;
+    uint64_t gen;     /* steps at each trim: ids kept from an older one are stale */
+    uint64_t trim_at; /* the earliest next trim below 8 x ENGINE_SINTERN_MAX */
+};
+
+/* The id of the frame (fn, file, line, native); NULL strings are "". */
+uint32_t engine_sintern_frame(struct engine_sintern *si, struct engine_evbuf *out, const char *fn,
+                              const char *file, int line, bool native);
+/* The id of the stack of n frame ids, outermost first. */
+uint32_t engine_sintern_ids(struct engine_sintern *si, struct engine_evbuf *out,
+                            const uint32_t *outer_first, uint32_t n);
+/* The id of the stack of n frames, innermost first (as history_intern_stack takes them). */
+uint32_t engine_sintern_stack(struct engine_sintern *si, struct engine_evbuf *out,
+                              const struct hframe *inner_first, uint32_t n);
+/* Forgets every id when the tables passed ENGINE_SINTERN_MAX (see above) and appends a
+ * RECORD_FORGET to out, before anything defined anew; true when it did. Only between two
+ * passes' events. */
+bool engine_sintern_trim(struct engine_sintern *si, struct engine_evbuf *out, uint64_t now);
+void engine_sintern_fini(struct engine_sintern *si);
+
 /* A slot's native sampling state; owned by the sampler thread. */
 struct native_ctx;
 struct pyproc;
@@ -152,12 +201,14 @@ void engine_native_toggle_locked(struct engine *e, int key, bool on);
 /* Whether key's samples carry native frames (engine_opts.native, or toggled); lock held. */
 bool engine_native_wanted_locked(const struct engine *e, int key);
 
-/* Replaces ids[i] (the Python-only stacks already interned) by merged stacks, thread by thread,
- * reading each thread's Python stack again while it is stopped; threads that cannot be
- * unwound keep theirs. Takes the lock only to intern. */
+/* Replaces ids[i] (the Python-only stacks already interned, as source-0 ids of si) by merged
+ * stacks, thread by thread, reading each thread's Python stack again while it is stopped;
+ * threads that cannot be unwound keep theirs. New frames and stacks go to out. On the sampler
+ * thread; takes the lock only to say errors. */
 void engine_native_sample(struct engine *e, struct engine_native *n, int key, int pid,
                           struct pyproc *py, const struct engine_tview *tv, uint32_t *ids,
-                          size_t nthreads, uint64_t now);
+                          size_t nthreads, uint64_t now, struct engine_sintern *si,
+                          struct engine_evbuf *out);
 void engine_native_close(struct engine_native *n);
 void engine_native_fini(struct engine_native *n);
 

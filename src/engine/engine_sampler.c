@@ -4,8 +4,10 @@
  * sight, re-tried every few seconds when the attach fails) and samples every target once per
  * period; a worker's threads are recorded under the rank it serves. A pass reads every target
  * first, with the lock released, split over up to ENGINE_POOL_MAX threads while one cannot keep
- * the rate (engine_pool.c); then this thread records what was read, taking the lock per target
- * only to intern the stacks and extend the runs, so the history keeps a single writer. A
+ * the rate (engine_pool.c); then this thread turns what was read into record events of source
+ * 0 (frame and stack definitions with ids of engine_sintern.c, rank, thread, run, gone,
+ * counters), exactly as an agent's, and applies the pass's batch through the recorder under
+ * the lock once (asyncio task lanes are still written under the lock per read). A
  * target that exits, restarts or is stopped costs only its own read: a stopped process is
  * read like a running one, and an exited one returns at once. */
 #include "engine_priv.h"
@@ -49,26 +51,41 @@ struct slot {
     char err[512];
     const struct pysample *sample;
     uint64_t now;
-    /* Per thread, the last stack interned and the reader's key of its frames: a thread whose
-     * frames are unchanged reuses the stack without interning it again. */
-    struct last_stack {
-        uint64_t ident, key;
-        uint32_t stack;
-        bool seen; /* in the current sample: the others are dropped after it */
-        /* its frames as the reader named them (key and line: pystack.h), and their history
-         * frame ids, outermost first */
-        struct last_frame {
-            uint64_t key;
-            int line;
-        } * fkeys;
-        uint32_t *fids;
-        uint32_t nf, capf;
-    } * last;
-    size_t nlast;
-    uint64_t hist_gen; /* the history generation the last stacks' ids are of */
+    /* The sample's threads as source-0 threads (their ids, names) and, per thread, the last
+     * stack interned with the reader's key of its frames: a thread whose frames are unchanged
+     * reuses the stack without interning it again. */
+    struct sthread *th;
+    size_t nth, capth;
+    uint64_t si_gen; /* the interner generation the cached stack ids are of */
+    /* The rank as last announced (RECORD_RANK) by this slot or a worker of it. */
+    struct announced {
+        bool live;
+        int rank;
+        char device[32];
+        char python[24];
+    } ann;
 };
 
-#define LAST_MAX 256                 /* threads per process whose last stack is kept */
+/* One thread of a slot as source 0 knows it. */
+struct sthread {
+    uint64_t ident;
+    uint32_t id; /* its source-0 thread id */
+    int tid;
+    char name[64];
+    bool main, defined, seen;
+    bool cached;    /* key, stack and frames below are valid */
+    uint64_t key;   /* the reader's key of its frame chain */
+    uint32_t stack; /* source-0 stack id */
+    /* its frames as the reader named them (key and line: pystack.h), and their source-0 frame
+     * ids, outermost first */
+    struct last_frame {
+        uint64_t key;
+        int line;
+    } * fkeys;
+    uint32_t *fids;
+    uint32_t nf, capf;
+};
+
 #define SLOT_IDLE 1                  /* slot.rc: nothing read this pass */
 #define IMAGE_EVERY_NS 1000000000ull /* how often a still-readable target's image is checked */
 
@@ -86,8 +103,17 @@ struct sampler {
     struct hframe *scratch;
     size_t scratch_cap;
     struct engine_tview *tv; /* the sample's threads, kept apart from the reader's */
-    uint32_t *ids;           /* their stacks */
+    uint32_t *ids;           /* their stacks (source-0 ids) */
+    size_t *tix;             /* their index in the slot's thread table */
     size_t tv_cap;
+    /* This node's sampler as record source 0: its ids, the pass's events (applied at its end
+     * under the lock), thread ids free for reuse, and the engine totals of the pass. */
+    struct engine_sintern si;
+    struct engine_evbuf ev;
+    uint32_t *free_ids;
+    size_t nfree, cap_free;
+    uint32_t next_tid;
+    uint64_t p_stacks, p_errs, p_torn, p_lost;
     struct engine_pool *pool;
     int parts, parts_max; /* sampling threads used per pass, and the most allowed */
     int calm;             /* consecutive passes that fewer threads would have kept */
@@ -130,19 +156,20 @@ static void sync_targets(struct sampler *sp)
     pthread_mutex_unlock(&e->lock);
 }
 
-/* Counts the stacks of one rank sample that could not be read whole; with the lock held. A
- * rank's first loss starts its SERIES_STACKS_LOST counter, which steps at every later one. */
-static void count_loss_locked(struct engine *e, struct slot *sl, unsigned torn, unsigned lost,
-                              uint64_t now)
+/* Counts the stacks of one rank sample that could not be read whole. A rank's first loss
+ * starts its SERIES_STACKS_LOST counter, which steps at every later one. */
+static void count_loss(struct sampler *sp, struct slot *sl, unsigned torn, unsigned lost,
+                       uint64_t now)
 {
-    e->torn += torn;
+    sp->p_torn += torn;
     if (!lost)
         return;
-    e->lost += lost;
+    sp->p_lost += lost;
     sl->lost += lost;
     if (sl->t.owner) /* the series is the rank's own process */
         return;
-    history_counter(&e->hist, SERIES_STACKS_LOST, NULL, sl->t.pid, now, (double)sl->lost);
+    *engine_evbuf_add(&sp->ev, RECORD_COUNTER) =
+        record_counter_event(SERIES_STACKS_LOST, sl->t.pid, (int64_t)now, (double)sl->lost);
 }
 
 /* The history record a slot's samples go to: its own rank, or the rank its worker serves. */
@@ -151,8 +178,23 @@ static struct hrank *slot_rank_locked(struct engine *e, const struct slot *sl)
     return history_rank(&e->hist, sl->t.owner ? sl->t.owner : sl->t.pid, sl->t.rank, sl->t.device);
 }
 
-/* Interns one thread's frames; with the lock held. A stack cut at the frame cap gets an
- * outermost frame saying so, which every view and export then shows. */
+/* A source-0 thread id: one a thread that ended left, or a new one. */
+static uint32_t thread_id_new(struct sampler *sp)
+{
+    return sp->nfree ? sp->free_ids[--sp->nfree] : sp->next_tid++;
+}
+
+static void thread_id_free(struct sampler *sp, uint32_t id)
+{
+    if (sp->nfree == sp->cap_free) {
+        sp->cap_free = sp->cap_free ? sp->cap_free * 2 : 64;
+        sp->free_ids = x_reallocarray(sp->free_ids, sp->cap_free, sizeof(*sp->free_ids));
+    }
+    sp->free_ids[sp->nfree++] = id;
+}
+
+/* Interns one thread's frames whole. A stack cut at the frame cap gets an outermost frame
+ * saying so, which every view and export then shows. */
 static uint32_t intern_thread(struct sampler *sp, const struct pythread *pt)
 {
     uint32_t n = pt->nframes + (pt->truncated ? 1 : 0);
@@ -167,13 +209,13 @@ static uint32_t intern_thread(struct sampler *sp, const struct pythread *pt)
     if (pt->truncated)
         sp->scratch[pt->nframes] =
             (struct hframe){"[outer frames not read: frame cap]", "", 0, false};
-    return history_intern_stack(&sp->e->hist, sp->scratch, n);
+    return engine_sintern_stack(&sp->si, &sp->ev, sp->scratch, n);
 }
 
 /* Interns pt's stack into l: the outer frames the reader's keys say are unchanged keep their
  * frame ids, only the others are interned (a deep stack whose leaf moves costs a few frames,
- * not all of them); with the lock held. */
-static uint32_t intern_changed(struct sampler *sp, struct last_stack *l, const struct pythread *pt)
+ * not all of them). */
+static uint32_t intern_changed(struct sampler *sp, struct sthread *l, const struct pythread *pt)
 {
     uint32_t n = pt->nframes, same = 0;
 
@@ -190,45 +232,48 @@ static uint32_t intern_changed(struct sampler *sp, struct last_stack *l, const s
         const struct pyframe *f = &pt->frames[n - 1 - i];
 
         l->fkeys[i] = (struct last_frame){f->key, f->line};
-        l->fids[i] = history_intern_frame(&sp->e->hist,
-                                          &(struct hframe){f->function, f->file, f->line, false});
+        l->fids[i] = engine_sintern_frame(&sp->si, &sp->ev, f->function, f->file, f->line, false);
     }
     l->nf = n;
-    return history_intern_stack_ids(&sp->e->hist, l->fids, n);
+    return engine_sintern_ids(&sp->si, &sp->ev, l->fids, n);
 }
 
 /* The stack of pt: the last one of its thread when the reader's key says its frames did not
- * change, else interned from what changed; with the lock held. */
-static uint32_t thread_stack_locked(struct sampler *sp, struct slot *sl, const struct pythread *pt)
+ * change, else interned from what changed. */
+static uint32_t thread_stack(struct sampler *sp, struct sthread *l, const struct pythread *pt)
 {
-    struct last_stack *l = NULL;
-
-    if (pt->truncated) /* rare (thousands of frames deep): interned whole, with its marker */
+    if (pt->truncated) { /* rare (thousands of frames deep): interned whole, with its marker */
+        l->cached = false;
+        l->nf = 0;
         return intern_thread(sp, pt);
-    for (size_t i = 0; i < sl->nlast && !l; i++)
-        if (sl->last[i].ident == pt->ident)
-            l = &sl->last[i];
-    if (l)
-        l->seen = true;
-    if (l && l->key == pt->chain_key)
-        return l->stack;
-    if (!l && sl->nlast < LAST_MAX) {
-        if (!sl->last)
-            sl->last = x_calloc(LAST_MAX, sizeof(*sl->last));
-        /* The slot may hold a copy of an entry moved down when threads left: not ours. */
-        l = memset(&sl->last[sl->nlast++], 0, sizeof(*l));
-        l->ident = pt->ident;
-        l->seen = true;
     }
-    if (!l)
-        return intern_thread(sp, pt);
+    if (l->cached && l->key == pt->chain_key)
+        return l->stack;
+    if (!l->cached)
+        l->nf = 0;
     l->key = pt->chain_key;
     l->stack = intern_changed(sp, l, pt);
+    l->cached = true;
     return l->stack;
 }
 
-static void last_release(struct last_stack *l)
+/* The slot's entry of the thread with ident, made when new (defined by observe). */
+static size_t slot_thread(struct sampler *sp, struct slot *sl, uint64_t ident)
 {
+    for (size_t i = 0; i < sl->nth; i++)
+        if (sl->th[i].ident == ident)
+            return i;
+    if (sl->nth == sl->capth) {
+        sl->capth = sl->capth ? sl->capth * 2 : 16;
+        sl->th = x_reallocarray(sl->th, sl->capth, sizeof(*sl->th));
+    }
+    sl->th[sl->nth] = (struct sthread){.ident = ident, .id = thread_id_new(sp)};
+    return sl->nth++;
+}
+
+static void sthread_release(struct sampler *sp, struct sthread *l)
+{
+    thread_id_free(sp, l->id);
     free(l->fkeys);
     free(l->fids);
 }
@@ -236,24 +281,37 @@ static void last_release(struct last_stack *l)
 /* Forgets the last stacks of a slot's threads (their ids, or its reader's keys, went stale). */
 static void drop_last(struct slot *sl)
 {
-    for (size_t i = 0; i < sl->nlast; i++)
-        last_release(&sl->last[i]);
-    sl->nlast = 0;
+    for (size_t i = 0; i < sl->nth; i++)
+        sl->th[i].cached = false;
 }
 
-/* Releases what a slot holds: its reader, its native context, its last stacks. */
-static void slot_fini(struct slot *sl)
+/* Ends every thread of the slot at time now: a gone event each, their ids freed. */
+static void slot_threads_end(struct sampler *sp, struct slot *sl, uint64_t now)
+{
+    for (size_t i = 0; i < sl->nth; i++) {
+        struct record_event *ev = engine_evbuf_add(&sp->ev, RECORD_GONE);
+
+        ev->u.run = (struct record_run){sl->th[i].id, -1, (int64_t)now};
+        sthread_release(sp, &sl->th[i]);
+    }
+    sl->nth = 0;
+}
+
+/* Releases what a slot holds: its reader, its native context, its threads. */
+static void slot_fini(struct sampler *sp, struct slot *sl)
 {
     pyproc_free(sl->py);
     sl->py = NULL;
     engine_native_fini(&sl->nat);
-    drop_last(sl);
-    free(sl->last);
-    sl->last = NULL;
+    for (size_t i = 0; i < sl->nth; i++)
+        sthread_release(sp, &sl->th[i]);
+    free(sl->th);
+    sl->th = NULL;
+    sl->nth = sl->capth = 0;
 }
 
 /* snprintf(dst, cap, "%s", src) without the format machinery: this runs for every thread of
- * every sample, with the lock held. src NULL is "". */
+ * every sample. src NULL is "". */
 static void name_copy(char *dst, size_t cap, const char *src)
 {
     size_t n = src ? strnlen(src, cap - 1) : 0;
@@ -262,98 +320,168 @@ static void name_copy(char *dst, size_t cap, const char *src)
     dst[n] = '\0';
 }
 
-/* The sample's threads as the history records them, their Python stacks interned; with the
- * lock held. */
-static void view_sample_locked(struct sampler *sp, struct slot *sl, const struct pysample *s)
+/* The sample's threads as the history records them, their Python stacks interned. */
+static void view_sample(struct sampler *sp, struct slot *sl, const struct pysample *s)
 {
-    size_t kept = 0;
-
-    if (sl->hist_gen != sp->e->hist.gen) { /* the history renumbered: the ids kept are stale */
+    if (sl->si_gen != sp->si.gen) { /* the interner renumbered: the ids kept are stale */
         drop_last(sl);
-        sl->hist_gen = sp->e->hist.gen;
+        sl->si_gen = sp->si.gen;
     }
-
     if (s->nthreads > sp->tv_cap) {
         sp->tv_cap = s->nthreads;
         sp->tv = x_reallocarray(sp->tv, sp->tv_cap, sizeof(*sp->tv));
         sp->ids = x_reallocarray(sp->ids, sp->tv_cap, sizeof(*sp->ids));
+        sp->tix = x_reallocarray(sp->tix, sp->tv_cap, sizeof(*sp->tix));
     }
     for (uint32_t i = 0; i < s->nthreads; i++) {
         const struct pythread *pt = &s->threads[i];
+        struct sthread *l;
 
+        sp->tix[i] = slot_thread(sp, sl, pt->ident);
+        l = &sl->th[sp->tix[i]];
+        l->seen = true;
         sp->tv[i] = (struct engine_tview){pt->ident, pt->tid, "", pt->status};
         name_copy(sp->tv[i].name, sizeof(sp->tv[i].name), pt->name);
         if (sp->e->o.gil_only && pt->status == 0 && !pt->gil) /* a gap, as py-spy --gil */
             sp->tv[i].status = ENGINE_TV_SKIPPED;
-        sp->ids[i] = sp->tv[i].status == 0 ? thread_stack_locked(sp, sl, pt) : HSTACK_NONE;
+        sp->ids[i] = sp->tv[i].status == 0 ? thread_stack(sp, l, pt) : HSTACK_NONE;
     }
-    for (size_t i = 0; i < sl->nlast; i++) { /* threads gone since: forget them */
-        if (sl->last[i].seen) {
-            sl->last[i].seen = false;
-            sl->last[kept++] = sl->last[i];
-        } else {
-            last_release(&sl->last[i]);
-        }
-    }
-    sl->nlast = kept;
 }
 
-/* What one sample of n threads (in sp->tv, sp->ids) showed at time t; with the lock held. */
-static void observe_locked(struct sampler *sp, struct slot *sl, uint32_t n, uint64_t t,
-                           const char *python)
+/* The slot's rank as it is now announced; a worker shares the announcement of its rank's
+ * slot (or keeps its own when the rank has none). */
+static struct announced *slot_ann(struct sampler *sp, struct slot *sl)
 {
-    struct engine *e = sp->e;
-    int worker = sl->t.owner ? sl->t.pid : 0;
-    struct hrank *r = slot_rank_locked(e, sl);
+    if (sl->t.owner)
+        for (size_t i = 0; i < sp->n; i++)
+            if (!sp->s[i].dead && !sp->s[i].t.owner && sp->s[i].t.pid == sl->t.owner)
+                return &sp->s[i].ann;
+    return &sl->ann;
+}
 
-    if (!worker) {
-        if (!r->start)
-            r->start = t;
-        name_copy(r->python, sizeof(r->python), python);
+static void rank_event(struct sampler *sp, int pid, const struct announced *a, bool exited,
+                       uint64_t t)
+{
+    struct record_rank *m = &engine_evbuf_add(&sp->ev, RECORD_RANK)->u.rank;
+
+    *m = (struct record_rank){.pid = pid,
+                              .rank = a->rank,
+                              .local_rank = -1,
+                              .world_size = -1,
+                              .exited = exited,
+                              .exit_code = -1,
+                              .ts = (int64_t)t};
+    memcpy(m->device, a->device, sizeof(m->device));
+    memcpy(m->python, a->python, sizeof(m->python));
+}
+
+/* Announces the slot's rank (RECORD_RANK) when new or changed: its number (a first look may
+ * have caught a launcher mid-exec, without RANK), device and Python version (python NULL: a
+ * worker's sample, which says none). */
+static void announce(struct sampler *sp, struct slot *sl, uint64_t t, const char *python)
+{
+    struct announced *a = slot_ann(sp, sl);
+    bool change = !a->live;
+
+    if (!a->live) {
+        memset(a, 0, sizeof(*a));
+        a->live = true;
+        a->rank = sl->t.rank;
+        name_copy(a->device, sizeof(a->device), sl->t.device);
+    } else if (sl->t.rank >= 0 && a->rank != sl->t.rank) {
+        a->rank = sl->t.rank;
+        change = true;
     }
-    for (size_t i = 0; i < r->nthreads; i++)
-        r->threads[i].seen = false;
+    if (!sl->t.owner && sl->t.device[0] &&
+        strncmp(a->device, sl->t.device, sizeof(a->device) - 1)) {
+        name_copy(a->device, sizeof(a->device), sl->t.device);
+        change = true;
+    }
+    if (python && strncmp(a->python, python, sizeof(a->python) - 1)) {
+        name_copy(a->python, sizeof(a->python), python);
+        change = true;
+    }
+    if (change)
+        rank_event(sp, sl->t.owner ? sl->t.owner : sl->t.pid, a, false, t);
+}
+
+/* Defines the thread (RECORD_THREAD) when new, renamed, given its tid or found to be main. */
+static void thread_define(struct sampler *sp, struct slot *sl, struct sthread *l,
+                          const struct engine_tview *v, bool main)
+{
+    struct record_thread *m;
+
+    if (l->defined && (!v->name[0] || !strcmp(v->name, l->name)) && (!v->tid || v->tid == l->tid) &&
+        (!main || l->main))
+        return;
+    if (v->name[0])
+        name_copy(l->name, sizeof(l->name), v->name);
+    if (v->tid)
+        l->tid = v->tid;
+    l->main |= main;
+    l->defined = true;
+    m = &engine_evbuf_add(&sp->ev, RECORD_THREAD)->u.thread;
+    *m = (struct record_thread){.id = l->id,
+                                .pid = sl->t.owner ? sl->t.owner : sl->t.pid,
+                                .worker = sl->t.owner ? sl->t.pid : 0,
+                                .ident = l->ident,
+                                .tid = l->tid,
+                                .main = l->main};
+    memcpy(m->name, l->name, sizeof(m->name));
+}
+
+/* What one sample of n threads (in sp->tv, sp->ids, sp->tix) showed at time t: a run of each
+ * thread, and the end of those the sample no longer shows. */
+static void observe(struct sampler *sp, struct slot *sl, uint32_t n, uint64_t t, const char *python)
+{
+    size_t kept = 0;
+
+    announce(sp, sl, t, sl->t.owner ? NULL : python ? python : "");
     for (uint32_t i = 0; i < n; i++) {
         const struct engine_tview *v = &sp->tv[i];
-        const char *name = v->name[0] ? v->name : NULL;
-        struct hthread *th;
+        struct sthread *l = &sl->th[sp->tix[i]];
+        struct record_event *ev;
 
         if (sp->ids[i] != HSTACK_NONE)
-            e->stacks++;
+            sp->p_stacks++;
         else if (v->status != ENGINE_TV_SKIPPED)
-            e->errs++;
-        th = worker ? history_worker_thread(r, worker, v->ident, v->tid, name)
-                    : history_thread(r, v->ident, v->tid, name, i + 1 == n);
-        th->seen = true;
-        history_observe(th, sp->ids[i], t);
+            sp->p_errs++;
+        thread_define(sp, sl, l, v, !sl->t.owner && i + 1 == n);
+        ev = engine_evbuf_add(&sp->ev, RECORD_RUN);
+        ev->u.run = (struct record_run){l->id, sp->ids[i] == HSTACK_NONE ? -1 : (int64_t)sp->ids[i],
+                                        (int64_t)t};
     }
-    for (size_t i = 0; i < r->nthreads; i++)
-        if (r->threads[i].worker == worker && !r->threads[i].task && !r->threads[i].seen &&
-            !r->threads[i].gone)
-            history_thread_gone(&r->threads[i], t);
+    for (size_t i = 0; i < sl->nth; i++) { /* threads gone since: ended and forgotten */
+        if (sl->th[i].seen) {
+            sl->th[i].seen = false;
+            sl->th[kept++] = sl->th[i];
+            continue;
+        }
+        if (sl->th[i].defined)
+            engine_evbuf_add(&sp->ev, RECORD_GONE)->u.run =
+                (struct record_run){sl->th[i].id, -1, (int64_t)t};
+        sthread_release(sp, &sl->th[i]);
+    }
+    sl->nth = kept;
 }
 
-/* Records a sample; with native frames wanted, each thread is read again natively first. */
+/* Records a sample as events; with native frames wanted, each thread is read again natively
+ * first. */
 static void record_sample(struct sampler *sp, struct slot *sl, const struct pysample *s,
                           uint64_t now)
 {
-    struct engine *e = sp->e;
     uint32_t n = s->nthreads;
     uint64_t t = s->t_mono_ns;
     unsigned torn = s->torn, dropped = s->dropped;
 
-    pthread_mutex_lock(&e->lock);
-    view_sample_locked(sp, sl, s);
+    view_sample(sp, sl, s);
     if (sl->nat_want) { /* s is reused by the reads below: keep nothing of it */
-        pthread_mutex_unlock(&e->lock);
         sl->nat.next_at = now + 1000000000ull / ENGINE_NATIVE_HZ;
-        engine_native_sample(e, &sl->nat, sl->t.owner ? sl->t.owner : sl->t.pid, sl->t.pid, sl->py,
-                             sp->tv, sp->ids, n, now);
-        pthread_mutex_lock(&e->lock);
+        engine_native_sample(sp->e, &sl->nat, sl->t.owner ? sl->t.owner : sl->t.pid, sl->t.pid,
+                             sl->py, sp->tv, sp->ids, n, now, &sp->si, &sp->ev);
     }
-    observe_locked(sp, sl, n, t, pyproc_version(sl->py));
-    count_loss_locked(e, sl, torn, dropped, t);
-    pthread_mutex_unlock(&e->lock);
+    observe(sp, sl, n, t, pyproc_version(sl->py));
+    count_loss(sp, sl, torn, dropped, t);
 }
 
 static bool task_live(const struct pyasync_task *pt)
@@ -490,22 +618,14 @@ static void record_tasks(struct sampler *sp, struct slot *sl)
 }
 
 /* A rank that exits is marked exited; a worker that exits takes only its threads along. */
-static void slot_exit(struct engine *e, struct slot *sl, uint64_t now)
+static void slot_exit(struct sampler *sp, struct slot *sl, uint64_t now)
 {
-    pthread_mutex_lock(&e->lock);
-    for (size_t i = 0; i < e->hist.nranks; i++) {
-        struct hrank *r = &e->hist.ranks[i];
-
-        if (sl->t.owner && r->pid == sl->t.owner) {
-            for (size_t k = 0; k < r->nthreads; k++)
-                if (r->threads[k].worker == sl->t.pid && !r->threads[k].gone)
-                    history_thread_gone(&r->threads[k], now);
-        } else if (!sl->t.owner && r->pid == sl->t.pid && !r->exited) {
-            history_rank_exit(r, now);
-        }
+    slot_threads_end(sp, sl, now);
+    if (!sl->t.owner && sl->ann.live) {
+        rank_event(sp, sl->t.pid, &sl->ann, true, now);
+        sl->ann.live = false;
     }
-    pthread_mutex_unlock(&e->lock);
-    slot_fini(sl);
+    slot_fini(sp, sl);
     sl->dead = true;
 }
 
@@ -627,7 +747,7 @@ static void read_slot(struct sampler *sp, struct slot *sl)
 
 /* After an exec: the last stacks were keyed by the old reader's code cache, so they go; the
  * rank's "exec" counter steps, which marks the moment in the trace. */
-static void slot_execd(struct engine *e, struct slot *sl)
+static void slot_execd(struct sampler *sp, struct slot *sl)
 {
     uint64_t now = clock_mono_ns();
 
@@ -635,11 +755,11 @@ static void slot_execd(struct engine *e, struct slot *sl)
     drop_last(sl);
     if (sl->t.owner)
         return;
-    pthread_mutex_lock(&e->lock);
     if (!sl->execs)
-        history_counter(&e->hist, SERIES_EXECS, NULL, sl->t.pid, now - 1, 0);
-    history_counter(&e->hist, SERIES_EXECS, NULL, sl->t.pid, now, (double)++sl->execs);
-    pthread_mutex_unlock(&e->lock);
+        *engine_evbuf_add(&sp->ev, RECORD_COUNTER) =
+            record_counter_event(SERIES_EXECS, sl->t.pid, (int64_t)now - 1, 0);
+    *engine_evbuf_add(&sp->ev, RECORD_COUNTER) =
+        record_counter_event(SERIES_EXECS, sl->t.pid, (int64_t)now, (double)++sl->execs);
 }
 
 /* The record step of one slot, on the sampler thread: what the read found goes into the
@@ -650,7 +770,7 @@ static void record_slot(struct sampler *sp, struct slot *sl)
     int rc = sl->rc;
 
     if (sl->execd)
-        slot_execd(e, sl);
+        slot_execd(sp, sl);
     if (rc == SLOT_IDLE)
         return;
     if (sl->attach_failed) {
@@ -660,12 +780,10 @@ static void record_slot(struct sampler *sp, struct slot *sl)
         engine_unread_locked(e, sl->t.pid, sl->err);
         pthread_mutex_unlock(&e->lock);
     } else if (rc == APP_E_GONE) {
-        slot_exit(e, sl, clock_mono_ns());
+        slot_exit(sp, sl, clock_mono_ns());
     } else if (rc == APP_E_STALE) { /* the thread list itself was torn, twice */
-        pthread_mutex_lock(&e->lock);
-        e->errs++;
-        count_loss_locked(e, sl, 0, 1, clock_mono_ns());
-        pthread_mutex_unlock(&e->lock);
+        sp->p_errs++;
+        count_loss(sp, sl, 0, 1, clock_mono_ns());
     } else if (rc < 0) {
         if (rc != APP_E_STARTING)
             count_error(e);
@@ -713,6 +831,25 @@ static void pool_adapt(struct sampler *sp, uint64_t read_ns, uint64_t period)
     }
 }
 
+/* Applies the pass's events and totals, under the lock once; the ids may then be trimmed,
+ * before the next pass's events. */
+static void flush(struct sampler *sp)
+{
+    struct engine *e = sp->e;
+
+    pthread_mutex_lock(&e->lock);
+    if (sp->ev.n)
+        engine_record_locked(e, sp->ev.ev, sp->ev.n, clock_mono_ns());
+    e->stacks += sp->p_stacks;
+    e->errs += sp->p_errs;
+    e->torn += sp->p_torn;
+    e->lost += sp->p_lost;
+    pthread_mutex_unlock(&e->lock);
+    sp->ev.n = 0;
+    sp->p_stacks = sp->p_errs = sp->p_torn = sp->p_lost = 0;
+    engine_sintern_trim(&sp->si, &sp->ev, clock_mono_ns());
+}
+
 /* One pass over every target: the reads (split over the sampling threads), then the records
  * in target order; returns how many ranks were sampled. */
 static int sample_pass(struct sampler *sp, uint64_t period)
@@ -733,6 +870,7 @@ static int sample_pass(struct sampler *sp, uint64_t period)
         record_slot(sp, &sp->s[i]);
         live += sp->s[i].py != NULL && !sp->s[i].t.owner; /* ranks, not workers */
     }
+    flush(sp);
     return live;
 }
 
@@ -792,10 +930,14 @@ void *engine_sampler_main(void *arg)
     }
     engine_pool_free(sp.pool);
     for (size_t i = 0; i < sp.n; i++)
-        slot_fini(&sp.s[i]);
+        slot_fini(&sp, &sp.s[i]);
     free(sp.s);
     free(sp.scratch);
     free(sp.tv);
     free(sp.ids);
+    free(sp.tix);
+    free(sp.free_ids);
+    free(sp.ev.ev);
+    engine_sintern_fini(&sp.si);
     return NULL;
 }

@@ -11,7 +11,7 @@
  * source is bounded by what its bytes can justify and by a fixed amount. Every source time is
  * checked against the source's clock and saturated. A second hello cuts the source off. Runs
  * on the history's writer: today whichever engine thread holds the engine lock (the remote
- * collector for other hosts; the memory and GIL threads for this node's counters). */
+ * collector for other hosts; the sampler, memory, GIL and exit threads for this node). */
 #include "recorder_priv.h"
 
 #include "ranktop/hash.h"
@@ -260,8 +260,12 @@ static void on_rank(struct history *h, struct rsource *s, const struct record_ra
         struct rsource_key *k = rsource_key_find(s, key);
 
         history_rank_exit(r, head_time(h, s, m->ts));
-        r->exit_code = m->exit_code;
-        r->exit_signal = m->exit_signal;
+        /* An unknown status (this node's sampler, which sees only that reads fail) keeps the
+         * one an exit event may already have brought: the two come in either order. */
+        if (m->exit_code != -1 || m->exit_signal != 0) {
+            r->exit_code = m->exit_code;
+            r->exit_signal = m->exit_signal;
+        }
         if (k && k->live) {
             k->live = false;
             s->nlive--;
@@ -610,6 +614,9 @@ static bool apply_one(struct history *h, struct rsource *s, const struct record_
         break;
     case RECORD_EXIT:
         on_status(h, s, &m->u.exit);
+        break;
+    case RECORD_FORGET:
+        rsource_forget_defs(s);
         break;
     case RECORD_UNKNOWN:
         break;

@@ -61,6 +61,29 @@ void rsource_reset_ids(struct rsource *s)
     s->mem = s->kcap * sizeof(*s->keys) + (s->series ? RSOURCE_MAX_SERIES * sizeof(*s->series) : 0);
 }
 
+void rsource_forget_defs(struct rsource *s)
+{
+    for (size_t i = 0; i < s->nframes; i++) {
+        if (s->frames[i].fn)
+            s->mem -= strlen(s->frames[i].fn) + strlen(s->frames[i].file) + 2;
+        free(s->frames[i].fn);
+        free(s->frames[i].file);
+    }
+    for (size_t i = 0; i < s->nstacks; i++) {
+        s->mem -= s->stacks[i].cap * sizeof(*s->stacks[i].ids);
+        free(s->stacks[i].ids);
+    }
+    s->mem -= s->nframes * sizeof(*s->frames) + s->nstacks * sizeof(*s->stacks);
+    free(s->frames);
+    free(s->stacks);
+    s->frames = NULL;
+    s->stacks = NULL;
+    s->nframes = s->nstacks = 0;
+    s->def_frames = s->def_stacks = 0;
+    for (size_t i = 0; i < s->nthreads; i++) /* what they show stays: cur */
+        s->threads[i].cur_wire = -1;
+}
+
 void rsource_fini(struct rsource *s)
 {
     rsource_reset_ids(s);

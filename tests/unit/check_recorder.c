@@ -433,6 +433,110 @@ START_TEST(test_exit_status)
 }
 END_TEST
 
+/* This node's sampler sees only that a rank's reads fail: its rank exit says no status, and
+ * one the exit thread brought first stays. */
+START_TEST(test_exit_before_rank_exit)
+{
+    struct history h;
+    struct rclaims c = {0};
+    struct rsource here;
+    struct record_event ev[3];
+
+    history_init(&h, T0, 0, "here");
+    rsource_init(&here, 0, "here", &c);
+    ev[0] = ev_hello((int64_t)HEAD0);
+    ev[1] = (struct record_event){
+        .type = RECORD_RANK,
+        .u.rank = {.pid = 77, .rank = 1, .local_rank = -1, .world_size = -1, .ts = HEAD0}};
+    ev[2] =
+        (struct record_event){.type = RECORD_EXIT, .u.exit = {.pid = 77, .code = 3, .signal = 0}};
+    recorder_apply(&h, &here, ev, 3, HEAD0, NULL);
+    ev[0] = ev[1];
+    ev[0].u.rank.exited = true;
+    ev[0].u.rank.exit_code = -1;
+    ev[0].u.rank.ts = HEAD0 + 1000;
+    recorder_apply(&h, &here, ev, 1, HEAD0 + 2000, NULL);
+    ck_assert_uint_eq(h.nranks, 1);
+    ck_assert(h.ranks[0].exited);
+    ck_assert_int_eq(h.ranks[0].exit_code, 3);
+    ck_assert_int_eq(h.ranks[0].exit_signal, 0);
+    rsource_fini(&here);
+    rclaims_free(&c);
+    history_fini(&h);
+}
+END_TEST
+
+static struct record_event ev_frame(uint32_t id, const char *fn)
+{
+    struct record_event m = {.type = RECORD_FRAME};
+
+    m.u.frame.id = id;
+    snprintf(m.u.frame.function, sizeof(m.u.frame.function), "%s", fn);
+    snprintf(m.u.frame.file, sizeof(m.u.frame.file), "f.py");
+    m.u.frame.line = 1;
+    return m;
+}
+
+/* RECORD_FORGET: the source's frame and stack tables go (and the bytes charged for them); the
+ * same ids then name new definitions, and a thread keeps the stack it showed until its next
+ * run. */
+START_TEST(test_forget)
+{
+    struct history h;
+    struct rclaims c = {0};
+    struct rsource s;
+    struct record_event ev[8];
+    size_t n = 0, mem0;
+    const struct hthread *t;
+
+    history_init(&h, T0, 0, "here");
+    rsource_init(&s, 0, "here", &c);
+    ev[n++] = ev_hello((int64_t)HEAD0);
+    ev[n++] = (struct record_event){
+        .type = RECORD_RANK,
+        .u.rank = {.pid = 55, .rank = 0, .local_rank = -1, .world_size = -1, .ts = HEAD0}};
+    ev[n++] = (struct record_event){.type = RECORD_THREAD,
+                                    .u.thread = {.id = 0, .pid = 55, .ident = 5, .main = true}};
+    recorder_apply(&h, &s, ev, n, HEAD0, NULL);
+    mem0 = s.mem;
+    n = 0;
+    ev[n++] = ev_frame(0, "before");
+    ev[n++] = (struct record_event){.type = RECORD_STACK,
+                                    .u.stack = {.id = 0, .n = 1, .nchunk = 1, .frames = {0}}};
+    ev[n++] = (struct record_event){.type = RECORD_RUN,
+                                    .u.run = {.thread = 0, .stack = 0, .ts = HEAD0 + 1000}};
+    ev[n++] = (struct record_event){.type = RECORD_FORGET};
+    recorder_apply(&h, &s, ev, n, HEAD0 + 1000, NULL);
+    ck_assert_str_eq(s.error, "");
+    ck_assert_uint_eq(s.nframes, 0);
+    ck_assert_uint_eq(s.nstacks, 0);
+    ck_assert_uint_eq(s.mem, mem0);
+    /* A tick still extends the stack the thread showed. */
+    ev[0] = (struct record_event){.type = RECORD_TICK, .u.tick = {.ts = HEAD0 + 20000000}};
+    recorder_apply(&h, &s, ev, 1, HEAD0 + 20000000, NULL);
+    /* Id 0 referred to before a new definition is undefined, then names the new stack. */
+    ev[0] = (struct record_event){.type = RECORD_RUN,
+                                  .u.run = {.thread = 0, .stack = 0, .ts = HEAD0 + 30000000}};
+    recorder_apply(&h, &s, ev, 1, HEAD0 + 30000000, NULL);
+    ck_assert_str_eq(s.error, "agent stream: undefined stack 0");
+    n = 0;
+    ev[n++] = ev_frame(0, "after");
+    ev[n++] = (struct record_event){.type = RECORD_STACK,
+                                    .u.stack = {.id = 0, .n = 1, .nchunk = 1, .frames = {0}}};
+    ev[n++] = (struct record_event){.type = RECORD_RUN,
+                                    .u.run = {.thread = 0, .stack = 0, .ts = HEAD0 + 40000000}};
+    recorder_apply(&h, &s, ev, n, HEAD0 + 40000000, NULL);
+    t = &h.ranks[0].threads[0];
+    ck_assert_uint_eq(t->nruns, 2);
+    ck_assert_uint_eq(t->runs[0].t1, HEAD0 + 20000000);
+    ck_assert_str_eq(h.frames[history_stack_frames(&h, t->runs[0].stack)[0]].function, "before");
+    ck_assert_str_eq(h.frames[history_stack_frames(&h, t->runs[1].stack)[0]].function, "after");
+    rsource_fini(&s);
+    rclaims_free(&c);
+    history_fini(&h);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("recorder");
@@ -444,6 +548,8 @@ int main(void)
     tcase_add_test(tc, test_refused_and_cut);
     tcase_add_test(tc, test_counters_of_source_zero);
     tcase_add_test(tc, test_exit_status);
+    tcase_add_test(tc, test_exit_before_rank_exit);
+    tcase_add_test(tc, test_forget);
     suite_add_tcase(s, tc);
     return ts_run(s);
 }

@@ -21,6 +21,16 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+/* As in tfile.c: glibc before 2.32 (Debian 11's, where the libprocps build runs) names no
+ * SYS_openat2; the kernel's number is 437 on every architecture. */
+#ifndef SYS_openat2
+#ifdef __NR_openat2
+#define SYS_openat2 __NR_openat2
+#else
+#define SYS_openat2 437
+#endif
+#endif
+
 static char dir[64];
 
 static void setup(void)

@@ -109,11 +109,12 @@ run_tests() {
 
 # tsan: the ThreadSanitizer build and the suites that run the engine's threads: sampler, ui,
 # and the e2e and multinode tests named in TSAN_TESTS (record, agent stream, memory cap,
-# history bound, CLI; multinode record and monitor). Not part of test: it takes longer than
-# CI's budget allows (doc/testing.md gives the figures). halt_on_error makes a report fail the
-# test; tests/meson.build adds tests/tsan.supp to TSAN_OPTIONS.
+# history bound, CLI; multinode record, monitor, ssh and hostile agents). Not part of test: it
+# takes longer than CI's budget allows (doc/testing.md gives the figures). halt_on_error makes
+# a report fail the test; tests/meson.build adds tests/tsan.supp to TSAN_OPTIONS.
 TSAN_TESTS="record_threads record_async record_phases record_robust record_torchrun cli
-memory_cap history_bound agent_stream mn_record_nodes mn_monitor_nodes"
+memory_cap history_bound agent_stream mn_record_nodes mn_monitor_nodes mn_ssh_nodes
+mn_hostile_agents"
 tsan() {
     build build-tsan --werror -Dtests=enabled -Db_sanitize=thread -Db_lundef=false
     export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1

@@ -7,6 +7,8 @@
 #                             (tests/dist.sh), then the unit and sampler suites
 #                             under ASan+UBSan, then the other procps variants (procps_variants)
 #                             and the aarch64 cross build's unit suite under qemu (aarch64_cross)
+#   tests/bootstrap.sh tsan   install what test installs, build with ThreadSanitizer and run the
+#                             sampler and ui suites and the threaded e2e/multinode tests (tsan)
 #   tests/bootstrap.sh release   the portable binaries in dist/ (see release below)
 #   tests/bootstrap.sh packages demo|test   print the packages that demo or test installs
 # It exits non-zero as soon as a step or a test fails.
@@ -103,6 +105,25 @@ run_tests() {
     meson test -C build-fuzz --print-errorlogs --num-processes 2 --suite fuzz
     procps_variants
     aarch64_cross
+}
+
+# tsan: the ThreadSanitizer build and the suites that run the engine's threads: sampler, ui,
+# and the e2e and multinode tests named in TSAN_TESTS (record, agent stream, memory cap,
+# history bound, CLI; multinode record, monitor, ssh and hostile agents). Not part of test: it
+# takes longer than CI's budget allows (doc/testing.md gives the figures). halt_on_error makes
+# a report fail the test; tests/meson.build adds tests/tsan.supp to TSAN_OPTIONS.
+TSAN_TESTS="record_threads record_async record_phases record_robust record_torchrun cli
+memory_cap history_bound agent_stream mn_record_nodes mn_monitor_nodes mn_ssh_nodes
+mn_hostile_agents"
+tsan() {
+    build build-tsan --werror -Dtests=enabled -Db_sanitize=thread -Db_lundef=false
+    export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+    # Named tests and --suite intersect in meson test: two runs.
+    meson test -C build-tsan --print-errorlogs --num-processes 2 --timeout-multiplier 10 \
+        --suite sampler --suite ui
+    # shellcheck disable=SC2086 # TSAN_TESTS is a word list
+    meson test -C build-tsan --print-errorlogs --num-processes 2 --timeout-multiplier 10 \
+        $TSAN_TESTS
 }
 
 # aarch64_cross: the aarch64 build (cross-compiled through Debian multiarch; tests/aarch64.sh
@@ -214,6 +235,10 @@ test)
     install_missing $DEMO_PACKAGES $TEST_PACKAGES
     run_tests
     ;;
+tsan)
+    install_missing $DEMO_PACKAGES $TEST_PACKAGES
+    tsan
+    ;;
 release)
     install_missing debootstrap
     release
@@ -229,7 +254,7 @@ packages)
     esac
     ;;
 *)
-    echo "usage: tests/bootstrap.sh demo|test|release|packages demo|test" >&2
+    echo "usage: tests/bootstrap.sh demo|test|tsan|release|packages demo|test" >&2
     exit 2
     ;;
 esac

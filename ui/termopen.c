@@ -9,7 +9,9 @@
  * terminal newer than the host's database), the monitor starts anyway with an xterm-256color
  * entry embedded at build time: it is written to a private temporary directory, loaded through
  * TERMINFO (restored afterwards) and removed at once, since ncurses reads an entry only when it
- * loads it. Runs once on the UI thread, before any other curses call. */
+ * loads it. Runs once on the UI thread, before any other curses call and before any other
+ * thread starts: setenv while another thread reads the environment (posix_spawn, getenv) is
+ * a data race, and may free the environment array under the reader. */
 #include "termopen.h"
 
 #include <curses.h>

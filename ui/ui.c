@@ -61,20 +61,20 @@ static void install_signals(void)
     signal(SIGPIPE, SIG_IGN);
 }
 
-static int term_init(struct ui *u, struct app_err *err)
-{
-    const char *cs;
-    char note[512];
+/* The built-in terminfo entry's note from ui_open, for the status line of ui_run. */
+static char g_note[512];
 
+int ui_open(struct app_err *err)
+{
+    if (g_curses)
+        return 0;
     if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO))
         return app_err_set(err, APP_E_USAGE,
                            "the monitor needs a terminal (use `ranktop "
                            "record` or `ranktop dump` in scripts)");
     setlocale(LC_ALL, "");
-    cs = nl_langinfo(CODESET);
-    u->utf8 = cs && (!strcmp(cs, "UTF-8") || !strcmp(cs, "utf8"));
-    if (termopen_start(note, sizeof(note)) < 0)
-        return app_err_set(err, APP_E_IO, "cannot initialise the terminal: %s", note);
+    if (termopen_start(g_note, sizeof(g_note)) < 0)
+        return app_err_set(err, APP_E_IO, "cannot initialise the terminal: %s", g_note);
     g_curses = 1;
     app_set_fatal_hook(ui_restore);
     cbreak();
@@ -86,10 +86,22 @@ static int term_init(struct ui *u, struct app_err *err)
     set_escdelay(25);
     mousemask(BUTTON1_CLICKED | BUTTON1_PRESSED | BUTTON4_PRESSED | BUTTON5_PRESSED, NULL);
     theme_init();
+    return 0;
+}
+
+static int term_init(struct ui *u, struct app_err *err)
+{
+    const char *cs;
+    int rc = ui_open(err);
+
+    if (rc < 0)
+        return rc;
+    cs = nl_langinfo(CODESET);
+    u->utf8 = cs && (!strcmp(cs, "UTF-8") || !strcmp(cs, "utf8"));
     /* The built-in entry is said once, longer than other notices: the keys and colours it
      * assumes may not be this terminal's. */
-    if (note[0]) {
-        ui_set_status(u, "%s", note);
+    if (g_note[0]) {
+        ui_set_status(u, "%s", g_note);
         u->status_until = clock_mono_ns() + 30000000000ull;
     }
     return 0;

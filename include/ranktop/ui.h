@@ -20,6 +20,13 @@ struct ui_opts {
     const char *title;      /* shown in the header ("demo job", or the discovery mode) */
 };
 
+/* Opens the terminal (locale, terminfo, curses) on the main thread. It sets environment
+ * variables (termopen.c), which no other thread may do or read meanwhile, so it must run before
+ * any thread starts: call it before engine_start. 0, or a negative status (no terminal, no
+ * terminfo entry) with err filled; ui_restore closes it again. ui_run calls it when it was not
+ * called. */
+int ui_open(struct app_err *err);
+
 /* Runs the monitor until the user quits or SIGINT/SIGTERM arrives. The terminal is restored
  * on every exit path. Returns 0, or a negative status (no terminal) with err filled. */
 int ui_run(const struct ui_opts *o, struct app_err *err);

@@ -157,9 +157,14 @@ static int run_monitor(struct mon_opts *o)
     /* Every thread is sampled whatever the view: `t` switches views at once, and the GIL view
      * and the rank table name GIL holders that are not the main thread. */
     o->eng.all_threads = true;
-    rc = engine_start(&o->eng, &e, &err);
+    /* The terminal is opened first: opening it sets environment variables, which the
+     * collector threads read (posix_spawn of the device tools). */
+    rc = ui_open(&err);
+    if (rc == 0)
+        rc = engine_start(&o->eng, &e, &err);
     pthread_sigmask(SIG_UNBLOCK, &set, NULL);
     if (rc < 0) {
+        ui_restore();
         fprintf(stderr, "ranktop: %s\n", err.msg);
         return 1;
     }

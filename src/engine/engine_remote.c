@@ -994,7 +994,7 @@ static void remote_init(struct remote *rm, struct engine *e, uint64_t now)
 void *engine_remote_main(void *arg)
 {
     struct engine *e = arg;
-    struct remote rm;
+    struct remote rm = {0}; /* remote_init sets all but claims, which starts empty */
     uint64_t trim_at;
     bool trims;
 

@@ -31,6 +31,10 @@ TB=$(($(date +%s) - START))
 kill -TERM "$REC"
 wait "$REC" || fail "record: $(cat "$WORK/h.err")"
 echo "recorder RSS: $A KiB at $TA s, $B KiB at $TB s"
-[ $((B - A)) -lt $((6 * 1024)) ] || fail "RSS grew from $A to $B KiB with a 3 s window"
+# Under ThreadSanitizer the RSS is mostly its shadow and meta memory, which grows with every
+# address the churn touches and is returned late: the figure is printed, not held to the bound
+# (the recording still runs, for its race checks, and the trace is still checked).
+grep -q __tsan_init "$RANKTOP_BIN" ||
+    [ $((B - A)) -lt $((6 * 1024)) ] || fail "RSS grew from $A to $B KiB with a 3 s window"
 $CHECK -q "$WORK/h.json" || fail "trace check"
 echo ok

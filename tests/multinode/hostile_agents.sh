@@ -56,6 +56,8 @@ rss=$(cat "$WORK/rss_kb")
 echo "head peak RSS: $rss KiB"
 if ldd "$RANKTOP_BIN" 2> /dev/null | grep -q libasan; then
     echo "RSS bound not checked: AddressSanitizer's shadow and quarantine are not the head's"
+elif ldd "$RANKTOP_BIN" 2> /dev/null | grep -q libtsan; then
+    echo "RSS bound not checked: ThreadSanitizer's shadow memory is not the head's"
 else
     [ "$rss" -lt 196608 ] || fail "the head's peak RSS was $rss KiB (bound 192 MiB)"
 fi

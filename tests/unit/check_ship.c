@@ -192,8 +192,8 @@ START_TEST(test_script)
     memcpy(bad, prog, sizeof(prog));
     bad[20] ^= 0x20;
     ck_assert_int_eq(run_script(header, bad, strlen(prog), out, err), SHIP_EXIT);
-    ck_assert_msg(strstr(err, "ranktop-ship: not run: SHA-256 mismatch") && !strstr(out, "ran ["), "%s",
-                  err);
+    ck_assert_msg(strstr(err, "ranktop-ship: not run: SHA-256 mismatch") && !strstr(out, "ran ["),
+                  "%s", err);
     ck_assert_int_eq(leftovers(), 0);
 
     ck_assert_int_eq(run_script(header, prog, 10, out, err), SHIP_EXIT);

@@ -37,7 +37,10 @@ install_arm64() {
     missing=""
     # shellcheck disable=SC2086 # a word list
     for p in $ARM64_PACKAGES; do
-        dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
+        # dpkg-query, not dpkg -s: once the arm64 libraries are installed beside the amd64
+        # ones, dpkg -s calls a bare name ambiguous and fails.
+        dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null | grep -q '^ii' ||
+            missing="$missing $p"
     done
     [ -z "$missing" ] && return 0
     if [ "$(id -u)" -ne 0 ]; then

@@ -32,7 +32,10 @@ SPEEDSCOPE_VERSION=1.25.0
 install_missing() { # install_missing PACKAGE...
     missing=""
     for p in "$@"; do
-        dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
+        # dpkg-query, not dpkg -s: once the arm64 libraries are installed beside the amd64
+        # ones, dpkg -s calls a bare name ambiguous and fails.
+        dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null | grep -q '^ii' ||
+            missing="$missing $p"
     done
     [ -z "$missing" ] && return 0
     if [ "$(id -u)" -ne 0 ]; then

@@ -1212,13 +1212,32 @@ static uint32_t walk_run(struct pyproc *p, const struct wconst *w, struct wstate
     return n - n0;
 }
 
+/* A chain walked whole that held no Python frame at all: true only when the thread state still
+ * points at the same top frame. A thread of a moving target can pop the frames we started from
+ * and reuse their memory between our reads; what is left may then read as entry shims only, a
+ * "no Python" thread that never was. 3.11 keeps the top in a cframe on the C stack: not
+ * checked there. */
+static bool empty_walk_holds(struct pyproc *p, uint64_t tsaddr, uint64_t top)
+{
+    const struct py_layout *L = &p->L;
+    uint8_t ts[PYPROC_TSTATE_MAX];
+    struct tsview v;
+
+    if (L->ts.cframe >= 0 || L->ts.frame < 0)
+        return true;
+    if (rmem_read(p->mem, tsaddr, ts, L->ts.size) < 0)
+        return false;
+    ts_parse(L, ts, &v);
+    return v.top == top;
+}
+
 static int walk_new(struct pyproc *p, uint64_t tsaddr, const uint8_t *guess, struct pywalk_out *o)
 {
     struct wconst w;
     uint32_t limit = p->opts.max_frames + 1024, steps = 0;
     static _Thread_local struct chunkset cs;
     uint8_t single[FRAME_MAX];
-    uint64_t frame = 0, root;
+    uint64_t frame = 0, root, top;
     struct wstate st = {0};
     struct wwin win = {.lo = 1};
     int rc;
@@ -1232,6 +1251,7 @@ static int walk_new(struct pyproc *p, uint64_t tsaddr, const uint8_t *guess, str
     memset(cs.hread, 0, sizeof(cs.hread));
     cs.hint = pywalk_hint(p, tsaddr, true);
     rc = walk_start(p, tsaddr, guess, &cs, &frame, &o->no_python);
+    top = frame;
     wwin_set(p, &cs, w.fs, &win); /* the newest chunk: most frames lie there */
 
     for (; rc == 0 && frame && steps < limit; steps++) {
@@ -1268,6 +1288,8 @@ static int walk_new(struct pyproc *p, uint64_t tsaddr, const uint8_t *guess, str
     if (root && root_of_other(p, cs.hint, root))
         return APP_E_STALE;
     cs.hint->root = root;
+    if (st.n == 0 && top && !empty_walk_holds(p, tsaddr, top))
+        return APP_E_STALE;
     return st.n;
 }
 

@@ -409,7 +409,9 @@ static const uint8_t *frame_at(struct pyproc *p, struct chunkset *cs, uint64_t a
         }
     for (int pass = 0; pass < 2; pass++) {
         for (int i = cs->n - 1; i >= 0; i--)
-            if (addr >= cs->addr[i] + PYABI_CHUNK_HDR && addr + fs <= cs->addr[i] + cs->len[i]) {
+            /* Differences, not sums: a torn address near 2^64 must not wrap into a chunk. */
+            if (addr >= cs->addr[i] && addr - cs->addr[i] >= PYABI_CHUNK_HDR && cs->len[i] >= fs &&
+                addr - cs->addr[i] <= cs->len[i] - fs) {
                 cs->last = i;
                 return p->chunk[i] + (addr - cs->addr[i]);
             }

@@ -149,7 +149,6 @@ double engine_rate(struct engine *e);
 #define ENGINE_ASYNC_HZ 10
 #define ENGINE_TASK_LANES 256
 void engine_set_async(struct engine *e, bool on);
-bool engine_async_on(struct engine *e);
 
 /* Native frames for one rank (the monitor's `n`): its samples, taken at a low rate while on,
  * merge each thread's native stack with its Python stack. A rank on another host is

@@ -502,16 +502,6 @@ void engine_set_async(struct engine *e, bool on)
     pthread_mutex_unlock(&e->lock);
 }
 
-bool engine_async_on(struct engine *e)
-{
-    bool on;
-
-    pthread_mutex_lock(&e->lock);
-    on = e->o.async;
-    pthread_mutex_unlock(&e->lock);
-    return on;
-}
-
 double engine_rate(struct engine *e)
 {
     double hz;

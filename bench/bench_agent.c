@@ -30,15 +30,14 @@ static size_t count_lines(const struct engine_out *o)
 }
 
 /* Ticks the encoder every 100 ms for s seconds; adds the bytes and lines written. */
-static void ticks(struct engine *e, struct engine_stream *st, double s, size_t *bytes,
-                  size_t *lines)
+static void ticks(struct engine *e, struct engine_wire *w, double s, size_t *bytes, size_t *lines)
 {
     uint64_t end = clock_mono_ns() + (uint64_t)(s * 1e9);
 
     while (clock_mono_ns() < end) {
         struct engine_out o = {0};
 
-        engine_stream_tick(e, st, &o);
+        engine_wire_tick(e, w, &o);
         *bytes += o.len;
         *lines += count_lines(&o);
         engine_out_fini(&o);
@@ -50,13 +49,10 @@ static void row(const char *python, const char *mode, double warm_s, double meas
 {
     struct bench_target t[NTARGETS];
     int pids[NTARGETS];
-    struct engine_opts o = {.rate_hz = 10,
-                            .all_threads = true,
-                            .gil = true,
-                            .mem = true,
-                            .history_ns = 60ull * 1000000000u};
+    struct engine_opts o = {
+        .rate_hz = 10, .all_threads = true, .gil = true, .mem = true, .wire = true};
     struct engine *e;
-    struct engine_stream *st;
+    struct engine_wire *w;
     struct app_err err = {0};
     size_t warm_b = 0, warm_l = 0, b = 0, l = 0;
 
@@ -80,10 +76,10 @@ static void row(const char *python, const char *mode, double warm_s, double meas
         bench_targets_kill(t, NTARGETS);
         return;
     }
-    st = engine_stream_new();
-    ticks(e, st, warm_s, &warm_b, &warm_l);
-    ticks(e, st, measure_s, &b, &l);
-    engine_stream_free(st);
+    w = engine_wire_new();
+    ticks(e, w, warm_s, &warm_b, &warm_l);
+    ticks(e, w, measure_s, &b, &l);
+    engine_wire_free(w);
     engine_stop(e);
     engine_free(e);
     bench_targets_kill(t, NTARGETS);

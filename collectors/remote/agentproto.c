@@ -445,8 +445,13 @@ static void parse_body(struct rd *r, struct record_event *m)
     case RECORD_BYE:
         get_str(r, "msg", m->u.text, sizeof(m->u.text), false);
         break;
-    case RECORD_EXIT: /* not on the wire: never parsed */
+    case RECORD_EXIT:
+        m->u.exit.pid = (int)get_int(r, "p", 1, PID_MAX, true, 0);
+        m->u.exit.code = (int)get_int(r, "xc", -1, 255, true, -1);
+        m->u.exit.signal = (int)get_int(r, "xs", 0, 128, true, 0);
+        break;
     case RECORD_FORGET:
+    case RECORD_TASKS: /* no wire form: never parsed */
     case RECORD_UNKNOWN:
         break;
     }
@@ -456,7 +461,7 @@ static const char *const type_names[] = {
     [RECORD_HELLO] = "hello", [RECORD_FRAME] = "f", [RECORD_STACK] = "s",  [RECORD_RANK] = "r",
     [RECORD_THREAD] = "th",   [RECORD_RUN] = "o",   [RECORD_GONE] = "g",   [RECORD_TICK] = "k",
     [RECORD_COUNTER] = "c",   [RECORD_LIVE] = "l",  [RECORD_DEVICE] = "d", [RECORD_PONG] = "pong",
-    [RECORD_ERROR] = "err",   [RECORD_BYE] = "bye",
+    [RECORD_ERROR] = "err",   [RECORD_BYE] = "bye", [RECORD_EXIT] = "x",   [RECORD_FORGET] = "fg",
 };
 
 int agentproto_parse(const char *line, size_t len, struct record_event *m, struct app_err *err)
@@ -723,7 +728,15 @@ static size_t format(char *b, const struct record_event *m)
     case RECORD_BYE:
         n = write_text(b, len, m);
         break;
-    default: /* this node's own events (RECORD_EXIT...) have no wire form */
+    case RECORD_EXIT:
+        n = snprintf(b, len, "{\"t\":\"x\",\"p\":%d,\"xc\":%d,\"xs\":%d}\n", m->u.exit.pid,
+                     m->u.exit.code < -1 || m->u.exit.code > 255 ? -1 : m->u.exit.code,
+                     m->u.exit.signal < 0 || m->u.exit.signal > 128 ? 0 : m->u.exit.signal);
+        break;
+    case RECORD_FORGET:
+        n = snprintf(b, len, "{\"t\":\"fg\"}\n");
+        break;
+    default: /* this node's own events (RECORD_TASKS) have no wire form */
         break;
     }
     /* The field sizes above make this impossible; a cut line would not be JSON. */

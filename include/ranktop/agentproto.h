@@ -27,7 +27,7 @@
 #include "ranktop/status.h"
 
 #define AGENTPROTO_MAJOR 1
-#define AGENTPROTO_MINOR 0
+#define AGENTPROTO_MINOR 1       /* 1: exit statuses ("x") and forgotten ids ("fg") */
 #define AGENTPROTO_LINE_MAX 1024 /* bytes of a line with its newline, exclusive */
 /* The wire's limits are the record vocabulary's. */
 #define AGENTPROTO_ID_MAX RECORD_ID_MAX
@@ -67,7 +67,7 @@ size_t agentproto_json_str(char *buf, size_t len, const char *text);
 
 /* Formats event m as its line, newline included, into buf (NUL-terminated; a buffer of
  * AGENTPROTO_LINE_MAX bytes always suffices). Returns the line's length, or 0 when nothing was
- * written: the line does not fit len, the event has no wire form (RECORD_EXIT, RECORD_UNKNOWN),
+ * written: the line does not fit len, the event has no wire form (RECORD_TASKS, RECORD_UNKNOWN),
  * or it is a counter point whose value the wire cannot carry (not finite, or past 1e15).
  * Texts are cut and escaped as agentproto_json_str does (bytes that are not UTF-8 become
  * U+FFFD), each to its field's room, so that every line is shorter than AGENTPROTO_LINE_MAX; a

@@ -96,6 +96,9 @@ struct engine_opts {
     /* Threads that read the ranks' stacks, 1 to 4; 0: as many as keep the rate, from 1 up to
      * 4 and no more than the CPUs online. */
     int sampler_threads;
+    /* An agent's engine: no history is kept; what the collectors find is taken for the wire
+     * (engine_wire_tick) instead of a recorder applying it. */
+    bool wire;
 };
 
 struct engine;
@@ -117,8 +120,9 @@ bool engine_left_threads(void);
 
 /* The engine's state for a reader: a reference to the published view (ranktop/snapshot.h),
  * built anew when the last one is ENGINE_VIEW_PERIOD_NS old or older (or predates
- * engine_stop), else the last one shared. Building copies the history under the engine lock
- * (as long as history_clone takes); taking a shared one takes no engine lock. The view stays
+ * engine_stop), else the last one shared. The recorder thread builds it, and the caller waits
+ * (as long as history_clone takes); no collector ever waits for it. After engine_stop the
+ * caller builds it. The view stays
  * valid and unchanged until the caller's engine_release, even after engine_free. Any thread. */
 const struct engine_view *engine_acquire(struct engine *e);
 
@@ -196,13 +200,14 @@ struct engine_out {
 };
 void engine_out_fini(struct engine_out *o);
 
-struct engine_stream;
-struct engine_stream *engine_stream_new(void);
-void engine_stream_free(struct engine_stream *s);
+struct engine_wire;
+struct engine_wire *engine_wire_new(void);
+void engine_wire_free(struct engine_wire *w);
 
-/* Appends to o the agent stream lines for what the engine recorded since the last call, then a
- * tick line. Takes the engine lock for the walk only. */
-void engine_stream_tick(struct engine *e, struct engine_stream *s, struct engine_out *o);
+/* Appends to o the agent stream lines for what the collectors found since the last call (an
+ * engine started with engine_opts.wire), then a tick line. Takes the engine lock only to
+ * read the live figures, devices, errors and totals. */
+void engine_wire_tick(struct engine *e, struct engine_wire *w, struct engine_out *o);
 
 /* How ranks ended: the engine learns each watched rank's exit code or killing signal from the
  * kernel's process-event connector and writes it into the rank's history record (exit_code,

@@ -40,9 +40,12 @@ enum record_type {
     RECORD_PONG,        /* "pong": the answer to a head's ping */
     RECORD_ERROR,       /* "err": the agent's current error lines (discovery, attach) */
     RECORD_BYE,         /* "bye": the agent is leaving, and why */
-    RECORD_EXIT,        /* how a process ended (this node's exit thread; no wire form yet) */
-    RECORD_FORGET,      /* the source forgets every frame and stack id it defined, and may
-                         * define them anew (this node's sampler; no wire form) */
+    RECORD_EXIT,        /* "x": how a process ended (the exit collector) */
+    RECORD_FORGET,      /* "fg": the source forgets every frame and stack id it defined, and
+                         * may define them anew (the sampler, when its tables grow too big) */
+    RECORD_TASKS,       /* a rank's asyncio task read: live tasks, those without a lane, and
+                         * the lane cap (this node's sampler; agents read no tasks: no wire
+                         * form) */
 };
 
 struct record_hello {
@@ -87,10 +90,15 @@ struct record_thread {
     uint32_t id;
     int pid;        /* the rank's pid */
     int worker;     /* 0, or the pid of the rank's worker process it lives in */
-    uint64_t ident; /* Python thread ident */
+    uint64_t ident; /* Python thread ident; for a task lane, the ident of the thread running
+                     * its loop */
     int tid;
     bool main;
-    char name[64];
+    char name[64]; /* for a task lane, the task's name */
+    /* An asyncio task's lane (a pseudo-thread whose runs are the task's await chains): the
+     * task object's address. Only this node's sampler defines lanes (no wire form). */
+    bool task;
+    uint64_t task_addr;
 };
 
 struct record_run {
@@ -134,6 +142,17 @@ struct record_exit {
     int signal; /* the killing signal, or 0: a normal exit */
 };
 
+/* One asyncio task read of a rank (RECORD_TASKS): its live tasks (SERIES_TASKS; -1: the
+ * reads were turned off, the lanes ended), those left without a lane, and the per-rank lane
+ * cap, beyond which the recorder folds ended lanes away. */
+struct record_tasks {
+    int pid;
+    int64_t live;
+    uint32_t unlaned;
+    uint32_t cap;
+    int64_t ts;
+};
+
 struct record_tick {
     uint64_t seq;
     int64_t ts;
@@ -159,6 +178,7 @@ struct record_event {
         struct record_live live;
         struct record_device device;
         struct record_exit exit;
+        struct record_tasks tasks;
         struct record_tick tick;
         struct record_pong pong;
         char text[RECORD_TEXT]; /* ERROR, BYE */

@@ -1,6 +1,7 @@
 /* `ranktop agent`: runs this node's collectors and writes the agent stream
  * (ranktop/agentproto.h) on stdout for a head on another node, started there through ssh,
- * srun or pdsh. Main thread: it writes the hello, then every tick what changed, and reads
+ * srun or pdsh. Its engine keeps no history (engine_opts.wire). Main thread: it writes the
+ * hello, then every tick what the collectors found since (engine_wire_tick), and reads
  * one-line commands on stdin (rate HZ, threads all|main, ping NS, quit).
  *
  * An agent never outlives its head: it exits within a second when stdin reaches EOF, when a
@@ -35,7 +36,7 @@ enum {
 
 struct agent {
     struct engine *e;
-    struct engine_stream *st;
+    struct engine_wire *w;
     struct engine_out out;
     size_t sent;         /* bytes of out already written */
     double heartbeat_s;  /* 0: off */
@@ -223,7 +224,7 @@ static int agent_loop(struct agent *a, int tick_ms)
         if (now < next)
             continue;
         next = now + (uint64_t)tick_ms * 1000000u;
-        engine_stream_tick(a->e, a->st, &a->out);
+        engine_wire_tick(a->e, a->w, &a->out);
         if (!flush_out(a))
             return 0; /* EPIPE: the head is gone */
     }
@@ -276,12 +277,8 @@ static int agent_option(int c, const char *arg, struct engine_opts *o, struct ag
 int cmd_agent(int argc, char **argv)
 {
     static struct cli_getopt g;
-    struct engine_opts o = {.rate_hz = 10,
-                            .gil = true,
-                            .mem = true,
-                            .gpu = true,
-                            .npu = true,
-                            .history_ns = 60ull * 1000000000u};
+    struct engine_opts o = {
+        .rate_hz = 10, .gil = true, .mem = true, .gpu = true, .npu = true, .wire = true};
     struct agent a = {.heartbeat_s = 30};
     struct app_err err = {0};
     int c, tick_ms = 100, rc;
@@ -310,11 +307,11 @@ int cmd_agent(int argc, char **argv)
         cli_disc_fini(&o.disc);
         return 1;
     }
-    a.st = engine_stream_new();
+    a.w = engine_wire_new();
     hello(o.rate_hz);
     rc = agent_loop(&a, tick_ms);
     engine_stop(a.e);
-    engine_stream_free(a.st);
+    engine_wire_free(a.w);
     engine_free(a.e);
     engine_out_fini(&a.out);
     cli_disc_fini(&o.disc);

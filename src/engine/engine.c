@@ -138,12 +138,17 @@ static void device_label(const struct proc_rec *r, char *buf, size_t len)
         snprintf(buf, len, "%s %d", smi_kind_name(r->devs[0].kind), r->devs[0].index);
 }
 
+/* The devices' counters as events of the discovery collector (a device's series is named
+ * after it; the recorder keeps this node's names as they are). */
 static void device_counters(struct engine *e, const struct discovery *d, uint64_t now)
 {
+    struct engine_evbuf b = {0};
+
     for (size_t i = 0; i < d->devs.ndevs; i++) {
         const struct smi_device *dv = &d->devs.devs[i];
-        char name[48], mem[56];
+        char name[48];
         bool npu = dv->kind == SMI_KIND_NPU;
+        struct record_event *m;
 
         if ((npu && !e->o.npu) || (!npu && !e->o.gpu) || !(dv->valid & SMI_DEV_INDEX))
             continue;
@@ -151,13 +156,20 @@ static void device_counters(struct engine *e, const struct discovery *d, uint64_
             snprintf(name, sizeof(name), "npu%d.%d", dv->index, dv->chip < 0 ? 0 : dv->chip);
         else
             snprintf(name, sizeof(name), "gpu%d", dv->index);
-        snprintf(mem, sizeof(mem), "%s mem", name);
-        if (dv->valid & SMI_DEV_UTIL)
-            history_counter(&e->hist, npu ? SERIES_NPU_AICORE : SERIES_DEV_UTIL, name, 0, now,
-                            (double)dv->util_pct);
-        if (dv->valid & SMI_DEV_MEM_USED)
-            history_counter(&e->hist, SERIES_DEV_MEM, mem, 0, now, (double)dv->mem_used_mb);
+        if (dv->valid & SMI_DEV_UTIL) {
+            m = engine_evbuf_add(&b, RECORD_COUNTER);
+            *m = record_counter_event(npu ? SERIES_NPU_AICORE : SERIES_DEV_UTIL, 0, (int64_t)now,
+                                      (double)dv->util_pct);
+            snprintf(m->u.counter.name, sizeof(m->u.counter.name), "%s", name);
+        }
+        if (dv->valid & SMI_DEV_MEM_USED) {
+            m = engine_evbuf_add(&b, RECORD_COUNTER);
+            *m = record_counter_event(SERIES_DEV_MEM, 0, (int64_t)now, (double)dv->mem_used_mb);
+            snprintf(m->u.counter.name, sizeof(m->u.counter.name), "%.40s mem", name);
+        }
     }
+    engine_emit(e, ENGINE_Q_DISCOVERY, b.ev, b.n);
+    free(b.ev);
 }
 
 /* A process named with -p is sampled even when discovery does not (yet) see Python in it:
@@ -206,13 +218,13 @@ static void publish_targets(struct engine *e, const struct discovery *d, uint64_
     size_t n = 0, at = 0;
     struct target *t = make_targets(e, d, &n);
 
+    device_counters(e, d, now);
     pthread_mutex_lock(&e->lock);
     free(e->targets);
     e->targets = t;
     e->ntargets = n;
     e->targets_gen++;
     e->discovered = true;
-    device_counters(e, d, now);
     free(e->devs);
     e->ndevs = d->devs.ndevs;
     e->devs = x_calloc(e->ndevs ? e->ndevs : 1, sizeof(*e->devs));
@@ -277,6 +289,8 @@ static void engine_init_sync(struct engine *e)
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&e->cond, &ca);
     pthread_condattr_destroy(&ca);
+    pthread_cond_init(&e->view_cond, NULL);
+    engine_queues_init(e);
 }
 
 static int64_t wall_us(void)
@@ -305,6 +319,16 @@ static int start_threads(struct engine *e, struct app_err *err)
     bool local = !o->remote.nhosts || o->remote.local;
     int rc = 0;
 
+    if (!o->wire) { /* the history's one writer, before any collector hands it a batch */
+        pthread_mutex_lock(&e->view_lock);
+        e->rec_running = true;
+        pthread_mutex_unlock(&e->view_lock);
+        rc = spawn(e, engine_recorder_main, STOP_JOIN_NS, err);
+        if (rc < 0) {
+            e->rec_running = false;
+            return rc;
+        }
+    }
     if (o->remote.nhosts) {
         e->nhosts = o->remote.nhosts;
         e->hosts = x_calloc(e->nhosts, sizeof(*e->hosts));
@@ -313,7 +337,8 @@ static int start_threads(struct engine *e, struct app_err *err)
             e->hosts[i].state = ENGINE_HOST_CONNECTING;
             e->hosts[i].age_s = e->hosts[i].offset_err_ms = -1;
         }
-        rc = spawn(e, engine_remote_main, REMOTE_STOP_NS, err);
+        if (rc == 0)
+            rc = spawn(e, engine_remote_main, REMOTE_STOP_NS, err);
     }
     if (!local)
         return rc;
@@ -341,11 +366,6 @@ static void local_source(struct engine *e, const char *host)
     recorder_apply(&e->hist, &e->local, &hello, 1, e->t_start, NULL);
 }
 
-void engine_record_locked(struct engine *e, const struct record_event *ev, size_t n, uint64_t now)
-{
-    recorder_apply(&e->hist, &e->local, ev, n, now, NULL);
-}
-
 int engine_start(const struct engine_opts *o, struct engine **out, struct app_err *err)
 {
     struct engine *e = x_calloc(1, sizeof(*e));
@@ -360,11 +380,18 @@ int engine_start(const struct engine_opts *o, struct engine **out, struct app_er
     e->period_ns = (uint64_t)(1e9 / e->o.rate_hz);
     engine_init_sync(e);
     e->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (e->stop_fd < 0) {
+    e->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (e->stop_fd < 0 || e->wake_fd < 0) {
         rc = app_err_set(err, APP_E_IO, "eventfd: %s", strerror(errno));
+        if (e->stop_fd >= 0)
+            close(e->stop_fd);
+        if (e->wake_fd >= 0)
+            close(e->wake_fd);
+        engine_queues_fini(e);
         pthread_mutex_destroy(&e->lock);
         pthread_mutex_destroy(&e->view_lock);
         pthread_cond_destroy(&e->cond);
+        pthread_cond_destroy(&e->view_cond);
         free(e);
         return rc;
     }
@@ -416,6 +443,12 @@ void engine_stop(struct engine *e)
                 "call); ending without them\n",
                 e->abandoned);
     }
+    /* Every collector has ended (or was left): what they handed over last is applied here,
+     * unless the recorder itself was left running (it would apply it). */
+    pthread_mutex_lock(&e->view_lock);
+    if (!e->rec_running && !e->o.wire)
+        engine_recorder_drain(e);
+    pthread_mutex_unlock(&e->view_lock);
     e->nth = 0;
     engine_view_expire(e);
 }
@@ -443,10 +476,14 @@ void engine_free(struct engine *e)
     free(e->live);
     free(e->hosts);
     free(e->rdevs);
+    engine_queues_fini(e);
     pthread_mutex_destroy(&e->lock);
     pthread_cond_destroy(&e->cond);
+    pthread_cond_destroy(&e->view_cond);
     if (e->stop_fd >= 0)
         close(e->stop_fd);
+    if (e->wake_fd >= 0)
+        close(e->wake_fd);
     free(e);
 }
 

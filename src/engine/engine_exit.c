@@ -52,9 +52,7 @@ static bool exit_drain(struct engine *e, int fd)
 
         for (int i = 0; i < n; i++)
             k += exit_event(&ev[i], &rec[k]);
-        pthread_mutex_lock(&e->lock);
-        engine_record_locked(e, rec, k, clock_mono_ns());
-        pthread_mutex_unlock(&e->lock);
+        engine_emit(e, ENGINE_Q_EXIT, rec, k);
     }
     return n == 0;
 }

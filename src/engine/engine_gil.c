@@ -105,7 +105,7 @@ static void live_figures(struct engine_rank_live *l, const struct gilfigures *f)
     }
 }
 
-/* The second's figures as counter events of this node, applied as one batch; lock held. */
+/* The second's figures as counter events of this node, handed over as one batch. */
 static void record_figures(struct engine *e, int pid, const struct gilfigures *f, uint64_t now)
 {
     struct record_event ev[5];
@@ -120,7 +120,7 @@ static void record_figures(struct engine *e, int pid, const struct gilfigures *f
         ev[n++] = record_counter_event(SERIES_GIL_DROP, pid, t, f->drop_pending_pct);
     if (f->gc_pct >= 0)
         ev[n++] = record_counter_event(SERIES_GC, pid, t, f->gc_pct);
-    engine_record_locked(e, ev, n, now);
+    engine_emit(e, ENGINE_Q_GIL, ev, n);
 }
 
 static void gil_publish(struct gilthread *gt, uint64_t now)

@@ -3,8 +3,8 @@
  * cost grows with the resident size (the kernel walks the page tables: ~30 ms per GiB); CPU %
  * from the tick counters; and the mapping growth of the one rank the UI focuses on. Recorded
  * as counter series by id (series.h) on the rank's lane, through the recorder as this node's
- * counter events (engine_record_locked). Reads /proc with the lock released; takes it only to
- * apply the events or publish the growth rows. */
+ * counter events handed to the recorder (engine_emit). Reads /proc with no lock held; takes the
+ * engine lock only to publish the growth rows. */
 #include "engine_priv.h"
 
 #include "ranktop/memstat.h"
@@ -48,9 +48,7 @@ static void record_mem(struct engine *e, int pid, const struct memstat *m, uint6
         ev[n++] = record_counter_event(SERIES_USS, pid, t, (double)m->uss_kb / 1024.0);
     if (m->valid & MEMSTAT_SWAP)
         ev[n++] = record_counter_event(SERIES_SWAP, pid, t, (double)m->swap_kb / 1024.0);
-    pthread_mutex_lock(&e->lock);
-    engine_record_locked(e, ev, n, now);
-    pthread_mutex_unlock(&e->lock);
+    engine_emit(e, ENGINE_Q_MEM, ev, n);
 }
 
 /* CPU % of one core since the previous round, from utime + stime. */
@@ -82,9 +80,7 @@ static void record_cpu(struct engine *e, struct cpuprev **prev, size_t *nprev, i
 
         struct record_event ev = record_counter_event(SERIES_CPU, pid, (int64_t)now, pct);
 
-        pthread_mutex_lock(&e->lock);
-        engine_record_locked(e, &ev, 1, now);
-        pthread_mutex_unlock(&e->lock);
+        engine_emit(e, ENGINE_Q_MEM, &ev, 1);
     }
     p->ticks = ticks;
     p->t = now;

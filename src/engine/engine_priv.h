@@ -22,6 +22,30 @@ struct target {
 
 #define ENGINE_MAX_UNREAD 32
 
+/* A batch of record events a collector builds for one pass and hands over at once
+ * (engine_emit_buf); the buffer is reused from pass to pass. */
+struct engine_evbuf {
+    struct record_event *ev;
+    size_t n, cap;
+};
+
+/* The collectors of this node, each the one producer of its queue (engine_queue.c). */
+enum engine_qid {
+    ENGINE_Q_DISCOVERY,
+    ENGINE_Q_SAMPLER,
+    ENGINE_Q_MEM,
+    ENGINE_Q_GIL,
+    ENGINE_Q_EXIT,
+    ENGINE_NQ
+};
+
+/* What one collector handed over and the recorder (or the agent's writer) has not taken yet.
+ * Its lock is held only to append or to swap buffers, never across I/O or a history write. */
+struct engine_queue {
+    pthread_mutex_t lock;
+    struct engine_evbuf full;
+};
+
 struct engine {
     struct engine_opts o;
     pthread_mutex_t lock;
@@ -31,9 +55,17 @@ struct engine {
     bool discovered; /* the first discovery pass has published */
     struct history hist;
     /* This node's collectors as a record source (slot 0, the history's own clock): what they
-     * record goes through the recorder as another host's agent's does (engine_record_locked).
-     * Counters so far; stacks, ranks and exits still write the history directly. */
+     * find goes through the recorder as another host's agent's does. They hand their events
+     * over through their queues (q); the recorder thread alone applies them to the history
+     * (engine_queue.c), or, in an agent (engine_opts.wire), the agent's writer takes them
+     * for the wire and nothing writes the history. */
     struct rsource local;
+    struct engine_queue q[ENGINE_NQ];
+    int wake_fd;              /* eventfd: a queue went from empty to full, or a view is wanted */
+    bool rec_running;         /* the recorder thread runs (under view_lock) */
+    bool view_want;           /* a reader waits for a new view (under view_lock) */
+    pthread_cond_t view_cond; /* a view was published, or the recorder ended */
+    _Atomic unsigned long wake_fails; /* writes to wake_fd refused (a full counter wakes too) */
     struct rclaims local_claims;
     struct target *targets;
     size_t ntargets;
@@ -93,9 +125,25 @@ struct engine {
 /* The live record of pid (created on first use); call with the lock held. */
 struct engine_rank_live *engine_live_locked(struct engine *e, int pid);
 
-/* Applies n record events of this node's collectors (source 0, times on the history's
- * clock) at now; call with the lock held. */
-void engine_record_locked(struct engine *e, const struct record_event *ev, size_t n, uint64_t now);
+/* Hands n events of this node's collector q (source 0, times on the history's clock) to the
+ * recorder: copied, so ev may be reused. Any lock but a queue's may be held. */
+void engine_emit(struct engine *e, enum engine_qid q, const struct record_event *ev, size_t n);
+/* The same for a collector's pass buffer: handed over whole when the recorder has taken the
+ * last one (buffers are swapped, nothing copied), else appended; b is empty after. */
+void engine_emit_buf(struct engine *e, enum engine_qid q, struct engine_evbuf *b);
+/* Every event handed over and not taken yet, appended to out in queue order (the agent's
+ * writer; no recorder runs there). */
+void engine_take(struct engine *e, struct engine_evbuf *out);
+/* Wakes the recorder thread (a view is wanted). */
+void engine_wake(struct engine *e);
+void engine_queues_init(struct engine *e);
+void engine_queues_fini(struct engine *e);
+/* The recorder thread (started by engine_start unless engine_opts.wire), and what engine_stop
+ * does once every collector is joined: applies what they handed over last. */
+void *engine_recorder_main(void *arg);
+void engine_recorder_drain(struct engine *e);
+/* Builds and publishes a view on the recorder thread, unless a fresh one is published. */
+void engine_view_publish(struct engine *e, bool unlocked_clone);
 
 /* The sampler's read helpers (engine_pool.c). engine_pool_run calls fn(ctx, part, nparts)
  * once for every part, part 0 on the calling thread and the others on helper threads, and
@@ -134,13 +182,6 @@ struct engine_tview {
 /* engine_tview.status of a thread left out on purpose, not an error: with gil_only, a thread
  * that does not hold the GIL at that sample. */
 #define ENGINE_TV_SKIPPED 1
-
-/* A batch of record events a collector builds for one pass and applies at once
- * (engine_record_locked); the buffer is reused from pass to pass. */
-struct engine_evbuf {
-    struct record_event *ev;
-    size_t n, cap;
-};
 
 /* A new event of type at the end of b (its payload not cleared: the caller sets it). */
 struct record_event *engine_evbuf_add(struct engine_evbuf *b, enum record_type type);

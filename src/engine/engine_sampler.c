@@ -15,6 +15,7 @@
 #include "ranktop/procscan.h"
 #include "ranktop/pyasync.h"
 #include "ranktop/pystack.h"
+#include "ranktop/hash.h"
 #include "ranktop/util.h"
 
 #include <stdio.h>
@@ -23,8 +24,6 @@
 #include <unistd.h>
 
 #define ATTACH_RETRY_NS (2000000000ull)
-#define TRIM_EVERY_NS (1000000000ull)
-#define TRIM_SOON_NS (50000000ull) /* the least time between two trims */
 
 struct slot {
     struct target t;
@@ -45,6 +44,14 @@ struct slot {
     struct engine_native nat;
     uint64_t async_at; /* next asyncio task read (engine_opts.async), UINT64_MAX: refused */
     bool tasks_live;   /* its rank has task pseudo-threads not ended */
+    /* Its rank's task lanes as source-0 threads: a live task keeps its lane (and id) from
+     * read to read; found by the task's address and name. */
+    struct lane {
+        uint64_t addr, name_hash;
+        uint32_t id;
+        bool seen;
+    } * lanes;
+    size_t nlanes, caplanes;
     /* What this pass's read left for the record step (read_slot, then record_slot). */
     int rc;             /* SLOT_IDLE, 0 with `sample`, or the read's negative status */
     bool attach_failed; /* rc came from attaching; err says why */
@@ -170,12 +177,6 @@ static void count_loss(struct sampler *sp, struct slot *sl, unsigned torn, unsig
         return;
     *engine_evbuf_add(&sp->ev, RECORD_COUNTER) =
         record_counter_event(SERIES_STACKS_LOST, sl->t.pid, (int64_t)now, (double)sl->lost);
-}
-
-/* The history record a slot's samples go to: its own rank, or the rank its worker serves. */
-static struct hrank *slot_rank_locked(struct engine *e, const struct slot *sl)
-{
-    return history_rank(&e->hist, sl->t.owner ? sl->t.owner : sl->t.pid, sl->t.rank, sl->t.device);
 }
 
 /* A source-0 thread id: one a thread that ended left, or a new one. */
@@ -308,6 +309,11 @@ static void slot_fini(struct sampler *sp, struct slot *sl)
     free(sl->th);
     sl->th = NULL;
     sl->nth = sl->capth = 0;
+    for (size_t i = 0; i < sl->nlanes; i++)
+        thread_id_free(sp, sl->lanes[i].id);
+    free(sl->lanes);
+    sl->lanes = NULL;
+    sl->nlanes = sl->caplanes = 0;
 }
 
 /* snprintf(dst, cap, "%s", src) without the format machinery: this runs for every thread of
@@ -494,8 +500,9 @@ static const char *task_name(const struct pyasync_task *pt)
     return pt->name ? pt->name : "";
 }
 
-/* The stack of a task's await chain (innermost first, as the history interns it). */
-static uint32_t task_stack(struct sampler *sp, const struct pyasync_task *pt)
+/* The stack of a task's await chain (innermost first, as the interner takes it): a
+ * source-0 stack id, or -1 for an empty chain. */
+static int64_t task_stack(struct sampler *sp, const struct pyasync_task *pt)
 {
     uint32_t n = (uint32_t)pt->nframes;
 
@@ -508,75 +515,122 @@ static uint32_t task_stack(struct sampler *sp, const struct pyasync_task *pt)
             (struct hframe){pt->frames[k].function, pt->frames[k].file, pt->frames[k].line, false};
     if (pt->chain_truncated)
         sp->scratch[n++] = (struct hframe){"[outer coroutines not read: chain cap]", "", 0, false};
-    return n ? history_intern_stack(&sp->e->hist, sp->scratch, n) : HSTACK_NONE;
+    return n ? (int64_t)engine_sintern_stack(&sp->si, &sp->ev, sp->scratch, n) : -1;
 }
 
-/* The tasks of one read as task pseudo-threads of the slot's rank, each its await chain; with
- * the lock held. Lanes are bounded per rank (engine_opts.task_lanes): a task that has a lane
- * keeps it, the lanes of tasks finished or gone since the last read end, and a new task gets
- * one while fewer than the cap are live (the others of the read are counted in
- * r->tasks_unlaned, and the views then do not judge the rank by its tasks); ended lanes
- * beyond the cap are folded away, oldest-ended first, and counted. Lanes are found through
- * the history's index, so a read costs its tasks, not the lanes ever seen. Every live task,
- * laned or not, counts in the rank's SERIES_TASKS point. */
-static void observe_tasks_locked(struct sampler *sp, struct slot *sl, const struct pyasync_list *l,
-                                 uint64_t now)
+/* Ends lane i of the slot (a gone event; its id freed). */
+static void lane_end(struct sampler *sp, struct slot *sl, size_t i, uint64_t now)
 {
-    struct engine *e = sp->e;
-    struct hrank *r = slot_rank_locked(e, sl);
-    size_t cap = e->o.task_lanes ? e->o.task_lanes : ENGINE_TASK_LANES, laned = 0, live = 0;
-    bool *has = x_calloc(l->n + 1, sizeof(*has));
+    engine_evbuf_add(&sp->ev, RECORD_GONE)->u.run =
+        (struct record_run){sl->lanes[i].id, -1, (int64_t)now};
+    thread_id_free(sp, sl->lanes[i].id);
+    sl->lanes[i] = sl->lanes[--sl->nlanes];
+}
+
+/* A new lane for task pt, defined as a task pseudo-thread of the slot's rank. */
+static struct lane *lane_new(struct sampler *sp, struct slot *sl, const struct pyasync_task *pt)
+{
+    struct record_thread *m;
+    struct lane *l;
+
+    if (sl->nlanes == sl->caplanes) {
+        sl->caplanes = sl->caplanes ? sl->caplanes * 2 : 16;
+        sl->lanes = x_reallocarray(sl->lanes, sl->caplanes, sizeof(*sl->lanes));
+    }
+    l = &sl->lanes[sl->nlanes++];
+    *l = (struct lane){pt->addr, hash_str(task_name(pt)), thread_id_new(sp), true};
+    m = &engine_evbuf_add(&sp->ev, RECORD_THREAD)->u.thread;
+    *m = (struct record_thread){
+        .id = l->id, .pid = sl->t.pid, .ident = pt->thread, .task = true, .task_addr = pt->addr};
+    name_copy(m->name, sizeof(m->name), task_name(pt));
+    return l;
+}
+
+static struct lane *lane_find(struct slot *sl, const struct pyasync_task *pt, uint64_t name_hash)
+{
+    for (size_t i = 0; i < sl->nlanes; i++)
+        if (!sl->lanes[i].seen && sl->lanes[i].addr == pt->addr &&
+            sl->lanes[i].name_hash == name_hash)
+            return &sl->lanes[i];
+    return NULL;
+}
+
+static void tasks_event(struct sampler *sp, struct slot *sl, int64_t live, uint32_t unlaned,
+                        uint32_t cap, uint64_t now)
+{
+    engine_evbuf_add(&sp->ev, RECORD_TASKS)->u.tasks =
+        (struct record_tasks){sl->t.pid, live, unlaned, cap, (int64_t)now};
+}
+
+/* The tasks of one read as task lanes of the slot's rank, each its await chain. Lanes are
+ * bounded per rank (engine_opts.task_lanes): a task that has a lane keeps it, the lanes of
+ * tasks finished or gone since the last read end, and a new task gets one while fewer than the
+ * cap are live (the others of the read are counted as unlaned, and the views then do not judge
+ * the rank by its tasks); the recorder folds ended lanes beyond the cap away, oldest-ended
+ * first. Every live task, laned or not, counts in the rank's SERIES_TASKS point. */
+static void observe_tasks(struct sampler *sp, struct slot *sl, const struct pyasync_list *l,
+                          uint64_t now)
+{
+    size_t cap = sp->e->o.task_lanes ? sp->e->o.task_lanes : ENGINE_TASK_LANES, laned = 0;
+    uint64_t *hashes = x_calloc(l->n + 1, sizeof(*hashes));
+    int64_t *lid = x_calloc(l->n + 1, sizeof(*lid)); /* the task's lane id, -1: none yet */
+    int64_t live = 0;
     uint32_t unlaned = 0;
 
-    for (size_t i = 0; i < r->nthreads; i++)
-        r->threads[i].seen = false;
+    for (size_t i = 0; i < sl->nlanes; i++)
+        sl->lanes[i].seen = false;
     for (size_t i = 0; i < l->n; i++) { /* the lanes that go on */
-        struct hthread *th = task_live(&l->tasks[i])
-                                 ? history_task_find(r, l->tasks[i].addr, task_name(&l->tasks[i]))
-                                 : NULL;
+        struct lane *found;
 
-        live += task_live(&l->tasks[i]);
-        if (th && !th->seen) {
-            th->seen = has[i] = true;
+        lid[i] = -1;
+        if (!task_live(&l->tasks[i]))
+            continue;
+        live++;
+        hashes[i] = hash_str(task_name(&l->tasks[i]));
+        if ((found = lane_find(sl, &l->tasks[i], hashes[i]))) {
+            found->seen = true;
+            lid[i] = found->id;
             laned++;
         }
     }
-    for (size_t i = 0; i < r->nthreads; i++)
-        if (r->threads[i].task && !r->threads[i].seen && !r->threads[i].gone)
-            history_thread_gone(&r->threads[i], now);
+    for (size_t i = 0; i < sl->nlanes;) /* ended: finished, cancelled or gone */
+        if (!sl->lanes[i].seen)
+            lane_end(sp, sl, i, now);
+        else
+            i++;
     for (size_t i = 0; i < l->n; i++) {
         const struct pyasync_task *pt = &l->tasks[i];
+        uint32_t id;
+        int64_t stack;
 
         if (!task_live(pt))
             continue;
-        if (!has[i] && laned >= cap) {
+        if (lid[i] >= 0) {
+            id = (uint32_t)lid[i];
+        } else if (laned >= cap) {
             unlaned++;
             continue;
+        } else {
+            id = lane_new(sp, sl, pt)->id;
+            laned++;
         }
-        laned += !has[i];
-        history_observe(history_task(r, pt->addr, task_name(pt), pt->thread), task_stack(sp, pt),
-                        now);
+        stack = task_stack(sp, pt); /* its definitions go before the run that uses it */
+        engine_evbuf_add(&sp->ev, RECORD_RUN)->u.run = (struct record_run){id, stack, (int64_t)now};
     }
-    free(has);
+    free(hashes);
+    free(lid);
     /* The tasks the read left out (its caps, pyasync.h) have no lane either: said, not lost. */
     unlaned += l->not_read > UINT32_MAX - unlaned ? UINT32_MAX - unlaned : (uint32_t)l->not_read;
-    r->tasks_unlaned = unlaned;
-    if (unlaned > e->hist.tasks_unlaned_max)
-        e->hist.tasks_unlaned_max = unlaned;
-    e->hist.task_lane_cap = cap;
-    history_tasks_fold(&e->hist, r, cap);
-    history_counter(&e->hist, SERIES_TASKS, NULL, sl->t.pid, now, (double)live);
+    tasks_event(sp, sl, live, unlaned, (uint32_t)cap, now);
 }
 
-/* Ends every task lane of the slot's rank (the reads were turned off); with the lock held. */
-static void end_tasks_locked(struct sampler *sp, struct slot *sl, uint64_t now)
+/* Ends every task lane of the slot's rank (the reads were turned off, or the rank ended). */
+static void end_tasks(struct sampler *sp, struct slot *sl, uint64_t now)
 {
-    struct hrank *r = slot_rank_locked(sp->e, sl);
-
-    for (size_t i = 0; i < r->nthreads; i++)
-        if (r->threads[i].task && !r->threads[i].gone)
-            history_thread_gone(&r->threads[i], now);
-    r->tasks_unlaned = 0;
+    while (sl->nlanes)
+        lane_end(sp, sl, sl->nlanes - 1, now);
+    if (sl->tasks_live)
+        tasks_event(sp, sl, -1, 0, 0, now);
     sl->tasks_live = false;
 }
 
@@ -593,34 +647,32 @@ static void record_tasks(struct sampler *sp, struct slot *sl)
     uint64_t now = clock_mono_ns();
     int rc;
 
-    if (!sp->async && sl->tasks_live) { /* turned off: no lane is left looking current */
-        pthread_mutex_lock(&e->lock);
-        end_tasks_locked(sp, sl, now);
-        pthread_mutex_unlock(&e->lock);
-    }
+    if (!sp->async && sl->tasks_live) /* turned off: no lane is left looking current */
+        end_tasks(sp, sl, now);
     if (!sp->async || sl->t.owner || !sl->py || now < sl->async_at)
         return;
     sl->async_at = now + 1000000000ull / ENGINE_ASYNC_HZ;
     rc = pyasync_read(sl->py, &l, &err);
-    pthread_mutex_lock(&e->lock);
     if (rc == 0) {
-        observe_tasks_locked(sp, sl, &l, now);
+        observe_tasks(sp, sl, &l, now);
         sl->tasks_live = true;
-    } else if (rc != APP_E_STALE && rc != APP_E_STARTING)
-        e->errs++;
+        pyasync_free(&l);
+    } else if (rc != APP_E_STALE && rc != APP_E_STARTING) {
+        sp->p_errs++;
+    }
     if (rc == APP_E_VERSION) {
         sl->async_at = UINT64_MAX;
+        pthread_mutex_lock(&e->lock);
         snprintf(e->attach_err, sizeof(e->attach_err), "%s", err.msg);
+        pthread_mutex_unlock(&e->lock);
     }
-    pthread_mutex_unlock(&e->lock);
-    if (rc == 0)
-        pyasync_free(&l);
 }
 
 /* A rank that exits is marked exited; a worker that exits takes only its threads along. */
 static void slot_exit(struct sampler *sp, struct slot *sl, uint64_t now)
 {
     slot_threads_end(sp, sl, now);
+    end_tasks(sp, sl, now);
     if (!sl->t.owner && sl->ann.live) {
         rank_event(sp, sl->t.pid, &sl->ann, true, now);
         sl->ann.live = false;
@@ -831,15 +883,14 @@ static void pool_adapt(struct sampler *sp, uint64_t read_ns, uint64_t period)
     }
 }
 
-/* Applies the pass's events and totals, under the lock once; the ids may then be trimmed,
+/* Hands the pass's events to the recorder and adds its totals; the ids may then be trimmed,
  * before the next pass's events. */
 static void flush(struct sampler *sp)
 {
     struct engine *e = sp->e;
 
+    engine_emit_buf(e, ENGINE_Q_SAMPLER, &sp->ev);
     pthread_mutex_lock(&e->lock);
-    if (sp->ev.n)
-        engine_record_locked(e, sp->ev.ev, sp->ev.n, clock_mono_ns());
     e->stacks += sp->p_stacks;
     e->errs += sp->p_errs;
     e->torn += sp->p_torn;
@@ -875,8 +926,7 @@ static int sample_pass(struct sampler *sp, uint64_t period)
 }
 
 /* The pass's statistics; returns the period for the next one (the rate may have been set). */
-static uint64_t pass_done(struct engine *e, int live, uint64_t lag, uint64_t now, uint64_t *trim_at,
-                          int parts)
+static uint64_t pass_done(struct engine *e, int live, uint64_t lag, int parts)
 {
     uint64_t period;
 
@@ -887,15 +937,6 @@ static uint64_t pass_done(struct engine *e, int live, uint64_t lag, uint64_t now
     if (lag > e->lag_max_ns)
         e->lag_max_ns = lag;
     e->ranks_now = live;
-    if (e->hist.nranks > (size_t)e->ranks_seen)
-        e->ranks_seen = (int)e->hist.nranks;
-    /* Every second, and at once (at most every TRIM_SOON_NS) when new frames and stacks have
-     * taken the history past its budget: the memory cap holds between the regular trims. */
-    if (now >= *trim_at ||
-        (now + TRIM_EVERY_NS - TRIM_SOON_NS >= *trim_at && history_over_budget(&e->hist))) {
-        history_trim(&e->hist, now);
-        *trim_at = now + TRIM_EVERY_NS;
-    }
     period = e->period_ns;
     pthread_mutex_unlock(&e->lock);
     return period;
@@ -905,7 +946,7 @@ void *engine_sampler_main(void *arg)
 {
     struct sampler sp = {.e = arg, .parts = 1};
     struct engine *e = sp.e;
-    uint64_t next = clock_mono_ns(), trim_at = next + TRIM_EVERY_NS, period;
+    uint64_t next = clock_mono_ns(), period;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 
     sp.parts_max = cpus < 1 ? 1 : cpus < ENGINE_POOL_MAX ? (int)cpus : ENGINE_POOL_MAX;
@@ -922,7 +963,7 @@ void *engine_sampler_main(void *arg)
         uint64_t start = clock_mono_ns();
         int live = sample_pass(&sp, period);
 
-        period = pass_done(e, live, start > next ? start - next : 0, start, &trim_at, sp.used);
+        period = pass_done(e, live, start > next ? start - next : 0, sp.used);
         next += period;
         /* Behind by more than a period: skip the missed ticks instead of bursting. */
         if (next + period < clock_mono_ns())

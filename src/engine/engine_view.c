@@ -3,18 +3,19 @@
  *
  * The engine keeps one published view (e->view, with a reference of its own) under
  * e->view_lock. engine_acquire takes a reference to it while it is younger than
- * ENGINE_VIEW_PERIOD_NS, else builds a new one and publishes it; a view is never written once
+ * ENGINE_VIEW_PERIOD_NS, else has a new one built and published; a view is never written once
  * published, and the last engine_release frees it, so a reader holds no lock while it reads.
- * Lock order: view_lock, then the engine lock (only while building); collectors never take
- * view_lock, so a reader waits at most for another reader's build, never a collector for one.
+ * Lock order: view_lock, then the engine lock (only while a reader builds); collectors never
+ * take view_lock, so a reader waits at most for a build, never a collector for one.
  * The engine's reference lasts until the next build or engine_stop: a recorder between two
  * saves keeps the last one, the one copy the memory cap allows for.
  *
- * Today a view is built by the reader that finds the published one too old: view_build, the
- * one function that copies, takes the engine lock for the history copy and the getters' short
- * locks for the rest. When the recorder owns the history, it calls view_build itself, off the
- * collectors' path, and publishes every ENGINE_VIEW_PERIOD_NS; engine_acquire then only takes
- * a reference. Any thread. */
+ * A reader that finds the published view too old asks the recorder thread for a new one and
+ * waits (engine_queue.c): view_build, the one function that copies, then runs on the recorder
+ * thread, which is the history's one writer and so copies it without the engine lock while no
+ * other writer exists; the getters take their short locks for the rest. Without a recorder
+ * (after engine_stop, or in an agent) the reader builds the view itself, the history copied
+ * under the engine lock. Any thread. */
 #include "ranktop/engine.h"
 #include "engine_priv.h"
 
@@ -71,15 +72,19 @@ static void copy_controls_locked(struct engine *e, struct engine_view *v)
     v->native_err_key = e->native_err_key;
 }
 
-/* Everything a reader reads, copied at `now`. The only place a view is filled. */
-static struct engine_view *view_build(struct engine *e, uint64_t now)
+/* Everything a reader reads, copied at `now`. The only place a view is filled. The history
+ * is copied under the engine lock unless the caller is its one writer (unlocked). */
+static struct engine_view *view_build(struct engine *e, uint64_t now, bool unlocked)
 {
     struct engine_view *v = engine_view_new();
     size_t n;
 
     v->t = now;
+    if (unlocked)
+        history_clone(&e->hist, &v->hist);
     pthread_mutex_lock(&e->lock);
-    history_clone(&e->hist, &v->hist);
+    if (!unlocked)
+        history_clone(&e->hist, &v->hist);
     copy_controls_locked(e, v);
     pthread_mutex_unlock(&e->lock);
     engine_get_stats(e, &v->stats);
@@ -94,21 +99,65 @@ static struct engine_view *view_build(struct engine *e, uint64_t now)
     return v;
 }
 
+/* Drops the published view when stale (view_lock held): when no reader holds it, the process
+ * then never holds two copies of the history for its readers (the memory cap counts one,
+ * history.h's HISTORY_CAP_SHARE). Returns whether a fresh one remains. */
+static bool drop_stale_locked(struct engine *e, uint64_t now)
+{
+    if (e->view && now - e->view->t >= ENGINE_VIEW_PERIOD_NS) {
+        engine_release(e->view);
+        e->view = NULL;
+    }
+    return e->view != NULL;
+}
+
+void engine_view_publish(struct engine *e, bool unlocked_clone)
+{
+    uint64_t now = clock_mono_ns();
+    struct engine_view *v;
+
+    pthread_mutex_lock(&e->view_lock);
+    e->view_want = false;
+    if (drop_stale_locked(e, now)) {
+        pthread_cond_broadcast(&e->view_cond);
+        pthread_mutex_unlock(&e->view_lock);
+        return;
+    }
+    pthread_mutex_unlock(&e->view_lock);
+    /* Readers wait meanwhile; no collector does. */
+    v = view_build(e, now, unlocked_clone);
+    pthread_mutex_lock(&e->view_lock);
+    engine_release(e->view); /* none, unless built in place after the recorder ended */
+    e->view = v;
+    pthread_cond_broadcast(&e->view_cond);
+    pthread_mutex_unlock(&e->view_lock);
+}
+
+/* Asks the recorder for a view and waits for it (view_lock held); false when the recorder is
+ * not running (any more), and the caller builds one itself. */
+static bool await_recorder_locked(struct engine *e)
+{
+    /* The stale view was dropped: any view published meanwhile is new. */
+    while (e->rec_running && !e->view) {
+        e->view_want = true;
+        engine_wake(e);
+        pthread_cond_wait(&e->view_cond, &e->view_lock);
+    }
+    return e->view != NULL;
+}
+
 const struct engine_view *engine_acquire(struct engine *e)
 {
     uint64_t now = clock_mono_ns();
     struct engine_view *v;
 
     pthread_mutex_lock(&e->view_lock);
-    /* The stale view goes before the new one is built: when no reader holds it, the process
-     * then never holds two copies of the history for its readers (the memory cap counts one,
-     * history.h's HISTORY_CAP_SHARE). */
-    if (e->view && now - e->view->t >= ENGINE_VIEW_PERIOD_NS) {
+    if (!drop_stale_locked(e, now) && !await_recorder_locked(e)) {
+        /* No recorder (stopped, or an agent's engine): the history has no other writer to
+         * wait for, but the collectors may still be ending, so the copy takes the lock. */
         engine_release(e->view);
-        e->view = NULL;
+        e->view = view_build(e, now, false);
     }
-    if (!e->view)
-        e->view = view_build(e, now);
     v = e->view;
     atomic_fetch_add(&v->refs, 1);
     pthread_mutex_unlock(&e->view_lock);

@@ -288,7 +288,8 @@ static void on_thread(struct history *h, struct rsource *s, const struct record_
      * the history for good, beyond the reach of the window and the memory cap). Only a thread
      * that was ever shown has a record (ri found) to end. */
     if (t->defined && !t->gone && t->ri != SIZE_MAX &&
-        (t->key != source_key(s, m->pid) || t->worker != m->worker || t->ident != m->ident) &&
+        (t->key != source_key(s, m->pid) || t->worker != m->worker || t->task != m->task ||
+         t->ident != (m->task ? history_task_ident(m->task_addr, m->name) : m->ident)) &&
         (ht = hist_thread(h, s, t))) {
         history_thread_gone(ht, ht->last);
         t->gone = true;
@@ -312,10 +313,13 @@ static void on_thread(struct history *h, struct rsource *s, const struct record_
     t->defined = true;
     t->key = source_key(s, m->pid);
     t->worker = m->worker;
-    t->ident = m->ident;
     t->tid = m->tid;
     t->main = m->main;
     snprintf(t->name, sizeof(t->name), "%s", m->name);
+    t->task = m->task && !m->worker;
+    t->task_addr = m->task_addr;
+    t->task_thread = m->ident;
+    t->ident = t->task ? history_task_ident(m->task_addr, t->name) : m->ident;
     t->ti = SIZE_MAX; /* the name may have changed: look it up again */
 }
 
@@ -340,8 +344,11 @@ static struct hthread *hist_thread(struct history *h, struct rsource *s, struct 
         if (ht->ident == t->ident && ht->worker == t->worker && !ht->gone)
             return ht;
     }
-    ht = t->worker ? history_worker_thread(r, t->worker, t->ident, t->tid, t->name)
-                   : history_thread(r, t->ident, t->tid, t->name, t->main);
+    if (t->task)
+        ht = history_task(r, t->task_addr, t->name, t->task_thread);
+    else
+        ht = t->worker ? history_worker_thread(r, t->worker, t->ident, t->tid, t->name)
+                       : history_thread(r, t->ident, t->tid, t->name, t->main);
     t->ti = (size_t)(ht - r->threads);
     return ht;
 }
@@ -442,6 +449,30 @@ static void on_tick(struct history *h, struct rsource *s, int64_t ts)
     }
 }
 
+/* A rank's task read: what the views need to judge it by its tasks, and the lane cap, to
+ * which its ended lanes are folded. Only this node's sampler reads tasks. */
+static void on_tasks(struct history *h, struct rsource *s, const struct record_tasks *m)
+{
+    int key = source_key(s, m->pid);
+    struct hrank *r = NULL;
+
+    if (s->slot != 0)
+        return;
+    for (size_t i = h->nranks; i-- > 0 && !r;)
+        if (h->ranks[i].pid == key && !h->ranks[i].exited)
+            r = &h->ranks[i];
+    if (!r)
+        return;
+    r->tasks_unlaned = m->unlaned;
+    if (m->live < 0) /* the reads were turned off: the lanes ended */
+        return;
+    if (m->unlaned > h->tasks_unlaned_max)
+        h->tasks_unlaned_max = m->unlaned;
+    h->task_lane_cap = m->cap;
+    history_tasks_fold(h, r, m->cap);
+    history_counter(h, SERIES_TASKS, NULL, key, head_time(h, s, m->ts), (double)m->live);
+}
+
 static bool live_key(const struct rsource *s, int key)
 {
     const struct rsource_key *k = rsource_key_find(s, key);
@@ -482,7 +513,10 @@ static void on_counter(struct history *h, struct rsource *s, const struct record
     if (!series_name(id)) { /* a device's: named after it, and the host tells devices apart */
         if (!device_series(s, id, m->name))
             return;
-        snprintf(name, sizeof(name), "%.20s %.26s", s->host, m->name);
+        if (s->slot == 0) /* this node's devices go by their own names */
+            snprintf(name, sizeof(name), "%.47s", m->name);
+        else
+            snprintf(name, sizeof(name), "%.20s %.26s", s->host, m->name);
         history_counter(h, id, name, 0, head_time(h, s, m->ts), m->v);
         return;
     }
@@ -617,6 +651,9 @@ static bool apply_one(struct history *h, struct rsource *s, const struct record_
         break;
     case RECORD_FORGET:
         rsource_forget_defs(s);
+        break;
+    case RECORD_TASKS:
+        on_tasks(h, s, &m->u.tasks);
         break;
     case RECORD_UNKNOWN:
         break;

@@ -32,8 +32,11 @@ struct rsource_key {
 struct rsource_thread {
     bool defined, gone;
     int key, worker, tid;
-    uint64_t ident;
+    uint64_t ident; /* a task lane's: history_task_ident */
     bool main;
+    bool task;            /* an asyncio task's lane */
+    uint64_t task_addr;   /* ... its task object */
+    uint64_t task_thread; /* ... the thread running its loop */
     char name[64];
     uint32_t cur;     /* current history stack */
     int64_t cur_wire; /* ... as the source numbers it (-1: none) */

@@ -232,7 +232,8 @@ static size_t every_type(struct record_event *ev)
     ev[++n].type = RECORD_RANK;
     ev[n].u.rank = (struct record_rank){4243, -1, -1, -1, "", "3.13.0", false, -1, 0, 77};
     ev[++n].type = RECORD_THREAD;
-    ev[n].u.thread = (struct record_thread){2, 4242, 4300, 139722512968576ull, 4250, true, "Main"};
+    ev[n].u.thread =
+        (struct record_thread){2, 4242, 4300, 139722512968576ull, 4250, true, "Main", false, 0};
     ev[++n].type = RECORD_RUN;
     ev[n].u.run = (struct record_run){2, -1, 9};
     ev[++n].type = RECORD_RUN;
@@ -271,6 +272,15 @@ START_TEST(every_type_round_trips)
     m.type = RECORD_DEVICE; /* a GPU with unknown figures */
     m.u.device = (struct record_device){false, 0, -1, "H100", -1, -1, -1, -1, -1};
     round_trip(&m);
+    memset(&m, 0, sizeof(m));
+    m.type = RECORD_EXIT; /* killed by SIGSEGV, and a normal exit */
+    m.u.exit = (struct record_exit){4242, -1, 11};
+    round_trip(&m);
+    m.u.exit = (struct record_exit){4243, 3, 0};
+    round_trip(&m);
+    memset(&m, 0, sizeof(m));
+    m.type = RECORD_FORGET;
+    round_trip(&m);
 }
 END_TEST
 
@@ -278,7 +288,7 @@ END_TEST
 START_TEST(nothing_to_write)
 {
     char buf[AGENTPROTO_LINE_MAX] = "x";
-    struct record_event m = {.type = RECORD_EXIT};
+    struct record_event m = {.type = RECORD_TASKS};
 
     ck_assert_uint_eq(agentproto_write(buf, sizeof(buf), &m), 0);
     m.type = RECORD_UNKNOWN;
@@ -500,6 +510,7 @@ static void bools_valid(struct record_event *m)
         b = &m->u.rank.exited;
         break;
     case RECORD_THREAD:
+        m->u.thread.task = (*(unsigned char *)&m->u.thread.task & 1) != 0;
         b = &m->u.thread.main;
         break;
     case RECORD_DEVICE:
@@ -548,7 +559,7 @@ START_TEST(random_events)
 
         for (size_t k = 0; k < sizeof(m); k++)
             p[k] = (unsigned char)(rand_r(&seed) % 5 ? rand_r(&seed) % 128 : rand_r(&seed) % 256);
-        m.type = (enum record_type)(rand_r(&seed) % (RECORD_EXIT + 1));
+        m.type = (enum record_type)(rand_r(&seed) % (RECORD_TASKS + 1));
         bools_valid(&m);
         if (write_line(&m, buf)) {
             int rc = agentproto_parse(buf, strlen(buf) - 1, &back, &err);
@@ -604,7 +615,7 @@ START_TEST(batches)
     size_t n = every_type(ev), done = 0, used, total = 0;
     char one[AGENTPROTO_LINE_MAX], all[16384] = "", part[AGENTPROTO_LINE_MAX + 200];
 
-    ev[n++] = (struct record_event){.type = RECORD_EXIT}; /* consumed, nothing written */
+    ev[n++] = (struct record_event){.type = RECORD_TASKS}; /* consumed, nothing written */
     for (size_t i = 0; i < n; i++)
         if (agentproto_write(one, sizeof(one), &ev[i]))
             strcat(all, one);

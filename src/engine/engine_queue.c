@@ -1,0 +1,218 @@
+/* The hand-over from this node's collectors to the one writer of the history, and that writer.
+ *
+ * Each collector (discovery, sampler, memory, GIL, exit) is the single producer of its queue:
+ * at the end of a pass it hands its batch of record events over (engine_emit_buf swaps its
+ * buffer with the queue's empty one; engine_emit copies a few events), which holds the
+ * queue's lock for a swap or a copy, never longer, and wakes the recorder through wake_fd
+ * when the queue was empty. No collector writes the history or waits for anyone who reads it.
+ *
+ * The recorder thread (engine_recorder_main) takes every queue's batch (a swap under the
+ * queue's lock), then applies them in queue order through the recorder (recorder_apply, source
+ * 0) under the engine lock, which it holds only while applying: other threads still read a few
+ * history figures (engine_get_stats) and the remote collector's hosts' records under it. It
+ * keeps the history within its window and memory cap (history_trim), and builds the readers'
+ * views (engine_view.c) when one is asked for, at most every ENGINE_VIEW_PERIOD_NS: copying the
+ * history is its work, off every collector's path. Events of one queue are applied in the
+ * order they were handed over; across queues there is no order, and none is needed (a rank's
+ * exit status and its end come in either order, recorder.h).
+ *
+ * In an agent (engine_opts.wire) no recorder runs and nothing writes the history: the agent's
+ * writer takes the queues' events for the wire (engine_take, engine_wire.c). */
+#include "engine_priv.h"
+
+#include "ranktop/util.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define TRIM_EVERY_NS (1000000000ull)
+#define TRIM_SOON_NS (50000000ull) /* the least time between two trims */
+#define IDLE_WAIT_MS 100           /* the recorder's longest sleep: trims and stop are due */
+
+void engine_queues_init(struct engine *e)
+{
+    for (int i = 0; i < ENGINE_NQ; i++)
+        pthread_mutex_init(&e->q[i].lock, NULL);
+}
+
+void engine_queues_fini(struct engine *e)
+{
+    for (int i = 0; i < ENGINE_NQ; i++) {
+        pthread_mutex_destroy(&e->q[i].lock);
+        free(e->q[i].full.ev);
+    }
+}
+
+static void grow(struct engine_evbuf *b, size_t want)
+{
+    if (want <= b->cap)
+        return;
+    b->cap = b->cap ? b->cap : 64;
+    while (b->cap < want)
+        b->cap *= 2;
+    b->ev = x_reallocarray(b->ev, b->cap, sizeof(*b->ev));
+}
+
+void engine_wake(struct engine *e)
+{
+    uint64_t one = 1;
+
+    /* The counter only grows until the recorder reads it: a failed write (EAGAIN, a full
+     * counter) leaves it readable, so the recorder wakes all the same. */
+    if (e->wake_fd >= 0 && write(e->wake_fd, &one, sizeof(one)) < 0)
+        e->wake_fails++;
+}
+
+void engine_emit(struct engine *e, enum engine_qid qid, const struct record_event *ev, size_t n)
+{
+    struct engine_queue *q = &e->q[qid];
+    bool was_empty;
+
+    if (!n)
+        return;
+    pthread_mutex_lock(&q->lock);
+    was_empty = q->full.n == 0;
+    grow(&q->full, q->full.n + n);
+    memcpy(q->full.ev + q->full.n, ev, n * sizeof(*ev));
+    q->full.n += n;
+    pthread_mutex_unlock(&q->lock);
+    if (was_empty)
+        engine_wake(e);
+}
+
+void engine_emit_buf(struct engine *e, enum engine_qid qid, struct engine_evbuf *b)
+{
+    struct engine_queue *q = &e->q[qid];
+    bool was_empty;
+
+    if (!b->n)
+        return;
+    pthread_mutex_lock(&q->lock);
+    was_empty = q->full.n == 0;
+    if (was_empty) { /* the usual case: the recorder took the last batch */
+        struct engine_evbuf t = q->full;
+
+        q->full = *b;
+        *b = t;
+    } else {
+        grow(&q->full, q->full.n + b->n);
+        memcpy(q->full.ev + q->full.n, b->ev, b->n * sizeof(*b->ev));
+        q->full.n += b->n;
+    }
+    pthread_mutex_unlock(&q->lock);
+    b->n = 0;
+    if (was_empty)
+        engine_wake(e);
+}
+
+/* Takes q's batch into *into (emptied first), leaving the queue an empty buffer. */
+static void take_one(struct engine_queue *q, struct engine_evbuf *into)
+{
+    struct engine_evbuf t;
+
+    into->n = 0;
+    pthread_mutex_lock(&q->lock);
+    t = q->full;
+    q->full = *into;
+    *into = t;
+    pthread_mutex_unlock(&q->lock);
+}
+
+void engine_take(struct engine *e, struct engine_evbuf *out)
+{
+    struct engine_evbuf got = {0};
+
+    for (int i = 0; i < ENGINE_NQ; i++) {
+        take_one(&e->q[i], &got);
+        grow(out, out->n + got.n);
+        if (got.n)
+            memcpy(out->ev + out->n, got.ev, got.n * sizeof(*got.ev));
+        out->n += got.n;
+    }
+    free(got.ev);
+}
+
+/* Applies the batches taken, keeps the history within its bounds; engine lock held. */
+static void apply_locked(struct engine *e, struct engine_evbuf *got, uint64_t *trim_at)
+{
+    uint64_t now = clock_mono_ns();
+
+    for (int i = 0; i < ENGINE_NQ; i++)
+        if (got[i].n)
+            recorder_apply(&e->hist, &e->local, got[i].ev, got[i].n, now, NULL);
+    /* Every second, and at once (at most every TRIM_SOON_NS) when new frames and stacks have
+     * taken the history past its budget: the memory cap holds between the regular trims. */
+    if (now >= *trim_at ||
+        (now + TRIM_EVERY_NS - TRIM_SOON_NS >= *trim_at && history_over_budget(&e->hist))) {
+        history_trim(&e->hist, now);
+        *trim_at = now + TRIM_EVERY_NS;
+    }
+    if (e->hist.nranks > (size_t)e->ranks_seen)
+        e->ranks_seen = (int)e->hist.nranks;
+}
+
+static void recorder_pass(struct engine *e, struct engine_evbuf *got, uint64_t *trim_at)
+{
+    for (int i = 0; i < ENGINE_NQ; i++)
+        take_one(&e->q[i], &got[i]);
+    pthread_mutex_lock(&e->lock);
+    apply_locked(e, got, trim_at);
+    pthread_mutex_unlock(&e->lock);
+    for (int i = 0; i < ENGINE_NQ; i++)
+        got[i].n = 0;
+}
+
+void engine_recorder_drain(struct engine *e)
+{
+    struct engine_evbuf got[ENGINE_NQ] = {{0}};
+    uint64_t trim_at = UINT64_MAX - TRIM_EVERY_NS; /* no trim: the last records stay */
+
+    recorder_pass(e, got, &trim_at);
+    for (int i = 0; i < ENGINE_NQ; i++)
+        free(got[i].ev);
+}
+
+/* Whether a reader waits for a view (under view_lock). */
+static bool view_wanted(struct engine *e)
+{
+    bool want;
+
+    pthread_mutex_lock(&e->view_lock);
+    want = e->view_want;
+    pthread_mutex_unlock(&e->view_lock);
+    return want;
+}
+
+void *engine_recorder_main(void *arg)
+{
+    struct engine *e = arg;
+    struct engine_evbuf got[ENGINE_NQ] = {{0}};
+    uint64_t trim_at = clock_mono_ns() + TRIM_EVERY_NS;
+
+    for (;;) {
+        struct pollfd pf[2] = {{e->wake_fd, POLLIN, 0}, {e->stop_fd, POLLIN, 0}};
+        uint64_t count;
+
+        if (poll(pf, 2, IDLE_WAIT_MS) < 0 && errno != EINTR)
+            break;
+        if (pf[1].revents & POLLIN)
+            break; /* engine_stop applies what the collectors hand over last */
+        if ((pf[0].revents & POLLIN) && read(e->wake_fd, &count, sizeof(count)) < 0)
+            count = 0;
+        recorder_pass(e, got, &trim_at);
+        /* The clone needs no lock while this thread is the history's one writer: the remote
+         * collector still applies its hosts' streams itself, under the engine lock. */
+        if (view_wanted(e))
+            engine_view_publish(e, e->o.remote.nhosts == 0);
+    }
+    pthread_mutex_lock(&e->view_lock);
+    e->rec_running = false;
+    pthread_cond_broadcast(&e->view_cond);
+    pthread_mutex_unlock(&e->view_lock);
+    for (int i = 0; i < ENGINE_NQ; i++)
+        free(got[i].ev);
+    return NULL;
+}

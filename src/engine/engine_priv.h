@@ -8,6 +8,8 @@
 #include "ranktop/engine.h"
 #include "ranktop/recorder.h"
 
+struct rlink; /* a host's agent stream (engine_remote_priv.h) */
+
 /* A process the sampler reads: a rank (owner 0), or a DataLoader-style worker of the rank
  * whose pid is owner. Only the sampler reads workers; GIL and memory figures are per rank. */
 struct target {
@@ -39,6 +41,15 @@ enum engine_qid {
     ENGINE_NQ
 };
 
+/* The remote collector's batch: events of several hosts, each tagged with its link (the
+ * index of the host), or a marker (ENGINE_RLINK_RESET: that host's agent is starting anew). */
+#define ENGINE_RLINK_RESET 0x80000000u
+struct engine_rbatch {
+    struct record_event *ev;
+    uint32_t *link;
+    size_t n, cap;
+};
+
 /* What one collector handed over and the recorder (or the agent's writer) has not taken yet.
  * Its lock is held only to append or to swap buffers, never across I/O or a history write. */
 struct engine_queue {
@@ -65,6 +76,16 @@ struct engine {
     bool rec_running;         /* the recorder thread runs (under view_lock) */
     bool view_want;           /* a reader waits for a new view (under view_lock) */
     pthread_cond_t view_cond; /* a view was published, or the recorder ended */
+    /* Other hosts' streams (engine_remote.c): the remote collector hands their events over
+     * through rq; the links (one per host, with each host's record source) live as long as
+     * the engine, since the recorder applies what was handed over last after the remote
+     * collector has ended. Under the engine lock: rl's sources and devices (the recorder's,
+     * written while it applies), nrl. */
+    pthread_mutex_t rq_lock;
+    struct engine_rbatch rq;
+    struct rlink *rl;
+    size_t nrl;
+    struct rclaims rclaims;
     _Atomic unsigned long wake_fails; /* writes to wake_fd refused (a full counter wakes too) */
     struct rclaims local_claims;
     struct target *targets;
@@ -134,6 +155,13 @@ void engine_emit_buf(struct engine *e, enum engine_qid q, struct engine_evbuf *b
 /* Every event handed over and not taken yet, appended to out in queue order (the agent's
  * writer; no recorder runs there). */
 void engine_take(struct engine *e, struct engine_evbuf *out);
+/* Hands the remote collector's batch to the recorder (swapped or appended; b empty after). */
+void engine_remote_emit(struct engine *e, struct engine_rbatch *b);
+/* Applies a remote batch to the history (engine_rapply.c); engine lock held. */
+void engine_remote_apply_locked(struct engine *e, const struct engine_rbatch *b, uint64_t now);
+/* Frees the links and what their sources hold (engine_free). */
+void engine_remote_free(struct engine *e);
+
 /* Wakes the recorder thread (a view is wanted). */
 void engine_wake(struct engine *e);
 void engine_queues_init(struct engine *e);

@@ -1,6 +1,7 @@
 /* The hand-over from this node's collectors to the one writer of the history, and that writer.
  *
- * Each collector (discovery, sampler, memory, GIL, exit) is the single producer of its queue:
+ * Each collector (discovery, sampler, memory, GIL, exit, and the remote collector for other
+ * hosts' streams, whose events carry their host) is the single producer of its queue:
  * at the end of a pass it hands its batch of record events over (engine_emit_buf swaps its
  * buffer with the queue's empty one; engine_emit copies a few events), which holds the
  * queue's lock for a swap or a copy, never longer, and wakes the recorder through wake_fd
@@ -8,8 +9,9 @@
  *
  * The recorder thread (engine_recorder_main) takes every queue's batch (a swap under the
  * queue's lock), then applies them in queue order through the recorder (recorder_apply, source
- * 0) under the engine lock, which it holds only while applying: other threads still read a few
- * history figures (engine_get_stats) and the remote collector's hosts' records under it. It
+ * 0, or the host's source) under the engine lock, which it holds only while applying: other
+ * threads still read a few history figures (engine_get_stats) and each host's source state
+ * (its error line, clock, ranks) under it. It
  * keeps the history within its window and memory cap (history_trim), and builds the readers'
  * views (engine_view.c) when one is asked for, at most every ENGINE_VIEW_PERIOD_NS: copying the
  * history is its work, off every collector's path. Events of one queue are applied in the
@@ -36,6 +38,7 @@ void engine_queues_init(struct engine *e)
 {
     for (int i = 0; i < ENGINE_NQ; i++)
         pthread_mutex_init(&e->q[i].lock, NULL);
+    pthread_mutex_init(&e->rq_lock, NULL);
 }
 
 void engine_queues_fini(struct engine *e)
@@ -44,6 +47,9 @@ void engine_queues_fini(struct engine *e)
         pthread_mutex_destroy(&e->q[i].lock);
         free(e->q[i].full.ev);
     }
+    pthread_mutex_destroy(&e->rq_lock);
+    free(e->rq.ev);
+    free(e->rq.link);
 }
 
 static void grow(struct engine_evbuf *b, size_t want)
@@ -108,6 +114,56 @@ void engine_emit_buf(struct engine *e, enum engine_qid qid, struct engine_evbuf 
         engine_wake(e);
 }
 
+static void rgrow(struct engine_rbatch *b, size_t want)
+{
+    if (want <= b->cap)
+        return;
+    b->cap = b->cap ? b->cap : 64;
+    while (b->cap < want)
+        b->cap *= 2;
+    b->ev = x_reallocarray(b->ev, b->cap, sizeof(*b->ev));
+    b->link = x_reallocarray(b->link, b->cap, sizeof(*b->link));
+}
+
+void engine_remote_emit(struct engine *e, struct engine_rbatch *b)
+{
+    struct engine_rbatch *q = &e->rq;
+    bool was_empty;
+
+    if (!b->n)
+        return;
+    pthread_mutex_lock(&e->rq_lock);
+    was_empty = q->n == 0;
+    if (was_empty) {
+        struct engine_rbatch t = *q;
+
+        *q = *b;
+        *b = t;
+    } else {
+        rgrow(q, q->n + b->n);
+        memcpy(q->ev + q->n, b->ev, b->n * sizeof(*b->ev));
+        memcpy(q->link + q->n, b->link, b->n * sizeof(*b->link));
+        q->n += b->n;
+    }
+    pthread_mutex_unlock(&e->rq_lock);
+    b->n = 0;
+    if (was_empty)
+        engine_wake(e);
+}
+
+/* Takes the remote queue's batch into *into (emptied first). */
+static void rtake(struct engine *e, struct engine_rbatch *into)
+{
+    struct engine_rbatch t;
+
+    into->n = 0;
+    pthread_mutex_lock(&e->rq_lock);
+    t = e->rq;
+    e->rq = *into;
+    *into = t;
+    pthread_mutex_unlock(&e->rq_lock);
+}
+
 /* Takes q's batch into *into (emptied first), leaving the queue an empty buffer. */
 static void take_one(struct engine_queue *q, struct engine_evbuf *into)
 {
@@ -135,14 +191,22 @@ void engine_take(struct engine *e, struct engine_evbuf *out)
     free(got.ev);
 }
 
+/* What the recorder takes in one pass: every local queue's batch and the remote one. */
+struct taken {
+    struct engine_evbuf q[ENGINE_NQ];
+    struct engine_rbatch r;
+};
+
 /* Applies the batches taken, keeps the history within its bounds; engine lock held. */
-static void apply_locked(struct engine *e, struct engine_evbuf *got, uint64_t *trim_at)
+static void apply_locked(struct engine *e, struct taken *got, uint64_t *trim_at)
 {
     uint64_t now = clock_mono_ns();
 
     for (int i = 0; i < ENGINE_NQ; i++)
-        if (got[i].n)
-            recorder_apply(&e->hist, &e->local, got[i].ev, got[i].n, now, NULL);
+        if (got->q[i].n)
+            recorder_apply(&e->hist, &e->local, got->q[i].ev, got->q[i].n, now, NULL);
+    if (got->r.n)
+        engine_remote_apply_locked(e, &got->r, now);
     /* Every second, and at once (at most every TRIM_SOON_NS) when new frames and stacks have
      * taken the history past its budget: the memory cap holds between the regular trims. */
     if (now >= *trim_at ||
@@ -154,25 +218,34 @@ static void apply_locked(struct engine *e, struct engine_evbuf *got, uint64_t *t
         e->ranks_seen = (int)e->hist.nranks;
 }
 
-static void recorder_pass(struct engine *e, struct engine_evbuf *got, uint64_t *trim_at)
+static void recorder_pass(struct engine *e, struct taken *got, uint64_t *trim_at)
 {
     for (int i = 0; i < ENGINE_NQ; i++)
-        take_one(&e->q[i], &got[i]);
+        take_one(&e->q[i], &got->q[i]);
+    rtake(e, &got->r);
     pthread_mutex_lock(&e->lock);
     apply_locked(e, got, trim_at);
     pthread_mutex_unlock(&e->lock);
     for (int i = 0; i < ENGINE_NQ; i++)
-        got[i].n = 0;
+        got->q[i].n = 0;
+    got->r.n = 0;
+}
+
+static void taken_free(struct taken *got)
+{
+    for (int i = 0; i < ENGINE_NQ; i++)
+        free(got->q[i].ev);
+    free(got->r.ev);
+    free(got->r.link);
 }
 
 void engine_recorder_drain(struct engine *e)
 {
-    struct engine_evbuf got[ENGINE_NQ] = {{0}};
+    struct taken got = {0};
     uint64_t trim_at = UINT64_MAX - TRIM_EVERY_NS; /* no trim: the last records stay */
 
-    recorder_pass(e, got, &trim_at);
-    for (int i = 0; i < ENGINE_NQ; i++)
-        free(got[i].ev);
+    recorder_pass(e, &got, &trim_at);
+    taken_free(&got);
 }
 
 /* Whether a reader waits for a view (under view_lock). */
@@ -189,7 +262,7 @@ static bool view_wanted(struct engine *e)
 void *engine_recorder_main(void *arg)
 {
     struct engine *e = arg;
-    struct engine_evbuf got[ENGINE_NQ] = {{0}};
+    struct taken got = {0};
     uint64_t trim_at = clock_mono_ns() + TRIM_EVERY_NS;
 
     for (;;) {
@@ -202,17 +275,15 @@ void *engine_recorder_main(void *arg)
             break; /* engine_stop applies what the collectors hand over last */
         if ((pf[0].revents & POLLIN) && read(e->wake_fd, &count, sizeof(count)) < 0)
             count = 0;
-        recorder_pass(e, got, &trim_at);
-        /* The clone needs no lock while this thread is the history's one writer: the remote
-         * collector still applies its hosts' streams itself, under the engine lock. */
+        recorder_pass(e, &got, &trim_at);
+        /* This thread is the history's one writer: the copy takes no lock. */
         if (view_wanted(e))
-            engine_view_publish(e, e->o.remote.nhosts == 0);
+            engine_view_publish(e, true);
     }
     pthread_mutex_lock(&e->view_lock);
     e->rec_running = false;
     pthread_cond_broadcast(&e->view_cond);
     pthread_mutex_unlock(&e->view_lock);
-    for (int i = 0; i < ENGINE_NQ; i++)
-        free(got[i].ev);
+    taken_free(&got);
     return NULL;
 }

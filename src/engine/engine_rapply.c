@@ -1,13 +1,16 @@
-/* The head's side of one agent stream: hands each message of a host's agent to the recorder
- * (src/model/recorder.c), which turns it into history records as the local collectors' findings
- * are; the host's source (l->src) holds its id maps, rank keys and clock. What is the engine's
- * and not the history's stays here: the protocol's version, the host's state and totals, its
- * rank's live figures and its devices.
+/* The head's side of one agent stream: the remote collector notes what a host's connection
+ * learns from each message as it parses it (rlink_note: the protocol's version, the host's
+ * state and totals), and hands the messages over to the recorder thread (engine_remote_emit),
+ * which gives each to the recorder (src/model/recorder.c) with the host's source (l->src: its id
+ * maps, rank keys and clock), turning it into history records as the local collectors'
+ * findings are; its rank's live figures and its devices go to the engine.
  *
  * Invariants: messages are validated by the parser already, and the recorder checks every
  * reference, time and bound; a host whose source is cut off (a bound or the protocol broken)
  * is cut off for the rest of the run. A host is named by the head (its --hosts entry), never by
- * its agent. Runs on the remote collector's thread with the engine lock held (rlink_apply). */
+ * its agent. Threads: rlink_note on the remote collector's; engine_remote_apply_locked on the
+ * recorder's, with the engine lock held, which also guards l->src and l->devs wherever the
+ * remote collector reads or writes them (rlink_set_error takes it). */
 #include "engine_remote_priv.h"
 
 #include "ranktop/util.h"
@@ -18,30 +21,47 @@
 #include <stdlib.h>
 #include <string.h>
 
-void rlink_set_error(struct rlink *l, const char *fmt, ...)
+static void set_error_v(struct rlink *l, const char *fmt, va_list ap)
+{
+    vsnprintf(l->src.error, sizeof(l->src.error), fmt, ap);
+}
+
+void rlink_set_error_locked(struct rlink *l, const char *fmt, ...)
 {
     va_list ap;
 
     va_start(ap, fmt);
-    vsnprintf(l->src.error, sizeof(l->src.error), fmt, ap);
+    set_error_v(l, fmt, ap);
     va_end(ap);
 }
 
-void rlink_reset_ids(struct rlink *l)
+void rlink_set_error(struct rlink *l, const char *fmt, ...)
 {
-    rsource_reset_ids(&l->src);
-}
+    va_list ap;
 
-void rlink_keys_free(struct rlink *l)
-{
-    rsource_fini(&l->src);
+    pthread_mutex_lock(&l->e->lock);
+    va_start(ap, fmt);
+    set_error_v(l, fmt, ap);
+    va_end(ap);
+    pthread_mutex_unlock(&l->e->lock);
 }
 
 void rlink_cut(struct rlink *l)
 {
-    rsource_cut(&l->src);
     l->refused = l->cut = true;
     l->state = ENGINE_HOST_DOWN;
+}
+
+void engine_remote_free(struct engine *e)
+{
+    for (size_t i = 0; i < e->nrl; i++) {
+        rsource_fini(&e->rl[i].src);
+        free(e->rl[i].devs);
+    }
+    free(e->rl);
+    e->rl = NULL;
+    e->nrl = 0;
+    rclaims_free(&e->rclaims);
 }
 
 void rlink_keep_totals(struct rlink *l)
@@ -127,7 +147,7 @@ static void sink_device(void *ctx, const struct record_device *m)
 /* A hello of another protocol major: the host is refused (its launcher is not restarted). */
 static bool refuse(struct rlink *l, const struct record_hello *m)
 {
-    if (l->src.hello || m->major == AGENTPROTO_MAJOR)
+    if (l->hello || m->major == AGENTPROTO_MAJOR)
         return false;
     rlink_set_error(l,
                     "agent speaks protocol %d.%d (ranktop %s); this head speaks %d: install the "
@@ -137,28 +157,48 @@ static bool refuse(struct rlink *l, const struct record_hello *m)
     return true;
 }
 
-bool rlink_apply(struct engine *e, struct rlink *l, const struct record_event *m, uint64_t now)
+bool rlink_note(struct rlink *l, const struct record_event *m, bool *tick)
 {
-    struct sink_ctx ctx = {e, l};
-    struct recorder_sink sink = {&ctx, sink_live, sink_device};
-    bool had_hello = l->src.hello, tick;
-
-    if (m->type == RECORD_HELLO && refuse(l, &m->u.hello))
-        return false;
-    tick = recorder_apply(&e->hist, &l->src, m, 1, now, &sink) > 0;
-    if (l->src.cut) {
-        rlink_cut(l);
-        return false;
-    }
-    if (!had_hello && l->src.hello) {
-        snprintf(l->version, sizeof(l->version), "%.31s", m->u.hello.version);
-        l->state = ENGINE_HOST_UP;
-    }
-    if (tick) {
+    *tick = false;
+    if (m->type == RECORD_HELLO) {
+        if (refuse(l, &m->u.hello))
+            return false;
+        if (!l->hello) { /* a second one is the recorder's to refuse */
+            l->hello = true;
+            snprintf(l->version, sizeof(l->version), "%.31s", m->u.hello.version);
+            l->state = ENGINE_HOST_UP;
+        }
+    } else if (m->type == RECORD_TICK && l->hello) {
         l->passes = m->u.tick.passes;
         l->nstack = m->u.tick.stacks;
         l->errors = m->u.tick.errors;
         l->lost = m->u.tick.lost;
+        *tick = true;
     }
-    return tick;
+    return true;
+}
+
+void engine_remote_apply_locked(struct engine *e, const struct engine_rbatch *b, uint64_t now)
+{
+    for (size_t i = 0; i < b->n; i++) {
+        uint32_t li = b->link[i] & ~ENGINE_RLINK_RESET;
+        struct rlink *l;
+        struct sink_ctx ctx;
+        struct recorder_sink sink = {&ctx, sink_live, sink_device};
+
+        if (li >= e->nrl)
+            continue;
+        l = &e->rl[li];
+        ctx = (struct sink_ctx){e, l};
+        if (b->link[i] & ENGINE_RLINK_RESET) { /* a new agent numbers anew */
+            rsource_reset_ids(&l->src);
+            l->src_cut = false;
+            continue;
+        }
+        if (l->src_cut)
+            continue;
+        recorder_apply(&e->hist, &l->src, &b->ev[i], 1, now, &sink);
+        if (l->src.cut) /* the remote collector cuts the host off (rlink_cut) */
+            l->src_cut = true;
+    }
 }

@@ -1,14 +1,16 @@
 /* The head's collector of other nodes: one thread that starts `ranktop agent` on every host
  * with the cluster's own launcher, reads every agent's output and hands each host's stream to
- * engine_rapply.c, which turns it into history records.
+ * the recorder thread (engine_remote_emit), which turns it into history records
+ * (engine_rapply.c).
  *
  * Launchers: with a remote shell (ssh) each host has a process of its own; srun starts one
  * step whose tasks are the agents, its output labelled "TASK: " (a task is matched to its host
  * by the node name in its hello); pdsh starts every agent and labels lines "HOST: ".
  *
- * Threads and locking: this thread owns every process and link; it reads with the engine lock
- * released, then takes the lock once per batch of lines to apply them, and publishes each
- * host's state (engine_hosts) and devices under it. Invariants: agent output is untrusted:
+ * Threads and locking: this thread owns every process and link but the link's record source
+ * and devices, which are the recorder's (engine lock); it reads and parses with no lock held,
+ * hands each read's events over as one batch, and publishes each host's state (engine_hosts)
+ * and devices under the engine lock. Invariants: agent output is untrusted:
  * lines are capped, labels and messages validated; no local shell runs anything (argv words
  * are ours, host names were validated; the agent's words are quoted where the remote end
  * parses them as a shell command line). A process that fails is restarted with capped backoff;
@@ -76,8 +78,8 @@ struct remote {
     struct rproc *p;
     size_t np;
     enum engine_launcher how;
-    double rate_hz; /* the sampling rate the agents were last told */
-    struct rclaims claims;
+    double rate_hz;             /* the sampling rate the agents were last told */
+    struct engine_rbatch batch; /* what the lines read this pass said, for the recorder */
 };
 
 /* The agent's own arguments: fixed words and numbers, never text from elsewhere. */
@@ -280,14 +282,33 @@ static void hint_ship(struct remote *rm, struct rproc *p, int code)
 {
     for (size_t i = 0; i < p->n; i++) {
         struct rlink *l = &rm->l[p->first + i];
-        size_t len = strlen(l->src.error);
+        size_t len;
 
-        if (l->src.hello || !(code == 127 || (code == 126 && strstr(l->src.error, "not found"))) ||
-            strstr(l->src.error, "--ship") || len + 32 >= sizeof(l->src.error))
-            continue;
-        snprintf(l->src.error + len, sizeof(l->src.error) - len, "%s--ship sends ranktop there",
-                 len ? "; " : "");
+        pthread_mutex_lock(&rm->e->lock);
+        len = strlen(l->src.error);
+        if (!l->hello && (code == 127 || (code == 126 && strstr(l->src.error, "not found"))) &&
+            !strstr(l->src.error, "--ship") && len + 32 < sizeof(l->src.error))
+            snprintf(l->src.error + len, sizeof(l->src.error) - len, "%s--ship sends ranktop there",
+                     len ? "; " : "");
+        pthread_mutex_unlock(&rm->e->lock);
     }
+}
+
+/* Adds event m of link li (or, with ENGINE_RLINK_RESET, the marker) to the pass's batch. */
+static void batch_add(struct remote *rm, size_t li, uint32_t flags, const struct record_event *m)
+{
+    struct engine_rbatch *b = &rm->batch;
+
+    if (b->n == b->cap) {
+        b->cap = b->cap ? b->cap * 2 : 256;
+        b->ev = x_reallocarray(b->ev, b->cap, sizeof(*b->ev));
+        b->link = x_reallocarray(b->link, b->cap, sizeof(*b->link));
+    }
+    if (m)
+        b->ev[b->n] = *m;
+    else
+        b->ev[b->n].type = RECORD_UNKNOWN;
+    b->link[b->n++] = (uint32_t)li | flags;
 }
 
 /* Ends the process: stdin closed first (agents exit on EOF), then its group killed; the
@@ -336,7 +357,9 @@ static void proc_connect(struct remote *rm, struct rproc *p, uint64_t now)
         struct rlink *l = &rm->l[p->first + i];
 
         rlink_keep_totals(l);
-        rlink_reset_ids(l);
+        /* The recorder forgets what the last agent defined, after applying what it sent. */
+        batch_add(rm, p->first + i, ENGINE_RLINK_RESET, NULL);
+        l->hello = false;
         l->refused = l->cut; /* a host cut off stays so when the launcher restarts */
         l->silent_said = false;
         memset(&l->said, 0, sizeof(l->said));
@@ -359,6 +382,7 @@ static void proc_connect(struct remote *rm, struct rproc *p, uint64_t now)
     p->hold = rm->e->o.remote.ship != NULL;
     p->up_since = now;
     p->next_ping = now + PING_EVERY_NS;
+    engine_remote_emit(rm->e, &rm->batch);
     if (proc_spawn(rm, p) < 0)
         proc_down(rm, p, now, NULL);
 }
@@ -491,6 +515,7 @@ static void apply_lines(struct remote *rm, struct rproc *p, uint64_t now)
         struct app_err err = {0};
         size_t skip;
         long task;
+        bool tick;
         struct rlink *l = route(rm, p, line, (size_t)len, &skip, &task);
 
         if ((l || task >= 0) && ship_request(rm, p, line + skip, (size_t)len - skip, now))
@@ -506,15 +531,17 @@ static void apply_lines(struct remote *rm, struct rproc *p, uint64_t now)
             continue;
         l->last_msg = now;
         l->win_bytes += (uint64_t)len + 1;
-        if (rlink_apply(rm->e, l, &m, now) && !p->ticking)
-            p->ticking = true;
+        if (!rlink_note(l, &m, &tick))
+            continue;
+        p->ticking |= tick;
+        batch_add(rm, (size_t)(l - rm->l), 0, &m);
     }
     if (p->lines.oversized)
         proc_error(rm, p, "agent stream: a line over 64 KiB dropped");
 }
 
-/* Reads what the agents wrote and applies every complete line under one lock. Returns false
- * when the output ended. */
+/* Reads what the agents wrote and hands every complete line's event to the recorder, one
+ * batch per read. Returns false when the output ended. */
 static bool proc_read(struct remote *rm, struct rproc *p, uint64_t now)
 {
     char buf[65536];
@@ -528,9 +555,8 @@ static bool proc_read(struct remote *rm, struct rproc *p, uint64_t now)
     }
     if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
         open = false;
-    pthread_mutex_lock(&rm->e->lock);
     apply_lines(rm, p, now);
-    pthread_mutex_unlock(&rm->e->lock);
+    engine_remote_emit(rm->e, &rm->batch);
     return open;
 }
 
@@ -601,10 +627,10 @@ static void end_error(const struct rproc *p, struct rlink *l)
         return;
     }
     rsh_explain(words, sizeof(words), p->prog, code, sig, t);
-    if ((code == 0 || l->src.hello) && !t->n)
+    if ((code == 0 || l->hello) && !t->n)
         rlink_set_error(l,
-                        l->src.hello ? "the agent's stream ended (%s)"
-                                     : "%s before its agent said hello (a different version?)",
+                        l->hello ? "the agent's stream ended (%s)"
+                                 : "%s before its agent said hello (a different version?)",
                         words);
     else
         rlink_set_error(l, "%s", words);
@@ -708,13 +734,12 @@ static void check_silent(struct remote *rm, struct rlink *l, uint64_t now)
     const struct rproc *p = &rm->p[l->proc];
     char was[sizeof(l->src.error)];
 
-    if (l->src.hello || l->refused || l->silent_said || !p->pid ||
-        now - p->up_since < HELLO_WAIT_NS)
+    if (l->hello || l->refused || l->silent_said || !p->pid || now - p->up_since < HELLO_WAIT_NS)
         return;
     l->silent_said = true;
     snprintf(was, sizeof(was), "%s", l->src.error);
-    rlink_set_error(l, "never answered: no hello from its agent in %llu s%s%.200s",
-                    HELLO_WAIT_NS / 1000000000ull, was[0] ? "; last said: " : "", was);
+    rlink_set_error_locked(l, "never answered: no hello from its agent in %llu s%s%.200s",
+                           HELLO_WAIT_NS / 1000000000ull, was[0] ? "; last said: " : "", was);
 }
 
 /* Host states, totals and devices for readers, under the lock. */
@@ -727,6 +752,8 @@ static void publish(struct remote *rm, uint64_t now)
     for (size_t i = 0; i < rm->n; i++) {
         struct rlink *l = &rm->l[i];
 
+        if (l->src_cut && !l->cut) /* the recorder cut its source off: so goes the host */
+            rlink_cut(l);
         check_silent(rm, l, now);
         if (l->state == ENGINE_HOST_UP && l->last_msg && now - l->last_msg > ENGINE_LAG_NS)
             l->state = ENGINE_HOST_LAGGING;
@@ -853,7 +880,7 @@ static void ship_release(struct remote *rm, struct rproc *p, uint64_t now)
     if (!p->hold || !p->pid || !p->bin || ship_left(p))
         return;
     for (size_t i = 0; i < p->n; i++)
-        all &= rm->l[p->first + i].src.hello || rm->l[p->first + i].refused;
+        all &= rm->l[p->first + i].hello || rm->l[p->first + i].refused;
     if (!all && now - p->up_since < HELLO_WAIT_NS)
         return;
     p->hold = false;
@@ -937,14 +964,10 @@ static void remote_stop(struct remote *rm)
         agentproto_lines_fini(&rm->p[i].errs);
         free(rm->p[i].task_link);
     }
-    for (size_t i = 0; i < rm->n; i++) {
-        rlink_reset_ids(&rm->l[i]);
-        free(rm->l[i].devs);
-        rlink_keys_free(&rm->l[i]);
-    }
-    rclaims_free(&rm->claims);
+    /* The links stay the engine's: the recorder may still apply what they sent last. */
+    free(rm->batch.ev);
+    free(rm->batch.link);
     free(rm->p);
-    free(rm->l);
 }
 
 /* One process per host with a remote shell; one for all hosts with srun or pdsh. */
@@ -955,11 +978,16 @@ static void remote_init(struct remote *rm, struct engine *e, uint64_t now)
     rm->how = e->o.remote.launcher;
     rm->rate_hz = engine_rate(e); /* what new agents are started with */
     rm->l = x_calloc(rm->n ? rm->n : 1, sizeof(*rm->l));
+    pthread_mutex_lock(&e->lock);
+    e->rl = rm->l;
+    e->nrl = rm->n;
+    pthread_mutex_unlock(&e->lock);
     rm->np = engine_launch_per_host(rm->how) ? rm->n : 1;
     rm->p = x_calloc(rm->np ? rm->np : 1, sizeof(*rm->p));
     for (size_t i = 0; i < rm->n; i++) {
         struct rlink *l = &rm->l[i];
 
+        l->e = e;
         snprintf(l->name, sizeof(l->name), "%s", e->o.remote.hosts[i]);
         /* Its ranks are shown on the name the head was given (without a user@), never on
          * what its agent calls itself. */
@@ -973,7 +1001,9 @@ static void remote_init(struct remote *rm, struct engine *e, uint64_t now)
             if (node_of(e, i) &&
                 snprintf(both, sizeof(both), "%s@%s", l->name, node_of(e, i)) < (int)sizeof(host))
                 memcpy(host, both, strlen(both) + 1);
-            rsource_init(&l->src, (int)i + 1, host, &rm->claims);
+            pthread_mutex_lock(&e->lock);
+            rsource_init(&l->src, (int)i + 1, host, &e->rclaims);
+            pthread_mutex_unlock(&e->lock);
         }
         l->proc = engine_launch_per_host(rm->how) ? i : 0;
         l->state = ENGINE_HOST_CONNECTING;
@@ -994,30 +1024,12 @@ static void remote_init(struct remote *rm, struct engine *e, uint64_t now)
 void *engine_remote_main(void *arg)
 {
     struct engine *e = arg;
-    struct remote rm = {0}; /* remote_init sets all but claims, which starts empty */
-    uint64_t trim_at;
-    bool trims;
+    struct remote rm = {0};
 
     signal(SIGPIPE, SIG_IGN); /* a dead link is an EPIPE to handle, not a reason to die */
-    trim_at = clock_mono_ns() + 1000000000ull;
-    /* Without a local sampler (this node not watched), this thread keeps the history within
-     * its window and memory cap. */
-    trims = e->o.remote.nhosts && !e->o.remote.local;
-
     remote_init(&rm, e, clock_mono_ns());
-    while (!engine_wait(e, 0)) {
+    while (!engine_wait(e, 0))
         remote_pass(&rm);
-        if (!trims)
-            continue;
-        /* Every second, and at once (at most every 50 ms) past the history's budget. */
-        pthread_mutex_lock(&e->lock);
-        if (clock_mono_ns() >= trim_at ||
-            (clock_mono_ns() + 950000000ull >= trim_at && history_over_budget(&e->hist))) {
-            trim_at = clock_mono_ns() + 1000000000ull;
-            history_trim(&e->hist, clock_mono_ns());
-        }
-        pthread_mutex_unlock(&e->lock);
-    }
     remote_stop(&rm);
     return NULL;
 }

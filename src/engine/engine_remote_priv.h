@@ -1,7 +1,7 @@
 /* Private to the head's remote collector: engine_remote.c runs the remote shells and reads
- * their output; engine_rapply.c hands each host's agent stream to the recorder (src/model/),
- * whose source (struct rsource) holds the host's id maps and clock. Both run on the remote
- * collector's thread; rlink_apply is called with the engine lock held. */
+ * their output; engine_rapply.c notes what each message tells the connection and, on the
+ * recorder thread, hands each host's agent stream to the recorder (src/model/), whose source
+ * (struct rsource) holds the host's id maps and clock. */
 #ifndef RANKTOP_ENGINE_REMOTE_PRIV_H
 #define RANKTOP_ENGINE_REMOTE_PRIV_H
 
@@ -21,8 +21,15 @@
  * The process that carries it (one per host, or one srun or pdsh for all) is a struct rproc
  * of engine_remote.c; proc is its index. */
 struct rlink {
+    struct engine *e;
     char name[64];
-    struct rsource src; /* what its agent defined, its clock, bounds and error line */
+    /* What its agent defined, its clock, bounds and error line: the recorder's, under the
+     * engine lock; and whether the recorder cut the source off (the remote collector then
+     * cuts the host off: rlink_cut). */
+    struct rsource src;
+    bool src_cut;
+    /* The rest is the remote collector's own. */
+    bool hello; /* this connection's agent said hello */
     size_t proc;
     enum engine_host_state state;
     bool refused;
@@ -37,29 +44,26 @@ struct rlink {
     unsigned connects;
     uint64_t passes, nstack, errors, lost; /* the agent's totals (this connection) */
     uint64_t base[4];                      /* totals of earlier connections */
-    struct smi_device *devs;
+    struct smi_device *devs;               /* the recorder's, under the engine lock */
     size_t ndevs;
 };
 
+/* Sets the host's error line, under the engine lock (the _locked form: lock held). */
 void rlink_set_error(struct rlink *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-/* Forgets what a previous agent on this link defined: a new agent numbers anew. */
-void rlink_reset_ids(struct rlink *l);
+void rlink_set_error_locked(struct rlink *l, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* Keeps what an agent counted when its connection ends: a new agent counts from 0. */
 void rlink_keep_totals(struct rlink *l);
 
-/* Frees what the host's source holds (its rank keys included). */
-void rlink_keys_free(struct rlink *l);
-
-/* Cuts the host off for the rest of the run: its tables are freed, its lines dropped, its
- * state is down and its launcher is not started again for it; the error line (set by the
- * caller) says why. The other hosts go on. */
+/* Cuts the host off for the rest of the run: its state is down and its launcher is not
+ * started again for it; the error line says why. The other hosts go on. */
 void rlink_cut(struct rlink *l);
 
-/* Applies one message of the host's stream to the history through the recorder
- * (recorder_apply), its live figures and devices to the engine; engine lock held. Returns
- * true when the message was a tick (the host is alive and sampling). */
-bool rlink_apply(struct engine *e, struct rlink *l, const struct record_event *m, uint64_t now);
+/* What the host's connection learns from message m as it is parsed, on the remote
+ * collector's thread: the hello's version (the host is up) or a refusal (another protocol
+ * major: false, the message is dropped), a tick's totals (*tick set). The history's part is
+ * the recorder's (engine_remote_apply_locked). */
+bool rlink_note(struct rlink *l, const struct record_event *m, bool *tick);
 
 #endif

@@ -24,6 +24,7 @@ static struct rclaims C;
 static void setup(void)
 {
     E = calloc(1, sizeof(*E));
+    pthread_mutex_init(&E->lock, NULL);
     history_init(&E->hist, 1000, 0, "head");
     memset(&C, 0, sizeof(C));
 }
@@ -32,6 +33,7 @@ static void teardown(void)
 {
     history_fini(&E->hist);
     free(E->live);
+    pthread_mutex_destroy(&E->lock);
     free(E);
     rclaims_free(&C);
 }
@@ -39,26 +41,40 @@ static void teardown(void)
 static void link_init(struct rlink *l, const char *name, int slot)
 {
     memset(l, 0, sizeof(*l));
+    l->e = E;
     snprintf(l->name, sizeof(l->name), "%s", name);
     rsource_init(&l->src, slot, name, &C);
 }
 
 static void link_fini(struct rlink *l)
 {
-    rlink_reset_ids(l);
     free(l->devs);
-    rlink_keys_free(l);
+    rsource_fini(&l->src);
 }
 
-/* Parses one line and applies it at head time now; the line must parse. */
+/* Parses one line and hands it on as the remote collector does: noted on its link, then
+ * applied by the recorder at head time now (a one-event batch of link 0: l), and a source
+ * the recorder cut off cuts the host off. The line must parse. */
 static void feed_at(struct rlink *l, const char *line, int64_t now)
 {
     struct record_event m;
     struct app_err err = {0};
+    uint32_t link = 0;
+    struct engine_rbatch b = {&m, &link, 1, 1};
+    bool tick;
 
     ck_assert_msg(agentproto_parse(line, strlen(line), &m, &err) == 0, "%s: %s", line, err.msg);
-    if (!l->refused)
-        rlink_apply(E, l, &m, (uint64_t)now);
+    if (l->refused || !rlink_note(l, &m, &tick))
+        return;
+    E->rl = l;
+    E->nrl = 1;
+    pthread_mutex_lock(&E->lock);
+    engine_remote_apply_locked(E, &b, (uint64_t)now);
+    pthread_mutex_unlock(&E->lock);
+    E->rl = NULL;
+    E->nrl = 0;
+    if (l->src_cut)
+        rlink_cut(l);
 }
 
 static void feed(struct rlink *l, const char *line)

@@ -193,20 +193,31 @@ static void stream_free(struct stream *s)
     free(s->now);
 }
 
-/* The head's live path: every event through rlink_apply, one at a time, as engine_remote.c
- * applies a host's lines. */
+/* The head's live path: every event as engine_remote.c hands a host's lines on (noted on the
+ * link, then applied by the recorder thread's engine_remote_apply_locked), one at a time. */
 static void live_path(struct engine *e, const struct stream *st, struct rclaims *c)
 {
     struct rlink l;
 
     memset(&l, 0, sizeof(l));
+    l.e = e;
     snprintf(l.name, sizeof(l.name), "node1");
     rsource_init(&l.src, 1, "node1", c);
-    for (size_t i = 0; i < st->n; i++)
-        if (!l.refused)
-            rlink_apply(e, &l, &st->ev[i], st->now[i]);
-    ck_assert_msg(!l.cut, "%s", l.src.error);
-    rlink_keys_free(&l);
+    e->rl = &l;
+    e->nrl = 1;
+    for (size_t i = 0; i < st->n && !l.refused && !l.src_cut; i++) {
+        struct record_event m = st->ev[i];
+        uint32_t link = 0;
+        struct engine_rbatch b = {&m, &link, 1, 1};
+        bool tick;
+
+        if (rlink_note(&l, &m, &tick))
+            engine_remote_apply_locked(e, &b, st->now[i]);
+    }
+    e->rl = NULL;
+    e->nrl = 0;
+    ck_assert_msg(!l.src_cut, "%s", l.src.error);
+    rsource_fini(&l.src);
     free(l.devs);
 }
 

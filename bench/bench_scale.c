@@ -27,10 +27,13 @@
  * targets, `ranktop record` CPU on the local targets at 100 Hz, and `ranktop record` CPU and
  * RSS over the simulated hosts with the backlog.
  *
- * Only engine.h's public calls are used, and the readers' one read is reader_pass (today
- * engine_clone_history): where readers take a published view instead, that function changes,
- * nothing else. To compare two builds of the in-process figures, build each (a git worktree at
- * the old commit) and run both runners one after the other; phase 3 compares binaries itself.
+ * Only engine.h's public calls are used, and the readers' one read is reader_pass: the
+ * monitor takes the published view (engine_acquire: the recorder thread copies the history,
+ * off the collectors' path; the reader waits only for the first), the autosave one as fresh as
+ * the period (engine_acquire_fresh: it waits for the recorder's copy). Its "copy" figures are
+ * the readers' waits. To compare two builds of the in-process figures, build each (a git
+ * worktree at the old commit, whose reader_pass copied the history itself under the engine
+ * lock) and run both runners one after the other; phase 3 compares binaries itself.
  *
  * Usage: bench_scale [--quick] [--local N] [--probes N] [--hosts N] [--ranks-per-host N]
  *        [--backlog RUNS] [--measure S] [--ranktop PATH]... [--no-bin | --bin-only] [PYTHON]
@@ -98,41 +101,31 @@ static double thread_cpu_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* What the monitor copies before a frame; returns the copy's ms, the models' in *frame_ms. */
+/* What the monitor takes before a frame (the published view: engine_acquire) and the autosave
+ * before a save (a view as fresh as the period: engine_acquire_fresh); returns the ms the
+ * reader waited for it, the frame's in *frame_ms (the view's wait, then the models). */
 static double reader_pass(struct reader *r, double *frame_ms, uint64_t *at)
 {
     uint64_t t0 = *at = clock_mono_ns(), t1, now;
-    struct history h;
-    struct smi_device *devs = NULL;
-    struct engine_rank_live *live = NULL;
-    struct engine_host *hosts = NULL;
-    size_t ndevs = 0, nlive = 0, nhosts = 0;
+    const struct engine_view *v = r->views ? engine_acquire(r->e) : engine_acquire_fresh(r->e);
 
-    engine_clone_history(r->e, &h);
-    if (r->views) {
-        engine_snapshot_live(r->e, &devs, &ndevs, &live, &nlive);
-        engine_hosts(r->e, &hosts, &nhosts);
-    }
     t1 = clock_mono_ns();
     if (r->views) {
         struct view_hang hang;
         struct view_table table;
-        struct view_table_in in = {.live = live, .nlive = nlive};
+        struct view_table_in in = {.live = v->live, .nlive = v->nlive};
         struct view_tree tree;
 
         now = clock_mono_ns();
-        view_hang(&h, now, HANG_AFTER_NS, NULL, &hang);
-        view_table(&h, now, &in, &table);
-        view_merge(&h, now, NULL, &tree);
+        view_hang(&v->hist, now, HANG_AFTER_NS, NULL, &hang);
+        view_table(&v->hist, now, &in, &table);
+        view_merge(&v->hist, now, NULL, &tree);
         view_merge_fini(&tree);
         view_table_fini(&table);
         view_hang_fini(&hang);
     }
     *frame_ms = (double)(clock_mono_ns() - t0) / 1e6;
-    free(devs);
-    free(live);
-    free(hosts);
-    history_fini(&h);
+    engine_release(v);
     return (double)(t1 - t0) / 1e6;
 }
 

@@ -206,7 +206,7 @@ void ui_start_export(struct ui *u, enum export_format fmt)
     j = x_calloc(1, sizeof(*j));
     j->u = u;
     /* The engine's state now, not the screen's: a paused screen may be minutes old. */
-    j->v = engine_acquire(u->e);
+    j->v = engine_acquire_fresh(u->e);
     j->xo = (struct export_opts){.format = fmt,
                                  .all_threads = true,
                                  .interval_ns = j->v->stats.achieved_hz > 0

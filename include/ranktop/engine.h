@@ -118,13 +118,17 @@ void engine_free(struct engine *e);
  * thread first, and that one cannot stop). */
 bool engine_left_threads(void);
 
-/* The engine's state for a reader: a reference to the published view (ranktop/snapshot.h),
- * built anew when the last one is ENGINE_VIEW_PERIOD_NS old or older (or predates
- * engine_stop), else the last one shared. The recorder thread builds it, and the caller waits
- * (as long as history_clone takes); no collector ever waits for it. After engine_stop the
- * caller builds it. The view stays
- * valid and unchanged until the caller's engine_release, even after engine_free. Any thread. */
+/* The engine's state for a reader: a reference to the published view (ranktop/snapshot.h).
+ * The recorder thread builds views, at most one per ENGINE_VIEW_PERIOD_NS, off every
+ * collector's path. engine_acquire hands out the published one whatever its age, and asks
+ * for a new one when it is a period old or older, which the next call gets: a reader waits
+ * only for the very first view (the monitor shows what was published at most a frame ago).
+ * engine_acquire_fresh waits, when the published view is a period old, for one built after
+ * the call began (exports and saves: what was recorded up to now). After engine_stop the
+ * caller builds it, with the last samples. The view stays valid and unchanged until the
+ * caller's engine_release, even after engine_free. Any thread. */
 const struct engine_view *engine_acquire(struct engine *e);
+const struct engine_view *engine_acquire_fresh(struct engine *e);
 
 /* Gives back a reference from engine_acquire (or engine_view_new); the last one frees the
  * view. NULL is a no-op. Any thread; takes no engine lock. */

@@ -183,7 +183,10 @@ static void mon_defaults(struct mon_opts *o)
     o->eng.rate_hz = 10;
     o->eng.gil = o->eng.mem = o->eng.gpu = o->eng.npu = true;
     o->eng.history_ns = 600ull * 1000000000ull;
-    o->eng.mem_cap = 512u << 20;
+    /* 512 MiB in all: the history takes a quarter of the cap it is given (HISTORY_CAP_SHARE),
+     * and the monitor holds one more copy than the cap counts: the view it draws while the
+     * recorder publishes the next (engine_acquire). */
+    o->eng.mem_cap = (512u << 20) / 5 * 4;
     o->ui.hang_after_s = 30;
     o->ui.export_dir = ".";
 }

@@ -653,7 +653,7 @@ static void tick(struct engine *e, const struct rec_opts *o, struct rec_state *s
         } else if (!exists && s->trig_active) {
             s->trig_active = false;
             tagged_name(o->out, path, sizeof(path));
-            v = engine_acquire(e);
+            v = engine_acquire_fresh(e);
             if (save(v, o, path, s->trig_from, now) == 0) {
                 fprintf(stderr, "ranktop: wrote %s\n", path);
                 s->wrote = true;
@@ -664,7 +664,7 @@ static void tick(struct engine *e, const struct rec_opts *o, struct rec_state *s
     }
     if (!autosave && !snap)
         return;
-    v = engine_acquire(e);
+    v = engine_acquire_fresh(e);
     if (autosave) {
         int rc = save(v, o, o->out, 0, 0);
 
@@ -779,7 +779,7 @@ static int finish(struct engine *e, const struct rec_opts *o, struct rec_state *
     int rc = 0;
 
     engine_stop(e);
-    v = engine_acquire(e);
+    v = engine_acquire_fresh(e);
     tell_unreadable(v->unread, v->nunread);
     explain_pids(&o->eng.disc);
     check_counters(v->last_errors, v->devs, v->ndevs, o, true);

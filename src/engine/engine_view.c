@@ -2,8 +2,10 @@
  * asking the engine field by field.
  *
  * The engine keeps one published view (e->view, with a reference of its own) under
- * e->view_lock. engine_acquire takes a reference to it while it is younger than
- * ENGINE_VIEW_PERIOD_NS, else has a new one built and published; a view is never written once
+ * e->view_lock. engine_acquire takes a reference to it whatever its age, and asks for a new
+ * one when it is ENGINE_VIEW_PERIOD_NS old (the next call gets that one), so that a reader
+ * never waits for a copy once the first view exists; engine_acquire_fresh waits for a view
+ * built since the period began. A view is never written once
  * published, and the last engine_release frees it, so a reader holds no lock while it reads.
  * Lock order: view_lock, then the engine lock (only while a reader builds); collectors never
  * take view_lock, so a reader waits at most for a build, never a collector for one.
@@ -124,7 +126,7 @@ void engine_view_publish(struct engine *e, bool unlocked_clone)
         return;
     }
     pthread_mutex_unlock(&e->view_lock);
-    /* Readers wait meanwhile; no collector does. */
+    /* Readers that found no view wait meanwhile; no collector does. */
     v = view_build(e, now, unlocked_clone);
     pthread_mutex_lock(&e->view_lock);
     engine_release(e->view); /* none, unless built in place after the recorder ended */
@@ -133,33 +135,63 @@ void engine_view_publish(struct engine *e, bool unlocked_clone)
     pthread_mutex_unlock(&e->view_lock);
 }
 
-/* Asks the recorder for a view and waits for it (view_lock held); false when the recorder is
- * not running (any more), and the caller builds one itself. */
-static bool await_recorder_locked(struct engine *e)
+/* Asks the recorder for a view built at `since` or later and waits for it (view_lock held);
+ * false when the recorder is not running (any more), and the caller builds one itself. */
+static bool await_recorder_locked(struct engine *e, uint64_t since)
 {
-    /* The stale view was dropped: any view published meanwhile is new. */
-    while (e->rec_running && !e->view) {
+    while (e->rec_running && !(e->view && e->view->t >= since)) {
         e->view_want = true;
         engine_wake(e);
         pthread_cond_wait(&e->view_cond, &e->view_lock);
     }
-    return e->view != NULL;
+    return e->view && e->view->t >= since;
+}
+
+/* A reference to e->view (view_lock held), built here when none could be had from the
+ * recorder: after engine_stop, or in an agent's engine. The collectors may still be ending,
+ * so the copy takes the engine lock. */
+static const struct engine_view *take_locked(struct engine *e, uint64_t now)
+{
+    if (!e->view) {
+        e->view = view_build(e, now, false);
+        pthread_cond_broadcast(&e->view_cond);
+    }
+    atomic_fetch_add(&e->view->refs, 1);
+    return e->view;
 }
 
 const struct engine_view *engine_acquire(struct engine *e)
 {
     uint64_t now = clock_mono_ns();
-    struct engine_view *v;
+    const struct engine_view *v;
 
     pthread_mutex_lock(&e->view_lock);
-    if (!drop_stale_locked(e, now) && !await_recorder_locked(e)) {
-        /* No recorder (stopped, or an agent's engine): the history has no other writer to
-         * wait for, but the collectors may still be ending, so the copy takes the lock. */
-        engine_release(e->view);
-        e->view = view_build(e, now, false);
+    if (e->view && now - e->view->t >= ENGINE_VIEW_PERIOD_NS) {
+        if (e->rec_running) { /* this one now; a new one for the next call */
+            e->view_want = true;
+            engine_wake(e);
+        } else {
+            drop_stale_locked(e, now);
+        }
     }
-    v = e->view;
-    atomic_fetch_add(&v->refs, 1);
+    if (!e->view)
+        await_recorder_locked(e, 0);
+    v = take_locked(e, now);
+    pthread_mutex_unlock(&e->view_lock);
+    return v;
+}
+
+const struct engine_view *engine_acquire_fresh(struct engine *e)
+{
+    uint64_t now = clock_mono_ns();
+    const struct engine_view *v;
+
+    pthread_mutex_lock(&e->view_lock);
+    if (!drop_stale_locked(e, now) && !await_recorder_locked(e, now)) {
+        engine_release(e->view); /* one the recorder built before it ended, too old */
+        e->view = NULL;
+    }
+    v = take_locked(e, now);
     pthread_mutex_unlock(&e->view_lock);
     return v;
 }

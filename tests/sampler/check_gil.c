@@ -27,10 +27,10 @@
  * - waiters: exactly 0 with one thread; with N threads N-1 reached, N at most and only in as
  *   many probes as the workers waited for a CPU (at least 1 %: glibc counts a woken waiter
  *   until it has run, while the thread that dropped the GIL may wait again; 4 probes of 999
- *   once in CI), and an average >= 0.35 (N-1): a non-holder leaves the condvar while it takes
+ *   once in CI), and an average >= 0.2 (N-1): a non-holder leaves the condvar while it takes
  *   over and while it is runnable but waiting for a CPU after handing the GIL back, which on a
- *   loaded 2-vCPU VM is a sizeable part of the time (0.64-0.75 of N-1 measured, 0.95 without
- *   load).
+ *   loaded 2-vCPU VM is a sizeable part of the time (0.64-0.75 of N-1 measured at load 4, 0.34
+ *   at load 12, 0.95 without load).
  * - I/O thread share < 5 % (0.1-0.2 % measured). A thread spinning in a 3.12+ subinterpreter
  *   with its own GIL holds the main interpreter's GIL < 1 % (0 measured). Drop requests pending >=
  * 20 % of the time behind a thread holding the GIL in 36 ms C calls (48-67 % measured); in_gc >= 50
@@ -346,9 +346,9 @@ static void check_cpu(const struct run *r)
                 "%d",
                 r->label, r->waiters_max, r->waiters_over, want, over_ok, want);
     if (f->waiters_avg > want + over_ok / (double)(r->nprobes ? r->nprobes : 1) ||
-        f->waiters_avg < 0.35 * want || (want == 0 && f->waiters_avg))
+        f->waiters_avg < 0.2 * want || (want == 0 && f->waiters_avg))
         ts_fail("%s: waiters avg %.2f, expected within [%.2f, %d]", r->label, f->waiters_avg,
-                0.35 * want, want);
+                0.2 * want, want);
     if (r->n == 1 && f->drop_pending_pct != 0.0)
         ts_fail("%s: drop requests pending %.2f %% with no waiter", r->label, f->drop_pending_pct);
     if (f->gc_pct < 0 || f->gc_pct > 1.0)

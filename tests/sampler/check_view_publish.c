@@ -202,7 +202,7 @@ START_TEST(test_shared_then_new)
                   (unsigned long long)ENGINE_VIEW_PERIOD_NS);
     a = engine_acquire(e);
     sleep_ms(ENGINE_VIEW_PERIOD_NS / 1000000 + 50);
-    b = engine_acquire(e);
+    b = engine_acquire_fresh(e);
     ck_assert_ptr_ne(a, b);
     ck_assert_uint_ge(b->t, a->t + ENGINE_VIEW_PERIOD_NS);
     /* a, b and the engine's own reference to b. */
@@ -214,6 +214,45 @@ START_TEST(test_shared_then_new)
     engine_stop(e);
     engine_free(e);
     ck_assert_uint_eq(engine_view_count(), base);
+}
+END_TEST
+
+/* A stale view is still handed out at once (no reader waits for a copy), and the call asks
+ * the recorder for a new one, which a later call gets. */
+START_TEST(test_stale_then_new)
+{
+    struct ts_child *c = ts_target_start(python, "exit_on_cue.py", NULL);
+    uint64_t end = clock_mono_ns() + (uint64_t)DEADLINE_S * 1000000000u;
+    const struct engine_view *a, *b, *n = NULL;
+    struct engine *e;
+    int pid;
+
+    ck_assert(ts_child_wait_ready(c, "idle"));
+    pid = c->pid;
+    e = watch(&pid);
+    wait_sampled(e, pid);
+    a = engine_acquire(e);
+    sleep_ms(ENGINE_VIEW_PERIOD_NS / 1000000 + 50);
+    /* Nobody asked since a was built: the published view is still a, now stale. */
+    b = engine_acquire(e);
+    ck_assert_ptr_eq(a, b);
+    ck_assert_uint_ge(clock_mono_ns() - b->t, ENGINE_VIEW_PERIOD_NS);
+    while (clock_mono_ns() < end) {
+        n = engine_acquire(e);
+        if (n != a)
+            break;
+        engine_release(n);
+        n = NULL;
+        sleep_ms(20);
+    }
+    ck_assert_msg(n, "no new view in %d s", DEADLINE_S);
+    ck_assert_uint_ge(n->t, a->t + ENGINE_VIEW_PERIOD_NS);
+    ck_assert_uint_ge(n->stats.samples, a->stats.samples);
+    engine_release(n);
+    engine_release(b);
+    engine_release(a);
+    engine_stop(e);
+    engine_free(e);
 }
 END_TEST
 
@@ -310,6 +349,7 @@ int main(void)
     if (l.n) {
         python = l.v[l.n - 1].path;
         ts_add_case(s, "shared_then_new", test_shared_then_new, 4 * DEADLINE_S);
+        ts_add_case(s, "stale_then_new", test_stale_then_new, 4 * DEADLINE_S);
         ts_add_case(s, "held_view_unchanged", test_held_view_unchanged, 4 * DEADLINE_S);
     }
     rc = ts_run(s);

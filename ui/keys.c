@@ -201,8 +201,7 @@ static void act_native(struct ui *u, int ch)
         ui_set_status(u, "no rank selected");
         return;
     }
-    on = !engine_native_on(u->e, pid);
-    if (engine_set_native(u->e, pid, on, &err) < 0) {
+    if (engine_toggle_native(u->e, pid, &on, &err) < 0) {
         ui_set_status(u, "%s", err.msg);
         return;
     }
@@ -247,9 +246,10 @@ static void act_tasks(struct ui *u, int ch)
 
 static void act_rate(struct ui *u, int ch)
 {
-    engine_set_rate(u->e, engine_rate(u->e) * (ch == '-' ? 0.5 : 2.0));
+    double hz = engine_scale_rate(u->e, ch == '-' ? 0.5 : 2.0);
+
     ui_refresh_soon(u);
-    ui_set_status(u, "sampling rate %.4g Hz", engine_rate(u->e));
+    ui_set_status(u, "sampling rate %.4g Hz", hz);
 }
 
 static void act_export(struct ui *u, int ch)

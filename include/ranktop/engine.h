@@ -149,8 +149,11 @@ void engine_clone_history(struct engine *e, struct history *out);
 
 void engine_get_stats(struct engine *e, struct engine_stats *st);
 
-/* Changes the stack sampling rate (Hz, clamped to 0.1..1000). */
+/* Changes the stack sampling rate (Hz, clamped to 0.1..1000); engine_scale_rate multiplies
+ * it (the monitor's + and -) and returns the rate set. engine_rate is the engine's own
+ * (its remote collector forwards it); readers take the view's rate_hz. */
 void engine_set_rate(struct engine *e, double hz);
+double engine_scale_rate(struct engine *e, double factor);
 double engine_rate(struct engine *e);
 
 /* Turns the asyncio task reads (engine_opts.async) on or off while running. */
@@ -163,10 +166,9 @@ void engine_set_async(struct engine *e, bool on);
  * forwarded to its agent. Returns 0, or a negative status with err filled. */
 #define ENGINE_NATIVE_HZ 2 /* toggled ranks' rate: each sample stops every thread briefly */
 int engine_set_native(struct engine *e, int key, bool on, struct app_err *err);
-bool engine_native_on(struct engine *e, int key);
-
-/* The last reason native frames could not be had, for key (0: any rank); false when none. */
-bool engine_native_error(struct engine *e, int key, char *buf, size_t len);
+/* Turns key's native frames on when off, off when on (*on: the new state); as
+ * engine_set_native. */
+int engine_toggle_native(struct engine *e, int key, bool *on, struct app_err *err);
 
 /* The last discovery error lines, joined by "; " (empty when none). */
 void engine_last_errors(struct engine *e, char *buf, size_t len);

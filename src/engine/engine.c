@@ -539,6 +539,20 @@ void engine_set_async(struct engine *e, bool on)
     pthread_mutex_unlock(&e->lock);
 }
 
+double engine_scale_rate(struct engine *e, double factor)
+{
+    double hz;
+
+    pthread_mutex_lock(&e->lock);
+    hz = e->o.rate_hz * factor;
+    hz = hz < 0.1 ? 0.1 : hz > 1000 ? 1000 : hz;
+    e->o.rate_hz = hz;
+    e->period_ns = (uint64_t)(1e9 / hz);
+    pthread_cond_broadcast(&e->cond);
+    pthread_mutex_unlock(&e->lock);
+    return hz;
+}
+
 double engine_rate(struct engine *e)
 {
     double hz;

@@ -6,7 +6,7 @@
  * Which ranks: every one with engine_opts.native (record --native, agent --native), at every
  * sampling pass; or those the monitor toggles with engine_set_native, at ENGINE_NATIVE_HZ only,
  * so that a job is not stopped a hundred times a second. A rank that cannot be traced keeps
- * its Python-only samples and says why once (engine_native_error).
+ * its Python-only samples and says why once (the view's native_err).
  *
  * Threads: the toggles and the error live under the engine lock; everything else is run by
  * the sampler thread, which owns each slot's native context. */
@@ -50,25 +50,13 @@ int engine_set_native(struct engine *e, int key, bool on, struct app_err *err)
     return 0;
 }
 
-bool engine_native_on(struct engine *e, int key)
+int engine_toggle_native(struct engine *e, int key, bool *on, struct app_err *err)
 {
-    bool on;
-
     pthread_mutex_lock(&e->lock);
-    on = engine_native_wanted_locked(e, key);
+    *on = !engine_native_wanted_locked(e, key);
     pthread_mutex_unlock(&e->lock);
-    return on;
-}
-
-bool engine_native_error(struct engine *e, int key, char *buf, size_t len)
-{
-    bool has;
-
-    pthread_mutex_lock(&e->lock);
-    has = e->native_err[0] && (!key || e->native_err_key == key);
-    snprintf(buf, len, "%s", has ? e->native_err : "");
-    pthread_mutex_unlock(&e->lock);
-    return has;
+    /* Only the UI thread toggles: nothing flips it between the two locks. */
+    return engine_set_native(e, key, *on, err);
 }
 
 bool engine_native_wanted_locked(const struct engine *e, int key)

@@ -828,7 +828,7 @@ int engine_remote_native(struct engine *e, int key, bool on, struct app_err *err
     if (rc == 0) {
         e->rnative[e->nrnative].key = key;
         e->rnative[e->nrnative++].on = on;
-        engine_native_toggle_locked(e, key, on); /* for engine_native_on */
+        engine_native_toggle_locked(e, key, on); /* for the views' native state */
     }
     pthread_mutex_unlock(&e->lock);
     return rc;

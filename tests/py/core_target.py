@@ -5,7 +5,7 @@ Usage: python3 -S core_target.py OUTDIR MODE   (runs unchanged on CPython 3.8 ..
 
 MODE block: the reporter thread writes OUTDIR/truth.json, then OUTDIR/ready, then blocks.
 MODE segv / abort: the reporter writes the truth with its own stack, then crashes on that same
-line (a read of address 0 through ctypes, or os.abort(): C calls, no Python frame above it).
+line (a read of kernel space through ctypes, or os.abort(): C calls, no Python frame above it).
 
 truth.json: {"threads": [{"name", "tid", "frames": [{"function", "file", "line"}]}]}, frames
 innermost first, function = co_qualname on 3.11+ and co_name before (what ranktop shows). The
@@ -21,6 +21,9 @@ import time
 
 MAX_LIFETIME = 600.0
 PARK = threading.Event()  # never set
+# A read here faults in every user process (it is kernel space); address 0 may be readable
+# where something maps page 0.
+BAD_ADDRESS = 0xFFFFFFFFFFFFF000
 
 
 def frames_of(f):
@@ -76,7 +79,7 @@ def crash(kind, outdir, truth):
 
     me = threading.current_thread()
     if kind == "segv":
-        truth.append({"name": me.name, "tid": me.native_id, "frames": frames_of(sys._getframe())}); publish(outdir, "truth.json", json.dumps({"threads": truth})); ctypes.c_char.from_address(0).value  # noqa: E702
+        truth.append({"name": me.name, "tid": me.native_id, "frames": frames_of(sys._getframe())}); publish(outdir, "truth.json", json.dumps({"threads": truth})); ctypes.c_char.from_address(BAD_ADDRESS).value  # noqa: E702
     else:
         truth.append({"name": me.name, "tid": me.native_id, "frames": frames_of(sys._getframe())}); publish(outdir, "truth.json", json.dumps({"threads": truth})); os.abort()  # noqa: E702
 

@@ -123,9 +123,12 @@ static void emit_text(const char *file, const struct corefile *c, const struct p
 
     printf("Core %s of process %d: %s\n", text_safe(file), c->info.pid,
            text_safe(c->info.psargs[0] ? c->info.psargs : c->info.fname));
-    if (c->info.signo > 0)
+    if (signal_tid(c))
         printf("Signal %d%s%s, thread %d\n", c->info.signo, sn ? " " : "", sn ? sn : "",
                signal_tid(c));
+    else if (c->info.signo > 0)
+        printf("Signal %d%s%s (the process was stopped to take the core, as gcore does)\n",
+               c->info.signo, sn ? " " : "", sn ? sn : "");
     printf("Python %s\n", text_safe(pyproc_version(p)));
     if (c->note)
         printf("Note: %s\n", text_safe(c->note));

@@ -9,7 +9,8 @@
  * bytes differ from the core's copy of them (the kernel dumps the first page of every mapped
  * ELF object) is another build and is not used. Memory is then an rmem image (corefile_mem):
  * the core's segments, and for the read-only file-backed parts the core left out (a program's
- * text), the files' bytes, all read with pread, so a file that shrinks meanwhile gives a
+ * text: a segment without bytes in a kernel's core, no segment at all in gdb's), the files'
+ * bytes, all read with pread, so a file that shrinks meanwhile gives a
  * short read, never SIGBUS. Nothing is ever written. One thread at a time per corefile. */
 #include "ranktop/corefile.h"
 #include "ranktop/tfile.h"
@@ -487,27 +488,71 @@ int corefile_open(const char *path, const struct core_opts *o, struct corefile *
     return 0;
 }
 
+/* The bytes [a, b) of map i, from its file (clipped to the file's length). */
+static void add_part(const struct corefile *c, struct rmem *m, size_t i, uint64_t a, uint64_t b)
+{
+    const struct core_map *f = &c->info.maps[i];
+    uint64_t off = f->offset + (a - f->start);
+
+    if (a >= b || c->map_fd[i] < 0 || off >= c->map_len[i] || off + (b - a) < off)
+        return;
+    if (b - a > c->map_len[i] - off) /* a mapping past the file's end has no bytes */
+        b = a + (c->map_len[i] - off);
+    rmem_image_add_file(m, a, c->map_fd[i], off, (size_t)(b - a));
+}
+
 /* The read-only bytes [lo, hi) of a segment the core left out, from the mapped files. */
 static void add_from_files(const struct corefile *c, struct rmem *m, uint64_t lo, uint64_t hi)
 {
     for (size_t i = 0; i < c->info.nmaps; i++) {
         const struct core_map *f = &c->info.maps[i];
-        uint64_t a = lo > f->start ? lo : f->start, b = hi < f->end ? hi : f->end, off;
 
-        if (a >= b || c->map_fd[i] < 0)
+        add_part(c, m, i, lo > f->start ? lo : f->start, hi < f->end ? hi : f->end);
+    }
+}
+
+static int seg_cmp(const void *a, const void *b)
+{
+    const struct core_seg *x = a, *y = b;
+
+    return x->vaddr < y->vaddr ? -1 : x->vaddr > y->vaddr;
+}
+
+/* The parts of each mapped file that no segment covers: gdb's gcore writes no segment at all
+ * for a mapping it holds unchanged from its file (a library's text, its unwind tables), where
+ * the kernel writes one with no bytes. sorted: the segments by address. */
+static void add_unsegmented(const struct corefile *c, struct rmem *m, const struct core_seg *sorted)
+{
+    for (size_t i = 0; i < c->info.nmaps; i++) {
+        const struct core_map *f = &c->info.maps[i];
+        uint64_t at = f->start;
+        size_t lo = 0, hi = c->info.nsegs;
+
+        if (c->map_fd[i] < 0)
             continue;
-        off = f->offset + (a - f->start);
-        if (off >= c->map_len[i] || off + (b - a) < off)
-            continue;
-        if (b - a > c->map_len[i] - off) /* a mapping past the file's end has no bytes */
-            b = a + (c->map_len[i] - off);
-        rmem_image_add_file(m, a, c->map_fd[i], off, (size_t)(b - a));
+        while (lo < hi) { /* the first segment that ends after the map starts */
+            size_t mid = (lo + hi) / 2;
+
+            if (sorted[mid].vaddr + sorted[mid].memsz <= f->start)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        for (size_t k = lo; k < c->info.nsegs && sorted[k].vaddr < f->end && at < f->end; k++) {
+            if (sorted[k].vaddr > at)
+                add_part(c, m, i, at, sorted[k].vaddr);
+            if (sorted[k].vaddr + sorted[k].memsz > at)
+                at = sorted[k].vaddr + sorted[k].memsz;
+        }
+        if (at < f->end)
+            add_part(c, m, i, at, f->end);
     }
 }
 
 struct rmem *corefile_mem(const struct corefile *c)
 {
     struct rmem *m = rmem_new_image();
+    struct core_seg *sorted = x_calloc(c->info.nsegs + 1, sizeof(*sorted));
 
     for (size_t i = 0; i < c->info.nsegs; i++) {
         const struct core_seg *s = &c->info.segs[i];
@@ -516,7 +561,11 @@ struct rmem *corefile_mem(const struct corefile *c)
             rmem_image_add_file(m, s->vaddr, c->fd, s->offset, (size_t)s->filesz);
         if (s->memsz > s->filesz && !(s->flags & PF_W))
             add_from_files(c, m, s->vaddr + s->filesz, s->vaddr + s->memsz);
+        sorted[i] = *s;
     }
+    qsort(sorted, c->info.nsegs, sizeof(*sorted), seg_cmp);
+    add_unsegmented(c, m, sorted);
+    free(sorted);
     return m;
 }
 

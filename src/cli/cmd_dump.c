@@ -139,7 +139,7 @@ static bool core_args_wrong(const struct dump_opts *o)
 {
     const char *bad =
         o->core && (o->npids || o->ranks)       ? "--core reads a file: not with -p or --ranks"
-        : o->core && (o->native || o->tasks)    ? "--native and --async do not read cores yet"
+        : o->core && o->tasks                   ? "--async does not read cores yet"
         : !o->core && (o->exe || o->lib_search) ? "--exe and --lib-search go with --core"
                                                 : NULL;
 
@@ -798,7 +798,7 @@ int cmd_dump(int argc, char **argv)
     if (rc < 0 && o.ranks && local)
         rc = add_ranks(&o) ? 2 : -1;
     if (rc < 0 && o.core)
-        rc = cmd_dump_core(o.core, o.exe, o.lib_search, o.json, &o.py);
+        rc = cmd_dump_core(o.core, o.exe, o.lib_search, o.json, o.native, &o.py);
     if (rc >= 0) {
         free(o.pids);
         cli_disc_fini(&o.disc);

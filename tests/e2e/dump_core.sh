@@ -2,7 +2,9 @@
 # dump --core on every interpreter (pyenv's 3.8-3.13 and Debian's static python3.11): a core
 # taken with gcore of a target whose threads are blocked where it wrote their stacks itself
 # (tests/py/core_target.py) gives those stacks exactly, by TID and thread name, after the
-# target is gone; the text output has the same threads. Then the core's mapped files found
+# target is gone, and with --native the same Python frames merged below native ones (gcore
+# writes no segment for unchanged library text: unwind tables come from the files); the text
+# output has the same threads. Then the core's mapped files found
 # elsewhere: libpython (or the program, with --exe) copied into a folder given with
 # --lib-search while the recorded path holds another build, which is refused by name. Then
 # cores cut short at a few places, and files that are not cores: one clear line, exit 1.
@@ -14,17 +16,23 @@ command -v gcore > /dev/null || fail "gcore (gdb) is not installed"
 
 # same_stacks DUMP.json TRUTH.json: every thread of the truth, found by TID, has its name and
 # frames (function, file, line), innermost first.
+# With a third argument (native), the Python frames among the merged ones are those, and each
+# thread's innermost frame is a native one (the lock wait in libc).
 same_stacks() {
-    python3 - "$1" "$2" << 'PY'
+    python3 - "$1" "$2" "${3:-}" << 'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))["processes"][0]
 truth = json.load(open(sys.argv[2]))["threads"]
+native = sys.argv[3] == "native"
 got = {t["tid"]: t for t in d["threads"]}
 bad = d["error"] is not None or d["reader"] != "core"
 for t in truth:
     g = got.get(t["tid"])
     want = [(f["function"], f["file"], f["line"]) for f in t["frames"]]
-    have = g and [(f["function"], f["file"], f["line"]) for f in g["frames"]]
+    have = g and [(f["function"], f["file"], f["line"]) for f in g["frames"] if f.get("kind", "python") == "python"]
+    if native and g and (not g["frames"] or g["frames"][0]["kind"] != "native" or not g["frames"][0]["address"].startswith("0x")):
+        bad = True
+        print("thread", t["tid"], "no native frame first:", g["frames"][:2], file=sys.stderr)
     if not g or g["name"] != t["name"] or have != want:
         bad = True
         print("thread", t["tid"], t["name"], "want", want[:4], "got", g and g["name"], (have or [])[:4], file=sys.stderr)
@@ -57,6 +65,8 @@ for py in $ALL_PYTHONS; do
     run_rc 0 "$RANKTOP_BIN" dump --core "$C" --json
     cp "$WORK/out" "$D/dump.json"
     same_stacks "$D/dump.json" "$D/truth.json" || fail "$py: the core's stacks are not the target's"
+    run_rc 0 "$RANKTOP_BIN" dump --core "$C" --json --native
+    same_stacks "$WORK/out" "$D/truth.json" native || fail "$py: --native: the core's stacks are not the target's"
     run_rc 0 "$RANKTOP_BIN" dump --core "$C"
     for name in MainThread waiter deep; do
         grep -q "^Thread [0-9]* \"$name\"" "$WORK/out" || fail "$py: text: no thread $name"

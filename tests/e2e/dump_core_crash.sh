@@ -3,7 +3,7 @@
 # address through ctypes) and SIGABRT (os.abort()), on one shared-libpython interpreter and Debian's
 # static python3.11. The crashing thread wrote its own stack (and the others') just before,
 # on the line that crashes: dump --core gives those stacks, names the signal and says which
-# thread it came to. Needs root: kernel.core_pattern is set to a file in the test's folder
+# thread it came to; with --native that thread's innermost frames are native (abort). Needs root: kernel.core_pattern is set to a file in the test's folder
 # for the test and restored on every exit (skipped, status 77, without root).
 . "$(dirname "$0")/lib.sh"
 
@@ -59,6 +59,11 @@ if bad:
     print(json.dumps(d["core"]), file=sys.stderr)
 sys.exit(1 if bad else 0)
 PY
+        # --native: the crashing thread's innermost frames are native (abort's, or the
+        # ctypes read's), its Python frames the same, after them.
+        run_rc 0 "$RANKTOP_BIN" dump --core "$C" --json --native
+        json_check "$WORK/out" "(t := [t for t in d['processes'][0]['threads'] if t['name'] == 'reporter'][0])['frames'][0]['kind'] == 'native' and $([ $kind = abort ] && echo "any((f['function'] or '') == 'abort' for f in t['frames'])" || echo True) and [f['function'] for f in t['frames'] if f['kind'] == 'python'][:1] == ['crash']" ||
+            fail "$py $kind: --native: the crashing thread's frames"
         run_rc 0 "$RANKTOP_BIN" dump --core "$C"
         name=$([ $kind = segv ] && echo SIGSEGV || echo SIGABRT)
         grep -q "^Signal $sig $name, thread [0-9]" "$WORK/out" || fail "$py $kind: no signal line"

@@ -71,7 +71,7 @@ static void dump_usage(FILE *f)
 {
     fputs("usage: ranktop dump -p PID[,PID...] [options]\n"
           "       ranktop dump --ranks [--match REGEX] [--hosts LIST] [options]\n"
-          "       ranktop dump --core FILE [--exe PYTHON] [--lib-search DIR] [--native] [--json]\n"
+          "       ranktop dump --core FILE [--exe PYTHON] [--lib-search DIR] [options]\n"
           "\n"
           "Prints every thread's Python stack of each process, innermost frame first,\n"
           "without stopping the process.\n"

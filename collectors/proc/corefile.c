@@ -408,21 +408,6 @@ static bool try_file(struct corefile *c, size_t i, const char *path, char *why, 
     return true;
 }
 
-/* The same file mapped earlier (one object has several maps): shares its descriptor. */
-static bool same_as_earlier(struct corefile *c, size_t i)
-{
-    for (size_t k = 0; k < i; k++)
-        if (!strcmp(c->info.maps[k].path, c->info.maps[i].path)) {
-            if (c->map_fd[k] < 0)
-                return c->map_local[k] == NULL; /* tried already, not found */
-            c->map_fd[i] = dup(c->map_fd[k]);
-            c->map_local[i] = x_strdup(c->map_local[k]);
-            c->map_len[i] = c->map_len[k];
-            return c->map_fd[i] >= 0;
-        }
-    return false;
-}
-
 static void open_map(struct corefile *c, size_t i, const struct core_opts *o, char *why,
                      size_t nwhy)
 {
@@ -430,7 +415,7 @@ static void open_map(struct corefile *c, size_t i, const struct core_opts *o, ch
     char buf[PATH_MAX];
 
     c->map_fd[i] = -1;
-    if (same_as_earlier(c, i) || rec[0] != '/')
+    if (rec[0] != '/')
         return;
     if (o->exe && c->exe_map >= 0 && !strcmp(rec, c->info.maps[c->exe_map].path)) {
         try_file(c, i, o->exe, why, nwhy);
@@ -444,19 +429,55 @@ static void open_map(struct corefile *c, size_t i, const struct core_opts *o, ch
     try_file(c, i, rec, why, nwhy);
 }
 
+struct byname {
+    const char *path;
+    size_t i;
+};
+
+static int byname_cmp(const void *a, const void *b)
+{
+    const struct byname *x = a, *y = b;
+    int d = strcmp(x->path, y->path);
+
+    return d ? d : x->i < y->i ? -1 : x->i > y->i;
+}
+
+/* Opens each mapped file once: the maps of one file (an object has several) are grouped by a
+ * sort, not compared pairwise (a hostile core may name a million maps), and share the first
+ * one's descriptor (a dup each could run out of descriptors). */
 static void open_maps(struct corefile *c, const struct core_opts *o)
 {
     char why[PATH_MAX + 96] = "";
     size_t n = c->info.nmaps ? c->info.nmaps : 1;
+    struct byname *v = x_calloc(n, sizeof(*v));
 
     c->map_fd = x_calloc(n, sizeof(*c->map_fd));
     c->map_local = x_calloc(n, sizeof(*c->map_local));
     c->map_len = x_calloc(n, sizeof(*c->map_len));
+    c->map_same = x_calloc(n, sizeof(*c->map_same));
     c->exe_map = c->info.at_phdr ? corefile_map_at(c, c->info.at_phdr) : -1;
     if (c->exe_map < 0 && c->info.nmaps)
         c->exe_map = 0; /* the kernel lists mappings by address: the program's come first */
     for (size_t i = 0; i < c->info.nmaps; i++)
+        v[i] = (struct byname){c->info.maps[i].path, i};
+    qsort(v, c->info.nmaps, sizeof(*v), byname_cmp);
+    for (size_t k = 0; k < c->info.nmaps; k++) {
+        size_t i = v[k].i;
+
+        c->map_same[i] = -1;
+        if (k > 0 && !strcmp(v[k - 1].path, v[k].path)) {
+            size_t first =
+                c->map_same[v[k - 1].i] >= 0 ? (size_t)c->map_same[v[k - 1].i] : v[k - 1].i;
+
+            c->map_same[i] = (long)first;
+            c->map_fd[i] = c->map_fd[first];
+            c->map_local[i] = c->map_local[first];
+            c->map_len[i] = c->map_len[first];
+            continue;
+        }
         open_map(c, i, o, why, sizeof(why));
+    }
+    free(v);
     if (why[0])
         c->note = x_strdup(why);
 }
@@ -573,11 +594,14 @@ void corefile_free(struct corefile *c)
 {
     if (!c)
         return;
-    for (size_t i = 0; c->map_fd && i < c->info.nmaps; i++) {
+    for (size_t i = 0; c->map_same && i < c->info.nmaps; i++) {
+        if (c->map_same[i] >= 0) /* shares the first map's file */
+            continue;
         if (c->map_fd[i] >= 0)
             close(c->map_fd[i]);
         free(c->map_local[i]);
     }
+    free(c->map_same);
     free(c->map_fd);
     free(c->map_local);
     free(c->map_len);

@@ -78,6 +78,7 @@ struct corefile {
     int *map_fd;       /* per map: the file opened for it, or -1 */
     char **map_local;  /* per map: the path it was opened at, or NULL */
     uint64_t *map_len; /* per map: the opened file's length */
+    long *map_same;    /* per map: the first map of the same file, whose file it shares; -1 */
     long exe_map;      /* the map of the executable, -1 when unknown */
     char *note;        /* what the loader could not do, that a reader may want said; or NULL */
 };

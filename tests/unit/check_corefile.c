@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -197,6 +198,50 @@ START_TEST(test_corrupted)
 }
 END_TEST
 
+/* A core whose NT_FILE names MANY_MAPS maps of one file (the mapped file of setup): opened in
+ * one pass, one descriptor for them all. Compared pairwise (as the first loader did) they took
+ * minutes; a descriptor each would pass the limit of open files. */
+#define MANY_MAPS 200000u
+
+START_TEST(test_many_maps)
+{
+    size_t plen = strlen(mapped) + 1, prs = 112 + SYN_NREGS * 8 + 8;
+    size_t fsz = 16 + (size_t)MANY_MAPS * (24 + plen);
+    size_t notes = 20 + prs + 20 + ((fsz + 3) & ~(size_t)3), len = 64 + 56 + notes, at = 120, d;
+    uint8_t *b = calloc(1, len);
+    Elf64_Ehdr eh = {0};
+    Elf64_Phdr ph = {0};
+    struct corefile *c;
+    struct app_err err = {0};
+    struct rlimit rl = {64, 64};
+
+    ck_assert_ptr_nonnull(b);
+    memcpy(&eh, core, sizeof(eh));
+    eh.e_phnum = 1;
+    memcpy(b, &eh, sizeof(eh));
+    ph = (Elf64_Phdr){.p_type = PT_NOTE, .p_offset = 120, .p_filesz = notes};
+    memcpy(b + 64, &ph, sizeof(ph));
+    d = syn_note(b, &at, NT_PRSTATUS, prs);
+    syn_put32(b + d + 32, 100);
+    d = syn_note(b, &at, 0x46494c45u, fsz);
+    syn_put64(b + d, MANY_MAPS);
+    syn_put64(b + d + 8, SYN_PAGE);
+    for (size_t i = 0; i < MANY_MAPS; i++) {
+        syn_put64(b + d + 16 + i * 24, SYN_TEXT + i * SYN_PAGE);
+        syn_put64(b + d + 16 + i * 24 + 8, SYN_TEXT + (i + 1) * SYN_PAGE);
+        memcpy(b + d + 16 + (size_t)MANY_MAPS * 24 + i * plen, mapped, plen);
+    }
+    write_file(corepath, b, len);
+    free(b);
+    ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &rl), 0); /* this forked test's own limit */
+    ck_assert_msg(corefile_open(corepath, NULL, &c, &err) == 0, "%s", err.msg);
+    ck_assert_uint_eq(c->info.nmaps, MANY_MAPS);
+    ck_assert_int_ge(c->map_fd[MANY_MAPS - 1], 0);
+    ck_assert_int_eq(c->map_fd[MANY_MAPS - 1], c->map_fd[0]);
+    corefile_free(c);
+}
+END_TEST
+
 static Suite *corefile_suite(void)
 {
     Suite *s = suite_create("corefile");
@@ -208,6 +253,7 @@ static Suite *corefile_suite(void)
     tcase_add_test(tc, test_other_build);
     tcase_add_test(tc, test_truncated);
     tcase_add_test(tc, test_corrupted);
+    tcase_add_test(tc, test_many_maps);
     suite_add_tcase(s, tc);
     return s;
 }

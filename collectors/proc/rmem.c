@@ -2,8 +2,10 @@
  *
  * Owns the mapping of system errors to app_status (ESRCH -> GONE, EPERM -> PERM, EFAULT and
  * short reads -> STALE) and the read counters the benchmarks report. It only ever reads: no
- * process_vm_writev, no ptrace. A struct rmem is used by one thread at a time. Images (for
- * unit tests of layouts no installed interpreter has) are sorted lists of local regions.
+ * process_vm_writev, no ptrace. A struct rmem is used by one thread at a time. Images are
+ * lists of regions: local copies (unit tests of layouts no installed interpreter has), or
+ * ranges of files read with pread (a core file's segments and the files it mapped,
+ * corefile.c); a read runs on across adjacent regions.
  *
  * Two readers, the same bounds and the same answers: process_vm_readv, and pread on
  * /proc/PID/mem where that call is unavailable to ranktop while the file is readable: an

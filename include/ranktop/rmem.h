@@ -1,4 +1,4 @@
-/* Bounded reads of another process's memory, and of local memory images for tests.
+/* Bounded reads of another process's memory, and of memory images (tests, core files).
  *
  * A struct rmem belongs to one thread. Reads never write into the target. Errors map once,
  * here: ESRCH -> APP_E_GONE, EPERM -> APP_E_PERM, EFAULT or short read -> APP_E_STALE. */

@@ -1,4 +1,7 @@
-/* Native frames of a recorded thread: the first thread of an ELF core file (as the kernel or
+/* Native frames of recorded threads. native_core_open and native_core_thread: every thread of
+ * a core that collectors/proc/corefile.c opened (its registers, its memory image, its mapped
+ * files found on this machine for tables and symbols), for `dump --core --native`.
+ * native_core_unwind: the first thread of an ELF core file (as the kernel or
  * qemu-user writes one), unwound with the live unwinder's accessors and table search
  * (unwind.c's native_walk_mem), the core as the memory. The core gives the registers (the
  * first NT_PRSTATUS note) and the memory it holds (PT_LOAD segments with file contents); the
@@ -13,6 +16,8 @@
 #include "arch.h"
 #include "native_priv.h"
 
+#include "ranktop/corefile.h"
+#include "ranktop/procmaps.h"
 #include "ranktop/util.h"
 
 #include <elf.h>
@@ -198,4 +203,63 @@ int native_core_unwind(const char *core, const char *program, struct native_stac
     free(pbuf);
     free(im);
     return rc;
+}
+
+struct native_core {
+    const struct corefile *c;
+    struct rmem *mem;
+    struct native_syms *syms;
+};
+
+static size_t nc_read(void *src, uint64_t addr, void *buf, size_t len)
+{
+    long got = rmem_read_some(((struct native_core *)src)->mem, addr, buf, len);
+
+    return got > 0 ? (size_t)got : 0;
+}
+
+static bool nc_ehframe(void *src, uint64_t ip, uint64_t *hdr, uint64_t *start, uint64_t *end)
+{
+    return native_syms_ehframe(((struct native_core *)src)->syms, ip, hdr, start, end);
+}
+
+struct native_core *native_core_open(const struct corefile *c)
+{
+    struct native_core *nc = x_calloc(1, sizeof(*nc));
+    struct procmaps maps = {x_calloc(c->info.nmaps + 1, sizeof(*maps.v)), c->info.nmaps};
+
+    /* The maps as symbols.c reads them: each path the local file found, else a name that
+     * is no path (no symbols, no tables: the unwinder then looks by itself). */
+    for (size_t i = 0; i < c->info.nmaps; i++) {
+        const struct core_map *m = &c->info.maps[i];
+
+        maps.v[i] = (struct procmap){.start = m->start, .end = m->end, .offset = m->offset};
+        memcpy(maps.v[i].perms, "r-xp", 5);
+        maps.v[i].path = x_strdup(c->map_local[i] ? c->map_local[i] : "[not found]");
+    }
+    nc->c = c;
+    nc->mem = corefile_mem(c);
+    nc->syms = native_syms_open_maps(&maps);
+    return nc;
+}
+
+void native_core_thread(struct native_core *nc, size_t i, struct native_stack *out)
+{
+    const struct core_thread *t = &nc->c->info.threads[i];
+    struct native_mem mem = {nc_read, nc_ehframe, nc};
+    struct arch_regs regs;
+
+    memset(&regs, 0, sizeof(regs));
+    memcpy(regs.u.raw, t->regs, t->nregs * sizeof(t->regs[0]));
+    native_walk_mem(&mem, &regs, out);
+    native_symbolize(nc->syms, out);
+}
+
+void native_core_close(struct native_core *nc)
+{
+    if (!nc)
+        return;
+    native_syms_close(nc->syms);
+    rmem_free(nc->mem);
+    free(nc);
 }

@@ -9,6 +9,7 @@
 
 struct native_syms;
 struct arch_regs;
+struct procmaps;
 
 /* Where the unwinder reads a thread's memory and finds unwind tables: the live process
  * (process_vm_readv, the objects its maps name) or a recorded state such as a core file.
@@ -35,6 +36,9 @@ struct native_ctx {
 /* Symbols of pid's mapped objects, loaded the first time an address falls in each one. */
 int native_syms_open(int pid, struct native_syms **out, struct app_err *err);
 void native_syms_close(struct native_syms *s);
+/* Symbols over recorded maps (a core's): pid 0, each map's path the local file to read (or
+ * not starting with '/' when there is none); maps are taken over. */
+struct native_syms *native_syms_open_maps(struct procmaps *maps);
 
 /* The notes gathered since the last call, one line each (see native_take_notes); NULL when
  * none. The caller frees them. */

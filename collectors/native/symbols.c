@@ -104,6 +104,17 @@ int native_syms_open(int pid, struct native_syms **out, struct app_err *err)
     return 0;
 }
 
+struct native_syms *native_syms_open_maps(struct procmaps *maps)
+{
+    struct native_syms *s = x_calloc(1, sizeof(*s));
+
+    s->maps = *maps;
+    memset(maps, 0, sizeof(*maps));
+    snprintf(s->root, sizeof(s->root), "/");
+    s->left = (struct budget){ALL_TAB_BYTES, ALL_NAME_BYTES, ALL_SYMS};
+    return s;
+}
+
 /* Says once per object why some of its symbols are missing (a line for the user). */
 static void note(struct native_syms *s, struct object *o, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -566,7 +577,10 @@ static struct object *object_of(struct native_syms *s, const struct procmap *m)
     /* procmaps_file_path finds the very file mapped (device and inode checked): in the
      * target's root, in ours for a target chrooted below ours (its maps name our paths), or
      * through map_files; tfile then opens it without blocking, as a regular file only. */
-    rc = procmaps_file_path(s->pid, m, full, sizeof(full));
+    if (s->pid > 0)
+        rc = procmaps_file_path(s->pid, m, full, sizeof(full));
+    else /* recorded maps: the path is the local file found for it */
+        rc = snprintf(full, sizeof(full), "%s", path) < (int)sizeof(full) ? 0 : APP_E_NOTFOUND;
     if (rc == 0)
         rc = with_image(s, o, NULL, full, 0, parse_elf, &l);
     if (rc == 0)
@@ -658,7 +672,7 @@ static const struct procmap *map_fresh(struct native_syms *s, uint64_t ip)
     uint64_t now = clock_mono_ns();
     struct procmaps fresh;
 
-    if (m || now - s->maps_read_ns < MAPS_REREAD_NS)
+    if (m || s->pid <= 0 || now - s->maps_read_ns < MAPS_REREAD_NS)
         return m;
     s->maps_read_ns = now;
     if (procmaps_read(s->pid, &fresh, NULL) == 0) {
@@ -698,7 +712,7 @@ void native_symbolize(struct native_syms *s, struct native_stack *st)
     bool reread = false;
 
     for (size_t i = 0; i < st->n; i++) {
-        if (!map_of(&s->maps, st->frames[i].ip) && !reread) { /* a library loaded since */
+        if (!map_of(&s->maps, st->frames[i].ip) && !reread && s->pid > 0) { /* loaded since */
             struct procmaps m;
 
             reread = true;

@@ -2,8 +2,10 @@
  *
  * Owns the mapping of system errors to app_status (ESRCH -> GONE, EPERM -> PERM, EFAULT and
  * short reads -> STALE) and the read counters the benchmarks report. It only ever reads: no
- * process_vm_writev, no ptrace. A struct rmem is used by one thread at a time. Images (for
- * unit tests of layouts no installed interpreter has) are sorted lists of local regions.
+ * process_vm_writev, no ptrace. A struct rmem is used by one thread at a time. Images are
+ * lists of regions: local copies (unit tests of layouts no installed interpreter has), or
+ * ranges of files read with pread (a core file's segments and the files it mapped,
+ * corefile.c); a read runs on across adjacent regions.
  *
  * Two readers, the same bounds and the same answers: process_vm_readv, and pread on
  * /proc/PID/mem where that call is unavailable to ranktop while the file is readable: an
@@ -42,7 +44,9 @@
 struct rmem_region {
     uint64_t addr;
     size_t len;
-    uint8_t *data;
+    uint8_t *data; /* owned copy; NULL for a file region */
+    int fd;        /* a file region: borrowed descriptor read with pread at off; else -1 */
+    uint64_t off;
 };
 
 enum rmem_way { WAY_UNDECIDED, WAY_VM, WAY_MEM };
@@ -151,7 +155,14 @@ void rmem_image_add(struct rmem *m, uint64_t addr, const void *data, size_t len)
     r->addr = addr;
     r->len = len;
     r->data = x_malloc(len);
+    r->fd = -1;
     memcpy(r->data, data, len);
+}
+
+void rmem_image_add_file(struct rmem *m, uint64_t addr, int fd, uint64_t off, size_t len)
+{
+    m->regions = x_reallocarray(m->regions, m->nregions + 1, sizeof(*m->regions));
+    m->regions[m->nregions++] = (struct rmem_region){addr, len, NULL, fd, off};
 }
 
 int rmem_image_write(struct rmem *m, uint64_t addr, const void *data, size_t len)
@@ -159,7 +170,8 @@ int rmem_image_write(struct rmem *m, uint64_t addr, const void *data, size_t len
     for (size_t i = 0; i < m->nregions; i++) {
         struct rmem_region *r = &m->regions[i];
 
-        if (addr >= r->addr && addr - r->addr <= r->len && len <= r->len - (addr - r->addr)) {
+        if (r->data && addr >= r->addr && addr - r->addr <= r->len &&
+            len <= r->len - (addr - r->addr)) {
             memcpy(r->data + (addr - r->addr), data, len);
             return 0;
         }
@@ -197,8 +209,9 @@ static int errno_status(int e)
     }
 }
 
-/* Copies as much of [addr, addr+len) as the image holds contiguously from addr. */
-static size_t image_read(const struct rmem *m, uint64_t addr, void *buf, size_t len)
+/* Reads [addr, addr + len) from the one region that holds addr: the bytes it has there (a file
+ * region's pread may give fewer, the file being shorter than the core said), 0 when none does. */
+static size_t region_read(const struct rmem *m, uint64_t addr, void *buf, size_t len)
 {
     for (size_t i = 0; i < m->nregions; i++) {
         const struct rmem_region *r = &m->regions[i];
@@ -206,12 +219,35 @@ static size_t image_read(const struct rmem *m, uint64_t addr, void *buf, size_t 
         if (addr >= r->addr && addr - r->addr < r->len) {
             size_t off = (size_t)(addr - r->addr);
             size_t n = r->len - off < len ? r->len - off : len;
+            ssize_t got;
 
-            memcpy(buf, r->data + off, n);
-            return n;
+            if (r->data) {
+                memcpy(buf, r->data + off, n);
+                return n;
+            }
+            if (r->off + off > (uint64_t)INT64_MAX)
+                return 0;
+            got = pread(r->fd, buf, n, (off_t)(r->off + off));
+            return got > 0 ? (size_t)got : 0;
         }
     }
     return 0;
+}
+
+/* Copies as much of [addr, addr+len) as the image holds contiguously from addr, across
+ * adjacent regions (a core's segments split one object's memory where its mappings do). */
+static size_t image_read(const struct rmem *m, uint64_t addr, void *buf, size_t len)
+{
+    size_t done = 0;
+
+    while (done < len) {
+        size_t got = region_read(m, addr + done, (uint8_t *)buf + done, len - done);
+
+        if (got == 0)
+            break;
+        done += got;
+    }
+    return done;
 }
 
 /* Opens /proc/PID/mem anew; 0 or -errno (ESRCH for a process that is not there). */

@@ -98,17 +98,17 @@ static uint32_t version_from_path(const char *path)
 
 /* Finds "3.X.Y (" -- the start of sys.version, which Py_GetVersion() formats into a static
  * buffer at start-up -- in the remote .bss. Used for 3.8-3.10, which export no Py_Version. */
-static uint32_t version_from_bss(struct rmem *m, const struct pycand *c, uint64_t bias)
+static uint32_t version_from_bss(struct rmem *m, const struct elf_info *elf, uint64_t bias)
 {
-    size_t len = c->elf.bss_size < (4u << 20) ? (size_t)c->elf.bss_size : (4u << 20);
+    size_t len = elf->bss_size < (4u << 20) ? (size_t)elf->bss_size : (4u << 20);
     uint8_t *buf;
     uint32_t v = 0;
     long got;
 
-    if (!c->elf.bss_addr || len < 16)
+    if (!elf->bss_addr || len < 16)
         return 0;
     buf = x_malloc(len);
-    got = rmem_read_some(m, bias + c->elf.bss_addr, buf, len);
+    got = rmem_read_some(m, bias + elf->bss_addr, buf, len);
     for (long i = 0; i + 8 < got && !v; i++) {
         unsigned maj, min, mic;
         char tail[3] = "";
@@ -128,8 +128,8 @@ static uint32_t version_from_bss(struct rmem *m, const struct pycand *c, uint64_
 
 /* Reads the version from the cookie-prefixed debug offsets (3.13+), Py_Version (3.11+), the
  * PY_VERSION literal in .rodata, or the file name, in that order. */
-static uint32_t detect_version(struct rmem *m, const struct pycand *c, uint64_t runtime,
-                               uint64_t bias)
+uint32_t pylocate_version(struct rmem *m, const struct elf_info *elf, const char *path,
+                          uint64_t runtime, uint64_t bias)
 {
     uint8_t head[16];
     uint32_t v = 0;
@@ -139,14 +139,13 @@ static uint32_t detect_version(struct rmem *m, const struct pycand *c, uint64_t 
         if (v >> 24 == 3)
             return v;
     }
-    if (c->elf.py_version && rmem_read(m, bias + c->elf.py_version, &v, sizeof(v)) == 0 &&
-        v >> 24 == 3)
+    if (elf->py_version && rmem_read(m, bias + elf->py_version, &v, sizeof(v)) == 0 && v >> 24 == 3)
         return v;
-    if (c->elf.version[0] && (v = version_from_text(c->elf.version)) != 0)
+    if (elf->version[0] && (v = version_from_text(elf->version)) != 0)
         return v;
-    if (runtime && (v = version_from_bss(m, c, bias)) != 0)
+    if (runtime && (v = version_from_bss(m, elf, bias)) != 0)
         return v;
-    return version_from_path(c->path);
+    return version_from_path(path);
 }
 
 /* The owner of pid from /proc/PID/status, or -1. */
@@ -285,7 +284,7 @@ static int attach_found(int pid, const struct procmaps *maps, struct pycand *c,
         return rc == APP_E_PERM ? perm_message(pid, err)
                                 : app_err_set(err, rc, "process %d exited", pid);
     }
-    version = detect_version(m, c, runtime, bias);
+    version = pylocate_version(m, &c->elf, c->path, runtime, bias);
     if (!runtime || !version) {
         char vt[24];
 

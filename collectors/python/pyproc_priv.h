@@ -202,6 +202,10 @@ struct pyproc {
     uint64_t cpu_seen;    /* the clock at its last read */
     uint64_t last_digest; /* the thread idents and chain keys of the last sample */
 
+    /* A core (pycore.c): pid is 0, and the kernel TIDs of its threads are these; NULL else. */
+    int *core_tids;
+    size_t ncore_tids;
+
     uint64_t stat_samples, stat_torn, stat_dropped, stat_reused, stat_prefetched;
     uint64_t walk_seq; /* samples begun: what a hint's fetched_seq and walked_seq count */
 };
@@ -212,6 +216,13 @@ struct pyproc {
 int pyproc_open_mem(struct rmem *mem, int pid, uint64_t runtime, uint64_t pycode_type,
                     uint32_t version_hex, const struct pyproc_opts *opts, struct pyproc **out,
                     struct app_err *err);
+
+/* The target's PY_VERSION_HEX: from the 3.13+ debug offsets at runtime, Py_Version (3.11+),
+ * the version text of elf (the object at path, loaded with bias), its .bss, or path's name;
+ * 0 when none says. pylocate.c. */
+struct elf_info;
+uint32_t pylocate_version(struct rmem *m, const struct elf_info *elf, const char *path,
+                          uint64_t runtime, uint64_t bias);
 
 /* Walks one thread's frames into p->raw. The thread state is re-read (from 3.11 in the same
  * system call as the top frame and the newest data-stack chunk); `guess` is an earlier copy

@@ -478,6 +478,11 @@ static void describe_thread(struct pyproc *p, struct pythread *t, uint64_t inter
     if (p->pid <= 0) { /* a memory image: no /proc to consult */
         if (p->L.ts.native_id >= 0)
             t->tid = bytes_load_i32(ts + p->L.ts.native_id);
+        if (p->core_tids) { /* a core: TIDs through glibc's struct pthread, names in memory */
+            t->tid = pytask_tid(p, t->ident, ts);
+            if (!p->opts.no_names)
+                t->name = pytask_name(p, p->main_interp ? p->main_interp : interp, t->ident);
+        }
         return;
     }
     t->tid = pytask_tid(p, t->ident, ts);

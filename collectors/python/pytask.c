@@ -102,6 +102,12 @@ static int ns_translate(struct pyproc *p, int inner)
 
 static bool task_exists(struct pyproc *p, int inner)
 {
+    if (p->pid <= 0) { /* a core: its threads are those it recorded */
+        for (size_t i = 0; i < p->ncore_tids; i++)
+            if (p->core_tids[i] == inner)
+                return true;
+        return false;
+    }
     return procscan_thread_of(p->pid, ns_translate(p, inner));
 }
 
@@ -287,4 +293,5 @@ void pytask_fini(struct pyproc *p)
     free(p->tids);
     free(p->ns_inner);
     free(p->ns_outer);
+    free(p->core_tids);
 }

@@ -66,10 +66,10 @@ _ranktop()
         COMPREPLY=($(compgen -W "$(ps -e -o pid= 2> /dev/null)" -- "$cur"))
         ;;
     -o | --output | --nvidia-smi-file | --npu-smi-file | --hostfile | --trigger-file | \
-        --nvidia-smi | --npu-smi | --remote-ranktop)
+        --nvidia-smi | --npu-smi | --remote-ranktop | --core | --exe)
         COMPREPLY=($(compgen -f -- "$cur"))
         ;;
-    --export-dir | --ship-dir)
+    --export-dir | --ship-dir | --lib-search)
         COMPREPLY=($(compgen -d -- "$cur"))
         ;;
     -r | --rate | -i | --interval | -d | --duration | --hang-after | --history | --match | \
@@ -97,7 +97,7 @@ _ranktop()
         ;;
     demo) flags=$monitor ;;
     ls) flags="-j --json -h --help $disc $nodes" ;;
-    dump) flags="--ranks --native --async -j --json --max-frames -h --help $disc $nodes" ;;
+    dump) flags="--ranks --native --async --core --exe --lib-search -j --json --max-frames -h --help $disc $nodes" ;;
     record)
         flags="-o --output -i --interval -r --rate -d --duration -f --format --all-threads
             --gpu-usage --npu-usage --cpu-mem-usage --gil-stats --gil --idle --nonblocking

@@ -73,6 +73,17 @@ void native_stack_fini(struct native_stack *s);
 int native_core_unwind(const char *core, const char *program, struct native_stack *out,
                        struct app_err *err);
 
+/* Native stacks of the threads of an ELF core (ranktop/corefile.h): each NT_PRSTATUS
+ * thread's registers unwound over the core's memory image, with the unwind tables and symbols
+ * of the mapped files the core's loader found. */
+struct corefile;
+struct native_core;
+struct native_core *native_core_open(const struct corefile *c);
+/* Unwinds and names the core's thread i (in its NT_PRSTATUS order) into out. Names are owned
+ * by nc. */
+void native_core_thread(struct native_core *nc, size_t i, struct native_stack *out);
+void native_core_close(struct native_core *nc);
+
 /* One frame of a merged stack: a Python frame, or a native frame kept around them. */
 struct merged_frame {
     bool native;

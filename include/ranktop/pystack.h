@@ -116,6 +116,16 @@ void pyproc_get_stats(const struct pyproc *p, struct pyproc_stats *st);
  * For what `ranktop ls` says before reading any target. Static strings. */
 const char *pyproc_reader_probe(const char **why);
 
+/* Opens a reader over an ELF core (ranktop/corefile.h) of a Python process: locates libpython
+ * or the executable among the core's mapped files and _PyRuntime in it, as pyproc_open does for
+ * a live process. pyproc_sample then reads the process as it was when the core was written
+ * (TIDs from the core, no running/idle state). core must outlive *out. Returns 0, or
+ * APP_E_NOTPY / APP_E_NOTFOUND (a file the core needs is not on this machine) / APP_E_VERSION
+ * with a line in err. */
+struct corefile;
+int pyproc_open_core(const struct corefile *core, const struct pyproc_opts *opts,
+                     struct pyproc **out, struct app_err *err);
+
 /* The supported range as text, for error messages ("3.8 to 3.14"). */
 const char *pyproc_supported_range(void);
 

@@ -1,4 +1,4 @@
-/* Bounded reads of another process's memory, and of local memory images for tests.
+/* Bounded reads of another process's memory, and of memory images (tests, core files).
  *
  * A struct rmem belongs to one thread. Reads never write into the target. Errors map once,
  * here: ESRCH -> APP_E_GONE, EPERM -> APP_E_PERM, EFAULT or short read -> APP_E_STALE. */
@@ -45,6 +45,11 @@ struct rmem *rmem_new_image(void);
 
 /* Copies len bytes into the image at addr (test images only). */
 void rmem_image_add(struct rmem *m, uint64_t addr, const void *data, size_t len);
+
+/* Adds the region [addr, addr + len) read from the file fd at offset off with pread: a core
+ * file's segment, or a mapped file's bytes that the core left out. fd is borrowed: the caller
+ * keeps it open for the life of m. A read past the file's end is a short read. */
+void rmem_image_add_file(struct rmem *m, uint64_t addr, int fd, uint64_t off, size_t len);
 
 /* Overwrites bytes inside an existing image region (tests that make memory change under the
  * reader). Returns 0 or APP_E_NOTFOUND when the range is not inside one region. */

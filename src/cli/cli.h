@@ -3,9 +3,16 @@
 #ifndef RANKTOP_CLI_H
 #define RANKTOP_CLI_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 int cmd_dump(int argc, char **argv);
+/* `ranktop dump --core FILE`: every thread's Python stack from a core (cmd_dump_core.c), with
+ * native frames merged in when native. exe and lib_search may be NULL; py the reader's
+ * options. Returns the exit status. */
+struct pyproc_opts;
+int cmd_dump_core(const char *core, const char *exe, const char *lib_search, bool json, bool native,
+                  const struct pyproc_opts *py);
 int cmd_ls(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 int cmd_monitor(int argc, char **argv);

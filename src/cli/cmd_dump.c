@@ -31,13 +31,14 @@ struct dump_opts {
     int *pids;
     int npids;
     bool json, ranks, native, tasks;
+    const char *core, *exe, *lib_search; /* --core: a core file instead of processes */
     struct pyproc_opts py;
     struct discovery_opts disc; /* --ranks: how to find them (ls's flags); its -p are ours */
     struct cli_hosts hosts;
     struct engine_remote_opts remote;
 };
 
-enum { OPT_MAX_FRAMES = 0x2000, OPT_RANKS, OPT_NATIVE, OPT_ASYNC };
+enum { OPT_MAX_FRAMES = 0x2000, OPT_RANKS, OPT_NATIVE, OPT_ASYNC, OPT_CORE, OPT_EXE, OPT_LIBS };
 
 static const struct cli_opt dump_opts_table[] = {
     {'p', "pid", "PID[,PID...]", "processes to read (repeatable)"},
@@ -50,6 +51,14 @@ static const struct cli_opt dump_opts_table[] = {
     {OPT_ASYNC, "async", NULL,
      "asyncio tasks too, under the thread running their loop: name, state, awaiting tasks and "
      "await chain (3.8-3.15, free-threaded 3.14t and 3.15t)"},
+    {OPT_CORE, "core", "FILE",
+     "read an ELF core file of a Python process instead (every thread's Python stack when "
+     "the core was written)"},
+    {OPT_EXE, "exe", "PYTHON",
+     "with --core: the program the core's process ran, if not where "
+     "the core says"},
+    {OPT_LIBS, "lib-search", "DIR",
+     "with --core: look for the core's mapped files (libpython...) in DIR first, by name"},
     {'j', "json", NULL, "JSON output (see README for the shape)"},
     {OPT_MAX_FRAMES, "max-frames", "N", "frames kept per thread (default 4096)"},
     {0},
@@ -62,6 +71,7 @@ static void dump_usage(FILE *f)
 {
     fputs("usage: ranktop dump -p PID[,PID...] [options]\n"
           "       ranktop dump --ranks [--match REGEX] [--hosts LIST] [options]\n"
+          "       ranktop dump --core FILE [--exe PYTHON] [--lib-search DIR] [options]\n"
           "\n"
           "Prints every thread's Python stack of each process, innermost frame first,\n"
           "without stopping the process.\n"
@@ -94,6 +104,15 @@ static int dump_option(int c, const char *arg, struct dump_opts *o)
     case 'j':
         o->json = true;
         return 0;
+    case OPT_CORE:
+        o->core = arg;
+        return 0;
+    case OPT_EXE:
+        o->exe = arg;
+        return 0;
+    case OPT_LIBS:
+        o->lib_search = arg;
+        return 0;
     case OPT_MAX_FRAMES:
         v = strtol(arg, &end, 10);
         if (end == arg || *end || v < 1 || v > 1000000) {
@@ -112,6 +131,21 @@ static int dump_option(int c, const char *arg, struct dump_opts *o)
 static bool disc_selects(const struct discovery_opts *d)
 {
     return d->nchildren_of || d->match;
+}
+
+/* --core reads one file: no process flag goes with it, and --exe and --lib-search only
+ * with it. True (after a line) when the command line mixes them. */
+static bool core_args_wrong(const struct dump_opts *o)
+{
+    const char *bad =
+        o->core && (o->npids || o->ranks)       ? "--core reads a file: not with -p or --ranks"
+        : o->core && o->tasks                   ? "--async does not read cores yet"
+        : !o->core && (o->exe || o->lib_search) ? "--exe and --lib-search go with --core"
+                                                : NULL;
+
+    if (bad)
+        fprintf(stderr, "ranktop dump: %s\n", bad);
+    return bad != NULL;
 }
 
 static int parse_dump_args(int argc, char **argv, struct dump_opts *o)
@@ -148,7 +182,9 @@ static int parse_dump_args(int argc, char **argv, struct dump_opts *o)
         o->ranks = true;
     if (o->remote.nhosts)
         o->ranks = true;
-    if (optind < argc || (o->npids == 0 && !o->ranks)) {
+    if (core_args_wrong(o))
+        return cli_try_help("dump");
+    if (optind < argc || (o->npids == 0 && !o->ranks && !o->core)) {
         fprintf(stderr, "ranktop dump: %s\n",
                 optind < argc ? "unexpected argument" : "no process given: use -p PID or --ranks");
         return cli_try_help("dump");
@@ -761,6 +797,8 @@ int cmd_dump(int argc, char **argv)
 
     if (rc < 0 && o.ranks && local)
         rc = add_ranks(&o) ? 2 : -1;
+    if (rc < 0 && o.core)
+        rc = cmd_dump_core(o.core, o.exe, o.lib_search, o.json, o.native, &o.py);
     if (rc >= 0) {
         free(o.pids);
         cli_disc_fini(&o.disc);

@@ -1,0 +1,117 @@
+/* Attaching to an ELF core instead of a live process: the interpreter is found among the
+ * core's mapped files (libpython first, else the executable, as pylocate.c does with a
+ * process's maps), _PyRuntime in that file, the version in the core's memory, and then the
+ * reader of live processes runs unchanged over the core's memory image (corefile_mem), with
+ * pid 0: nothing in /proc is consulted, TIDs come from the threads the core recorded and
+ * thread names from threading._active in the core. Runs on the calling thread. */
+#include "pyproc_priv.h"
+
+#include "ranktop/corefile.h"
+#include "ranktop/elfsym.h"
+#include "ranktop/util.h"
+
+#include <elf.h>
+#include <string.h>
+
+static bool libpython_name(const char *path)
+{
+    const char *base = strrchr(path, '/');
+
+    base = base ? base + 1 : path;
+    return strncmp(base, "libpython", 9) == 0 && strstr(base, ".so") != NULL;
+}
+
+/* The lowest start of the maps of path that begin at its file offset 0: its load base. */
+static uint64_t core_base(const struct corefile *c, const char *path)
+{
+    uint64_t base = 0;
+
+    for (size_t i = 0; i < c->info.nmaps; i++)
+        if (!strcmp(c->info.maps[i].path, path) && c->info.maps[i].offset == 0 &&
+            (!base || c->info.maps[i].start < base))
+            base = c->info.maps[i].start;
+    return base;
+}
+
+static int inspect(const struct corefile *c, long i, struct elf_info *elf, struct app_err *err)
+{
+    const char *rec = c->info.maps[i].path;
+
+    if (c->map_fd[i] < 0)
+        return app_err_set(err, APP_E_NOTFOUND,
+                           "%s, mapped by the process of the core, was not found or is another "
+                           "build%s%s: give the folder that holds it with --lib-search DIR%s",
+                           rec, c->note ? " (" : "", c->note ? c->note : "",
+                           i == c->exe_map ? ", or the program with --exe" : "");
+    return elf_inspect_file(NULL, c->map_local[i], elf, err);
+}
+
+/* The map of the object holding _PyRuntime: libpython when one is mapped, else the program. */
+static long find_interp(const struct corefile *c, struct elf_info *elf, struct app_err *err)
+{
+    long lib = -1, pick;
+    int rc;
+
+    for (size_t i = 0; i < c->info.nmaps && lib < 0; i++)
+        if (libpython_name(c->info.maps[i].path))
+            lib = (long)i;
+    pick = lib >= 0 ? lib : c->exe_map;
+    if (pick < 0)
+        return app_err_set(err, APP_E_NOTPY,
+                           "the core records no mapped files (no NT_FILE note): its interpreter "
+                           "cannot be found");
+    rc = inspect(c, pick, elf, err);
+    if (rc == 0 && !elf->pyruntime && !elf->pyruntime_sec && lib >= 0 && c->exe_map >= 0) {
+        pick = c->exe_map; /* a libpython that holds no runtime: a program built static too */
+        rc = inspect(c, pick, elf, err);
+    }
+    if (rc < 0)
+        return rc;
+    if (!elf->pyruntime && !elf->pyruntime_sec)
+        return app_err_set(err, APP_E_NOTPY,
+                           "not a core of a Python process: %s has no _PyRuntime (Python 3.8 or "
+                           "later, not stripped of it, is needed)",
+                           c->info.maps[pick].path);
+    return pick;
+}
+
+int pyproc_open_core(const struct corefile *core, const struct pyproc_opts *opts,
+                     struct pyproc **out, struct app_err *err)
+{
+    struct elf_info elf;
+    struct pyproc_opts o = {0};
+    long pick = find_interp(core, &elf, err);
+    const char *path;
+    uint64_t bias, runtime;
+    struct rmem *m;
+    uint32_t version;
+    int rc;
+
+    *out = NULL;
+    if (pick < 0)
+        return (int)pick;
+    path = core->info.maps[pick].path;
+    bias = elf.type == ET_DYN ? core_base(core, path) - elf.load_vaddr : 0;
+    runtime = bias + (elf.pyruntime ? elf.pyruntime : elf.pyruntime_sec);
+    m = corefile_mem(core);
+    version = pylocate_version(m, &elf, path, runtime, bias);
+    if (version >> 24 != 3 || ((version >> 16) & 0xFF) < 8) {
+        rmem_free(m);
+        return app_err_set(err, APP_E_VERSION, "the core's Python (%s) is not one of %s",
+                           elf.version[0] ? elf.version : "version unknown",
+                           pyproc_supported_range());
+    }
+    if (opts)
+        o = *opts;
+    o.no_state = true; /* no process to ask whether a thread runs */
+    rc = pyproc_open_mem(m, 0, runtime, elf.pycode_type ? bias + elf.pycode_type : 0, version, &o,
+                         out, err);
+    if (rc < 0)
+        return rc;
+    (*out)->ns_pid = core->info.pid;
+    (*out)->ncore_tids = core->info.nthreads;
+    (*out)->core_tids = x_calloc(core->info.nthreads + 1, sizeof(int));
+    for (size_t i = 0; i < core->info.nthreads; i++)
+        (*out)->core_tids[i] = core->info.threads[i].tid;
+    return 0;
+}

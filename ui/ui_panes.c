@@ -223,10 +223,13 @@ static void draw_header(struct ui *u)
     if (u->input != INPUT_NONE) {
         snprintf(prompt, sizeof(prompt), "%s%s_%s",
                  u->input == INPUT_SEARCH ? "search: "
+                 : u->input == INPUT_STOP_JOB
+                     ? "quit: stop the job too (SIGTERM, then SIGKILL)? y)es n)o, leave it "
+                       "running  Esc) keep watching"
                  : u->input == INPUT_FILTER
                      ? "filter ranks: "
                      : "export format: c)hrome s)peedscope f)olded g)flamegraph p)erfetto",
-                 u->input == INPUT_FORMAT ? "" : u->edit,
+                 u->input == INPUT_FORMAT || u->input == INPUT_STOP_JOB ? "" : u->edit,
                  u->input == INPUT_SEARCH && u->search_miss ? "   (no match)"
                  : u->input == INPUT_SEARCH && u->search[0] ? "   (F3: next, Shift-F3: previous)"
                                                             : "");

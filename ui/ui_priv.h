@@ -19,7 +19,7 @@
 
 enum ui_view { VIEW_MERGED = 1, VIEW_RANK, VIEW_TOP, VIEW_GIL, VIEW_MEMORY, VIEW_HOSTS };
 #define UI_VIEWS 6
-enum ui_input { INPUT_NONE, INPUT_SEARCH, INPUT_FILTER, INPUT_FORMAT };
+enum ui_input { INPUT_NONE, INPUT_SEARCH, INPUT_FILTER, INPUT_FORMAT, INPUT_STOP_JOB };
 /* A search move, made by the next draw once the lower pane's lines (and their hits) exist:
  * to the cursor's line or the next match (as typed), the next match, the previous one. */
 enum ui_jump { SEARCH_STAY, SEARCH_HERE, SEARCH_NEXT, SEARCH_PREV };

@@ -113,6 +113,8 @@ int ui_keys_help(char (*lines)[UI_HELP_W], int max);
 void ui_key(struct ui *u, int ch);
 
 /* ui_panes.c */
+/* A frame's file as the panes show it: package-relative (path_short) unless --full-filenames. */
+const char *ui_file(const struct ui *u, const char *file);
 void ui_draw(struct ui *u);
 /* Rebuilds u->table from the current copies (filter, sort, baseline). */
 void ui_build_rows(struct ui *u);

@@ -29,6 +29,7 @@ struct ui_opts {
     bool all_threads;       /* start in all-threads mode */
     const char *title;      /* shown in the header ("demo job", or the discovery mode) */
     struct ui_job *job;     /* the job started with `-- CMD`; NULL for none */
+    bool full_filenames;    /* frames' files as full paths (default: package-relative) */
 };
 
 /* Opens the terminal (locale, terminfo, curses) on the main thread. It sets environment

@@ -17,6 +17,7 @@
 #include "ranktop/util.h"
 
 #include <ctype.h>
+#include <signal.h>
 #include <getopt.h>
 #include <json-c/json.h>
 #include <stdio.h>
@@ -31,13 +32,24 @@ struct dump_opts {
     int *pids;
     int npids;
     bool json, ranks, native, tasks;
+    bool subprocesses; /* py-spy's -s: each -p PID also stands for its descendants */
     struct pyproc_opts py;
     struct discovery_opts disc; /* --ranks: how to find them (ls's flags); its -p are ours */
     struct cli_hosts hosts;
     struct engine_remote_opts remote;
 };
 
-enum { OPT_MAX_FRAMES = 0x2000, OPT_RANKS, OPT_NATIVE, OPT_ASYNC };
+enum { OPT_MAX_FRAMES = 0x2000, OPT_RANKS, OPT_NATIVE, OPT_ASYNC, OPT_FULL_NAMES };
+
+/* --full-filenames: the text output names files by their full paths (JSON always does). Set
+ * once by the option parser, read by the text printers; main thread only. */
+static bool full_filenames;
+
+/* A frame's file as the text output names it: short (path_short) unless --full-filenames. */
+static const char *text_file(const char *file)
+{
+    return text_safe(full_filenames ? file : path_short(file));
+}
 
 static const struct cli_opt dump_opts_table[] = {
     {'p', "pid", "PID[,PID...]", "processes to read (repeatable)"},
@@ -50,6 +62,12 @@ static const struct cli_opt dump_opts_table[] = {
     {OPT_ASYNC, "async", NULL,
      "asyncio tasks too, under the thread running their loop: name, state, awaiting tasks and "
      "await chain (3.8-3.15, free-threaded 3.14t and 3.15t)"},
+    {'s', "subprocesses", NULL,
+     "each -p PID also means its descendants (as --children-of PID; PID itself when Python)"},
+    {'t', "threads", NULL, "accepted for py-spy: thread ids are always shown"},
+    {OPT_FULL_NAMES, "full-filenames", NULL,
+     "text output: full file paths (default: package-relative, torch/nn/modules/module.py; "
+     "JSON always has full paths)"},
     {'j', "json", NULL, "JSON output (see README for the shape)"},
     {OPT_MAX_FRAMES, "max-frames", "N", "frames kept per thread (default 4096)"},
     {0},
@@ -94,6 +112,14 @@ static int dump_option(int c, const char *arg, struct dump_opts *o)
     case 'j':
         o->json = true;
         return 0;
+    case 's':
+        o->subprocesses = true;
+        return 0;
+    case 't':
+        return 0;
+    case OPT_FULL_NAMES:
+        full_filenames = true;
+        return 0;
     case OPT_MAX_FRAMES:
         v = strtol(arg, &end, 10);
         if (end == arg || *end || v < 1 || v > 1000000) {
@@ -112,6 +138,28 @@ static int dump_option(int c, const char *arg, struct dump_opts *o)
 static bool disc_selects(const struct discovery_opts *d)
 {
     return d->nchildren_of || d->match;
+}
+
+/* py-spy's --subprocesses: each -p PID also stands for its descendants (--children-of PID, so
+ * --ranks), and is read itself only when it runs Python (a shell launcher is not a rank).
+ * Returns 0, or -1 after a message when no -p was given. */
+static int subprocesses(struct discovery_opts *d)
+{
+    int kept = 0;
+
+    if (!d->npids) {
+        fprintf(stderr, "ranktop dump: --subprocesses wants -p PID, the process whose "
+                        "descendants to read\n");
+        return -1;
+    }
+    for (int i = 0; i < d->npids; i++) {
+        d->children_of = x_reallocarray(d->children_of, (size_t)d->nchildren_of + 1, sizeof(int));
+        d->children_of[d->nchildren_of++] = d->pids[i];
+        if (procscan_is_python(d->pids[i]) || kill(d->pids[i], 0) < 0)
+            d->pids[kept++] = d->pids[i];
+    }
+    d->npids = kept;
+    return 0;
 }
 
 static int parse_dump_args(int argc, char **argv, struct dump_opts *o)
@@ -137,6 +185,8 @@ static int parse_dump_args(int argc, char **argv, struct dump_opts *o)
         if ((rc = dump_option(c, optarg, o)) != 0)
             return rc;
     }
+    if (o->subprocesses && subprocesses(&o->disc) < 0)
+        return cli_try_help("dump");
     if (cli_disc_finish(&o->disc, &o->hosts, &o->remote, "dump") < 0)
         return 2;
     /* -p names processes to read as they are, found or not; the other flags find ranks. */
@@ -278,10 +328,10 @@ static void tasks_text(const struct dump_async *as, uint32_t ix)
         for (size_t i = 0; i < t->nframes; i++)
             if (t->frames[i].line > 0)
                 printf("      %s (%s:%d)\n", text_safe(t->frames[i].function),
-                       text_safe(t->frames[i].file), t->frames[i].line);
+                       text_file(t->frames[i].file), t->frames[i].line);
             else
                 printf("      %s (%s)\n", text_safe(t->frames[i].function),
-                       text_safe(t->frames[i].file));
+                       text_file(t->frames[i].file));
     }
 }
 
@@ -378,9 +428,9 @@ static json_object *process_json(int pid, int rank, const char *python, const ch
 static void pyframe_text(const struct pyframe *f)
 {
     if (f->line > 0)
-        printf("    %s (%s:%d)\n", text_safe(f->function), text_safe(f->file), f->line);
+        printf("    %s (%s:%d)\n", text_safe(f->function), text_file(f->file), f->line);
     else
-        printf("    %s (%s)\n", text_safe(f->function), text_safe(f->file));
+        printf("    %s (%s)\n", text_safe(f->function), text_file(f->file));
 }
 
 static void natframe_text(const struct native_frame *f)

@@ -33,7 +33,7 @@ struct mon_opts {
     char **job_argv; /* `-- CMD...`: the job to start and watch */
 };
 
-enum { OPT_HANG = 0x3000, OPT_EXPORT_DIR, OPT_HISTORY, OPT_ALL };
+enum { OPT_HANG = 0x3000, OPT_EXPORT_DIR, OPT_HISTORY, OPT_ALL, OPT_FULL_NAMES };
 
 static const struct cli_opt mon_opts_table[] = {
     {'r', "rate", "HZ", "stack samples per second per rank (default 10)"},
@@ -41,6 +41,8 @@ static const struct cli_opt mon_opts_table[] = {
     {OPT_EXPORT_DIR, "export-dir", "DIR", "where `e` writes traces (default: current directory)"},
     {OPT_HISTORY, "history", "S", "seconds of history kept (default 600)"},
     {OPT_ALL, "all-threads", NULL, "start with every thread (key t toggles)"},
+    {OPT_FULL_NAMES, "full-filenames", NULL,
+     "frames' files as full paths (default: package-relative, torch/nn/modules/module.py)"},
     {0},
 };
 
@@ -110,6 +112,9 @@ static int mon_option(int c, const char *arg, struct mon_opts *o, const char *wh
         return 0;
     case OPT_ALL:
         o->ui.all_threads = o->eng.all_threads = true;
+        return 0;
+    case OPT_FULL_NAMES:
+        o->ui.full_filenames = true;
         return 0;
     default: /* getopt said what was wrong */
         cli_try_help(who);

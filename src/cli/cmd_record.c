@@ -37,6 +37,7 @@ struct rec_opts {
     struct cli_hosts hosts;
     bool subprocesses; /* py-spy's: each -p PID also stands for its descendants */
     bool nonblocking;  /* py-spy's: never stop the target (refuses --native) */
+    bool no_lines;     /* py-spy's -F / --nolineno: frames by function, no lines */
     char **job_argv;   /* `-- CMD...`: the job to start and record */
     struct cli_job job;
     char out_name[4096]; /* py-spy's default name, without -o */
@@ -50,10 +51,8 @@ enum {
     OPT_AUTOSAVE,
     OPT_SNAPSHOT,
     OPT_GIL_STATS,
-    OPT_GIL_ONLY,
     OPT_IDLE,
     OPT_NONBLOCKING,
-    OPT_SUBPROCESSES,
     OPT_NATIVE,
     OPT_ASYNC,
     OPT_TRIGGER,
@@ -61,6 +60,7 @@ enum {
     OPT_MEMCAP,
     OPT_SAMPLERS,
     OPT_TASK_LANES,
+    OPT_NOLINENO,
 };
 
 /* -f's description, from the exporter's own lists of names and suffixes (rec_format_help). */
@@ -78,15 +78,20 @@ static const struct cli_opt rec_opts_table[] = {
     {OPT_NPU, "npu-usage", NULL, "NPU AICore and HBM counters"},
     {OPT_MEM, "cpu-mem-usage", NULL, "host memory counters (RSS, PSS, USS, swap)"},
     {OPT_GIL_STATS, "gil-stats", NULL, "GIL counters (busy %, switches/s, waiters)"},
-    {OPT_GIL_ONLY, "gil", NULL,
+    {'g', "gil", NULL,
      "only samples of threads that hold the GIL (as py-spy --gil); the others leave gaps"},
     {OPT_IDLE, "idle", NULL,
      "accepted for py-spy: idle (off-CPU) samples are always recorded, a rank waiting is news "
      "here"},
     {OPT_NONBLOCKING, "nonblocking", NULL,
      "accepted for py-spy: ranktop never stops the target (except --native, which it refuses)"},
-    {OPT_SUBPROCESSES, "subprocesses", NULL,
+    {'s', "subprocesses", NULL,
      "each -p PID also means its descendants (as --children-of PID; PID itself when Python)"},
+    {'F', "function", NULL,
+     "frames by function, without line numbers: a function's lines are one frame (py-spy's "
+     "-F; as --nolineno here)"},
+    {OPT_NOLINENO, "nolineno", NULL, "no line numbers: frames by function (as -F)"},
+    {'t', "threads", NULL, "accepted for py-spy: each lane names its thread and its id"},
     {OPT_NATIVE, "native", NULL,
      "native (C/C++) frames merged into every sample, marked native; each thread is stopped "
      "for about 0.2 ms per sample, so keep the rate low (10 Hz)"},
@@ -239,6 +244,18 @@ static int rec_option(int c, const char *arg, struct rec_opts *o)
     case OPT_TRIGGER:
         o->trigger = arg;
         return 0;
+    case 'g':
+        o->eng.gil_only = true;
+        return 0;
+    case 's':
+        o->subprocesses = true;
+        return 0;
+    case 't':
+        return 0;
+    case 'F':
+    case OPT_NOLINENO:
+        o->no_lines = true;
+        return 0;
     case OPT_SAMPLERS:
         if (seconds_arg(arg, "--sampler-threads", 1, &v) < 0)
             return -1;
@@ -267,9 +284,7 @@ static int rec_option(int c, const char *arg, struct rec_opts *o)
         o->eng.gpu |= c == OPT_GPU;
         o->eng.mem |= c == OPT_MEM;
         o->eng.gil |= c == OPT_GIL_STATS;
-        o->eng.gil_only |= c == OPT_GIL_ONLY;
         o->nonblocking |= c == OPT_NONBLOCKING;
-        o->subprocesses |= c == OPT_SUBPROCESSES;
         o->eng.native |= c == OPT_NATIVE;
         o->eng.async |= c == OPT_ASYNC;
         return c >= OPT_ALL && c <= OPT_ASYNC ? 0 : 1; /* OPT_IDLE: nothing to change */
@@ -573,7 +588,8 @@ static int save(const struct engine_view *v, const struct rec_opts *o, const cha
                              .to = to,
                              .interval_ns = (uint64_t)(1e9 / o->eng.rate_hz),
                              .version = RANKTOP_VERSION,
-                             .unavailable = rec_told.pairs[0] ? rec_told.pairs : NULL};
+                             .unavailable = rec_told.pairs[0] ? rec_told.pairs : NULL,
+                             .no_lines = o->no_lines};
     struct app_err err = {0};
     int rc;
 

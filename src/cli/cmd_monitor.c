@@ -59,14 +59,14 @@ void cmd_monitor_options(FILE *f)
 
 static void mon_usage(FILE *f)
 {
-    fputs("usage: ranktop [options]                the live monitor on the discovered ranks\n"
-          "       ranktop [options] -- CMD...     start CMD and watch its ranks\n"
-          "       ranktop demo [options]           the monitor on a bundled demo job\n"
+    fputs("usage: ranktop [options]               the live monitor on the discovered ranks\n"
+          "       ranktop [options] -- CMD...    start CMD and watch its ranks\n"
+          "       ranktop demo [options]         the monitor on a bundled demo job\n"
           "\n"
-          "With -- CMD the monitor starts CMD in a process group of its own (its output goes\n"
-          "to NAME-TIME.log in the export directory), watches its Python processes\n"
-          "(torchrun's workers as the ranks) and quits when it ends, with its exit status;\n"
-          "Ctrl-C asks whether to stop the job too.\n"
+          "With -- CMD the monitor starts CMD in a process group of its own (its output\n"
+          "goes to NAME-TIME.log in the export directory), watches its Python processes\n"
+          "(torchrun's workers as the ranks) and quits when it ends, with its exit\n"
+          "status; Ctrl-C asks whether to stop the job too.\n"
           "\n",
           f);
     cli_opts_usage(f, mon_tables);

@@ -168,17 +168,17 @@ static void rec_usage(FILE *f)
           "Samples the Python stacks of every rank (and optionally device, memory and GIL\n"
           "counters) and writes a Chrome trace (Perfetto, chrome://tracing), a speedscope\n"
           "profile, collapsed stacks, an SVG flame graph or a Perfetto protobuf trace. The\n"
-          "file is replaced atomically on every autosave. With -- CMD, record starts CMD in a\n"
-          "process group of its own, records its Python processes (torchrun's workers as the\n"
-          "ranks), stops when it ends and exits with its status; Ctrl-C, SIGTERM and\n"
-          "--duration stop the job too (SIGTERM, then SIGKILL after 5 s).\n"
+          "file is replaced atomically on every autosave. With -- CMD, record starts CMD\n"
+          "in a process group of its own, records its Python processes (torchrun's\n"
+          "workers as the ranks), stops when it ends and exits with its status; Ctrl-C,\n"
+          "SIGTERM and --duration stop the job too (SIGTERM, then SIGKILL after 5 s).\n"
           "\n",
           f);
     cli_opts_usage(f, rec_tables);
     fputs("\nExit status: 0 when a trace was written, 1 when nothing could be recorded or\n"
           "written (an unwritable output included), 2 on bad usage (an option, a value, an\n"
-          "output that is not a regular file or a new name). With -- CMD: CMD's exit status\n"
-          "(128 + the signal that killed it) when not 0, else record's own.\n",
+          "output that is not a regular file or a new name). With -- CMD: CMD's exit\n"
+          "status (128 + the signal that killed it) when not 0, else record's own.\n",
           f);
 }
 

@@ -17,7 +17,6 @@
 #include "ranktop/util.h"
 
 #include <ctype.h>
-#include <signal.h>
 #include <getopt.h>
 #include <json-c/json.h>
 #include <stdio.h>
@@ -140,28 +139,6 @@ static bool disc_selects(const struct discovery_opts *d)
     return d->nchildren_of || d->match;
 }
 
-/* py-spy's --subprocesses: each -p PID also stands for its descendants (--children-of PID, so
- * --ranks), and is read itself only when it runs Python (a shell launcher is not a rank).
- * Returns 0, or -1 after a message when no -p was given. */
-static int subprocesses(struct discovery_opts *d)
-{
-    int kept = 0;
-
-    if (!d->npids) {
-        fprintf(stderr, "ranktop dump: --subprocesses wants -p PID, the process whose "
-                        "descendants to read\n");
-        return -1;
-    }
-    for (int i = 0; i < d->npids; i++) {
-        d->children_of = x_reallocarray(d->children_of, (size_t)d->nchildren_of + 1, sizeof(int));
-        d->children_of[d->nchildren_of++] = d->pids[i];
-        if (procscan_is_python(d->pids[i]) || kill(d->pids[i], 0) < 0)
-            d->pids[kept++] = d->pids[i];
-    }
-    d->npids = kept;
-    return 0;
-}
-
 static int parse_dump_args(int argc, char **argv, struct dump_opts *o)
 {
     static struct cli_getopt g;
@@ -185,7 +162,8 @@ static int parse_dump_args(int argc, char **argv, struct dump_opts *o)
         if ((rc = dump_option(c, optarg, o)) != 0)
             return rc;
     }
-    if (o->subprocesses && subprocesses(&o->disc) < 0)
+    /* --children-of PID, so --ranks: the descendants are found by discovery. */
+    if (o->subprocesses && cli_disc_subprocesses(&o->disc, "dump") < 0)
         return cli_try_help("dump");
     if (cli_disc_finish(&o->disc, &o->hosts, &o->remote, "dump") < 0)
         return 2;

@@ -35,12 +35,17 @@ struct mon_opts {
 
 enum { OPT_HANG = 0x3000, OPT_EXPORT_DIR, OPT_HISTORY, OPT_ALL, OPT_FULL_NAMES };
 
+/* -s (py-spy's --subprocesses), applied once every -p is known. Main thread only. */
+static bool subprocesses;
+
 static const struct cli_opt mon_opts_table[] = {
     {'r', "rate", "HZ", "stack samples per second per rank (default 10)"},
     {OPT_HANG, "hang-after", "S", "HANG banner after S seconds without change (default 30)"},
     {OPT_EXPORT_DIR, "export-dir", "DIR", "where `e` writes traces (default: current directory)"},
     {OPT_HISTORY, "history", "S", "seconds of history kept (default 600)"},
     {OPT_ALL, "all-threads", NULL, "start with every thread (key t toggles)"},
+    {'s', "subprocesses", NULL,
+     "each -p PID also means its descendants (as --children-of PID; PID itself when Python)"},
     {OPT_FULL_NAMES, "full-filenames", NULL,
      "frames' files as full paths (default: package-relative, torch/nn/modules/module.py)"},
     {0},
@@ -116,6 +121,9 @@ static int mon_option(int c, const char *arg, struct mon_opts *o, const char *wh
     case OPT_FULL_NAMES:
         o->ui.full_filenames = true;
         return 0;
+    case 's':
+        subprocesses = true;
+        return 0;
     default: /* getopt said what was wrong */
         cli_try_help(who);
         return -1;
@@ -152,6 +160,8 @@ static int parse_monitor(int argc, char **argv, struct mon_opts *o, const char *
                 who[0] ? "" : " (a command to start goes after --)");
         return cli_try_help(who);
     }
+    if (subprocesses && cli_disc_subprocesses(&o->eng.disc, who) < 0)
+        return cli_try_help(who);
     if (o->job_argv &&
         (o->eng.disc.npids || o->eng.disc.nchildren_of || o->eng.disc.match || o->hosts.given)) {
         fprintf(stderr,

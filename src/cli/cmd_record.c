@@ -298,32 +298,13 @@ static int rec_option(int c, const char *arg, struct rec_opts *o)
  * to go on, or CLI_EXIT_USAGE. */
 static int py_spy_words(struct rec_opts *o)
 {
-    struct discovery_opts *d = &o->eng.disc;
-    int kept = 0;
-
     if (o->nonblocking && o->eng.native) {
         fprintf(stderr, "ranktop record: --native stops each thread briefly at every sample, "
                         "which --nonblocking forbids: drop one of them\n");
         return CLI_EXIT_USAGE;
     }
-    if (!o->subprocesses)
-        return -1;
-    if (!d->npids) {
-        fprintf(stderr, "ranktop record: --subprocesses wants -p PID, the process whose "
-                        "descendants to record\n");
+    if (o->subprocesses && cli_disc_subprocesses(&o->eng.disc, "record") < 0)
         return cli_try_help("record");
-    }
-    for (int i = 0; i < d->npids; i++) {
-        int pid = d->pids[i];
-
-        d->children_of = x_reallocarray(d->children_of, (size_t)d->nchildren_of + 1, sizeof(int));
-        d->children_of[d->nchildren_of++] = pid;
-        /* Kept when Python, and when unreadable (the summary says why) or gone (check_named
-         * refuses it before the run). */
-        if (procscan_is_python(pid) || kill(pid, 0) < 0)
-            d->pids[kept++] = pid;
-    }
-    d->npids = kept;
     return -1;
 }
 

@@ -126,8 +126,11 @@ int cli_disc_subprocesses(struct discovery_opts *o, const char *cmd)
     int kept = 0;
 
     if (!o->npids) {
-        fprintf(stderr, "%s: --subprocesses wants -p PID, the process whose descendants to read\n",
-                cli_who(cmd));
+        fprintf(stderr, "%s: --subprocesses wants -p PID, the process whose descendants to %s\n",
+                cli_who(cmd),
+                !strcmp(cmd, "record") ? "record"
+                : !strcmp(cmd, "dump") ? "read"
+                                       : "watch");
         return -1;
     }
     for (int i = 0; i < o->npids; i++) {

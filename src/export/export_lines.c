@@ -11,17 +11,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A slot of the table from (function, file, kind) to the first frame id that has them. The
- * strings are interned in the history, so equal names are equal pointers. */
+/* The key of the table from (function, file, kind) to the first frame id that has them. By
+ * content: a history interns its strings, but nothing here needs to rely on it. */
 static uint64_t key_hash(const struct hframe *f)
 {
-    return hash_mix(hash_mix((uint64_t)(uintptr_t)f->function, (uint64_t)(uintptr_t)f->file),
-                    f->native);
+    return hash_mix(hash_mix(hash_str(xframe_fn(f)), hash_str(xframe_file(f))), f->native);
 }
 
 static bool key_same(const struct hframe *a, const struct hframe *b)
 {
-    return a->function == b->function && a->file == b->file && a->native == b->native;
+    return a->native == b->native && !strcmp(xframe_fn(a), xframe_fn(b)) &&
+           !strcmp(xframe_file(a), xframe_file(b));
 }
 
 const struct history *xhist_nolines(const struct history *h, struct history *copy)

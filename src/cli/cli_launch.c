@@ -23,6 +23,11 @@ char **cli_job_argv(int argc, char **argv, int optind)
     return argv + optind;
 }
 
+bool cli_job_missing(int argc, char **argv, int optind)
+{
+    return optind == argc && argc >= 2 && !strcmp(argv[argc - 1], "--");
+}
+
 /* In the child, between fork and exec: only async-signal-safe calls. */
 static void child_exec(char *const *argv, const char *out, int report)
 {

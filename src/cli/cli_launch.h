@@ -19,6 +19,9 @@ struct cli_job {
  * the argument before it was "--" and a command follows, else NULL. */
 char **cli_job_argv(int argc, char **argv, int optind);
 
+/* Whether the command line ends with a "--" that no command follows (a usage error). */
+bool cli_job_missing(int argc, char **argv, int optind);
+
 /* Starts argv (argv[0] looked up on PATH) in a new process group, with the signal mask and the
  * dispositions ranktop changed back to their defaults. Its standard input is /dev/null when
  * ranktop's is a terminal (a background group reading the terminal would be stopped); its

@@ -155,6 +155,10 @@ static int parse_monitor(int argc, char **argv, struct mon_opts *o, const char *
             return CLI_EXIT_USAGE;
     }
     o->job_argv = who[0] ? NULL : cli_job_argv(argc, argv, optind);
+    if (!who[0] && cli_job_missing(argc, argv, optind)) {
+        fprintf(stderr, "ranktop: -- wants the command to start after it\n");
+        return cli_try_help(who);
+    }
     if (optind < argc && !o->job_argv) {
         fprintf(stderr, "%s: unexpected argument '%s'%s\n", cli_who(who), argv[optind],
                 who[0] ? "" : " (a command to start goes after --)");

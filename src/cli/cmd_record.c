@@ -336,6 +336,10 @@ static int parse_record(int argc, char **argv, struct rec_opts *o)
             return CLI_EXIT_USAGE;
     }
     o->job_argv = cli_job_argv(argc, argv, optind);
+    if (cli_job_missing(argc, argv, optind)) {
+        fprintf(stderr, "ranktop record: -- wants the command to start after it\n");
+        return cli_try_help("record");
+    }
     if (optind < argc && !o->job_argv) {
         fprintf(stderr,
                 "ranktop record: unexpected argument '%s' (a command to start goes after --)\n",

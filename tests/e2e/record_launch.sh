@@ -44,4 +44,5 @@ json_check "$1" "any(e.get('ph') == 'B' and e['name'].startswith('launched_work'
 run_rc 1 $REC -o "$WORK/none.json" -- /nonexistent/cmd
 grep -q "cannot run '/nonexistent/cmd'" "$WORK/err" || fail "no reason for a command that cannot run"
 run_rc 2 $REC -o "$WORK/x.json" -p 1 -- python3 -c pass
+run_rc 2 $REC -o "$WORK/x.json" --
 echo ok

@@ -551,9 +551,25 @@ static void edit_line(struct ui *u, int ch)
     input_apply(u);
 }
 
+/* The answer to Ctrl-C's question about the job started with `-- CMD`: y stops it and quits,
+ * n quits and leaves it running, Esc keeps watching; other keys wait for an answer. */
+static void key_stop_job(struct ui *u, int ch)
+{
+    if (ch == 'y' || ch == 'Y' || ch == 'n' || ch == 'N') {
+        u->o->job->stop = ch == 'y' || ch == 'Y';
+        u->quit = true;
+    }
+    if (ch == KEY_ESC || u->quit)
+        u->input = INPUT_NONE;
+}
+
 /* The E prompt's format key, or the line editing of search and filter. */
 static void key_input(struct ui *u, int ch)
 {
+    if (u->input == INPUT_STOP_JOB) {
+        key_stop_job(u, ch);
+        return;
+    }
     if (u->input == INPUT_FORMAT) {
         int f = ch == 'c'   ? EXPORT_CHROME
                 : ch == 's' ? EXPORT_SPEEDSCOPE

@@ -43,10 +43,27 @@ void ui_restore(void)
     }
 }
 
+/* The signal that asked to quit: SIGINT asks first when the monitor started the job. */
 static void on_quit(int sig)
 {
-    (void)sig;
-    g_quit = 1;
+    g_quit = sig;
+}
+
+/* Whether the loop goes on after a quit signal or the job's end: a first Ctrl-C with a job
+ * asks whether to stop it too (the prompt's answer quits); a second one, SIGTERM or SIGHUP
+ * quit at once and leave it running. */
+static bool keep_running(struct ui *u)
+{
+    struct ui_job *job = u->o->job;
+
+    if (job && job->ended(job->arg))
+        return false;
+    if (g_quit == SIGINT && job && u->input != INPUT_STOP_JOB) {
+        g_quit = 0;
+        u->input = INPUT_STOP_JOB;
+        u->help = false;
+    }
+    return !u->quit && !g_quit;
 }
 
 static void install_signals(void)
@@ -270,7 +287,7 @@ int ui_run(const struct ui_opts *o, struct app_err *err)
         return rc;
     }
     install_signals();
-    while (!u.quit && !g_quit) {
+    while (keep_running(&u)) {
         struct pollfd pf = {STDIN_FILENO, POLLIN, 0};
         int ch;
 

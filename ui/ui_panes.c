@@ -223,10 +223,13 @@ static void draw_header(struct ui *u)
     if (u->input != INPUT_NONE) {
         snprintf(prompt, sizeof(prompt), "%s%s_%s",
                  u->input == INPUT_SEARCH ? "search: "
+                 : u->input == INPUT_STOP_JOB
+                     ? "quit: stop the job too (SIGTERM, then SIGKILL)? y)es n)o, leave it "
+                       "running  Esc) keep watching"
                  : u->input == INPUT_FILTER
                      ? "filter ranks: "
                      : "export format: c)hrome s)peedscope f)olded g)flamegraph p)erfetto",
-                 u->input == INPUT_FORMAT ? "" : u->edit,
+                 u->input == INPUT_FORMAT || u->input == INPUT_STOP_JOB ? "" : u->edit,
                  u->input == INPUT_SEARCH && u->search_miss ? "   (no match)"
                  : u->input == INPUT_SEARCH && u->search[0] ? "   (F3: next, Shift-F3: previous)"
                                                             : "");
@@ -239,6 +242,11 @@ static void draw_header(struct ui *u)
     } else if (hosts_trouble(u, trouble, sizeof(trouble))) {
         put(u, r->y + r->h - 1, r->x, r->w, ROLE_BAR_WARN, true, trouble);
     }
+}
+
+const char *ui_file(const struct ui *u, const char *file)
+{
+    return u->o->full_filenames || !file ? file : path_short(file);
 }
 
 static void device_cell(struct ui *u, int y, int x, int w, const struct smi_device *d)
@@ -533,7 +541,7 @@ static void lines_merged(struct ui *u)
         snprintf(ranks, sizeof(ranks), "[%s] x%zu", set, n->nranks);
         snprintf(fn, sizeof(fn), "%s%s", n->kind == VIEW_NODE_THREAD ? "Thread " : "", n->function);
         if (n->kind != VIEW_NODE_THREAD && n->line > 0)
-            snprintf(where, sizeof(where), "(%s:%d)", n->file, n->line);
+            snprintf(where, sizeof(where), "(%s:%d)", ui_file(u, n->file), n->line);
         if (n->nend)
             draw_duration(age, sizeof(age), n->unchanged_min);
         /* At 80 columns the rank set and count stay; the function name, its location and
@@ -578,10 +586,11 @@ static void lines_stack(struct ui *u, uint64_t id, uint32_t stack, int indent)
         const struct hframe *f = &u->v->hist.frames[history_stack_frames(&u->v->hist, stack)[k]];
 
         if (f->native)
-            add_line(u, ROLE_NORMAL, id, "%*s%s (%s) [native]", indent, "", f->function, f->file);
+            add_line(u, ROLE_NORMAL, id, "%*s%s (%s) [native]", indent, "", f->function,
+                     ui_file(u, f->file));
         else
-            add_line(u, ROLE_NORMAL, id, "%*s%s (%s:%d)", indent, "", f->function, f->file,
-                     f->line);
+            add_line(u, ROLE_NORMAL, id, "%*s%s (%s:%d)", indent, "", f->function,
+                     ui_file(u, f->file), f->line);
     }
 }
 
@@ -638,7 +647,7 @@ static void lines_top(struct ui *u, int pid, bool flat)
              pid ? "selected rank" : "all ranks", flat ? ", flat (F5: tree)" : "");
     for (size_t i = 0; i < t.nrows; i++)
         add_line(u, ROLE_NORMAL, 0, "%6.1f %6.1f  %s (%s)", t.rows[i].own_pct, t.rows[i].total_pct,
-                 t.rows[i].function, t.rows[i].file);
+                 t.rows[i].function, ui_file(u, t.rows[i].file));
     view_top_fini(&t);
 }
 

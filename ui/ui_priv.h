@@ -19,7 +19,7 @@
 
 enum ui_view { VIEW_MERGED = 1, VIEW_RANK, VIEW_TOP, VIEW_GIL, VIEW_MEMORY, VIEW_HOSTS };
 #define UI_VIEWS 6
-enum ui_input { INPUT_NONE, INPUT_SEARCH, INPUT_FILTER, INPUT_FORMAT };
+enum ui_input { INPUT_NONE, INPUT_SEARCH, INPUT_FILTER, INPUT_FORMAT, INPUT_STOP_JOB };
 /* A search move, made by the next draw once the lower pane's lines (and their hits) exist:
  * to the cursor's line or the next match (as typed), the next match, the previous one. */
 enum ui_jump { SEARCH_STAY, SEARCH_HERE, SEARCH_NEXT, SEARCH_PREV };
@@ -113,6 +113,8 @@ int ui_keys_help(char (*lines)[UI_HELP_W], int max);
 void ui_key(struct ui *u, int ch);
 
 /* ui_panes.c */
+/* A frame's file as the panes show it: package-relative (path_short) unless --full-filenames. */
+const char *ui_file(const struct ui *u, const char *file);
 void ui_draw(struct ui *u);
 /* Rebuilds u->table from the current copies (filter, sort, baseline). */
 void ui_build_rows(struct ui *u);

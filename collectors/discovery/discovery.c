@@ -111,6 +111,50 @@ static void add_named(const struct discovery_opts *o, const struct pslist *ps, c
     }
 }
 
+/* Whether pid runs torchrun's launcher (torchrun, python -m torch.distributed.run or .launch):
+ * its workers are the ranks, never the launcher itself. */
+static bool is_torch_launcher(int pid)
+{
+    char cmd[4096];
+
+    return procenv_cmdline(pid, cmd, sizeof(cmd)) == 0 &&
+           (strstr(cmd, "torch.distributed.run") || strstr(cmd, "torch.distributed.launch") ||
+            strstr(cmd, "/torchrun ") || !strncmp(cmd, "torchrun ", 9));
+}
+
+/* The job ranktop started (o->job): the Python processes of its tree, the root included, that
+ * carry a launcher's rank; while none does (a plain `python3 train.py`, or torchrun before its
+ * workers start), every Python process of the tree. A torchrun launcher is never one (under
+ * srun it carries SLURM_PROCID, a rank of its own). DataLoader-style
+ * workers of a rank are folded under it later (group_workers). */
+static void add_job(int root, const struct pslist *ps, struct pidset *c)
+{
+    int *v = NULL;
+    size_t n = 0, ranked = 0;
+    bool *python;
+
+    if (procscan_find(ps, root) < 0)
+        return;
+    procscan_descendants(ps, root, &v, &n);
+    v = x_reallocarray(v, n + 1, sizeof(int));
+    v[n++] = root;
+    python = x_calloc(n, sizeof(bool));
+    for (size_t k = 0; k < n; k++) {
+        struct rank_ident id;
+
+        python[k] = procscan_is_python(v[k]) && !is_torch_launcher(v[k]);
+        if (python[k] && procscan_ident(v[k], &id) == 0 && id.rank >= 0) {
+            pidset_add(c, v[k]);
+            ranked++;
+        }
+    }
+    for (size_t k = 0; !ranked && k < n; k++)
+        if (python[k])
+            pidset_add(c, v[k]);
+    free(python);
+    free(v);
+}
+
 /* No names given: the device tools' processes, then Python processes with a launcher's rank
  * (rank_ident_parse decides which variables count). */
 static void add_default(struct discovery *d, const struct pslist *ps, struct pidset *c)
@@ -275,7 +319,7 @@ static int cmp_rec(const void *a, const void *b)
 
 int discovery_run(const struct discovery_opts *o, struct discovery *d, struct app_err *err)
 {
-    bool explicit = o->npids || o->nchildren_of || o->match;
+    bool explicit = o->npids || o->nchildren_of || o->match || o->job;
     struct pidset cand = {0};
     struct devsrc *src;
     struct pslist ps;
@@ -294,6 +338,8 @@ int discovery_run(const struct discovery_opts *o, struct discovery *d, struct ap
     d->any_tool |= devsrc_collect(src, SMI_KIND_NPU, &d->devs, &d->errors, &d->nerrors);
     devsrc_free(src);
     procscan_list(&ps);
+    if (o->job)
+        add_job(o->job, &ps, &cand);
     if (explicit)
         add_named(o, &ps, o->match ? &re : NULL, &cand);
     else

@@ -40,8 +40,8 @@ _ranktop()
         --npu-smi-file --tool-timeout --no-device-libs"
     local nodes="--hosts --hostfile --rsh --remote-ranktop --launcher --this-node --selector
         -n --namespace --container --ship --ship-dir"
-    local monitor="-r --rate --hang-after --export-dir --history --all-threads -h --help
-        $disc $nodes"
+    local monitor="-r --rate --hang-after --export-dir --history --all-threads --full-filenames
+        -s --subprocesses -h --help $disc $nodes"
     local cmd="" i
     for ((i = 1; i < cword; i++)); do
         case ${words[i]} in
@@ -97,11 +97,14 @@ _ranktop()
         ;;
     demo) flags=$monitor ;;
     ls) flags="-j --json -h --help $disc $nodes" ;;
-    dump) flags="--ranks --native --async --core --exe --lib-search -j --json --max-frames -h --help $disc $nodes" ;;
+    dump)
+        flags="--ranks -s --subprocesses -t --threads --full-filenames --native --async --core --exe
+            --lib-search -j --json --max-frames -h --help $disc $nodes"
+        ;;
     record)
         flags="-o --output -i --interval -r --rate -d --duration -f --format --all-threads
-            --gpu-usage --npu-usage --cpu-mem-usage --gil-stats --gil --idle --nonblocking
-            --subprocesses --native --async --task-lanes --autosave-interval --autosave-snapshot-interval
+            --gpu-usage --npu-usage --cpu-mem-usage --gil-stats -g --gil --idle --nonblocking
+            -s --subprocesses -F --function --nolineno -t --threads --native --async --task-lanes --autosave-interval --autosave-snapshot-interval
             --trigger-file --history --memory-cap --sampler-threads -h --help $disc $nodes"
         ;;
     agent)

@@ -57,6 +57,10 @@ struct discovery_opts {
     int *children_of; /* --children-of */
     int nchildren_of;
     const char *match; /* --match REGEX on the command line */
+    /* `ranktop -- CMD`: the pid of the job ranktop started (0: none). Its ranks are the Python
+     * processes of its tree (itself included) that carry a launcher's rank; while none does,
+     * every Python process of the tree except a torchrun launcher. */
+    int job;
 };
 
 void discovery_init(struct discovery *d);

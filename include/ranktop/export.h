@@ -37,6 +37,9 @@ struct export_opts {
      * otherData.counters_unavailable {"gpu": "why"}): pairs of a group name and the reason,
      * ended by NULL; NULL = none. */
     const char *const *unavailable;
+    /* py-spy's --nolineno and -F: frames named by function and file only, one frame per
+     * function (every format). */
+    bool no_lines;
 };
 
 /* Writes h to path atomically: PATH.tmp.<pid> (export_temp_name), checked writes, fflush,

@@ -12,12 +12,24 @@
 #include "ranktop/engine.h"
 #include "ranktop/status.h"
 
+/* `ranktop -- CMD`: the job the monitor started. The monitor quits once ended(arg) says the
+ * job ended (polled on the UI thread); Ctrl-C asks whether to stop the job too, and the answer
+ * is left in stop (the caller stops it after ui_run). */
+struct ui_job {
+    bool (*ended)(void *arg);
+    void *arg;
+    const char *name; /* CMD, for the question */
+    bool stop;        /* the user answered y */
+};
+
 struct ui_opts {
     struct engine *engine;
     double hang_after_s;    /* --hang-after (default 30) */
     const char *export_dir; /* --export-dir (default ".") */
     bool all_threads;       /* start in all-threads mode */
     const char *title;      /* shown in the header ("demo job", or the discovery mode) */
+    struct ui_job *job;     /* the job started with `-- CMD`; NULL for none */
+    bool full_filenames;    /* frames' files as full paths (default: package-relative) */
 };
 
 /* Opens the terminal (locale, terminfo, curses) on the main thread. It sets environment

@@ -89,6 +89,13 @@ char *utf8_fix(const char *s);
  * lives in a small per-thread ring (8 results; long text cut at 8 KB with "..."). */
 const char *text_safe(const char *s);
 
+/* A Python file's short, package-relative name, as py-spy shows it: the part after the last
+ * site-packages/ or dist-packages/ ("/usr/lib/python3/dist-packages/torch/nn/modules/module.py"
+ * -> "torch/nn/modules/module.py"), or after the standard library's lib/pythonX.Y/
+ * ("/usr/lib/python3.11/threading.py" -> "threading.py"); any other file as it is. A suffix
+ * of file (never NULL for a non-NULL file; no copy). Any thread. */
+const char *path_short(const char *file);
+
 /* Appends UTF-8 for code point cp to dst (at most 4 bytes); returns bytes written. Invalid or
  * surrogate code points become U+FFFD. */
 size_t utf8_put(char *dst, uint32_t cp);

@@ -7,6 +7,7 @@
 #include <json-c/json.h>
 #include <stdlib.h>
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -24,8 +25,12 @@ int cli_parse_pids(const char *arg, int **v, int *n, char *err, unsigned errlen)
         char *end;
         long pid;
 
+        /* py-spy takes hex pids too ("0x1a2b"); a leading 0 is still decimal, never octal. */
         errno = 0;
-        pid = strtol(s, &end, 10);
+        if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X') && isxdigit((unsigned char)s[2]))
+            pid = strtol(s + 2, &end, 16);
+        else
+            pid = strtol(s, &end, 10);
         if (end == s || errno || pid <= 0 || pid > INT_MAX || (*end && *end != ',')) {
             snprintf(err, errlen, "invalid PID list '%s': expected PID[,PID...]", arg);
             return -1;

@@ -43,7 +43,8 @@ const char *cli_who(const char *cmd);
  * CLI_EXIT_USAGE. */
 int cli_try_help(const char *cmd);
 
-/* Parses "12,34" into pids (appending to *v / *n). Returns 0 or -1 with a message in err. */
+/* Parses "12,34" (or hex, "0x1a2b", as py-spy takes them) into pids (appending to *v / *n).
+ * Returns 0 or -1 with a message in err. */
 int cli_parse_pids(const char *arg, int **v, int *n, char *err, unsigned errlen);
 
 struct json_object;

@@ -5,6 +5,7 @@
 #include "cli.h"
 #include "cli_hosts.h"
 #include "cli_opts.h"
+#include "ranktop/procscan.h"
 #include "ranktop/util.h"
 
 #include <errno.h>
@@ -118,6 +119,30 @@ int cli_disc_missing(const char *cmd, const int *a, int na, const int *b, int nb
         }
     }
     return missing;
+}
+
+int cli_disc_subprocesses(struct discovery_opts *o, const char *cmd)
+{
+    int kept = 0;
+
+    if (!o->npids) {
+        fprintf(stderr, "%s: --subprocesses wants -p PID, the process whose descendants to %s\n",
+                cli_who(cmd),
+                !strcmp(cmd, "record") ? "record"
+                : !strcmp(cmd, "dump") ? "read"
+                                       : "watch");
+        return -1;
+    }
+    for (int i = 0; i < o->npids; i++) {
+        int pid = o->pids[i];
+
+        o->children_of = x_reallocarray(o->children_of, (size_t)o->nchildren_of + 1, sizeof(int));
+        o->children_of[o->nchildren_of++] = pid;
+        if (procscan_is_python(pid) || kill(pid, 0) < 0)
+            o->pids[kept++] = pid;
+    }
+    o->npids = kept;
+    return 0;
 }
 
 void cli_disc_fini(struct discovery_opts *o)

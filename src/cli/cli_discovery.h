@@ -28,6 +28,12 @@ int cli_disc_handle(int c, const char *arg, struct discovery_opts *o, const char
 int cli_disc_finish(const struct discovery_opts *o, struct cli_hosts *h,
                     struct engine_remote_opts *ro, const char *cmd);
 
+/* py-spy's --subprocesses: each -p PID also stands for its descendants (--children-of PID), and
+ * for itself only when it runs Python (a shell launcher is not a rank) or cannot be checked
+ * (gone or unreadable: the command says why later). Returns 0, or -1 after a message when no
+ * -p was given. */
+int cli_disc_subprocesses(struct discovery_opts *o, const char *cmd);
+
 /* Frees what cli_disc_handle allocated. */
 void cli_disc_fini(struct discovery_opts *o);
 

@@ -32,13 +32,33 @@ struct dump_opts {
     int npids;
     bool json, ranks, native, tasks;
     const char *core, *exe, *lib_search; /* --core: a core file instead of processes */
+    bool subprocesses; /* py-spy's -s: each -p PID also stands for its descendants */
     struct pyproc_opts py;
     struct discovery_opts disc; /* --ranks: how to find them (ls's flags); its -p are ours */
     struct cli_hosts hosts;
     struct engine_remote_opts remote;
 };
 
-enum { OPT_MAX_FRAMES = 0x2000, OPT_RANKS, OPT_NATIVE, OPT_ASYNC, OPT_CORE, OPT_EXE, OPT_LIBS };
+enum {
+    OPT_MAX_FRAMES = 0x2000,
+    OPT_RANKS,
+    OPT_NATIVE,
+    OPT_ASYNC,
+    OPT_CORE,
+    OPT_EXE,
+    OPT_LIBS,
+    OPT_FULL_NAMES
+};
+
+/* --full-filenames: the text output names files by their full paths (JSON always does). Set
+ * once by the option parser, read by the text printers; main thread only. */
+static bool full_filenames;
+
+/* A frame's file as the text output names it: short (path_short) unless --full-filenames. */
+static const char *text_file(const char *file)
+{
+    return text_safe(full_filenames ? file : path_short(file));
+}
 
 static const struct cli_opt dump_opts_table[] = {
     {'p', "pid", "PID[,PID...]", "processes to read (repeatable)"},
@@ -59,6 +79,12 @@ static const struct cli_opt dump_opts_table[] = {
      "the core says"},
     {OPT_LIBS, "lib-search", "DIR",
      "with --core: look for the core's mapped files (libpython...) in DIR first, by name"},
+    {'s', "subprocesses", NULL,
+     "each -p PID also means its descendants (as --children-of PID; PID itself when Python)"},
+    {'t', "threads", NULL, "accepted for py-spy: thread ids are always shown"},
+    {OPT_FULL_NAMES, "full-filenames", NULL,
+     "text output: full file paths (default: package-relative, torch/nn/modules/module.py; "
+     "JSON always has full paths)"},
     {'j', "json", NULL, "JSON output (see README for the shape)"},
     {OPT_MAX_FRAMES, "max-frames", "N", "frames kept per thread (default 4096)"},
     {0},
@@ -112,6 +138,14 @@ static int dump_option(int c, const char *arg, struct dump_opts *o)
         return 0;
     case OPT_LIBS:
         o->lib_search = arg;
+        return 0;
+    case 's':
+        o->subprocesses = true;
+        return 0;
+    case 't':
+        return 0;
+    case OPT_FULL_NAMES:
+        full_filenames = true;
         return 0;
     case OPT_MAX_FRAMES:
         v = strtol(arg, &end, 10);
@@ -171,6 +205,9 @@ static int parse_dump_args(int argc, char **argv, struct dump_opts *o)
         if ((rc = dump_option(c, optarg, o)) != 0)
             return rc;
     }
+    /* --children-of PID, so --ranks: the descendants are found by discovery. */
+    if (o->subprocesses && cli_disc_subprocesses(&o->disc, "dump") < 0)
+        return cli_try_help("dump");
     if (cli_disc_finish(&o->disc, &o->hosts, &o->remote, "dump") < 0)
         return 2;
     /* -p names processes to read as they are, found or not; the other flags find ranks. */
@@ -314,10 +351,10 @@ static void tasks_text(const struct dump_async *as, uint32_t ix)
         for (size_t i = 0; i < t->nframes; i++)
             if (t->frames[i].line > 0)
                 printf("      %s (%s:%d)\n", text_safe(t->frames[i].function),
-                       text_safe(t->frames[i].file), t->frames[i].line);
+                       text_file(t->frames[i].file), t->frames[i].line);
             else
                 printf("      %s (%s)\n", text_safe(t->frames[i].function),
-                       text_safe(t->frames[i].file));
+                       text_file(t->frames[i].file));
     }
 }
 
@@ -414,9 +451,9 @@ static json_object *process_json(int pid, int rank, const char *python, const ch
 static void pyframe_text(const struct pyframe *f)
 {
     if (f->line > 0)
-        printf("    %s (%s:%d)\n", text_safe(f->function), text_safe(f->file), f->line);
+        printf("    %s (%s:%d)\n", text_safe(f->function), text_file(f->file), f->line);
     else
-        printf("    %s (%s)\n", text_safe(f->function), text_safe(f->file));
+        printf("    %s (%s)\n", text_safe(f->function), text_file(f->file));
 }
 
 static void natframe_text(const struct native_frame *f)

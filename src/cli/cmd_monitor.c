@@ -3,6 +3,7 @@
 #include "cli.h"
 #include "cli_discovery.h"
 #include "cli_hosts.h"
+#include "cli_launch.h"
 #include "cli_opts.h"
 #include "ranktop/engine.h"
 #include "ranktop/ui.h"
@@ -29,9 +30,13 @@ struct mon_opts {
     struct engine_opts eng;
     struct ui_opts ui;
     struct cli_hosts hosts;
+    char **job_argv; /* `-- CMD...`: the job to start and watch */
 };
 
-enum { OPT_HANG = 0x3000, OPT_EXPORT_DIR, OPT_HISTORY, OPT_ALL };
+enum { OPT_HANG = 0x3000, OPT_EXPORT_DIR, OPT_HISTORY, OPT_ALL, OPT_FULL_NAMES };
+
+/* -s (py-spy's --subprocesses), applied once every -p is known. Main thread only. */
+static bool subprocesses;
 
 static const struct cli_opt mon_opts_table[] = {
     {'r', "rate", "HZ", "stack samples per second per rank (default 10)"},
@@ -39,6 +44,10 @@ static const struct cli_opt mon_opts_table[] = {
     {OPT_EXPORT_DIR, "export-dir", "DIR", "where `e` writes traces (default: current directory)"},
     {OPT_HISTORY, "history", "S", "seconds of history kept (default 600)"},
     {OPT_ALL, "all-threads", NULL, "start with every thread (key t toggles)"},
+    {'s', "subprocesses", NULL,
+     "each -p PID also means its descendants (as --children-of PID; PID itself when Python)"},
+    {OPT_FULL_NAMES, "full-filenames", NULL,
+     "frames' files as full paths (default: package-relative, torch/nn/modules/module.py)"},
     {0},
 };
 
@@ -55,8 +64,14 @@ void cmd_monitor_options(FILE *f)
 
 static void mon_usage(FILE *f)
 {
-    fputs("usage: ranktop [options]        the live monitor on the discovered ranks\n"
-          "       ranktop demo [options]   the monitor on a bundled demo job\n"
+    fputs("usage: ranktop [options]               the live monitor on the discovered ranks\n"
+          "       ranktop [options] -- CMD...    start CMD and watch its ranks\n"
+          "       ranktop demo [options]         the monitor on a bundled demo job\n"
+          "\n"
+          "With -- CMD the monitor starts CMD in a process group of its own (its output\n"
+          "goes to NAME-TIME.log in the export directory), watches its Python processes\n"
+          "(torchrun's workers as the ranks) and quits when it ends, with its exit\n"
+          "status; Ctrl-C asks whether to stop the job too.\n"
           "\n",
           f);
     cli_opts_usage(f, mon_tables);
@@ -103,6 +118,12 @@ static int mon_option(int c, const char *arg, struct mon_opts *o, const char *wh
     case OPT_ALL:
         o->ui.all_threads = o->eng.all_threads = true;
         return 0;
+    case OPT_FULL_NAMES:
+        o->ui.full_filenames = true;
+        return 0;
+    case 's':
+        subprocesses = true;
+        return 0;
     default: /* getopt said what was wrong */
         cli_try_help(who);
         return -1;
@@ -133,8 +154,24 @@ static int parse_monitor(int argc, char **argv, struct mon_opts *o, const char *
         if (mon_option(c, optarg, o, who) < 0)
             return CLI_EXIT_USAGE;
     }
-    if (optind < argc) {
-        fprintf(stderr, "%s: unexpected argument '%s'\n", cli_who(who), argv[optind]);
+    o->job_argv = who[0] ? NULL : cli_job_argv(argc, argv, optind);
+    if (!who[0] && cli_job_missing(argc, argv, optind)) {
+        fprintf(stderr, "ranktop: -- wants the command to start after it\n");
+        return cli_try_help(who);
+    }
+    if (optind < argc && !o->job_argv) {
+        fprintf(stderr, "%s: unexpected argument '%s'%s\n", cli_who(who), argv[optind],
+                who[0] ? "" : " (a command to start goes after --)");
+        return cli_try_help(who);
+    }
+    if (subprocesses && cli_disc_subprocesses(&o->eng.disc, who) < 0)
+        return cli_try_help(who);
+    if (o->job_argv &&
+        (o->eng.disc.npids || o->eng.disc.nchildren_of || o->eng.disc.match || o->hosts.given)) {
+        fprintf(stderr,
+                "%s: -- CMD watches the job it starts: drop -p, --children-of, --match, "
+                "--hosts and --hostfile\n",
+                cli_who(who));
         return cli_try_help(who);
     }
     return cli_disc_finish(&o->eng.disc, &o->hosts, &o->eng.remote, who) < 0 ? CLI_EXIT_USAGE : -1;
@@ -191,6 +228,42 @@ static void mon_defaults(struct mon_opts *o)
     o->ui.export_dir = ".";
 }
 
+static bool job_ended(void *arg)
+{
+    return cli_job_ended(arg);
+}
+
+/* The monitor on the job of `-- CMD`: started before any thread (it forks), its output in the
+ * export directory, stopped after the UI when the user said so. Returns the exit status: the
+ * job's when it ended, 0 when it was left running, 1 when it could not start. */
+static int run_job(struct mon_opts *o)
+{
+    struct cli_job job;
+    struct ui_job uj = {job_ended, &job, o->job_argv[0], false};
+    char log[4096], name[512], err[640], how[160];
+    int rc;
+
+    cli_job_default_name(o->job_argv[0], "log", name, sizeof(name));
+    snprintf(log, sizeof(log), "%s/%s", o->ui.export_dir, name);
+    if (cli_job_start(&job, o->job_argv, log, err, sizeof(err)) < 0) {
+        fprintf(stderr, "ranktop: %s\n", err);
+        return CLI_EXIT_FAIL;
+    }
+    o->eng.disc.job = job.pid;
+    o->eng.discovery_ms = 500;
+    o->ui.job = &uj;
+    o->ui.title = o->job_argv[0];
+    rc = run_monitor(o);
+    if (uj.stop)
+        cli_job_stop(&job, 5);
+    cli_job_describe(&job, how, sizeof(how));
+    fprintf(stderr, "ranktop: %s (pid %d) %s; its output is in %s\n", o->job_argv[0], job.pid, how,
+            log);
+    if (rc)
+        return rc;
+    return job.ended ? cli_job_exit(&job) : 0;
+}
+
 int cmd_monitor(int argc, char **argv)
 {
     struct mon_opts o;
@@ -204,7 +277,9 @@ int cmd_monitor(int argc, char **argv)
         cli_disc_missing("", o.eng.disc.pids, o.eng.disc.npids, o.eng.disc.children_of,
                          o.eng.disc.nchildren_of))
         rc = CLI_EXIT_FAIL;
-    if (rc < 0) {
+    if (rc < 0 && o.job_argv) {
+        rc = run_job(&o);
+    } else if (rc < 0) {
         o.ui.title = o.eng.disc.npids          ? "given pids"
                      : o.eng.disc.nchildren_of ? "children of launcher"
                                                : "discovered ranks";

@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "cli_discovery.h"
 #include "cli_hosts.h"
+#include "cli_launch.h"
 #include "cli_opts.h"
 #include "ranktop/engine.h"
 #include "ranktop/export.h"
@@ -36,6 +37,10 @@ struct rec_opts {
     struct cli_hosts hosts;
     bool subprocesses; /* py-spy's: each -p PID also stands for its descendants */
     bool nonblocking;  /* py-spy's: never stop the target (refuses --native) */
+    bool no_lines;     /* py-spy's -F / --nolineno: frames by function, no lines */
+    char **job_argv;   /* `-- CMD...`: the job to start and record */
+    struct cli_job job;
+    char out_name[4096]; /* py-spy's default name, without -o */
 };
 
 enum {
@@ -46,10 +51,8 @@ enum {
     OPT_AUTOSAVE,
     OPT_SNAPSHOT,
     OPT_GIL_STATS,
-    OPT_GIL_ONLY,
     OPT_IDLE,
     OPT_NONBLOCKING,
-    OPT_SUBPROCESSES,
     OPT_NATIVE,
     OPT_ASYNC,
     OPT_TRIGGER,
@@ -57,13 +60,16 @@ enum {
     OPT_MEMCAP,
     OPT_SAMPLERS,
     OPT_TASK_LANES,
+    OPT_NOLINENO,
 };
 
 /* -f's description, from the exporter's own lists of names and suffixes (rec_format_help). */
 static char rec_format_help[640];
 
 static const struct cli_opt rec_opts_table[] = {
-    {'o', "output", "FILE", "where to write (required)"},
+    {'o', "output", "FILE",
+     "where to write (default, as py-spy: NAME-TIME.EXT, NAME the command after --, the first "
+     "-p PID or 'ranks', TIME the local time, EXT the format's suffix)"},
     {'i', "interval", "S", "seconds between samples (default 0.1)"},
     {'r', "rate", "HZ", "samples per second (instead of -i)"},
     {'d', "duration", "S", "stop after S seconds (default: until Ctrl-C)"},
@@ -72,15 +78,20 @@ static const struct cli_opt rec_opts_table[] = {
     {OPT_NPU, "npu-usage", NULL, "NPU AICore and HBM counters"},
     {OPT_MEM, "cpu-mem-usage", NULL, "host memory counters (RSS, PSS, USS, swap)"},
     {OPT_GIL_STATS, "gil-stats", NULL, "GIL counters (busy %, switches/s, waiters)"},
-    {OPT_GIL_ONLY, "gil", NULL,
+    {'g', "gil", NULL,
      "only samples of threads that hold the GIL (as py-spy --gil); the others leave gaps"},
     {OPT_IDLE, "idle", NULL,
      "accepted for py-spy: idle (off-CPU) samples are always recorded, a rank waiting is news "
      "here"},
     {OPT_NONBLOCKING, "nonblocking", NULL,
      "accepted for py-spy: ranktop never stops the target (except --native, which it refuses)"},
-    {OPT_SUBPROCESSES, "subprocesses", NULL,
+    {'s', "subprocesses", NULL,
      "each -p PID also means its descendants (as --children-of PID; PID itself when Python)"},
+    {'F', "function", NULL,
+     "frames by function, without line numbers: a function's lines are one frame (py-spy's "
+     "-F; as --nolineno here)"},
+    {OPT_NOLINENO, "nolineno", NULL, "no line numbers: frames by function (as -F)"},
+    {'t', "threads", NULL, "accepted for py-spy: each lane names its thread and its id"},
     {OPT_NATIVE, "native", NULL,
      "native (C/C++) frames merged into every sample, marked native; each thread is stopped "
      "for about 0.2 ms per sample, so keep the rate low (10 Hz)"},
@@ -152,18 +163,22 @@ static void rec_format_text(void)
 
 static void rec_usage(FILE *f)
 {
-    fputs("usage: ranktop record -o FILE [options]\n"
+    fputs("usage: ranktop record [-o FILE] [options] [-- CMD...]\n"
           "\n"
           "Samples the Python stacks of every rank (and optionally device, memory and GIL\n"
           "counters) and writes a Chrome trace (Perfetto, chrome://tracing), a speedscope\n"
           "profile, collapsed stacks, an SVG flame graph or a Perfetto protobuf trace. The\n"
-          "file is replaced atomically on every autosave.\n"
+          "file is replaced atomically on every autosave. With -- CMD, record starts CMD\n"
+          "in a process group of its own, records its Python processes (torchrun's\n"
+          "workers as the ranks), stops when it ends and exits with its status; Ctrl-C,\n"
+          "SIGTERM and --duration stop the job too (SIGTERM, then SIGKILL after 5 s).\n"
           "\n",
           f);
     cli_opts_usage(f, rec_tables);
     fputs("\nExit status: 0 when a trace was written, 1 when nothing could be recorded or\n"
           "written (an unwritable output included), 2 on bad usage (an option, a value, an\n"
-          "output that is not a regular file or a new name).\n",
+          "output that is not a regular file or a new name). With -- CMD: CMD's exit\n"
+          "status (128 + the signal that killed it) when not 0, else record's own.\n",
           f);
 }
 
@@ -229,6 +244,18 @@ static int rec_option(int c, const char *arg, struct rec_opts *o)
     case OPT_TRIGGER:
         o->trigger = arg;
         return 0;
+    case 'g':
+        o->eng.gil_only = true;
+        return 0;
+    case 's':
+        o->subprocesses = true;
+        return 0;
+    case 't':
+        return 0;
+    case 'F':
+    case OPT_NOLINENO:
+        o->no_lines = true;
+        return 0;
     case OPT_SAMPLERS:
         if (seconds_arg(arg, "--sampler-threads", 1, &v) < 0)
             return -1;
@@ -257,9 +284,7 @@ static int rec_option(int c, const char *arg, struct rec_opts *o)
         o->eng.gpu |= c == OPT_GPU;
         o->eng.mem |= c == OPT_MEM;
         o->eng.gil |= c == OPT_GIL_STATS;
-        o->eng.gil_only |= c == OPT_GIL_ONLY;
         o->nonblocking |= c == OPT_NONBLOCKING;
-        o->subprocesses |= c == OPT_SUBPROCESSES;
         o->eng.native |= c == OPT_NATIVE;
         o->eng.async |= c == OPT_ASYNC;
         return c >= OPT_ALL && c <= OPT_ASYNC ? 0 : 1; /* OPT_IDLE: nothing to change */
@@ -273,32 +298,13 @@ static int rec_option(int c, const char *arg, struct rec_opts *o)
  * to go on, or CLI_EXIT_USAGE. */
 static int py_spy_words(struct rec_opts *o)
 {
-    struct discovery_opts *d = &o->eng.disc;
-    int kept = 0;
-
     if (o->nonblocking && o->eng.native) {
         fprintf(stderr, "ranktop record: --native stops each thread briefly at every sample, "
                         "which --nonblocking forbids: drop one of them\n");
         return CLI_EXIT_USAGE;
     }
-    if (!o->subprocesses)
-        return -1;
-    if (!d->npids) {
-        fprintf(stderr, "ranktop record: --subprocesses wants -p PID, the process whose "
-                        "descendants to record\n");
+    if (o->subprocesses && cli_disc_subprocesses(&o->eng.disc, "record") < 0)
         return cli_try_help("record");
-    }
-    for (int i = 0; i < d->npids; i++) {
-        int pid = d->pids[i];
-
-        d->children_of = x_reallocarray(d->children_of, (size_t)d->nchildren_of + 1, sizeof(int));
-        d->children_of[d->nchildren_of++] = pid;
-        /* Kept when Python, and when unreadable (the summary says why) or gone (check_named
-         * refuses it before the run). */
-        if (procscan_is_python(pid) || kill(pid, 0) < 0)
-            d->pids[kept++] = pid;
-    }
-    d->npids = kept;
     return -1;
 }
 
@@ -329,11 +335,21 @@ static int parse_record(int argc, char **argv, struct rec_opts *o)
         if (h < 0)
             return CLI_EXIT_USAGE;
     }
-    if (optind < argc || !o->out) {
-        if (optind < argc)
-            fprintf(stderr, "ranktop record: unexpected argument '%s'\n", argv[optind]);
-        else
-            fprintf(stderr, "ranktop record: no output file: use -o FILE\n");
+    o->job_argv = cli_job_argv(argc, argv, optind);
+    if (cli_job_missing(argc, argv, optind)) {
+        fprintf(stderr, "ranktop record: -- wants the command to start after it\n");
+        return cli_try_help("record");
+    }
+    if (optind < argc && !o->job_argv) {
+        fprintf(stderr,
+                "ranktop record: unexpected argument '%s' (a command to start goes after --)\n",
+                argv[optind]);
+        return cli_try_help("record");
+    }
+    if (o->job_argv &&
+        (o->eng.disc.npids || o->eng.disc.nchildren_of || o->eng.disc.match || o->hosts.given)) {
+        fprintf(stderr, "ranktop record: -- CMD records the job it starts: drop -p, "
+                        "--children-of, --match, --hosts and --hostfile\n");
         return cli_try_help("record");
     }
     if (cli_disc_finish(&o->eng.disc, &o->hosts, &o->eng.remote, "record") < 0)
@@ -557,7 +573,8 @@ static int save(const struct engine_view *v, const struct rec_opts *o, const cha
                              .to = to,
                              .interval_ns = (uint64_t)(1e9 / o->eng.rate_hz),
                              .version = RANKTOP_VERSION,
-                             .unavailable = rec_told.pairs[0] ? rec_told.pairs : NULL};
+                             .unavailable = rec_told.pairs[0] ? rec_told.pairs : NULL,
+                             .no_lines = o->no_lines};
     struct app_err err = {0};
     int rc;
 
@@ -796,6 +813,56 @@ static int finish(struct engine *e, const struct rec_opts *o, struct rec_state *
     return s->wrote && rc >= 0 ? 0 : 1;
 }
 
+/* Without -o: py-spy's name, from the command after --, the first -p PID, or "ranks". */
+static void default_out(struct rec_opts *o)
+{
+    char pid[16];
+    const char *what = "ranks";
+
+    if (o->job_argv)
+        what = o->job_argv[0];
+    else if (o->eng.disc.npids) {
+        snprintf(pid, sizeof(pid), "%d", o->eng.disc.pids[0]);
+        what = pid;
+    }
+    cli_job_default_name(what, export_format_ext(o->fmt) + 1, o->out_name, sizeof(o->out_name));
+    o->out = o->out_name;
+}
+
+/* Starts the job of `-- CMD` (before any thread: it forks), and makes it discovery's tree.
+ * Its scan runs twice a second, so that a short job is found soon after it exec's Python.
+ * Returns 0 or CLI_EXIT_FAIL. */
+static int start_job(struct rec_opts *o)
+{
+    char err[512];
+
+    if (!o->job_argv)
+        return 0;
+    if (cli_job_start(&o->job, o->job_argv, NULL, err, sizeof(err)) < 0) {
+        fprintf(stderr, "ranktop record: %s\n", err);
+        return CLI_EXIT_FAIL;
+    }
+    o->eng.disc.job = o->job.pid;
+    o->eng.discovery_ms = 500;
+    return 0;
+}
+
+/* The exit status with a job: the job's when it failed, else record's own (rc). The job is
+ * stopped first when it still runs (Ctrl-C, SIGTERM, --duration). */
+static int job_status(struct rec_opts *o, int rc)
+{
+    char how[160];
+    int st;
+
+    if (!o->job_argv)
+        return rc;
+    cli_job_stop(&o->job, 5);
+    st = cli_job_exit(&o->job);
+    cli_job_describe(&o->job, how, sizeof(how));
+    fprintf(stderr, "ranktop record: %s (pid %d) %s\n", o->job_argv[0], o->job.pid, how);
+    return st > 0 ? st : rc;
+}
+
 int cmd_record(int argc, char **argv)
 {
     struct rec_opts o = {.autosave = 30, .snapshot = 7200, .fmt = EXPORT_CHROME};
@@ -808,9 +875,12 @@ int cmd_record(int argc, char **argv)
     o.eng.rate_hz = 10;
     o.eng.mem_cap = 1024u << 20;
     rc = parse_record(argc, argv, &o);
+    if (rc < 0 && !o.out)
+        default_out(&o);
     if (rc < 0 && !o.fmt_set && export_format_from_name(o.out) >= 0)
         o.fmt = (enum export_format)export_format_from_name(o.out);
-    if (rc >= 0 || (rc = check_output(o.out)) != 0 || (rc = check_named(&o)) != 0) {
+    if (rc >= 0 || (rc = check_output(o.out)) != 0 || (rc = check_named(&o)) != 0 ||
+        (rc = start_job(&o)) != 0) {
         cli_disc_fini(&o.eng.disc);
         cli_hosts_fini(&o.hosts);
         return rc;
@@ -825,7 +895,7 @@ int cmd_record(int argc, char **argv)
         fprintf(stderr, "ranktop record: %s\n", err.msg);
         cli_disc_fini(&o.eng.disc);
         cli_hosts_fini(&o.hosts);
-        return 1;
+        return job_status(&o, 1);
     }
     s.start = clock_mono_ns();
     s.next_save = s.start + (uint64_t)(o.autosave * 1e9);
@@ -839,11 +909,16 @@ int cmd_record(int argc, char **argv)
         now = clock_mono_ns();
         if (o.duration > 0 && now - s.start >= (uint64_t)(o.duration * 1e9))
             break;
+        if (o.job_argv && cli_job_ended(&o.job))
+            break;
         tick(e, &o, &s, now);
     }
+    /* The job is stopped before the last save: its ranks' final samples are in the trace. */
+    if (o.job_argv)
+        cli_job_stop(&o.job, 5);
     rc = finish(e, &o, &s);
     engine_free(e);
     cli_disc_fini(&o.eng.disc);
     cli_hosts_fini(&o.hosts);
-    return rc;
+    return job_status(&o, rc);
 }

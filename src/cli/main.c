@@ -17,6 +17,7 @@
 static void usage(FILE *f)
 {
     fputs("usage: ranktop [options]                the live monitor on the job's ranks\n"
+          "       ranktop [options] -- CMD...     start CMD and watch its ranks\n"
           "       ranktop <command> [options]\n"
           "\n"
           "commands:\n",
@@ -25,7 +26,7 @@ static void usage(FILE *f)
     cli_opts_row(f, "  ls [options]", "list the GPUs/NPUs and the ranks of this node");
     cli_opts_row(f, "  dump [options]",
                  "print the Python stacks of running processes (-p PID, or --ranks)");
-    cli_opts_row(f, "  record -o FILE [options]", "record the ranks' stacks to a trace file");
+    cli_opts_row(f, "  record [-o FILE] [options]", "record the ranks' stacks to a trace file");
     cli_opts_row(f, "  agent [options]", "a node's collectors for a head on another node");
     fputc('\n', f);
     cli_opts_row(f, "  -h, --help", "this help ('ranktop CMD --help': a command's)");

@@ -600,8 +600,11 @@ static int stream_errno(const struct history *h, const struct export_opts *o, FI
 {
     struct xbuf b;
     struct xplan p;
+    struct history nolines;
     int e;
 
+    if (o->no_lines)
+        h = xhist_nolines(h, &nolines);
     xb_init(&b, f);
     xplan_init(&p, h, o);
     if (o->format == EXPORT_SPEEDSCOPE)
@@ -622,6 +625,8 @@ static int stream_errno(const struct history *h, const struct export_opts *o, FI
         e = EIO;
     xplan_fini(&p);
     xb_fini(&b);
+    if (o->no_lines)
+        xhist_nolines_fini(&nolines);
     return e;
 }
 

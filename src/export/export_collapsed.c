@@ -61,7 +61,7 @@ void export_collapsed(struct xbuf *b, const struct xplan *p)
 {
     struct xstacks s;
 
-    xstacks_init(&s, p->h);
+    xstacks_init(&s, p->h, p->o->no_lines);
     for (size_t i = 0; i < p->nlane; i++)
         for (size_t k = 0; k < p->lane[i].nth; k++)
             cc_thread(b, &s, p, &p->lane[i], &p->lane[i].th[k]);

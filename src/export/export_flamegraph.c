@@ -256,7 +256,7 @@ static void fg_build(struct fg *g)
         if (h->stacks[i].nframes > deepest)
             deepest = h->stacks[i].nframes;
     g->path = x_calloc((size_t)deepest + 1, sizeof(*g->path));
-    xstacks_init(&s, h);
+    xstacks_init(&s, h, false);
     fg_add(g, FG_ALL, 0, 0);
     for (size_t i = 0; i < g->p->nlane; i++) {
         uint32_t lane = fg_add(g, FG_LANE, (uint32_t)i, 0);

@@ -130,9 +130,12 @@ struct xstacks {
     uint64_t *weight; /* per stack id of the history */
     uint32_t *order;
     size_t n;
+    uint32_t *canon; /* merge: each stack id to the first with the same frames; else NULL */
 };
 
-void xstacks_init(struct xstacks *s, const struct history *h);
+/* merge: stacks with the same frame ids count as one (the first), for a no-lines copy
+ * (xhist_nolines) whose stacks differ only in the lines it dropped. */
+void xstacks_init(struct xstacks *s, const struct history *h, bool merge);
 void xstacks_fini(struct xstacks *s);
 void xstacks_thread(struct xstacks *s, const struct xplan *p, const struct xlane *l,
                     const struct xthread *x);
@@ -160,6 +163,12 @@ void xopen_move(struct xopen *o, const struct history *h, uint32_t stack, uint64
  * collapsed stacks): "function (file:line)", "function (file)" without a line, "function"
  * with neither. Raw bytes, appended to out; the caller escapes them for its format. */
 void xframe_label(struct xbuf *out, const struct hframe *f);
+
+/* export_opts.no_lines: a shallow copy of h (in copy, returned) whose frames have no line and
+ * whose stacks use one frame per function, file and kind; xhist_nolines_fini frees what the
+ * copy owns (its frame and stack-frame tables), never h's. export_lines.c. */
+const struct history *xhist_nolines(const struct history *h, struct history *copy);
+void xhist_nolines_fini(struct history *copy);
 
 /* Writers of each format, into b; they report nothing, errors surface through b->err. */
 void export_chrome(struct xbuf *b, const struct xplan *p);

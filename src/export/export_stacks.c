@@ -6,23 +6,65 @@
  * nothing. Runs on the caller's thread, on a scratch the caller owns. */
 #include "export_priv.h"
 
+#include "ranktop/hash.h"
 #include "ranktop/util.h"
 
 #include <stdlib.h>
 
-void xstacks_init(struct xstacks *s, const struct history *h)
+static uint64_t stack_hash(const struct history *h, uint32_t id)
+{
+    const uint32_t *f = history_stack_frames(h, id);
+    uint64_t x = h->stacks[id].nframes;
+
+    for (uint32_t k = 0; k < h->stacks[id].nframes; k++)
+        x = hash_mix(x, f[k]);
+    return x;
+}
+
+static bool stack_same(const struct history *h, uint32_t a, uint32_t b)
+{
+    return h->stacks[a].nframes == h->stacks[b].nframes &&
+           !memcmp(history_stack_frames(h, a), history_stack_frames(h, b),
+                   h->stacks[a].nframes * sizeof(uint32_t));
+}
+
+/* Each stack id to the first id with the same frames (open addressing over the ids). */
+static uint32_t *stacks_canon(const struct history *h)
+{
+    size_t cap = 16;
+    uint32_t *slot, *canon = x_calloc(h->nstacks ? h->nstacks : 1, sizeof(*canon));
+
+    while (cap < h->nstacks * 2)
+        cap *= 2;
+    slot = x_calloc(cap, sizeof(*slot)); /* id + 1; 0 empty */
+    for (size_t i = 0; i < h->nstacks; i++) {
+        size_t j = stack_hash(h, (uint32_t)i) & (cap - 1);
+
+        while (slot[j] && !stack_same(h, slot[j] - 1, (uint32_t)i))
+            j = (j + 1) & (cap - 1);
+        if (!slot[j])
+            slot[j] = (uint32_t)i + 1;
+        canon[i] = slot[j] - 1;
+    }
+    free(slot);
+    return canon;
+}
+
+void xstacks_init(struct xstacks *s, const struct history *h, bool merge)
 {
     size_t n = h->nstacks ? h->nstacks : 1;
 
     s->weight = x_calloc(n, sizeof(*s->weight));
     s->order = x_calloc(n, sizeof(*s->order));
     s->n = 0;
+    s->canon = merge ? stacks_canon(h) : NULL;
 }
 
 void xstacks_fini(struct xstacks *s)
 {
     free(s->weight);
     free(s->order);
+    free(s->canon);
     memset(s, 0, sizeof(*s));
 }
 
@@ -46,10 +88,14 @@ void xstacks_thread(struct xstacks *s, const struct xplan *p, const struct xlane
     s->n = 0;
     xiter_init(&it, p, l->r, x->t);
     while (xiter_next(&it, &seg)) {
-        if (seg.stack == HSTACK_NONE || !h->stacks[seg.stack].nframes)
+        uint32_t id = seg.stack;
+
+        if (id == HSTACK_NONE || !h->stacks[id].nframes)
             continue;
-        if (!s->weight[seg.stack])
-            s->order[s->n++] = seg.stack;
-        s->weight[seg.stack] += xstacks_weight(p->o, seg.e - seg.s);
+        if (s->canon)
+            id = s->canon[id];
+        if (!s->weight[id])
+            s->order[s->n++] = id;
+        s->weight[id] += xstacks_weight(p->o, seg.e - seg.s);
     }
 }

@@ -62,6 +62,9 @@ sh_quote() {
 # so the pane shows what follows the program (the exit status, the restored terminal). The
 # environment is the test's with the locale variables cleared, LANG=C.UTF-8 and NO_COLOR unset,
 # then VAR=VALUE applied (e.g. LANG=C, NO_COLOR=1, PATH=...). NAME becomes the current session.
+# UI_SHELL_IGNORES_INT=1 among them makes the pane's shell ignore SIGINT, so that a Ctrl-C sent
+# to the program (in the shell's process group) does not end the shell too; the program sets
+# its own SIGINT handler.
 ui_start() {
     name=$1 w=$2 h=$3
     shift 3
@@ -70,6 +73,7 @@ ui_start() {
         echo 'unset LC_ALL LC_CTYPE LC_MESSAGES LC_COLLATE LANGUAGE NO_COLOR'
         echo 'export LANG=C.UTF-8'
         while [ $# -gt 0 ] && [ "$1" != "--" ]; do
+            [ "$1" = UI_SHELL_IGNORES_INT=1 ] && echo "trap '' INT"
             echo "export $(sh_quote "$1")"
             shift
         done

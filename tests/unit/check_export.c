@@ -813,6 +813,45 @@ START_TEST(test_collapsed)
 }
 END_TEST
 
+/* py-spy's -F / --nolineno: the lines of one function are one frame, named without a line,
+ * and the stacks that become equal are one line of the collapsed stacks; the history itself
+ * keeps its lines (a second export without the option has them). */
+START_TEST(test_collapsed_nolines)
+{
+    struct history h;
+    struct stacks s;
+    struct export_opts o = opts(EXPORT_COLLAPSED, false);
+    struct app_err err = {0};
+    char path[256], *text;
+
+    build(&h, &s);
+    path_in(path, sizeof(path), tmpdir, "n.folded");
+    o.no_lines = true;
+    ck_assert_int_eq(export_write(&h, &o, path, &err), 0);
+    text = slurp(path, NULL);
+    ck_assert_str_eq(text, "rank 0;MainThread;main (eval.py);evaluate (eval.py) 5\n"
+                           "rank 1;MainThread;main (train.py);train (train.py);"
+                           "step (train.py) 6\n"
+                           "rank 1;MainThread;main (train.py);train (train.py);"
+                           "save (io.py) 1\n"
+                           "pid 7000;MainThread;main (x.py) 1\n");
+    free(text);
+    o.format = EXPORT_CHROME;
+    path_in(path, sizeof(path), tmpdir, "n.json");
+    ck_assert_int_eq(export_write(&h, &o, path, &err), 0);
+    text = slurp(path, NULL);
+    ck_assert_ptr_nonnull(strstr(text, "\"step (train.py)\""));
+    ck_assert_ptr_null(strstr(text, "train.py:"));
+    free(text);
+    o.no_lines = false;
+    ck_assert_int_eq(export_write(&h, &o, path, &err), 0);
+    text = slurp(path, NULL);
+    ck_assert_ptr_nonnull(strstr(text, "step (train.py:31)"));
+    free(text);
+    tb_free(&h);
+}
+END_TEST
+
 START_TEST(test_writer_helpers)
 {
     struct xbuf b;
@@ -1410,6 +1449,7 @@ static Suite *export_suite(void)
     tcase_add_test(tc, test_chrome_window);
     tcase_add_test(tc, test_speedscope);
     tcase_add_test(tc, test_collapsed);
+    tcase_add_test(tc, test_collapsed_nolines);
     tcase_add_test(tc, test_flamegraph);
     tcase_add_test(tc, test_flamegraph_hostile);
     tcase_add_test(tc, test_flamegraph_bound);

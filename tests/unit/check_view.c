@@ -18,6 +18,7 @@
 
 #include "ranktop/history.h"
 #include "ranktop/status.h"
+#include "ranktop/util.h"
 #include "tsupport.h"
 
 #define T0 5000000000000ull /* history start, ns */
@@ -977,6 +978,29 @@ START_TEST(top_gaps_and_exit)
 }
 END_TEST
 
+/* The short, package-relative file names of the text outputs and the monitor (py-spy's). */
+START_TEST(short_file_names)
+{
+    static const char *const cases[][2] = {
+        {"/usr/lib/python3/dist-packages/torch/nn/modules/module.py", "torch/nn/modules/module.py"},
+        {"/v/lib/python3.12/site-packages/numpy/core/x.py", "numpy/core/x.py"},
+        {"/usr/lib/python3.11/threading.py", "threading.py"},
+        {"/opt/py/lib/python3.13t/asyncio/tasks.py", "asyncio/tasks.py"},
+        {"/usr/lib/python3.11/site-packages/a/site-packages/b.py", "b.py"},
+        {"/home/me/train.py", "/home/me/train.py"},
+        {"/x/my-site-packages/y.py", "/x/my-site-packages/y.py"},
+        {"/x/site-packages/", "/x/site-packages/"},
+        {"/lib/python/x.py", "/lib/python/x.py"},
+        {"<string>", "<string>"},
+        {"", ""},
+    };
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        ck_assert_str_eq(path_short(cases[i][0]), cases[i][1]);
+    ck_assert_ptr_null(path_short(NULL));
+}
+END_TEST
+
 START_TEST(frame_format)
 {
     char buf[64];
@@ -1662,6 +1686,7 @@ static Suite *view_suite(void)
     tcase_add_test(tc, top_window);
     tcase_add_test(tc, top_gaps_and_exit);
     tcase_add_test(tc, frame_format);
+    tcase_add_test(tc, short_file_names);
     tcase_add_test(tc, series_ids_keep_export_names);
     tcase_add_test(tc, series_delta_window);
     tcase_add_test(tc, table_rows_and_sorts);

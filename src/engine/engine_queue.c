@@ -33,6 +33,10 @@
 #define TRIM_EVERY_NS (1000000000ull)
 #define TRIM_SOON_NS (50000000ull) /* the least time between two trims */
 #define IDLE_WAIT_MS 100           /* the recorder's longest sleep: trims and stop are due */
+/* Events a batch buffer keeps room for once applied: a burst (an agent's backlog, thousands of
+ * runs at once) grows the buffers it passes through, which then go back to the allocator
+ * instead of staying the size of the burst in every queue. */
+#define KEEP_EVENTS 4096
 
 void engine_queues_init(struct engine *e)
 {
@@ -110,6 +114,10 @@ void engine_emit_buf(struct engine *e, enum engine_qid qid, struct engine_evbuf 
     }
     pthread_mutex_unlock(&q->lock);
     b->n = 0;
+    if (b->cap > KEEP_EVENTS) {
+        free(b->ev);
+        *b = (struct engine_evbuf){0};
+    }
     if (was_empty)
         engine_wake(e);
 }
@@ -147,6 +155,11 @@ void engine_remote_emit(struct engine *e, struct engine_rbatch *b)
     }
     pthread_mutex_unlock(&e->rq_lock);
     b->n = 0;
+    if (b->cap > KEEP_EVENTS) {
+        free(b->ev);
+        free(b->link);
+        *b = (struct engine_rbatch){0};
+    }
     if (was_empty)
         engine_wake(e);
 }
@@ -226,9 +239,19 @@ static void recorder_pass(struct engine *e, struct taken *got, uint64_t *trim_at
     pthread_mutex_lock(&e->lock);
     apply_locked(e, got, trim_at);
     pthread_mutex_unlock(&e->lock);
-    for (int i = 0; i < ENGINE_NQ; i++)
+    for (int i = 0; i < ENGINE_NQ; i++) {
         got->q[i].n = 0;
+        if (got->q[i].cap > KEEP_EVENTS) {
+            free(got->q[i].ev);
+            got->q[i] = (struct engine_evbuf){0};
+        }
+    }
     got->r.n = 0;
+    if (got->r.cap > KEEP_EVENTS) {
+        free(got->r.ev);
+        free(got->r.link);
+        got->r = (struct engine_rbatch){0};
+    }
 }
 
 static void taken_free(struct taken *got)

@@ -154,6 +154,7 @@ static int set_cond(const struct pline *p, struct wrule *r, const char *field, c
  * '#' starts a comment. Returns the count, or max + 1 when there are more. */
 static int split_words(char *line, char **words, int max)
 {
+    char *save = NULL;
     int n = 0;
 
     for (char *s = strtok_r(line, " \t", &save); s && *s != '#'; s = strtok_r(NULL, " \t", &save)) {

@@ -71,7 +71,10 @@ struct wait_facts {
     int syscall;       /* the syscall number it sleeps in (/proc/PID/task/TID/syscall), -1 none or
                           unknown */
     const char *wchan; /* NULL unknown */
-    bool exited;       /* a dead rank: */
+    /* The syscall is a select or poll over no descriptor: a sleep (time.sleep before 3.11),
+     * not I/O. */
+    bool no_fds;
+    bool exited; /* a dead rank: */
     int exit_code, exit_signal;
 };
 

@@ -572,7 +572,7 @@ static enum wait_kind by_kernel(const struct wait_facts *f, char *why, size_t wh
     const char *sc = syscall_words(f->syscall, buf, sizeof(buf));
     const char *wchan = f->wchan && *f->wchan && strcmp(f->wchan, "0") ? f->wchan : NULL;
 
-    if (f->state == 'D' || (f->state != 'R' && waits_syscall_io(f->syscall))) {
+    if (f->state == 'D' || (f->state != 'R' && !f->no_fds && waits_syscall_io(f->syscall))) {
         say(why, whylen, "state %c%s%s%s%s", f->state ? f->state : '?', *sc ? " in " : "", sc,
             wchan ? ", wchan " : "", wchan ? wchan : "");
         return WAIT_IO;
@@ -582,7 +582,8 @@ static enum wait_kind by_kernel(const struct wait_facts *f, char *why, size_t wh
         return WAIT_GIL;
     }
     if (f->nframes) {
-        say(why, whylen, "no rule matched%s%s", *sc ? "; in " : "", sc);
+        say(why, whylen, "no rule matched%s%s%s", *sc ? "; in " : "", sc,
+            *sc && f->no_fds ? " over no descriptor (a sleep)" : "");
         return WAIT_HOST;
     }
     return WAIT_UNKNOWN;

@@ -2,6 +2,7 @@
  * the `builtin` line) and the classifier on synthetic frames and facts (the precedence of dead,
  * stopped, gc, frame rules, io, gil and host; frames innermost first; unknown stays unknown).
  * The built-in table, as embedded, must parse and classify the common waits. */
+#include "ranktop/procwait.h"
 #include "ranktop/waits.h"
 #include "tsupport.h"
 
@@ -9,7 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 static struct waits *parse_ok(const char *text)
 {
@@ -212,6 +217,12 @@ START_TEST(test_precedence)
     f.holds_gil = 0;
     ck_assert_int_eq(waits_classify(w, &f, why, sizeof(why)), WAIT_HOST);
     ck_assert_str_eq(why, "no rule matched; in clock_nanosleep");
+    f.syscall = SYS_pselect6;
+    ck_assert_int_eq(waits_classify(w, &f, why, sizeof(why)), WAIT_IO);
+    f.no_fds = true;
+    ck_assert_int_eq(waits_classify(w, &f, why, sizeof(why)), WAIT_HOST);
+    ck_assert_str_eq(why, "no rule matched; in pselect6 over no descriptor (a sleep)");
+    f.no_fds = false;
     /* No frames: the kernel's view still counts, and without it nothing is guessed. */
     f.nframes = 0;
     f.syscall = SYS_read;
@@ -304,6 +315,91 @@ START_TEST(test_classify_stack)
 }
 END_TEST
 
+/* The /proc parsers on what kernels write, odd command names and garbage included. */
+START_TEST(test_procwait_parsers)
+{
+    const char stat[] = "812 (a) b) c) S 1 812 812 0 -1 4194560";
+    char st = 0, wchan[16], line[128];
+    bool nofds = true;
+    int nr = 7;
+
+    ck_assert_int_eq(procwait_parse_stat(stat, sizeof(stat) - 1, &st), 0);
+    ck_assert_int_eq(st, 'S');
+    ck_assert_int_lt(procwait_parse_stat("812 (a", 6, &st), 0);
+    ck_assert_int_lt(procwait_parse_stat("812 (a)", 7, &st), 0);
+    ck_assert_int_lt(procwait_parse_stat("812 (a) 7", 9, &st), 0);
+    ck_assert_int_eq(procwait_parse_syscall("running\n", 8, &nr, &nofds), 0);
+    ck_assert_int_eq(nr, -1);
+    snprintf(line, sizeof(line), "%d 0x3 0x7ffd 0x1 0 0 0 0x7ffd 0x7f12\n", SYS_read);
+    ck_assert_int_eq(procwait_parse_syscall(line, strlen(line), &nr, &nofds), 0);
+    ck_assert_int_eq(nr, SYS_read);
+    ck_assert(!nofds);
+    /* time.sleep before 3.11: pselect6(0, NULL, NULL, NULL, &ts, NULL) is a sleep. */
+    snprintf(line, sizeof(line), "%d 0x0 0x0 0x0 0x0 0x7ffd1 0x0 0x7ffd 0x7f12\n", SYS_pselect6);
+    ck_assert_int_eq(procwait_parse_syscall(line, strlen(line), &nr, &nofds), 0);
+    ck_assert(nofds);
+    snprintf(line, sizeof(line), "%d 0x5 0x7ff 0x0 0x0 0x7ffd1 0x0 0x7ffd 0x7f12\n", SYS_pselect6);
+    ck_assert_int_eq(procwait_parse_syscall(line, strlen(line), &nr, &nofds), 0);
+    ck_assert(!nofds);
+    ck_assert_int_eq(procwait_parse_syscall("-1 0x7ffd 0x7f12\n", 17, &nr, NULL), 0);
+    ck_assert_int_eq(nr, -1);
+    ck_assert_int_lt(procwait_parse_syscall("x 1", 3, &nr, NULL), 0);
+    ck_assert_int_lt(procwait_parse_syscall("", 0, &nr, NULL), 0);
+    ck_assert_int_lt(procwait_parse_syscall("99999999999", 11, &nr, NULL), 0);
+    procwait_parse_wchan("pipe_read", 9, wchan, sizeof(wchan));
+    ck_assert_str_eq(wchan, "pipe_read");
+    procwait_parse_wchan("0", 1, wchan, sizeof(wchan));
+    ck_assert_str_eq(wchan, "");
+    procwait_parse_wchan("a b", 3, wchan, sizeof(wchan));
+    ck_assert_str_eq(wchan, "");
+    procwait_parse_wchan("a_very_long_kernel_function", 27, wchan, sizeof(wchan));
+    ck_assert_str_eq(wchan, "");
+}
+END_TEST
+
+/* A real child blocked reading a pipe nobody writes: state S in read; then stopped: T. */
+START_TEST(test_procwait_read_child)
+{
+    int fds[2];
+    pid_t pid;
+    struct procwait pw = {0};
+    struct app_err err = {0};
+    char c;
+
+    ck_assert_int_eq(pipe(fds), 0);
+    pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        close(fds[1]);
+        _exit(read(fds[0], &c, 1) == 1 ? 0 : 1);
+    }
+    /* The child gets there when it gets there: poll until it sleeps (a busy machine). */
+    for (int i = 0; i < 600; i++) {
+        struct timespec ts = {0, 50 * 1000 * 1000};
+
+        ck_assert_int_eq(procwait_read(pid, pid, &pw, &err), 0);
+        if (pw.state == 'S' && pw.syscall == SYS_read)
+            break;
+        nanosleep(&ts, NULL);
+    }
+    ck_assert_int_eq(pw.state, 'S');
+    ck_assert_int_eq(pw.syscall, SYS_read);
+    kill(pid, SIGSTOP);
+    for (int i = 0; i < 600 && pw.state != 'T'; i++) {
+        struct timespec ts = {0, 50 * 1000 * 1000};
+
+        nanosleep(&ts, NULL);
+        ck_assert_int_eq(procwait_read(pid, pid, &pw, &err), 0);
+    }
+    ck_assert_int_eq(pw.state, 'T');
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    ck_assert_int_eq(procwait_read(pid, pid, &pw, &err), APP_E_GONE);
+    close(fds[0]);
+    close(fds[1]);
+}
+END_TEST
+
 static Suite *waits_suite(void)
 {
     Suite *s = suite_create("waits");
@@ -318,6 +414,8 @@ static Suite *waits_suite(void)
     tcase_add_test(tc, test_builtin);
     tcase_add_test(tc, test_names_and_syscalls);
     tcase_add_test(tc, test_classify_stack);
+    tcase_add_test(tc, test_procwait_parsers);
+    tcase_add_test(tc, test_procwait_read_child);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -130,7 +130,10 @@ static void refresh_data(struct ui *u)
     if (u->v->t != old_t)
         view_rate_add(&u->rate, u->v->t, u->v->stats.samples);
     view_hang_fini(&u->hang);
-    view_hang(&u->v->hist, clock_mono_ns(), (uint64_t)(u->o->hang_after_s * 1e9), NULL, &u->hang);
+    view_hang(
+        &u->v->hist, clock_mono_ns(), (uint64_t)(u->o->hang_after_s * 1e9),
+        &(struct view_hang_in){.waits = u->o->waits, .live = u->v->live, .nlive = u->v->nlive},
+        &u->hang);
     ui_build_rows(u);
 }
 

@@ -215,7 +215,8 @@ void ui_start_export(struct ui *u, enum export_format fmt)
                                  .interval_ns = j->v->stats.achieved_hz > 0
                                                     ? (uint64_t)(1e9 / j->v->stats.achieved_hz)
                                                     : 100000000u,
-                                 .version = RANKTOP_VERSION};
+                                 .version = RANKTOP_VERSION,
+                                 .waits = u->o->waits};
     localtime_r(&now, &tm);
     strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
     snprintf(j->path, sizeof(j->path), "%s/ranktop-%s%s", u->o->export_dir, stamp,

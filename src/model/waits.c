@@ -1,5 +1,5 @@
 /* The kind-of-wait table and classifier (ranktop/waits.h). A rules file is parsed line by line
- * into rules, each a kind and up to three conditions that one frame must meet (a Python frame's
+ * into rules, each a kind and the conditions that one frame must meet (a Python frame's
  * module, file and function; a native frame's symbol and object); the classifier walks a
  * thread's frames innermost first and takes the first rule that matches, after the facts that
  * outrank any frame (dead, stopped, collecting garbage) and before those that only say what the
@@ -15,6 +15,7 @@
 
 #include <fnmatch.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -20,7 +20,8 @@ struct ui_opts {
     const char *export_dir; /* --export-dir (default ".") */
     bool all_threads;       /* start in all-threads mode */
     const char *title;      /* shown in the header ("demo job", or the discovery mode) */
-    const struct waits *waits; /* --waits: the kind-of-wait rules; NULL: the built-in table */
+    /* --waits: the kind-of-wait rules; NULL: the built-in table */
+    const struct waits *waits;
 };
 
 /* Opens the terminal (locale, terminfo, curses) on the main thread. It sets environment

@@ -179,7 +179,8 @@ struct view_table_in {
     const struct engine_rank_live *live; /* a view's live figures (borrowed), may be NULL */
     size_t nlive;
     uint64_t stuck_after_ns; /* a live rank unchanged this long is "stuck"; 0: never */
-    const struct waits *waits; /* the kind-of-wait rules; NULL: the built-in table */
+    /* The kind-of-wait rules; NULL: the built-in table. */
+    const struct waits *waits;
 };
 
 #define VIEW_GIL_HOLDER_PCT 50.0 /* another thread's GIL share the table names */
@@ -391,7 +392,8 @@ struct view_hang_rank {
     uint64_t fkey;   /* view_stack_fkey(stack) */
     char where[160]; /* innermost frame, view_frame_format; "<no stack>" */
     char host[64];   /* its host when that is not this node (multi-node), else "" */
-    enum wait_kind wait; /* its kind of wait (view_rank_wait) */
+    /* Its kind of wait (view_rank_wait). */
+    enum wait_kind wait;
 };
 
 struct view_hang {

@@ -41,7 +41,7 @@ _ranktop()
     local nodes="--hosts --hostfile --rsh --remote-ranktop --launcher --this-node --selector
         -n --namespace --container --ship --ship-dir"
     local monitor="-r --rate --hang-after --export-dir --history --all-threads --full-filenames
-        -s --subprocesses -h --help $disc $nodes"
+        -s --subprocesses --waits -h --help $disc $nodes"
     local cmd="" i
     for ((i = 1; i < cword; i++)); do
         case ${words[i]} in
@@ -66,7 +66,7 @@ _ranktop()
         COMPREPLY=($(compgen -W "$(ps -e -o pid= 2> /dev/null)" -- "$cur"))
         ;;
     -o | --output | --nvidia-smi-file | --npu-smi-file | --hostfile | --trigger-file | \
-        --nvidia-smi | --npu-smi | --remote-ranktop | --core | --exe)
+        --nvidia-smi | --npu-smi | --remote-ranktop | --core | --exe | --waits)
         COMPREPLY=($(compgen -f -- "$cur"))
         ;;
     --export-dir | --ship-dir | --lib-search)
@@ -99,13 +99,13 @@ _ranktop()
     ls) flags="-j --json -h --help $disc $nodes" ;;
     dump)
         flags="--ranks -s --subprocesses -t --threads --full-filenames --native --async --core --exe
-            --lib-search -j --json --max-frames -h --help $disc $nodes"
+            --lib-search -j --json --max-frames --waits -h --help $disc $nodes"
         ;;
     record)
         flags="-o --output -i --interval -r --rate -d --duration -f --format --all-threads
             --gpu-usage --npu-usage --cpu-mem-usage --gil-stats -g --gil --idle --nonblocking
             -s --subprocesses -F --function --nolineno -t --threads --native --async --task-lanes --autosave-interval --autosave-snapshot-interval
-            --trigger-file --history --memory-cap --sampler-threads -h --help $disc $nodes"
+            --trigger-file --history --memory-cap --sampler-threads --waits -h --help $disc $nodes"
         ;;
     agent)
         flags="-r --rate --all-threads --no-gil --gil --no-mem --native --heartbeat --tick

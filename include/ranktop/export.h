@@ -13,6 +13,7 @@
 
 #include "ranktop/history.h"
 #include "ranktop/status.h"
+#include "ranktop/waits.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -40,6 +41,9 @@ struct export_opts {
     /* py-spy's --nolineno and -F: frames named by function and file only, one frame per
      * function (every format). */
     bool no_lines;
+    /* The kind-of-wait rules for the traces' "wait" instants (one per change of a rank's
+     * kind); NULL: the built-in table. */
+    const struct waits *waits;
 };
 
 /* Writes h to path atomically: PATH.tmp.<pid> (export_temp_name), checked writes, fflush,

@@ -22,6 +22,8 @@ struct ui_job {
     bool stop;        /* the user answered y */
 };
 
+struct waits; /* ranktop/waits.h */
+
 struct ui_opts {
     struct engine *engine;
     double hang_after_s;    /* --hang-after (default 30) */
@@ -30,6 +32,8 @@ struct ui_opts {
     const char *title;      /* shown in the header ("demo job", or the discovery mode) */
     struct ui_job *job;     /* the job started with `-- CMD`; NULL for none */
     bool full_filenames;    /* frames' files as full paths (default: package-relative) */
+    /* --waits: the kind-of-wait rules; NULL: the built-in table */
+    const struct waits *waits;
 };
 
 /* Opens the terminal (locale, terminfo, curses) on the main thread. It sets environment

@@ -5,6 +5,7 @@
 #include "cli_hosts.h"
 #include "cli_launch.h"
 #include "cli_opts.h"
+#include "cli_waits.h"
 #include "ranktop/engine.h"
 #include "ranktop/ui.h"
 
@@ -30,10 +31,11 @@ struct mon_opts {
     struct engine_opts eng;
     struct ui_opts ui;
     struct cli_hosts hosts;
-    char **job_argv; /* `-- CMD...`: the job to start and watch */
+    char **job_argv;     /* `-- CMD...`: the job to start and watch */
+    struct waits *waits; /* --waits FILE; NULL: the built-in rules */
 };
 
-enum { OPT_HANG = 0x3000, OPT_EXPORT_DIR, OPT_HISTORY, OPT_ALL, OPT_FULL_NAMES };
+enum { OPT_HANG = 0x3000, OPT_EXPORT_DIR, OPT_HISTORY, OPT_ALL, OPT_FULL_NAMES, OPT_WAITS };
 
 /* -s (py-spy's --subprocesses), applied once every -p is known. Main thread only. */
 static bool subprocesses;
@@ -48,6 +50,9 @@ static const struct cli_opt mon_opts_table[] = {
      "each -p PID also means its descendants (as --children-of PID; PID itself when Python)"},
     {OPT_FULL_NAMES, "full-filenames", NULL,
      "frames' files as full paths (default: package-relative, torch/nn/modules/module.py)"},
+    {OPT_WAITS, "waits", "FILE",
+     "the rules naming each rank's kind of wait, the WAIT column (default: the built-in "
+     "table, share/ranktop/waits.rules)"},
     {0},
 };
 
@@ -123,6 +128,12 @@ static int mon_option(int c, const char *arg, struct mon_opts *o, const char *wh
         return 0;
     case 's':
         subprocesses = true;
+        return 0;
+    case OPT_WAITS:
+        waits_free(o->waits);
+        if (cli_waits_load(arg, who, &o->waits) != 0)
+            return -1;
+        o->ui.waits = o->waits;
         return 0;
     default: /* getopt said what was wrong */
         cli_try_help(who);
@@ -287,6 +298,7 @@ int cmd_monitor(int argc, char **argv)
     }
     cli_disc_fini(&o.eng.disc);
     cli_hosts_fini(&o.hosts);
+    waits_free(o.waits);
     return rc;
 }
 
@@ -422,6 +434,7 @@ int cmd_demo(int argc, char **argv)
     if (rc >= 0) {
         cli_disc_fini(&o.eng.disc);
         cli_hosts_fini(&o.hosts);
+        waits_free(o.waits);
         return rc;
     }
     n = demo_start(script, syncdir, pids);
@@ -432,6 +445,7 @@ int cmd_demo(int argc, char **argv)
     }
     cli_disc_fini(&o.eng.disc);
     cli_hosts_fini(&o.hosts);
+    waits_free(o.waits);
     o.eng.disc.pids = x_calloc((size_t)n, sizeof(int));
     memcpy(o.eng.disc.pids, pids, (size_t)n * sizeof(int));
     o.eng.disc.npids = n;
@@ -440,5 +454,6 @@ int cmd_demo(int argc, char **argv)
     demo_stop(pids, n, syncdir);
     cli_disc_fini(&o.eng.disc);
     cli_hosts_fini(&o.hosts);
+    waits_free(o.waits);
     return rc;
 }

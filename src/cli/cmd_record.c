@@ -8,6 +8,7 @@
 #include "cli_hosts.h"
 #include "cli_launch.h"
 #include "cli_opts.h"
+#include "cli_waits.h"
 #include "ranktop/engine.h"
 #include "ranktop/export.h"
 #include "ranktop/procscan.h"
@@ -41,6 +42,7 @@ struct rec_opts {
     char **job_argv;   /* `-- CMD...`: the job to start and record */
     struct cli_job job;
     char out_name[4096]; /* py-spy's default name, without -o */
+    struct waits *waits; /* --waits FILE; NULL: the built-in rules */
 };
 
 enum {
@@ -61,6 +63,7 @@ enum {
     OPT_SAMPLERS,
     OPT_TASK_LANES,
     OPT_NOLINENO,
+    OPT_WAITS,
 };
 
 /* -f's description, from the exporter's own lists of names and suffixes (rec_format_help). */
@@ -108,6 +111,9 @@ static const struct cli_opt rec_opts_table[] = {
     {OPT_TRIGGER, "trigger-file", "PATH",
      "record only while PATH exists; write each window to its own time-tagged file"},
     {OPT_HISTORY, "history", "S", "keep only the last S seconds (default: all)"},
+    {OPT_WAITS, "waits", "FILE",
+     "the rules naming each rank's kind of wait, a trace instant at each change (default: the "
+     "built-in table, share/ranktop/waits.rules)"},
     {OPT_MEMCAP, "memory-cap", "MB",
      "memory cap of the whole process beyond its base (default 1024)"},
     {OPT_SAMPLERS, "sampler-threads", "N",
@@ -203,6 +209,9 @@ static int rec_option(int c, const char *arg, struct rec_opts *o)
     case 'o':
         o->out = arg;
         return 0;
+    case OPT_WAITS:
+        waits_free(o->waits);
+        return cli_waits_load(arg, "record", &o->waits) ? -1 : 0;
     case 'i':
         if (seconds_arg(arg, "--interval", 0.001, &v) < 0)
             return -1;
@@ -574,7 +583,8 @@ static int save(const struct engine_view *v, const struct rec_opts *o, const cha
                              .interval_ns = (uint64_t)(1e9 / o->eng.rate_hz),
                              .version = RANKTOP_VERSION,
                              .unavailable = rec_told.pairs[0] ? rec_told.pairs : NULL,
-                             .no_lines = o->no_lines};
+                             .no_lines = o->no_lines,
+                             .waits = o->waits};
     struct app_err err = {0};
     int rc;
 
@@ -883,6 +893,7 @@ int cmd_record(int argc, char **argv)
         (rc = start_job(&o)) != 0) {
         cli_disc_fini(&o.eng.disc);
         cli_hosts_fini(&o.hosts);
+        waits_free(o.waits);
         return rc;
     }
     sigemptyset(&set);
@@ -895,6 +906,7 @@ int cmd_record(int argc, char **argv)
         fprintf(stderr, "ranktop record: %s\n", err.msg);
         cli_disc_fini(&o.eng.disc);
         cli_hosts_fini(&o.hosts);
+        waits_free(o.waits);
         return job_status(&o, 1);
     }
     s.start = clock_mono_ns();
@@ -920,5 +932,6 @@ int cmd_record(int argc, char **argv)
     engine_free(e);
     cli_disc_fini(&o.eng.disc);
     cli_hosts_fini(&o.hosts);
+    waits_free(o.waits);
     return job_status(&o, rc);
 }

@@ -593,6 +593,11 @@ static int watch_run(struct watch *w, sigset_t *set)
     w->exit_known = engine_exit_listening(w->e, 2000, why, sizeof(why));
     if (!w->exit_known)
         fprintf(stderr, "ranktop watch: exit statuses of the ranks are not known: %s\n", why);
+    /* Said once SIGUSR1 is taken (it ends a process that does not block it). */
+    fprintf(stderr,
+            "ranktop watch: watching at %g Hz, hang after %g s; reports into %s (SIGUSR1: one "
+            "now)\n",
+            w->o->eng.rate_hz, w->o->hang_after, w->o->out);
     next = clock_mono_ns() + period;
     while (!w->stop) {
         uint64_t now = clock_mono_ns(), left = next > now ? next - now : 0;

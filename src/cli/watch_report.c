@@ -609,6 +609,17 @@ static void meta_json(struct ctx *c)
 
 /* ---- Traces ---- */
 
+/* Whether any stack was sampled: an empty trace is no trace (readers reject one). */
+static bool something_recorded(const struct history *h)
+{
+    for (size_t i = 0; i < h->nranks; i++)
+        for (size_t k = 0; k < h->ranks[i].nthreads; k++)
+            for (size_t r = 0; r < h->ranks[i].threads[k].nruns; r++)
+                if (h->ranks[i].threads[k].runs[r].stack != HSTACK_NONE)
+                    return true;
+    return false;
+}
+
 static void traces(struct ctx *c, const char *tmp)
 {
     static const struct {
@@ -625,7 +636,7 @@ static void traces(struct ctx *c, const char *tmp)
         struct app_err err = {0};
         char path[PATH_MAX];
 
-        if (path_join(path, sizeof(path), tmp, t[i].name) &&
+        if (something_recorded(c->h) && path_join(path, sizeof(path), tmp, t[i].name) &&
             export_write(c->h, &xo, path, &err) == 0)
             json_object_object_add(o, t[i].key, cli_json_str(t[i].name));
         else

@@ -7,8 +7,10 @@
 #include "cli_hosts.h"
 #include "cli_opts.h"
 #include "cli_remote.h"
+#include "cli_waits.h"
 
 #include "ranktop/discovery.h"
+#include "ranktop/gil.h"
 #include "ranktop/native.h"
 #include "ranktop/procenv.h"
 #include "ranktop/procscan.h"
@@ -35,9 +37,10 @@ struct dump_opts {
     struct discovery_opts disc; /* --ranks: how to find them (ls's flags); its -p are ours */
     struct cli_hosts hosts;
     struct engine_remote_opts remote;
+    struct waits *waits; /* --waits FILE; NULL: the built-in rules */
 };
 
-enum { OPT_MAX_FRAMES = 0x2000, OPT_RANKS, OPT_NATIVE, OPT_ASYNC };
+enum { OPT_MAX_FRAMES = 0x2000, OPT_RANKS, OPT_NATIVE, OPT_ASYNC, OPT_WAITS };
 
 static const struct cli_opt dump_opts_table[] = {
     {'p', "pid", "PID[,PID...]", "processes to read (repeatable)"},
@@ -52,6 +55,9 @@ static const struct cli_opt dump_opts_table[] = {
      "await chain (3.8-3.15, free-threaded 3.14t and 3.15t)"},
     {'j', "json", NULL, "JSON output (see README for the shape)"},
     {OPT_MAX_FRAMES, "max-frames", "N", "frames kept per thread (default 4096)"},
+    {OPT_WAITS, "waits", "FILE",
+     "the rules naming each thread's kind of wait (default: the built-in table, "
+     "share/ranktop/waits.rules)"},
     {0},
 };
 
@@ -94,6 +100,9 @@ static int dump_option(int c, const char *arg, struct dump_opts *o)
     case 'j':
         o->json = true;
         return 0;
+    case OPT_WAITS:
+        waits_free(o->waits);
+        return cli_waits_load(arg, "dump", &o->waits);
     case OPT_MAX_FRAMES:
         v = strtol(arg, &end, 10);
         if (end == arg || *end || v < 1 || v > 1000000) {
@@ -311,9 +320,32 @@ static json_object *natframe_json(const struct native_frame *f)
     return fo;
 }
 
+/* A thread's kind of wait (cli_waits.h): {"kind", "why", "state", "syscall", "syscall_name",
+ * "wchan"}, null where unknown; null as a whole when no wait was judged. */
+static json_object *wait_json(const struct cli_wait *w)
+{
+    json_object *o;
+    const char *sc;
+    char st[2] = {0};
+
+    if (!w)
+        return NULL;
+    o = json_object_new_object();
+    st[0] = w->pw.state;
+    sc = waits_syscall_name(w->pw.syscall);
+    json_object_object_add(o, "kind", cli_json_str(wait_kind_name(w->kind)));
+    json_object_object_add(o, "why", cli_json_str(w->why));
+    json_object_object_add(o, "state", st[0] ? cli_json_str(st) : NULL);
+    json_object_object_add(o, "syscall",
+                           w->pw.syscall >= 0 ? json_object_new_int(w->pw.syscall) : NULL);
+    json_object_object_add(o, "syscall_name", sc ? cli_json_str(sc) : NULL);
+    json_object_object_add(o, "wchan", w->pw.wchan[0] ? cli_json_str(w->pw.wchan) : NULL);
+    return o;
+}
+
 static json_object *thread_json(const struct pythread *t, const struct dump_native *nv,
                                 const struct thread_native *tn, const struct dump_async *as,
-                                uint32_t ix)
+                                uint32_t ix, const struct cli_wait *w)
 {
     json_object *o = json_object_new_object(), *frames = json_object_new_array();
 
@@ -337,6 +369,7 @@ static json_object *thread_json(const struct pythread *t, const struct dump_nati
     json_object_object_add(o, "no_python", json_object_new_boolean(t->no_python));
     /* The frame cap (--max-frames) was hit: "frames" holds the innermost ones only. */
     json_object_object_add(o, "truncated", json_object_new_boolean(t->truncated));
+    json_object_object_add(o, "wait", wait_json(w));
     if (as->on) { /* --async: the tasks of the loop this thread runs */
         json_object *tasks = json_object_new_array();
 
@@ -348,9 +381,18 @@ static json_object *thread_json(const struct pythread *t, const struct dump_nati
     return o;
 }
 
+/* The kinds of wait of one process's threads (one per thread of the sample, NULL without a
+ * sample), the interpreter's GC flag and which thread is its main one. */
+struct dump_waits {
+    struct cli_wait *t;
+    int in_gc;        /* 1, 0, -1 unknown */
+    uint32_t main_ix; /* the main thread: tid == pid, else the last one listed */
+};
+
 static json_object *process_json(int pid, int rank, const char *python, const char *error,
                                  const struct pysample *s, const struct dump_native *nv,
-                                 const struct dump_async *as, const struct pyproc_stats *st)
+                                 const struct dump_async *as, const struct pyproc_stats *st,
+                                 const struct dump_waits *dw)
 {
     json_object *o = json_object_new_object(), *threads = json_object_new_array();
 
@@ -368,9 +410,12 @@ static json_object *process_json(int pid, int rank, const char *python, const ch
         /* Tasks found but not read: the read's caps (per loop thread, bytes) left them out. */
         json_object_object_add(o, "tasks_not_read", json_object_new_int64((int64_t)as->l.not_read));
     }
+    /* The rank's kind of wait: its main thread's; and whether its interpreter collects. */
+    json_object_object_add(o, "wait", wait_json(dw->t ? &dw->t[dw->main_ix] : NULL));
+    json_object_object_add(o, "in_gc", dw->in_gc >= 0 ? json_object_new_boolean(dw->in_gc) : NULL);
     for (uint32_t i = 0; s && i < s->nthreads; i++)
-        json_object_array_add(threads,
-                              thread_json(&s->threads[i], nv, nv->t ? &nv->t[i] : NULL, as, i));
+        json_object_array_add(threads, thread_json(&s->threads[i], nv, nv->t ? &nv->t[i] : NULL, as,
+                                                   i, dw->t ? &dw->t[i] : NULL));
     json_object_object_add(o, "threads", threads);
     return o;
 }
@@ -395,10 +440,14 @@ static void natframe_text(const struct native_frame *f)
                base[0] ? text_safe(base) : "?", (unsigned long long)f->offset);
 }
 
-static void thread_text(const struct pythread *t, const struct thread_native *tn)
+static void thread_text(const struct pythread *t, const struct thread_native *tn,
+                        const struct cli_wait *w)
 {
-    printf("\nThread %d \"%s\" (%s%s)\n", t->tid, t->name ? text_safe(t->name) : "?",
+    printf("\nThread %d \"%s\" (%s%s)", t->tid, t->name ? text_safe(t->name) : "?",
            state_name(t->state), t->gil ? ", holds GIL" : "");
+    if (w)
+        printf("  wait: %s (%s)", wait_kind_name(w->kind), text_safe(w->why));
+    printf("\n");
     if (t->status < 0)
         printf("    (stack unreadable: %s)\n", app_status_str(t->status));
     else if (t->no_python && !(tn && tn->ok))
@@ -422,7 +471,8 @@ static void thread_text(const struct pythread *t, const struct thread_native *tn
  * first process read through it (*said: the last one said), with why. */
 static void process_text(int pid, int rank, const char *python, const struct pysample *s,
                          const struct dump_native *nv, const struct dump_async *as,
-                         const struct pyproc_stats *st, const char **said)
+                         const struct pyproc_stats *st, const char **said,
+                         const struct dump_waits *dw)
 {
     char cmd[512] = "";
 
@@ -437,8 +487,11 @@ static void process_text(int pid, int rank, const char *python, const struct pys
         printf("Memory reader: %s (%s)\n", st->reader, st->reader_why);
     if (st->reader)
         *said = st->reader_why;
+    if (dw->t) /* the rank's: its main thread's */
+        printf("Wait: %s (%s)\n", wait_kind_name(dw->t[dw->main_ix].kind),
+               text_safe(dw->t[dw->main_ix].why));
     for (uint32_t i = 0; s && i < s->nthreads; i++) {
-        thread_text(&s->threads[i], nv->t ? &nv->t[i] : NULL);
+        thread_text(&s->threads[i], nv->t ? &nv->t[i] : NULL, dw->t ? &dw->t[i] : NULL);
         tasks_text(as, i);
     }
     if (as->on && as->l.not_read)
@@ -546,6 +599,46 @@ static void native_done(struct dump_native *nv, uint32_t nthreads)
     native_close(nv->ctx);
 }
 
+/* Each thread's kernel view (state, syscall, wait channel) and the interpreter's GC flag, read
+ * right after the sample so that they describe the same moment. gc.collecting is the
+ * interpreter's: the thread holding the GIL is the one collecting, so the others are not
+ * (unless no holder is known). */
+static void gather_waits(struct pyproc *p, int pid, const struct pysample *s, struct dump_waits *dw)
+{
+    struct pygil *g = p ? pygil_new(p) : NULL;
+    struct pygil_sample gs;
+    struct app_err err = {0};
+
+    dw->in_gc = -1;
+    if (g && pygil_sample(g, &gs, &err) == 0 && gs.known)
+        dw->in_gc = gs.in_gc;
+    pygil_free(g);
+    if (!s || s->nthreads == 0)
+        return;
+    dw->t = x_calloc(s->nthreads, sizeof(*dw->t));
+    dw->main_ix = s->nthreads - 1;
+    for (uint32_t i = 0; i < s->nthreads; i++) {
+        const struct pythread *t = &s->threads[i];
+        int holds = t->gil ? 1 : s->gil_locked ? 0 : -1;
+
+        if (t->tid == pid)
+            dw->main_ix = i;
+        cli_wait_read(pid, t->tid, dw->in_gc == 1 && holds == 0 ? 0 : dw->in_gc, holds, &dw->t[i]);
+    }
+}
+
+/* The verdicts, once the native frames (--native) are there to be matched too. */
+static void classify_waits(const struct dump_opts *o, const struct pysample *s,
+                           const struct dump_native *nv, struct dump_waits *dw)
+{
+    for (uint32_t i = 0; dw->t && i < s->nthreads; i++) {
+        const struct thread_native *tn = nv->t && nv->t[i].ok ? &nv->t[i] : NULL;
+
+        cli_wait_classify(cli_waits_table(o->waits), s->threads[i].frames, s->threads[i].nframes,
+                          tn ? tn->m : NULL, tn ? tn->n : 0, &dw->t[i]);
+    }
+}
+
 /* What could not be read of process pid, on stderr like every error, text or JSON (JSON keeps
  * it in its error fields too): "ranktop dump: process PID: [what: ]msg", without the
  * "process PID: " when msg names the process itself. */
@@ -572,6 +665,7 @@ static int dump_one(const struct dump_opts *o, int pid, json_object *arr, int *s
     const struct pysample *s = NULL;
     struct dump_native nv = {.on = o->native};
     struct dump_async as = {.on = o->tasks};
+    struct dump_waits dw = {0};
     struct rank_ident id;
     int rank, rc;
 
@@ -582,17 +676,19 @@ static int dump_one(const struct dump_opts *o, int pid, json_object *arr, int *s
         rc = take_sample(p, &s, &err);
     if (rc < 0)
         s = NULL;
+    gather_waits(p, pid, s, &dw);
     gather_native(pid, o, s, &nv);
+    classify_waits(o, s, &nv, &dw);
     gather_async(p, pid, s, &as);
     if (p)
         pyproc_get_stats(p, &st);
     if (o->json) {
         json_object_array_add(arr, process_json(pid, rank, p ? pyproc_version(p) : NULL,
-                                                rc < 0 ? err.msg : NULL, s, &nv, &as, &st));
+                                                rc < 0 ? err.msg : NULL, s, &nv, &as, &st, &dw));
     } else if (rc == 0) {
         if ((*shown)++)
             fputs("\n", stdout);
-        process_text(pid, rank, p ? pyproc_version(p) : NULL, s, &nv, &as, &st, said);
+        process_text(pid, rank, p ? pyproc_version(p) : NULL, s, &nv, &as, &st, said, &dw);
     }
     if (rc < 0)
         tell_error(pid, NULL, err.msg);
@@ -600,6 +696,7 @@ static int dump_one(const struct dump_opts *o, int pid, json_object *arr, int *s
         tell_error(pid, "native frames", nv.err);
     if (as.err[0])
         tell_error(pid, NULL, as.err);
+    free(dw.t);
     async_done(&as);
     native_done(&nv, s ? s->nthreads : 0);
     pyproc_free(p);
@@ -762,6 +859,7 @@ int cmd_dump(int argc, char **argv)
     if (rc < 0 && o.ranks && local)
         rc = add_ranks(&o) ? 2 : -1;
     if (rc >= 0) {
+        waits_free(o.waits);
         free(o.pids);
         cli_disc_fini(&o.disc);
         cli_hosts_fini(&o.hosts);
@@ -795,5 +893,6 @@ int cmd_dump(int argc, char **argv)
     free(o.pids);
     cli_disc_fini(&o.disc);
     cli_hosts_fini(&o.hosts);
+    waits_free(o.waits);
     return failed ? 1 : 0;
 }

@@ -29,7 +29,7 @@ rm -rf "$WORK/src" "$WORK/build" "$WORK/dest"
 [ ! -e "$NEVER" ] || fail "the install wrote into its prefix despite --destdir"
 
 # What is installed, where.
-for f in bin/ranktop share/ranktop/demo_job.py share/man/man1/ranktop.1 \
+for f in bin/ranktop share/ranktop/demo_job.py share/ranktop/waits.rules share/man/man1/ranktop.1 \
     share/bash-completion/completions/ranktop share/zsh/site-functions/_ranktop \
     share/doc/ranktop/LICENSE; do
     [ -f "$INST/$f" ] || fail "not installed: $f (installed: $(cd "$INST" && find . -type f))"

@@ -10,6 +10,7 @@
 #include "cli_discovery.h"
 #include "cli_hosts.h"
 #include "cli_opts.h"
+#include "cli_waits.h"
 #include "watch_report.h"
 #include "watch_waits.h"
 
@@ -34,6 +35,7 @@ struct watch_opts {
     const char *out, *on_hang, *waits_file;
     struct engine_opts eng;
     struct cli_hosts hosts;
+    struct waits *waits; /* --waits FILE, NULL: the built-in rules */
     double hang_after, window, on_hang_timeout, slow_after, dump_timeout;
     bool exit_on_hang;
     int max_reports;
@@ -137,7 +139,9 @@ static int watch_option(int c, const char *arg, struct watch_opts *o)
         return num_arg(arg, "--slow-after", 5, 1e6, &o->slow_after);
     case OPT_WAITS:
         o->waits_file = arg;
-        return 0;
+        waits_free(o->waits);
+        o->waits = NULL;
+        return cli_waits_load(arg, "watch", &o->waits) ? -1 : 0;
     case OPT_DUMP_TIMEOUT:
         return num_arg(arg, "--dump-timeout", 1, 3600, &o->dump_timeout);
     default: /* getopt said what was wrong */
@@ -228,7 +232,6 @@ struct straggle {
 struct watch {
     const struct watch_opts *o;
     struct engine *e;
-    const void *waits;
     char self[PATH_MAX];
     bool exit_known, hang_on, told_max, stop;
     uint64_t sig; /* picture of the last hang report */
@@ -314,7 +317,8 @@ static void report(struct watch *w, enum watch_why why, const struct engine_view
                                  w->self,
                                  w->o->dump_timeout,
                                  RANKTOP_VERSION,
-                                 w->waits};
+                                 w->o->waits,
+                                 w->o->waits_file};
     struct app_err err = {0};
     char dir[PATH_MAX];
 
@@ -420,7 +424,7 @@ static void straggle_add(struct watch *w, const struct history *h, const struct 
 
         if (r->exited)
             continue;
-        watch_wait_of(w->waits, h, r, now, &wk);
+        watch_wait_of(w->o->waits, h, r, now, &wk);
         t->ranks[t->n] = view_rank_id(r);
         for (size_t k = 0; minority && k < vh->nodd; k++)
             t->odd[t->n] |= vh->odd[k].pid == r->pid;
@@ -647,6 +651,7 @@ int cmd_watch(int argc, char **argv)
         rc = watch_run(&w, &set);
         straggle_fini(&w.sg);
     }
+    waits_free(o.waits);
     cli_disc_fini(&o.eng.disc);
     cli_hosts_fini(&o.hosts);
     return rc;

@@ -435,14 +435,26 @@ int watch_reap(pid_t pid, double timeout)
 static json_object *run_dump(const struct ctx *c, const char *tmp, const char *pids, char *why,
                              size_t len)
 {
-    char out[PATH_MAX], *const argv[] = {
-                            (char *)c->in->self, (char *)"dump", (char *)"-j", (char *)"--native",
-                            (char *)"--async",   (char *)"-p",   (char *)pids, NULL};
+    char out[PATH_MAX];
+    char *argv[] = {(char *)c->in->self,
+                    (char *)"dump",
+                    (char *)"-j",
+                    (char *)"--native",
+                    (char *)"--async",
+                    (char *)"-p",
+                    (char *)pids,
+                    NULL,
+                    NULL,
+                    NULL};
     json_object *o = NULL, *arr = NULL;
     struct stat st;
     pid_t pid;
     int status, rc;
 
+    if (c->in->waits_file) {
+        argv[7] = (char *)"--waits";
+        argv[8] = (char *)c->in->waits_file;
+    }
     if (!path_join(out, sizeof(out), tmp, ".dump.json")) {
         snprintf(why, len, "path too long");
         return NULL;
@@ -584,6 +596,51 @@ static json_object *shares_json(const struct watch_shares *sh)
     return o;
 }
 
+/* The process entry of pid in the stacks, NULL when none. */
+static json_object *stacks_of(json_object *stacks, int pid)
+{
+    return dumped(stacks, pid);
+}
+
+/* dump's verdict on a rank it read (native frames and the GC flag seen) replaces the one made
+ * from the sampled stack: in the rank table and for the odd ranks. */
+static void prefer_dump_waits(json_object *root)
+{
+    json_object *stacks = NULL, *ranks = NULL, *verdict = NULL, *odd = NULL;
+
+    json_object_object_get_ex(root, "stacks", &stacks);
+    json_object_object_get_ex(root, "ranks", &ranks);
+    json_object_object_get_ex(root, "verdict", &verdict);
+    json_object_object_get_ex(verdict, "odd", &odd);
+    for (size_t i = 0; ranks && i < json_object_array_length(ranks); i++) {
+        json_object *row = json_object_array_get_idx(ranks, i), *pid, *p, *w, *v;
+
+        if (!json_object_object_get_ex(row, "pid", &pid) ||
+            !(p = stacks_of(stacks, json_object_get_int(pid))) ||
+            !json_object_object_get_ex(p, "source", &v) ||
+            strcmp(json_object_get_string(v), "dump") != 0 ||
+            !json_object_object_get_ex(p, "wait", &w) || !w)
+            continue;
+        if (json_object_object_get_ex(w, "kind", &v))
+            json_object_object_add(row, "wait", json_object_get(v));
+        if (json_object_object_get_ex(w, "why", &v))
+            json_object_object_add(row, "wait_why", json_object_get(v));
+    }
+    for (size_t i = 0; odd && i < json_object_array_length(odd); i++) {
+        json_object *o = json_object_array_get_idx(odd, i), *pid, *v;
+
+        json_object_object_get_ex(o, "pid", &pid);
+        for (size_t k = 0; ranks && k < json_object_array_length(ranks); k++) {
+            json_object *row = json_object_array_get_idx(ranks, k), *rp;
+
+            if (json_object_object_get_ex(row, "pid", &rp) &&
+                json_object_get_int(rp) == json_object_get_int(pid) &&
+                json_object_object_get_ex(row, "wait", &v))
+                json_object_object_add(o, "wait", json_object_get(v));
+        }
+    }
+}
+
 static void meta_json(struct ctx *c)
 {
     char t[32];
@@ -667,6 +724,7 @@ int watch_report_write(const char *dir, const struct watch_report_in *in, char *
     json_object_object_add(c.root, "ranks", ranks_json(&c));
     json_object_object_add(c.root, "tree", tree_json(&c));
     json_object_object_add(c.root, "stacks", stacks_json(&c, tmp));
+    prefer_dump_waits(c.root);
     traces(&c, tmp);
     js = json_object_to_json_string_ext(c.root,
                                         JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);

@@ -44,11 +44,12 @@ struct watch_report_in {
     const struct watch_shares *sh; /* WATCH_STRAGGLER, else NULL */
     uint64_t hang_after_ns;
     double rate_hz;
-    bool exit_known;     /* exit statuses are being learnt (engine_exit_listening) */
-    const char *self;    /* this binary, to run `dump --native --async -j` on the ranks */
-    double dump_timeout; /* seconds the dump may take */
-    const char *version; /* ranktop's */
-    const void *waits;   /* the wait-kind rules (struct waits), NULL: no wait column */
+    bool exit_known;        /* exit statuses are being learnt (engine_exit_listening) */
+    const char *self;       /* this binary, to run `dump --native --async -j` on the ranks */
+    double dump_timeout;    /* seconds the dump may take */
+    const char *version;    /* ranktop's */
+    const void *waits;      /* the user's wait-kind rules (struct waits), NULL: built-in */
+    const char *waits_file; /* their file, passed on to dump; NULL */
 };
 
 /* Writes one report into dir. final gets its directory's path. Returns 0, or a negative

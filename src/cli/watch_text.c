@@ -63,8 +63,8 @@ static void verdict_text(FILE *f, json_object *root)
 
         fputs("odd: ", f);
         who(f, o);
-        fprintf(f, " in %s, unchanged since %s (%s s)\n", str(o, "where"), str(o, "since"),
-                str(o, "since_s"));
+        fprintf(f, " in %s, waiting for %s, unchanged since %s (%s s)\n", str(o, "where"),
+                str(o, "wait"), str(o, "since"), str(o, "since_s"));
     }
     for (size_t i = 0; ex && i < json_object_array_length(ex); i++) {
         json_object *o = json_object_array_get_idx(ex, i);
@@ -126,10 +126,13 @@ static void frame_text(FILE *f, json_object *fr, const char *indent)
 
 static void thread_text(FILE *f, json_object *t)
 {
-    json_object *fr = get(t, "frames"), *tasks = get(t, "tasks");
+    json_object *fr = get(t, "frames"), *tasks = get(t, "tasks"), *w = get(t, "wait");
 
-    fprintf(f, "\nThread %s \"%s\" (%s%s)\n", str(t, "tid"), str(t, "name"), str(t, "state"),
+    fprintf(f, "\nThread %s \"%s\" (%s%s)", str(t, "tid"), str(t, "name"), str(t, "state"),
             json_object_get_boolean(get(t, "gil")) ? ", holds GIL" : "");
+    if (w)
+        fprintf(f, " wait: %s (%s)", str(w, "kind"), str(w, "why"));
+    fputc('\n', f);
     if (get(t, "error"))
         fprintf(f, "    (stack unreadable: %s)\n", str(t, "error"));
     for (size_t i = 0; fr && i < json_object_array_length(fr); i++)
@@ -157,6 +160,8 @@ static void stacks_text(FILE *f, json_object *root)
         who(f, p);
         fprintf(f, "%s%s\n", get(p, "python") ? ", Python " : "",
                 get(p, "python") ? str(p, "python") : "");
+        if (get(p, "wait"))
+            fprintf(f, "Wait: %s (%s)\n", str(get(p, "wait"), "kind"), str(get(p, "wait"), "why"));
         if (get(p, "note"))
             fprintf(f, "(%s)\n", str(p, "note"));
         if (get(p, "error"))

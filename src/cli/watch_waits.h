@@ -9,11 +9,11 @@
 #include <stdint.h>
 
 struct watch_wait {
-    const char *kind; /* wait_kind_name(); NULL when no rules are loaded */
-    char why[160];    /* the rule or fact that decided it, "" none */
+    const char *kind; /* wait_kind_name(): static */
+    char why[256];    /* the rule or fact that decided it, "" none */
 };
 
-/* waits: a struct waits (NULL: none loaded; kind stays NULL). */
+/* waits: the user's struct waits (--waits), NULL: the built-in rules. */
 void watch_wait_of(const void *waits, const struct history *h, const struct hrank *r, uint64_t now,
                    struct watch_wait *out);
 

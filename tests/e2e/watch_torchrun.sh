@@ -20,6 +20,10 @@ PIDS="$PIDS $LAUNCHER"
 trap 'kill_tree $LAUNCHER; cleanup' EXIT INT TERM
 NOSMI="--nvidia-smi /nonexistent --npu-smi /nonexistent"
 export HOOK_OUT="$WORK/hook.out"
+# The watchers start once every rank has done a step: importing torch on a busy machine can
+# keep all four still in one import for longer than --hang-after, a hang by the verdict's rule.
+four_ready() { [ "$(ls "$WORK/ready" | wc -l)" -ge 4 ]; }
+wait_for four_ready || fail "the job did not start: $(tail "$WORK/job.log")"
 
 # shellcheck disable=SC2086
 timeout 300 "$RANKTOP_BIN" watch --children-of "$LAUNCHER" --out "$WORK/a" --hang-after 5 \
@@ -28,7 +32,7 @@ timeout 300 "$RANKTOP_BIN" watch --children-of "$LAUNCHER" --out "$WORK/a" --han
 A=$!
 # B judges later than A, so that the two dumps do not stop the same ranks at the same time.
 # shellcheck disable=SC2086
-"$RANKTOP_BIN" watch --children-of "$LAUNCHER" --out "$WORK/b" --hang-after 12 $NOSMI \
+"$RANKTOP_BIN" watch --children-of "$LAUNCHER" --out "$WORK/b" --hang-after 7 $NOSMI \
     2> "$WORK/b.err" &
 B=$!
 PIDS="$PIDS $A $B"
@@ -48,11 +52,14 @@ J="$R/report.json"
 json_check "$J" "[(o['rank'], o['where'].split()[0]) for o in d['verdict']['odd']] == [(2, 'read_sample')]"
 json_check "$J" "d['verdict']['hang'] and d['verdict']['where'].startswith('all_reduce') and d['verdict']['majority_ranks'] == 3"
 json_check "$J" "sorted(r['rank'] for r in d['ranks']) == [0, 1, 2, 3]"
+# The kinds of wait: rank 2 data, the others collective.
+json_check "$J" "sorted((r['rank'], r['wait']) for r in d['ranks']) == [(0, 'collective'), (1, 'collective'), (2, 'data'), (3, 'collective')]"
+json_check "$J" "d['verdict']['odd'][0]['wait'] == 'data'"
 # Every rank's stacks, read by dump, with native frames; rank 2's through the DataLoader.
 json_check "$J" "sorted(p['rank'] for p in d['stacks'] if p['source'] == 'dump') == [0, 1, 2, 3]"
 json_check "$J" "all(any(f.get('kind') == 'native' for t in p['threads'] for f in t['frames']) for p in d['stacks'])"
 json_check "$J" "any((f['function'] or '').endswith('DataLoaderIter.__next__') for p in d['stacks'] if p['rank'] == 2 for t in p['threads'] for f in t['frames'])"
-grep -q '^odd: rank 2 (pid [0-9]*) on .* in read_sample' "$R/report.txt" || fail "report.txt names no odd rank 2: $(head -5 "$R/report.txt")"
+grep -q '^odd: rank 2 (pid [0-9]*) on .* in read_sample .*, waiting for data' "$R/report.txt" || fail "report.txt names no odd rank 2: $(head -5 "$R/report.txt")"
 grep -q '\[native\]' "$R/report.txt" || fail "report.txt has no native frame"
 
 # B: one hang report, however long the hang lasts; then one on demand.

@@ -83,14 +83,15 @@ static void watch_usage(FILE *f)
 {
     fputs("usage: ranktop watch --out DIR [options]\n"
           "\n"
-          "Watches the job's ranks without a screen, at a low rate, and writes a hang report\n"
-          "(DIR/ranktop-hang-YYYYmmdd-HHMMSS/: report.txt, report.json and the last window's\n"
-          "traces) when the job hangs, when a rank dies while others wait, and on SIGUSR1.\n"
+          "Watches the job's ranks without a screen, at a low rate, and writes a hang\n"
+          "report (DIR/ranktop-hang-YYYYmmdd-HHMMSS/: report.txt, report.json and the\n"
+          "last window's traces) when the job hangs, when a rank dies while others wait,\n"
+          "and on SIGUSR1.\n"
           "\n",
           f);
     cli_opts_usage(f, watch_tables);
-    fputs("\nExit status: 0 when stopped by a signal (SIGINT, SIGTERM, SIGHUP), 3 after a hang\n"
-          "report with --exit-on-hang, 1 when it cannot start, 2 on bad usage.\n",
+    fputs("\nExit status: 0 when stopped by a signal (SIGINT, SIGTERM, SIGHUP), 3 after a\n"
+          "hang report with --exit-on-hang, 1 when it cannot start, 2 on bad usage.\n",
           f);
 }
 

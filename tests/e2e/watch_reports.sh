@@ -2,7 +2,8 @@
 # `ranktop watch` reports without torch: a rank killed by SIGSEGV while three wait gives a
 # report at once (before --hang-after) with the signal (where exit statuses can be learnt) and
 # the survivors' stacks, and --exit-on-hang exits 3; SIGUSR1 gives a report whatever the
-# verdict; a watcher SIGKILLed while writing leaves every report directory complete or absent
+# verdict; a rank that is the odd one out in most ticks gets a straggler report (--slow-after);
+# a watcher SIGKILLed while writing leaves every report directory complete or absent
 # (only a hidden temp directory, which the next watcher removes); the help names the command.
 . "$(dirname "$0")/lib.sh"
 CHECK="python3 $RANKTOP_SRCDIR/tests/tools/report_check.py"
@@ -74,6 +75,40 @@ json_check "$R/report.json" "d['kind'] == 'exit' and d['dead']['rank'] == 3"
 json_check "$R/report.json" "d['dead']['exit_signal'] == 'SIGSEGV' or not d['exit_status_known']"
 json_check "$R/report.json" "sorted(p['rank'] for p in d['stacks'] if any(t['frames'] for t in p['threads'])) == [0, 1, 2]"
 grep -q "^dead: rank 3 (pid $P3) on .*: \(SIGSEGV\|exited\)" "$R/report.txt" || fail "report.txt: $(head -5 "$R/report.txt")"
+
+# A straggler: every rank moves (no hang), in step with the others by the clock as a collective
+# would keep them, but rank 3 is always somewhere the others are not.
+# Its report names it and gives every rank's shares of the kinds of wait.
+for r in 0 1 2 3; do
+    RANK=$r WORLD_SIZE=4 python3 -c 'import os, time
+def all_reduce(s):
+    time.sleep(s)
+def load_batch(s):
+    time.sleep(s)
+slow = os.environ["RANK"] == "3"
+while True:
+    t = time.time() % 0.9
+    if t < 0.6:
+        (load_batch if slow else all_reduce)(0.6 - t)
+    else:
+        (all_reduce if slow else load_batch)(0.9 - t)' &
+    PIDS="$PIDS $!"
+    eval "Q$r=$!"
+done
+# shellcheck disable=SC2086
+"$RANKTOP_BIN" watch -p "$Q0,$Q1,$Q2,$Q3" --out "$WORK/g" --slow-after 5 $NOSMI 2> "$WORK/g.err" &
+G=$!
+PIDS="$PIDS $G"
+straggled() { ls "$WORK/g" 2> /dev/null | grep -q '^ranktop-straggler-'; }
+wait_for straggled || fail "no straggler report: $(cat "$WORK/g.err")"
+kill -TERM $G
+wait $G || true
+R=$(echo "$WORK"/g/ranktop-straggler-*)
+$CHECK "$R" > /dev/null || fail "straggler report check"
+json_check "$R/report.json" "d['kind'] == 'straggler' and d['straggler']['rank'] == 3 and d['straggler']['odd_share'] > 0.5"
+json_check "$R/report.json" "sorted(r['rank'] for r in d['straggler']['ranks']) == [0, 1, 2, 3] and all(abs(sum(r['wait_shares'].values()) - 1) < 0.01 for r in d['straggler']['ranks'])"
+grep -q '^straggler: rank 3' "$R/report.txt" || fail "report.txt: $(head -3 "$R/report.txt")"
+kill $Q0 $Q1 $Q2 $Q3
 
 # SIGKILL while writing: each report directory is whole or absent. The three live ranks hang
 # (--hang-after 1); each watcher is asked for reports and killed after a growing delay.

@@ -52,6 +52,7 @@ enum {
     OPT_SLOW,
     OPT_WAITS,
     OPT_DUMP_TIMEOUT,
+    OPT_GIL_STATS,
 };
 
 static const struct cli_opt watch_opts_table[] = {
@@ -71,6 +72,9 @@ static const struct cli_opt watch_opts_table[] = {
      "a straggler report when one rank was the odd one out in most ticks of the last S "
      "seconds (default: off)"},
     {OPT_WAITS, "waits", "FILE", "the wait-kind rules to use instead of the built-in ones"},
+    {OPT_GIL_STATS, "gil-stats", NULL,
+     "GIL counters for the GIL % column: each rank's GIL is probed 500 times a second, which "
+     "costs more than the rest of the watcher (default: off)"},
     {OPT_DUMP_TIMEOUT, "dump-timeout", "S",
      "time allowed to read every rank's stacks with native frames for a report (default 60)"},
     {0},
@@ -145,6 +149,9 @@ static int watch_option(int c, const char *arg, struct watch_opts *o)
         return cli_waits_load(arg, "watch", &o->waits) ? -1 : 0;
     case OPT_DUMP_TIMEOUT:
         return num_arg(arg, "--dump-timeout", 1, 3600, &o->dump_timeout);
+    case OPT_GIL_STATS:
+        o->eng.gil = true;
+        return 0;
     default: /* getopt said what was wrong */
         cli_try_help("watch");
         return -1;
@@ -235,7 +242,8 @@ struct watch {
     struct engine *e;
     char self[PATH_MAX];
     bool exit_known, hang_on, told_max, stop;
-    uint64_t sig; /* picture of the last hang report */
+    uint64_t sig;        /* picture of the last hang report */
+    uint64_t last_death; /* when a death was last reported */
     int nreports, dead[MAX_DEAD];
     size_t ndead;
     struct straggle sg;
@@ -554,7 +562,11 @@ static void tick(struct watch *w, bool asked)
     view_hang(&v->hist, now, (uint64_t)(w->o->hang_after * 1e9), NULL, &vh);
     if (asked)
         report(w, WATCH_ONDEMAND, v, now, &vh, 0, NULL);
-    if (!w->stop && (dead = new_death(w, &v->hist, &vh)) != 0) {
+    /* A death is news once: the teardown that follows (a launcher ending the other ranks) is
+     * not a death report of its own; a death after a quiet interval is. */
+    if (!w->stop && (dead = new_death(w, &v->hist, &vh)) != 0 &&
+        (!w->last_death || now - w->last_death >= (uint64_t)(w->o->hang_after * 1e9))) {
+        w->last_death = now;
         report(w, WATCH_EXIT, v, now, &vh, dead, NULL);
         w->hang_on = vh.hang;
         w->sig = picture(&vh);
@@ -575,8 +587,11 @@ static void tick(struct watch *w, bool asked)
 static void watch_defaults(struct watch_opts *o)
 {
     memset(o, 0, sizeof(*o));
+    /* Cheap by default: the GIL prober (500 probes a second per rank) is left to --gil-stats,
+     * and ranks are looked for every 5 s, not every 1-2 s as the monitor does. */
     o->eng.rate_hz = 1;
-    o->eng.gil = o->eng.mem = o->eng.gpu = o->eng.npu = true;
+    o->eng.mem = o->eng.gpu = o->eng.npu = true;
+    o->eng.discovery_ms = 5000;
     o->eng.mem_cap = 256u << 20;
     o->hang_after = 30;
     o->window = 300;

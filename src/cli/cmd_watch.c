@@ -256,16 +256,38 @@ static uint64_t mix(uint64_t h, uint64_t v)
     return h;
 }
 
-/* The picture a hang shows: the majority's place, the odd ranks and theirs, the dead. */
-static uint64_t picture(const struct view_hang *vh)
+static uint64_t mix_text(uint64_t h, const char *s)
 {
-    uint64_t h = mix(0, vh->fkey);
+    for (; s && *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    return (h ^ 0xff) * 0x100000001b3ull;
+}
+
+/* A stack by the text of its functions and files (lines left out, as the verdict groups
+ * them). view_stack_fkey hashes interned pointers, which differ from one view to the next. */
+static uint64_t stack_key(const struct history *h, uint32_t stack)
+{
+    uint64_t k = 0xcbf29ce484222325ull;
+    const uint32_t *ids;
+
+    if (stack == HSTACK_NONE || stack >= h->nstacks)
+        return 0;
+    ids = history_stack_frames(h, stack);
+    for (uint32_t i = 0; i < h->stacks[stack].nframes; i++)
+        k = mix_text(mix_text(k, h->frames[ids[i]].function), h->frames[ids[i]].file);
+    return k;
+}
+
+/* The picture a hang shows: the majority's place, the odd ranks and theirs, the dead. */
+static uint64_t picture(const struct history *h, const struct view_hang *vh)
+{
+    uint64_t k = mix(0, stack_key(h, vh->stack));
 
     for (size_t i = 0; i < vh->nodd; i++)
-        h = mix(mix(h, (uint64_t)(int64_t)vh->odd[i].rank), vh->odd[i].fkey);
+        k = mix(mix(k, (uint64_t)(int64_t)vh->odd[i].rank), stack_key(h, vh->odd[i].stack));
     for (size_t i = 0; i < vh->nexited; i++)
-        h = mix(h, (uint64_t)(int64_t)vh->exited[i] + 7);
-    return h;
+        k = mix(k, (uint64_t)(int64_t)vh->exited[i] + 7);
+    return k;
 }
 
 /* Runs --on-hang with RANKTOP_REPORT=dir, its output in dir/on-hang.log. */
@@ -569,11 +591,11 @@ static void tick(struct watch *w, bool asked)
         w->last_death = now;
         report(w, WATCH_EXIT, v, now, &vh, dead, NULL);
         w->hang_on = vh.hang;
-        w->sig = picture(&vh);
+        w->sig = picture(&v->hist, &vh);
     }
-    if (!w->stop && vh.hang && (!w->hang_on || picture(&vh) != w->sig)) {
+    if (!w->stop && vh.hang && (!w->hang_on || picture(&v->hist, &vh) != w->sig)) {
         w->hang_on = true;
-        w->sig = picture(&vh);
+        w->sig = picture(&v->hist, &vh);
         report(w, WATCH_HANG, v, now, &vh, 0, NULL);
     } else if (!vh.hang) {
         w->hang_on = false; /* recovered: the next hang is news */

@@ -2,7 +2,7 @@
 # `ranktop watch` reports without torch: a rank killed by SIGSEGV while three wait gives a
 # report at once (before --hang-after) with the signal (where exit statuses can be learnt) and
 # the survivors' stacks, and --exit-on-hang exits 3; SIGUSR1 gives a report whatever the
-# verdict; a rank that is the odd one out in most ticks gets a straggler report (--slow-after);
+# verdict; one hang gives one report, however many ticks judge it; a rank that is the odd one out in most ticks gets a straggler report (--slow-after);
 # a watcher SIGKILLed while writing leaves every report directory complete or absent
 # (only a hidden temp directory, which the next watcher removes); the help names the command.
 . "$(dirname "$0")/lib.sh"
@@ -75,6 +75,25 @@ json_check "$R/report.json" "d['kind'] == 'exit' and d['dead']['rank'] == 3"
 json_check "$R/report.json" "d['dead']['exit_signal'] == 'SIGSEGV' or not d['exit_status_known']"
 json_check "$R/report.json" "sorted(p['rank'] for p in d['stacks'] if any(t['frames'] for t in p['threads'])) == [0, 1, 2]"
 grep -q "^dead: rank 3 (pid $P3) on .*: \(SIGSEGV\|exited\)" "$R/report.txt" || fail "report.txt: $(head -5 "$R/report.txt")"
+
+# One hang report however long the hang lasts: ranks 0-2 hang; two ticks asked for with SIGUSR1
+# after the hang report (each judges the verdict again) write no second one.
+# shellcheck disable=SC2086
+"$RANKTOP_BIN" watch -p "$P0,$P1,$P2" --out "$WORK/o" --hang-after 2 $NOSMI 2> "$WORK/o.err" &
+O=$!
+PIDS="$PIDS $O"
+wait_for watching "$WORK/o.err" || fail "watch did not start: $(cat "$WORK/o.err")"
+hung() { ls "$WORK/o" 2> /dev/null | grep -q '^ranktop-hang-'; }
+wait_for hung || fail "no hang report: $(cat "$WORK/o.err")"
+ondemand() { [ "$(ls "$WORK/o" | grep -c '^ranktop-ondemand-')" -ge "$1" ]; }
+kill -USR1 $O
+wait_for ondemand 1 || fail "no first on-demand report"
+sleep 1 # a second stamp: the two on-demand reports are told apart by name anyway (-N)
+kill -USR1 $O
+wait_for ondemand 2 || fail "no second on-demand report"
+kill -TERM $O
+wait $O || true
+[ "$(ls "$WORK/o" | grep -c '^ranktop-hang-')" -eq 1 ] || fail "the same hang reported again: $(ls "$WORK/o")"
 
 # A straggler: every rank moves (no hang), in step with the others by the clock as a collective
 # would keep them, but rank 3 is always somewhere the others are not.

@@ -107,7 +107,7 @@ _ranktop()
         ;;
     watch)
         flags="--out --hang-after --window -r --rate --on-hang --on-hang-timeout --exit-on-hang
-            --max-reports --slow-after --waits --dump-timeout -h --help $disc $nodes"
+            --max-reports --slow-after --waits --gil-stats --dump-timeout -h --help $disc $nodes"
         ;;
     agent)
         flags="-r --rate --all-threads --no-gil --gil --no-mem --native --heartbeat --tick

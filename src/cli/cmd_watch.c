@@ -194,8 +194,9 @@ static int parse_watch(int argc, char **argv, struct watch_opts *o)
 }
 
 /* --out: made when missing (one level), and it must take a directory of ours. */
-static int check_out(const char *dir)
+static int check_out(const char *dir, const char **out)
 {
+    static char abs_out[PATH_MAX];
     struct stat st;
     int n;
 
@@ -208,6 +209,9 @@ static int check_out(const char *dir)
         return CLI_EXIT_FAIL;
     }
     n = watch_report_clean(dir);
+    /* Absolute, for RANKTOP_REPORT and the stderr line, whatever directory CMD runs in. */
+    if (realpath(dir, abs_out))
+        *out = abs_out;
     if (n > 0)
         fprintf(stderr,
                 "ranktop watch: removed %d unfinished report%s a killed watcher left in %s\n", n,
@@ -673,7 +677,7 @@ int cmd_watch(int argc, char **argv)
         cli_disc_missing("watch", o.eng.disc.pids, o.eng.disc.npids, o.eng.disc.children_of,
                          o.eng.disc.nchildren_of))
         rc = CLI_EXIT_FAIL;
-    if (rc < 0 && (rc = check_out(o.out)) == 0) {
+    if (rc < 0 && (rc = check_out(o.out, &o.out)) == 0) {
         w.o = &o;
         w.sg.told = INT_MIN;
         o.eng.history_ns = (uint64_t)(o.window * 1e9);

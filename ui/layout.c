@@ -155,6 +155,7 @@ static const struct {
     [LCOL_HOST] = {12, false, "HOST", "HOST"},
     [LCOL_DEVICE] = {5, false, "DEV", "DEV"},
     [LCOL_STATE] = {7, false, "STATE", "STATE"}, /* "SIGSEGV", "exit 1" */
+    [LCOL_WAIT] = {10, false, "WAIT", "WAIT"},   /* "collective" */
     [LCOL_CPU] = {5, true, "CPU%", "CPU%"},
     [LCOL_RSS] = {5, true, "RSS", "RSS"},
     [LCOL_DRSS] = {5, true, "ΔRSS", "dRSS"},
@@ -166,8 +167,8 @@ static const struct {
 
 /* Dropped in this order when the table is too narrow, then FRAME, STATE, PID. */
 static const enum layout_col DROP_ORDER[] = {
-    LCOL_HOST, LCOL_DRSS,  LCOL_DMEM,  LCOL_GIL,   LCOL_DEVICE, LCOL_RSS,
-    LCOL_CPU,  LCOL_SINCE, LCOL_FRAME, LCOL_STATE, LCOL_PID,
+    LCOL_HOST, LCOL_DRSS, LCOL_DMEM,  LCOL_GIL,   LCOL_DEVICE, LCOL_RSS,
+    LCOL_CPU,  LCOL_WAIT, LCOL_SINCE, LCOL_FRAME, LCOL_STATE,  LCOL_PID,
 };
 
 /* Width of the shown columns with the frame frame_w wide, separators included. */

@@ -83,6 +83,7 @@ enum layout_col {
     LCOL_HOST,
     LCOL_DEVICE,
     LCOL_STATE,
+    LCOL_WAIT, /* the kind of wait: "collective", "data", ... */
     LCOL_CPU,
     LCOL_RSS,
     LCOL_DRSS,

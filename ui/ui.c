@@ -130,7 +130,10 @@ static void refresh_data(struct ui *u)
     if (u->v->t != old_t)
         view_rate_add(&u->rate, u->v->t, u->v->stats.samples);
     view_hang_fini(&u->hang);
-    view_hang(&u->v->hist, clock_mono_ns(), (uint64_t)(u->o->hang_after_s * 1e9), NULL, &u->hang);
+    view_hang(
+        &u->v->hist, clock_mono_ns(), (uint64_t)(u->o->hang_after_s * 1e9),
+        &(struct view_hang_in){.waits = u->o->waits, .live = u->v->live, .nlive = u->v->nlive},
+        &u->hang);
     ui_build_rows(u);
 }
 
@@ -212,7 +215,8 @@ void ui_start_export(struct ui *u, enum export_format fmt)
                                  .interval_ns = j->v->stats.achieved_hz > 0
                                                     ? (uint64_t)(1e9 / j->v->stats.achieved_hz)
                                                     : 100000000u,
-                                 .version = RANKTOP_VERSION};
+                                 .version = RANKTOP_VERSION,
+                                 .waits = u->o->waits};
     localtime_r(&now, &tm);
     strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
     snprintf(j->path, sizeof(j->path), "%s/ranktop-%s%s", u->o->export_dir, stamp,

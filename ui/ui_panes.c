@@ -109,7 +109,8 @@ void ui_build_rows(struct ui *u)
                                .base = &u->base,
                                .live = u->v->live,
                                .nlive = u->v->nlive,
-                               .stuck_after_ns = (uint64_t)(u->o->hang_after_s * 1e9)};
+                               .stuck_after_ns = (uint64_t)(u->o->hang_after_s * 1e9),
+                               .waits = u->o->waits};
 
     /* A rank the user's baseline (m) does not cover counts from its first reading. */
     view_baseline_extend(&u->base, &u->v->hist);
@@ -361,6 +362,7 @@ static void rank_row(struct ui *u, const struct rank_cols *c, int y, int x0, int
     cell(u, c, y, x0, LCOL_HOST, role, hr->host);
     cell(u, c, y, x0, LCOL_DEVICE, role, hr->device[0] ? hr->device : "-");
     cell(u, c, y, x0, LCOL_STATE, role, r->state);
+    cell(u, c, y, x0, LCOL_WAIT, role, r->wait != WAIT_UNKNOWN ? wait_kind_name(r->wait) : "-");
     draw_pct(b, sizeof(b), r->cpu);
     cell(u, c, y, x0, LCOL_CPU, role, isnan(r->cpu) ? "-" : b);
     fmt_mib(b, sizeof(b), r->rss_mib, false);

@@ -40,7 +40,7 @@ _ranktop()
         --npu-smi-file --tool-timeout --no-device-libs"
     local nodes="--hosts --hostfile --rsh --remote-ranktop --launcher --this-node --selector
         -n --namespace --container --ship --ship-dir"
-    local monitor="-r --rate --hang-after --export-dir --history --all-threads -h --help
+    local monitor="-r --rate --hang-after --export-dir --history --all-threads --waits -h --help
         $disc $nodes"
     local cmd="" i
     for ((i = 1; i < cword; i++)); do
@@ -65,8 +65,8 @@ _ranktop()
     -p | --pid | --children-of)
         COMPREPLY=($(compgen -W "$(ps -e -o pid= 2> /dev/null)" -- "$cur"))
         ;;
-    -o | --output | --waits | --nvidia-smi-file | --npu-smi-file | --hostfile | --trigger-file | \
-        --nvidia-smi | --npu-smi | --remote-ranktop)
+    -o | --output | --nvidia-smi-file | --npu-smi-file | --hostfile | --trigger-file | \
+        --nvidia-smi | --npu-smi | --remote-ranktop | --waits)
         COMPREPLY=($(compgen -f -- "$cur"))
         ;;
     --export-dir | --ship-dir | --out)
@@ -98,12 +98,12 @@ _ranktop()
         ;;
     demo) flags=$monitor ;;
     ls) flags="-j --json -h --help $disc $nodes" ;;
-    dump) flags="--ranks --native --async -j --json --max-frames -h --help $disc $nodes" ;;
+    dump) flags="--ranks --native --async -j --json --max-frames --waits -h --help $disc $nodes" ;;
     record)
         flags="-o --output -i --interval -r --rate -d --duration -f --format --all-threads
             --gpu-usage --npu-usage --cpu-mem-usage --gil-stats --gil --idle --nonblocking
             --subprocesses --native --async --task-lanes --autosave-interval --autosave-snapshot-interval
-            --trigger-file --history --memory-cap --sampler-threads -h --help $disc $nodes"
+            --trigger-file --history --memory-cap --sampler-threads --waits -h --help $disc $nodes"
         ;;
     watch)
         flags="--out --hang-after --window -r --rate --on-hang --on-hang-timeout --exit-on-hang

@@ -13,6 +13,7 @@
 
 #include "ranktop/history.h"
 #include "ranktop/status.h"
+#include "ranktop/waits.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -37,6 +38,9 @@ struct export_opts {
      * otherData.counters_unavailable {"gpu": "why"}): pairs of a group name and the reason,
      * ended by NULL; NULL = none. */
     const char *const *unavailable;
+    /* The kind-of-wait rules for the traces' "wait" instants (one per change of a rank's
+     * kind); NULL: the built-in table. */
+    const struct waits *waits;
 };
 
 /* Writes h to path atomically: PATH.tmp.<pid> (export_temp_name), checked writes, fflush,

@@ -65,6 +65,12 @@ struct engine_rank_live {
     double gil_switches; /* per second */
     double gil_waiters;  /* average, -1 unknown */
     bool stopped;        /* every thread stopped (SIGSTOP, a debugger): the sampler saw it */
+    /* The main thread's wait as the kernel shows it, once a second (engine_procwait.c), and
+     * whether the interpreter collected garbage most of the last second (the GIL thread). */
+    char state;   /* /proc state letter, 0 unknown */
+    int syscall;  /* the syscall it sleeps in, -1 none or unknown */
+    bool no_fds;  /* that syscall is a select or poll over no descriptor (a sleep) */
+    int in_gc;    /* 1, 0, -1 unknown */
     size_t nshares;
     struct {
         uint64_t ident;

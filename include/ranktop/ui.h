@@ -12,12 +12,15 @@
 #include "ranktop/engine.h"
 #include "ranktop/status.h"
 
+struct waits; /* ranktop/waits.h */
+
 struct ui_opts {
     struct engine *engine;
     double hang_after_s;    /* --hang-after (default 30) */
     const char *export_dir; /* --export-dir (default ".") */
     bool all_threads;       /* start in all-threads mode */
     const char *title;      /* shown in the header ("demo job", or the discovery mode) */
+    const struct waits *waits; /* --waits: the kind-of-wait rules; NULL: the built-in table */
 };
 
 /* Opens the terminal (locale, terminfo, curses) on the main thread. It sets environment

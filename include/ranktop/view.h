@@ -25,6 +25,7 @@
 
 #include "ranktop/history.h"
 #include "ranktop/snapshot.h"
+#include "ranktop/waits.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -178,6 +179,7 @@ struct view_table_in {
     const struct engine_rank_live *live; /* a view's live figures (borrowed), may be NULL */
     size_t nlive;
     uint64_t stuck_after_ns; /* a live rank unchanged this long is "stuck"; 0: never */
+    const struct waits *waits; /* the kind-of-wait rules; NULL: the built-in table */
 };
 
 #define VIEW_GIL_HOLDER_PCT 50.0 /* another thread's GIL share the table names */
@@ -201,6 +203,8 @@ struct view_table_row {
     char gil_holder[64];   /* the thread other than the main one holding the GIL at least
                               VIEW_GIL_HOLDER_PCT of the time; "" none */
     double gil_holder_pct; /* its share */
+    enum wait_kind wait;   /* the main thread's kind of wait (view_rank_wait) */
+    char wait_why[160];    /* and why */
 };
 
 struct view_table {
@@ -213,6 +217,14 @@ struct view_table {
 void view_table(const struct history *h, uint64_t now, const struct view_table_in *in,
                 struct view_table *out);
 void view_table_fini(struct view_table *out);
+
+/* The kind of wait of rank hr: stack (its main thread's current one, or the asyncio task's the
+ * verdict shows; HSTACK_NONE none) against the rules w (NULL: built-in), its exit, and the
+ * live figures l when there are (NULL: none; the stopped flag, the main thread's state and
+ * syscall, the GC flag). why may be NULL. */
+enum wait_kind view_rank_wait(const struct history *h, const struct hrank *hr, uint32_t stack,
+                              const struct engine_rank_live *l, const struct waits *w, char *why,
+                              size_t whylen);
 
 /* ---- Memory and GIL panes (view_panes.c) ---- */
 
@@ -365,6 +377,11 @@ void view_merge_fini(struct view_tree *out);
 struct view_hang_in {
     double flat_pts;     /* utilisation range (max - min, points) still flat; 0 = 5 */
     bool ignore_devices; /* judge by stacks alone */
+    /* For the odd ranks' kinds of wait: the rules (NULL: built-in) and the live figures
+     * (NULL: the stacks and exits alone). */
+    const struct waits *waits;
+    const struct engine_rank_live *live;
+    size_t nlive;
 };
 
 struct view_hang_rank {
@@ -374,6 +391,7 @@ struct view_hang_rank {
     uint64_t fkey;   /* view_stack_fkey(stack) */
     char where[160]; /* innermost frame, view_frame_format; "<no stack>" */
     char host[64];   /* its host when that is not this node (multi-node), else "" */
+    enum wait_kind wait; /* its kind of wait (view_rank_wait) */
 };
 
 struct view_hang {
@@ -391,7 +409,8 @@ struct view_hang {
     size_t ndevices; /* device utilisation series judged over the interval */
     size_t nvarying; /* of those, series that were not flat */
     char text[512];  /* banner when hang: "HANG 42s: 15 ranks in f (a.py:3); odd: rank 3 in
-                        g (b.py:12)", led by the ranks that died meanwhile: "HANG 42s: rank 3
+                        g (b.py:12) [data]" (the odd ranks' kind of wait in brackets when
+                        known), led by the ranks that died meanwhile: "HANG 42s: rank 3
                         exited (SIGSEGV) 12s ago; 7 ranks in ..."; "" otherwise */
 };
 

@@ -599,7 +599,7 @@ static void native_done(struct dump_native *nv, uint32_t nthreads)
     native_close(nv->ctx);
 }
 
-/* Each thread's kernel view (state, syscall, wait channel) and the interpreter's GC flag, read
+/* Each thread's kernel view (state, syscall, wait channel) and the interpreter's GC and GIL, read
  * right after the sample so that they describe the same moment. gc.collecting is the
  * interpreter's: the thread holding the GIL is the one collecting, so the others are not
  * (unless no holder is known). */
@@ -608,10 +608,13 @@ static void gather_waits(struct pyproc *p, int pid, const struct pysample *s, st
     struct pygil *g = p ? pygil_new(p) : NULL;
     struct pygil_sample gs;
     struct app_err err = {0};
+    int waiters = -1;
 
     dw->in_gc = -1;
-    if (g && pygil_sample(g, &gs, &err) == 0 && gs.known)
+    if (g && pygil_sample(g, &gs, &err) == 0 && gs.known) {
         dw->in_gc = gs.in_gc;
+        waiters = gs.waiters;
+    }
     pygil_free(g);
     if (!s || s->nthreads == 0)
         return;
@@ -619,7 +622,10 @@ static void gather_waits(struct pyproc *p, int pid, const struct pysample *s, st
     dw->main_ix = s->nthreads - 1;
     for (uint32_t i = 0; i < s->nthreads; i++) {
         const struct pythread *t = &s->threads[i];
-        int holds = t->gil ? 1 : s->gil_locked ? 0 : -1;
+        /* Not holding the GIL counts (as a possible GIL wait) only while another thread holds
+         * it and, where glibc's waiter count is known, some thread waits for it: a thread
+         * asleep on any other lock looks the same from outside. */
+        int holds = t->gil ? 1 : s->gil_locked && waiters != 0 ? 0 : -1;
 
         if (t->tid == pid)
             dw->main_ix = i;

@@ -4,6 +4,7 @@
 #include "cli_discovery.h"
 #include "cli_hosts.h"
 #include "cli_opts.h"
+#include "cli_waits.h"
 #include "ranktop/engine.h"
 #include "ranktop/ui.h"
 
@@ -29,9 +30,10 @@ struct mon_opts {
     struct engine_opts eng;
     struct ui_opts ui;
     struct cli_hosts hosts;
+    struct waits *waits; /* --waits FILE; NULL: the built-in rules */
 };
 
-enum { OPT_HANG = 0x3000, OPT_EXPORT_DIR, OPT_HISTORY, OPT_ALL };
+enum { OPT_HANG = 0x3000, OPT_EXPORT_DIR, OPT_HISTORY, OPT_ALL, OPT_WAITS };
 
 static const struct cli_opt mon_opts_table[] = {
     {'r', "rate", "HZ", "stack samples per second per rank (default 10)"},
@@ -39,6 +41,9 @@ static const struct cli_opt mon_opts_table[] = {
     {OPT_EXPORT_DIR, "export-dir", "DIR", "where `e` writes traces (default: current directory)"},
     {OPT_HISTORY, "history", "S", "seconds of history kept (default 600)"},
     {OPT_ALL, "all-threads", NULL, "start with every thread (key t toggles)"},
+    {OPT_WAITS, "waits", "FILE",
+     "the rules naming each rank's kind of wait, the WAIT column (default: the built-in "
+     "table, share/ranktop/waits.rules)"},
     {0},
 };
 
@@ -102,6 +107,12 @@ static int mon_option(int c, const char *arg, struct mon_opts *o, const char *wh
         return 0;
     case OPT_ALL:
         o->ui.all_threads = o->eng.all_threads = true;
+        return 0;
+    case OPT_WAITS:
+        waits_free(o->waits);
+        if (cli_waits_load(arg, who, &o->waits) != 0)
+            return -1;
+        o->ui.waits = o->waits;
         return 0;
     default: /* getopt said what was wrong */
         cli_try_help(who);
@@ -209,6 +220,7 @@ int cmd_monitor(int argc, char **argv)
     }
     cli_disc_fini(&o.eng.disc);
     cli_hosts_fini(&o.hosts);
+    waits_free(o.waits);
     return rc;
 }
 
@@ -344,6 +356,7 @@ int cmd_demo(int argc, char **argv)
     if (rc >= 0) {
         cli_disc_fini(&o.eng.disc);
         cli_hosts_fini(&o.hosts);
+        waits_free(o.waits);
         return rc;
     }
     n = demo_start(script, syncdir, pids);
@@ -354,6 +367,7 @@ int cmd_demo(int argc, char **argv)
     }
     cli_disc_fini(&o.eng.disc);
     cli_hosts_fini(&o.hosts);
+    waits_free(o.waits);
     o.eng.disc.pids = x_calloc((size_t)n, sizeof(int));
     memcpy(o.eng.disc.pids, pids, (size_t)n * sizeof(int));
     o.eng.disc.npids = n;
@@ -362,5 +376,6 @@ int cmd_demo(int argc, char **argv)
     demo_stop(pids, n, syncdir);
     cli_disc_fini(&o.eng.disc);
     cli_hosts_fini(&o.hosts);
+    waits_free(o.waits);
     return rc;
 }

@@ -7,6 +7,7 @@
 #include "cli_discovery.h"
 #include "cli_hosts.h"
 #include "cli_opts.h"
+#include "cli_waits.h"
 #include "ranktop/engine.h"
 #include "ranktop/export.h"
 #include "ranktop/procscan.h"
@@ -34,8 +35,9 @@ struct rec_opts {
     enum export_format fmt;
     bool fmt_set; /* -f given; else the output's suffix chooses (export_format_from_name) */
     struct cli_hosts hosts;
-    bool subprocesses; /* py-spy's: each -p PID also stands for its descendants */
-    bool nonblocking;  /* py-spy's: never stop the target (refuses --native) */
+    bool subprocesses;   /* py-spy's: each -p PID also stands for its descendants */
+    bool nonblocking;    /* py-spy's: never stop the target (refuses --native) */
+    struct waits *waits; /* --waits FILE; NULL: the built-in rules */
 };
 
 enum {
@@ -57,6 +59,7 @@ enum {
     OPT_MEMCAP,
     OPT_SAMPLERS,
     OPT_TASK_LANES,
+    OPT_WAITS,
 };
 
 /* -f's description, from the exporter's own lists of names and suffixes (rec_format_help). */
@@ -97,6 +100,9 @@ static const struct cli_opt rec_opts_table[] = {
     {OPT_TRIGGER, "trigger-file", "PATH",
      "record only while PATH exists; write each window to its own time-tagged file"},
     {OPT_HISTORY, "history", "S", "keep only the last S seconds (default: all)"},
+    {OPT_WAITS, "waits", "FILE",
+     "the rules naming each rank's kind of wait, a trace instant at each change (default: the "
+     "built-in table, share/ranktop/waits.rules)"},
     {OPT_MEMCAP, "memory-cap", "MB",
      "memory cap of the whole process beyond its base (default 1024)"},
     {OPT_SAMPLERS, "sampler-threads", "N",
@@ -188,6 +194,9 @@ static int rec_option(int c, const char *arg, struct rec_opts *o)
     case 'o':
         o->out = arg;
         return 0;
+    case OPT_WAITS:
+        waits_free(o->waits);
+        return cli_waits_load(arg, "record", &o->waits) ? -1 : 0;
     case 'i':
         if (seconds_arg(arg, "--interval", 0.001, &v) < 0)
             return -1;
@@ -557,7 +566,8 @@ static int save(const struct engine_view *v, const struct rec_opts *o, const cha
                              .to = to,
                              .interval_ns = (uint64_t)(1e9 / o->eng.rate_hz),
                              .version = RANKTOP_VERSION,
-                             .unavailable = rec_told.pairs[0] ? rec_told.pairs : NULL};
+                             .unavailable = rec_told.pairs[0] ? rec_told.pairs : NULL,
+                             .waits = o->waits};
     struct app_err err = {0};
     int rc;
 
@@ -813,6 +823,7 @@ int cmd_record(int argc, char **argv)
     if (rc >= 0 || (rc = check_output(o.out)) != 0 || (rc = check_named(&o)) != 0) {
         cli_disc_fini(&o.eng.disc);
         cli_hosts_fini(&o.hosts);
+        waits_free(o.waits);
         return rc;
     }
     sigemptyset(&set);
@@ -825,6 +836,7 @@ int cmd_record(int argc, char **argv)
         fprintf(stderr, "ranktop record: %s\n", err.msg);
         cli_disc_fini(&o.eng.disc);
         cli_hosts_fini(&o.hosts);
+        waits_free(o.waits);
         return 1;
     }
     s.start = clock_mono_ns();
@@ -845,5 +857,6 @@ int cmd_record(int argc, char **argv)
     engine_free(e);
     cli_disc_fini(&o.eng.disc);
     cli_hosts_fini(&o.hosts);
+    waits_free(o.waits);
     return rc;
 }

@@ -570,6 +570,8 @@ struct engine_rank_live *engine_live_locked(struct engine *e, int pid)
     e->live[e->nlive].dev_mem_mb = -1;
     e->live[e->nlive].gil_busy_pct = -1;
     e->live[e->nlive].gil_waiters = -1;
+    e->live[e->nlive].syscall = -1;
+    e->live[e->nlive].in_gc = -1;
     return &e->live[e->nlive++];
 }
 

@@ -215,6 +215,8 @@ void engine_native_fini(struct engine_native *n);
 /* engine_set_native for a rank on another host: forwarded to its agent (engine_remote.c). */
 int engine_remote_native(struct engine *e, int key, bool on, struct app_err *err);
 void *engine_mem_main(void *arg);
+/* engine_procwait.c: reads rank pid's main thread's state and syscall into its live figures. */
+void engine_procwait_publish(struct engine *e, int pid);
 void *engine_gil_main(void *arg);
 void *engine_exit_main(void *arg);
 void *engine_remote_main(void *arg);

@@ -458,6 +458,20 @@ static void pf_instant(struct pw *w, uint64_t track, const char *label, const ch
     pkt_end(w);
 }
 
+/* The rank's changes of kind of wait (export_waits.c): "rank 3 wait: data" instants. */
+static void pf_waits(struct pw *w, const struct xlane *l, uint64_t track)
+{
+    struct xwait *x;
+    size_t n = xwaits_lane(w->p, l, &x);
+    char what[32];
+
+    for (size_t k = 0; k < n; k++) {
+        snprintf(what, sizeof(what), "wait: %s", wait_kind_name(x[k].kind));
+        pf_instant(w, track, l->label, what, x[k].t);
+    }
+    free(x);
+}
+
 /* The counters asked for that could not be had (export_opts.unavailable): an instant each
  * at the start, "gpu counters unavailable: why", on a global "ranktop" track. */
 static void pf_unavailable(struct pw *w)
@@ -551,6 +565,7 @@ void export_perfetto_stream(struct xbuf *b, const struct xplan *p)
             pf_instant(w, w->lane_uuid[i], l->label, "started", l->start);
         if (l->r->exited)
             pf_instant(w, w->lane_uuid[i], l->label, "exited", l->r->end);
+        pf_waits(w, l, w->lane_uuid[i]);
     }
     for (size_t k = 0; k < p->h->nseries; k++)
         if (w->series_uuid[k])

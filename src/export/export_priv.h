@@ -137,6 +137,19 @@ void xstacks_fini(struct xstacks *s);
 void xstacks_thread(struct xstacks *s, const struct xplan *p, const struct xlane *l,
                     const struct xthread *x);
 
+/* A change of a rank's kind of wait (export_waits.c): from t on, its main thread's stack is of
+ * kind `kind`, for the reason why. */
+struct xwait {
+    uint64_t t;
+    enum wait_kind kind;
+    char why[160];
+};
+
+/* The changes of lane l's kind of wait over the window, in time order (*out, freed by the
+ * caller; NULL when none): one where the kind of its main thread's stack changes, the first
+ * known kind included. */
+size_t xwaits_lane(const struct xplan *p, const struct xlane *l, struct xwait **out);
+
 /* Function and file of a frame, never NULL. */
 const char *xframe_fn(const struct hframe *f);
 const char *xframe_file(const struct hframe *f);

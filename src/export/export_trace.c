@@ -187,6 +187,8 @@ struct pstream {
     uint64_t inst_t[2];
     const char *inst_what[2];
     size_t ninst, iinst;
+    struct xwait *wait; /* the rank's changes of kind of wait (export_waits.c) */
+    size_t nwait, iwait;
 };
 
 static bool in_window(const struct export_opts *o, uint64_t t)
@@ -242,6 +244,25 @@ static void cw_instant(struct cw *w, int pid, const char *label, const char *wha
     xb_puts(w->b, "\"}");
 }
 
+/* "rank 3 wait: data", args {"kind": "data", "why": "waits.rules:40 module ..."}. */
+static void cw_wait(struct cw *w, int pid, const char *label, const struct xwait *x, uint64_t t)
+{
+    cw_sep(w);
+    xb_puts(w->b, "{\"ph\":\"i\",\"s\":\"p\",\"pid\":");
+    xb_i64(w->b, pid);
+    xb_puts(w->b, ",\"ts\":");
+    cw_ts(w, t);
+    xb_puts(w->b, ",\"name\":\"");
+    xb_jesc(w->b, label);
+    xb_puts(w->b, " wait: ");
+    xb_puts(w->b, wait_kind_name(x->kind));
+    xb_puts(w->b, "\",\"args\":{\"kind\":");
+    xb_jstr(w->b, wait_kind_name(x->kind));
+    xb_puts(w->b, ",\"why\":");
+    xb_jstr(w->b, x->why);
+    xb_puts(w->b, "}}");
+}
+
 static void ps_init(struct cw *w, struct pstream *ps, long lane, const struct xlane *l)
 {
     const struct history *h = w->h;
@@ -260,6 +281,8 @@ static void ps_init(struct cw *w, struct pstream *ps, long lane, const struct xl
         ps->inst_t[ps->ninst] = l->r->end;
         ps->inst_what[ps->ninst++] = "exited";
     }
+    if (l)
+        ps->nwait = xwaits_lane(w->p, l, &ps->wait);
 }
 
 static void cw_process_events(struct cw *w, int pid, long lane, const struct xlane *l)
@@ -269,11 +292,13 @@ static void cw_process_events(struct cw *w, int pid, long lane, const struct xla
 
     ps_init(w, &ps, lane, l);
     for (;;) {
-        long best = -1; /* series index, or -2 for the next instant */
+        long best = -1; /* series index, -2 for the next instant, -3 the next wait */
         uint64_t bt = UINT64_MAX;
 
         if (ps.iinst < ps.ninst)
             best = -2, bt = ps.inst_t[ps.iinst];
+        if (ps.iwait < ps.nwait && ps.wait[ps.iwait].t < bt)
+            best = -3, bt = ps.wait[ps.iwait].t;
         for (size_t k = 0; k < ps.ns; k++)
             if (ps_ready(w, &ps, k) && ps.s[k]->pts[ps.i[k]].t < bt)
                 best = (long)k, bt = ps.s[k]->pts[ps.i[k]].t;
@@ -283,11 +308,14 @@ static void cw_process_events(struct cw *w, int pid, long lane, const struct xla
         last = bt > last ? bt : last;
         if (best == -2)
             cw_instant(w, pid, l->label, ps.inst_what[ps.iinst++], last);
+        else if (best == -3)
+            cw_wait(w, pid, l->label, &ps.wait[ps.iwait++], last);
         else
             cw_counter(w, pid, ps.s[best], &ps.s[best]->pts[ps.i[best]++], last);
     }
     free(ps.s);
     free(ps.i);
+    free(ps.wait);
 }
 
 /* The sampler's per-rank count of thread stacks lost as torn (SERIES_STACKS_LOST):

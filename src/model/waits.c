@@ -444,8 +444,6 @@ static const struct {
     IO(sendmmsg),
     IO(recvmmsg),
     IO(io_getevents),
-    IO(io_pgetevents),
-    IO(io_uring_enter),
     IO(openat),
     IO(flock),
     IO(fsync),
@@ -461,6 +459,12 @@ static const struct {
 #endif
 #ifdef SYS_epoll_pwait2
     IO(epoll_pwait2),
+#endif
+#ifdef SYS_io_pgetevents
+    IO(io_pgetevents),
+#endif
+#ifdef SYS_io_uring_enter
+    IO(io_uring_enter),
 #endif
     NOT_IO(futex),
     NOT_IO(nanosleep),

@@ -167,7 +167,8 @@ static int cmp_odd(const void *a, const void *b)
     return (x->pid > y->pid) - (x->pid < y->pid);
 }
 
-static void list_odd(const struct history *h, const struct live *v, size_t n, struct view_hang *out)
+static void list_odd(const struct history *h, const struct live *v, size_t n,
+                     const struct view_hang_in *in, struct view_hang *out)
 {
     out->odd = x_calloc(n ? n : 1, sizeof(*out->odd));
     for (size_t i = 0; i < n; i++) {
@@ -181,10 +182,15 @@ static void list_odd(const struct history *h, const struct live *v, size_t n, st
         o->stack = v[i].stack;
         o->fkey = v[i].fkey;
         stack_where(h, v[i].stack, o->where, sizeof(o->where));
-        for (size_t k = 0; k < h->nranks; k++) /* where to go next, when it is another node */
-            if (h->ranks[k].pid == v[i].pid && h->ranks[k].host[0] &&
-                strcmp(h->ranks[k].host, h->host))
+        for (size_t k = 0; k < h->nranks; k++) { /* where to go next, when another node */
+            if (h->ranks[k].pid != v[i].pid)
+                continue;
+            if (h->ranks[k].host[0] && strcmp(h->ranks[k].host, h->host))
                 snprintf(o->host, sizeof(o->host), "%s", h->ranks[k].host);
+            o->wait = view_rank_wait(h, &h->ranks[k], v[i].stack,
+                                     in ? view_live_of(in->live, in->nlive, v[i].pid) : NULL,
+                                     in ? in->waits : NULL, NULL, 0);
+        }
     }
     x_qsort(out->odd, out->nodd, sizeof(*out->odd), cmp_odd);
 }
@@ -377,6 +383,8 @@ static void tb_odd(struct tbuf *b, const struct view_hang *out)
         if (n == 1 && out->odd[i].host[0]) /* "rank 3 on node-b": where to go next */
             tb_printf(b, " on %s", out->odd[i].host);
         tb_printf(b, " in %s", out->odd[i].where);
+        if (out->odd[i].wait != WAIT_UNKNOWN) /* what it waits on: where to look next */
+            tb_printf(b, " [%s]", wait_kind_name(out->odd[i].wait));
     }
     free(ranks);
     free(done);
@@ -442,7 +450,7 @@ void view_hang(const struct history *h, uint64_t now, uint64_t hang_after_ns,
     x_qsort(v, n, sizeof(*v), cmp_live_stack);
     out->nmajority = majority(v, n, &out->fkey, &out->stack);
     stack_where(h, out->stack, out->where, sizeof(out->where));
-    list_odd(h, v, n, out);
+    list_odd(h, v, n, dev, out);
     list_exited(h, v, n, out);
     judge_devices(h, now, hang_after_ns, dev, out);
     out->hang =

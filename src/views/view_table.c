@@ -168,6 +168,8 @@ static void row_fill(const struct history *h, const struct view_table_in *in,
         snprintf(r->state, sizeof(r->state), "%s", live_state(in, v, r->cpu));
     if (l)
         gil_holder(h, &h->ranks[v->idx], l, r);
+    r->wait = view_rank_wait(h, &h->ranks[v->idx], v->stack, l, in->waits, r->wait_why,
+                             sizeof(r->wait_why));
 }
 
 void view_table(const struct history *h, uint64_t now, const struct view_table_in *in,

@@ -1,4 +1,6 @@
-"""A target for the kind-of-wait tests (tests/e2e/dump_waits.sh). Mode "host": the main thread
+"""A target for the kind-of-wait tests (tests/e2e/dump_waits.sh, record_waits.sh). Mode
+"alternate": the main thread sleeps 0.3 s in load_data, then 0.3 s in all_reduce, again and
+again (a user's rules name them data and collective). Mode "host": the main thread
 sleeps in host code (time.sleep in host_sleep) while a second thread blocks reading a pipe
 nobody writes (read_pipe). Mode "gc": the main thread collects garbage over a million objects
 again and again (collect_forever). Writes {"pid", "main_tid", "reader_tid"} to READY once in
@@ -21,6 +23,20 @@ def host_sleep():
         time.sleep(1)
 
 
+def load_data():
+    time.sleep(0.3)
+
+
+def all_reduce():
+    time.sleep(0.3)
+
+
+def alternate():
+    while True:
+        load_data()
+        all_reduce()
+
+
 def collect_forever():
     while True:
         gc.collect()
@@ -31,7 +47,7 @@ def main(ready, mode):
     if mode == "gc":
         gc.disable()  # only the explicit collections: each one long, over every object
         keep = [[i] for i in range(1000000)]
-    else:
+    elif mode == "host":
         r, _w = os.pipe()
         t = threading.Thread(target=read_pipe, args=(r, tids), name="reader", daemon=True)
         t.start()
@@ -43,6 +59,8 @@ def main(ready, mode):
     if mode == "gc":
         collect_forever()
         del keep
+    if mode == "alternate":
+        alternate()
     host_sleep()
 
 

@@ -311,8 +311,8 @@ static bool check_columns(int width, const struct rank_cols *c)
         REQUIRE(c->w[LCOL_RANK] && c->w[LCOL_PID] && c->w[LCOL_STATE] && c->w[LCOL_FRAME] >= 16 &&
                     end == width,
                 "core columns or full width");
-    if (width >= 101)
-        REQUIRE(n == LCOL_COUNT && c->w[LCOL_FRAME] == width - 85, "all columns");
+    if (width >= 112)
+        REQUIRE(n == LCOL_COUNT && c->w[LCOL_FRAME] == width - 96, "all columns");
     return true;
 }
 
@@ -340,8 +340,9 @@ START_TEST(columns_drop_order)
     static const struct {
         int width;
         enum layout_col gone;
-    } STEPS[] = {{100, LCOL_HOST},  {87, LCOL_DRSS}, {81, LCOL_DMEM}, {75, LCOL_GIL},
-                 {61, LCOL_DEVICE}, {55, LCOL_RSS},  {49, LCOL_CPU},  {43, LCOL_SINCE}};
+    } STEPS[] = {{111, LCOL_HOST}, {98, LCOL_DRSS},   {92, LCOL_DMEM},
+                 {86, LCOL_GIL},   {72, LCOL_DEVICE}, {66, LCOL_RSS},
+                 {60, LCOL_CPU},   {54, LCOL_WAIT},   {43, LCOL_SINCE}};
     struct rank_cols c;
 
     for (int i = 0; i < NELEM(STEPS); i++) {
@@ -359,20 +360,25 @@ START_TEST(columns_exact)
 {
     struct rank_cols c;
 
-    /* 80 columns: the GIL column (wide enough for "97 tokenizer", the holder thread when it is
-     * not the main one) stays; host, dRSS and device memory go. */
+    /* 80 columns: the kind of wait (WAIT, "collective") stays; host, dRSS, device memory and
+     * the GIL column (wide enough for "97 tokenizer", the holder thread when it is not the
+     * main one) go. At 86 the GIL column is back. */
     layout_rank_columns(80, &c);
     ck_assert_int_eq(c.n, 9);
     ck_assert_int_eq(c.w[LCOL_HOST], 0);
     ck_assert_int_eq(c.w[LCOL_DMEM], 0);
-    ck_assert_int_eq(c.w[LCOL_GIL], 13);
+    ck_assert_int_eq(c.w[LCOL_GIL], 0);
+    ck_assert_int_eq(c.w[LCOL_WAIT], 10);
     ck_assert_int_eq(c.w[LCOL_STATE], 7);
     ck_assert_int_eq(c.x[LCOL_PID], 6);
-    ck_assert_int_eq(c.w[LCOL_FRAME], 20);
+    ck_assert_int_eq(c.w[LCOL_FRAME], 23);
     ck_assert_int_eq(c.x[LCOL_SINCE], 75);
+    layout_rank_columns(87, &c);
+    ck_assert_int_eq(c.w[LCOL_GIL], 13);
     ck_assert(c.right[LCOL_CPU] && !c.right[LCOL_FRAME] && !c.right[LCOL_GIL]);
     layout_rank_columns(60, &c);
-    ck_assert_int_eq(c.n, 7);
+    ck_assert_int_eq(c.n, 6);
+    ck_assert_int_eq(c.w[LCOL_WAIT], 10);
     ck_assert(c.w[LCOL_RANK] && c.w[LCOL_PID] && c.w[LCOL_STATE] && c.w[LCOL_FRAME]);
     layout_rank_columns(3, &c);
     ck_assert_int_eq(c.n, 1);

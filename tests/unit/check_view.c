@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 
 #include "ranktop/history.h"
 #include "ranktop/status.h"
@@ -412,7 +413,7 @@ static void gpu_series(struct history *h, int from, int to, int busy_gpu, int lo
 
 #define BANNER                                                                                     \
     "HANG 42s: 15 ranks in all_reduce (distributed_c10d.py:1541); odd: rank 3 in "                 \
-    "load_batch_slowly (train.py:12)"
+    "load_batch_slowly (train.py:12) [host]"
 
 START_TEST(hang_verdict)
 {
@@ -431,6 +432,7 @@ START_TEST(hang_verdict)
     ck_assert_int_eq(v.odd[0].rank, ODD_RANK);
     ck_assert_int_eq(v.odd[0].pid, PID(ODD_RANK));
     ck_assert_str_eq(v.odd[0].where, "load_batch_slowly (train.py:12)");
+    ck_assert_int_eq(v.odd[0].wait, WAIT_HOST);
     ck_assert_uint_eq(v.ndevices, 0);
     ck_assert_str_eq(v.text, BANNER);
     view_hang_fini(&v);
@@ -636,7 +638,7 @@ START_TEST(hang_one_rank_moves)
     view_hang(&f.h, T(52), 5 * SEC, NULL, &v);
     ck_assert(v.hang);
     ck_assert_str_eq(v.text, "HANG 5s: 15 ranks in all_reduce (distributed_c10d.py:1541); odd: "
-                             "rank 3 in load_batch_slowly (train.py:12)");
+                             "rank 3 in load_batch_slowly (train.py:12) [host]");
     view_hang_fini(&v);
     history_fini(&f.h);
 }
@@ -748,7 +750,7 @@ START_TEST(hang_odd_groups_and_exits)
     /* The rank that died leads: it is the likely reason the others wait. */
     ck_assert_str_eq(v.text, "HANG 87s: rank 12 exited (status unknown) 85s ago; 12 ranks in "
                              "all_reduce (distributed_c10d.py:1541); odd: ranks 3,9 in "
-                             "load_batch_slowly (train.py:12), rank 14 in <no stack>");
+                             "load_batch_slowly (train.py:12) [host], rank 14 in <no stack>");
     view_hang_fini(&v);
     history_fini(&f.h);
 
@@ -1100,6 +1102,8 @@ START_TEST(table_rows_and_sorts)
     ck_assert_uint_eq(t.n, NRANKS);
     ck_assert_int_eq(t.rows[0].rank, 0);
     ck_assert_str_eq(t.rows[ODD_RANK].top, "load_batch_slowly (train.py:12)");
+    ck_assert_int_eq(t.rows[ODD_RANK].wait, WAIT_HOST);
+    ck_assert_int_eq(t.rows[0].wait, WAIT_COLLECTIVE);
     ck_assert_double_eq(t.rows[ODD_RANK].rss_mib, 1030);
     ck_assert_double_eq(t.rows[ODD_RANK].since_s, 42);
     ck_assert(isnan(t.rows[ODD_RANK].drss_mib)); /* no baseline */
@@ -1636,6 +1640,50 @@ START_TEST(table_gil_holder)
 }
 END_TEST
 
+/* The kind of wait in the table and the banner: the stack's rules, then what the live figures
+ * add (the main thread's state and syscall, every thread stopped), and a user's rules. */
+START_TEST(table_and_banner_waits)
+{
+    struct fx f;
+    struct engine_rank_live live = {.pid = PID(ODD_RANK),
+                                    .state = 'S',
+                                    .syscall = SYS_read,
+                                    .in_gc = -1,
+                                    .dev_mem_mb = -1,
+                                    .gil_busy_pct = -1};
+    struct view_hang_in in = {.live = &live, .nlive = 1};
+    struct view_table_in tin = {.live = &live, .nlive = 1};
+    struct view_table t;
+    struct view_hang v;
+    struct waits *w;
+    struct app_err err;
+    const char *rules = "data func load_batch_slowly\n";
+
+    fx_build(&f, 52);
+    view_table(&f.h, T(52), &tin, &t);
+    ck_assert_int_eq(t.rows[ODD_RANK].wait, WAIT_IO);
+    ck_assert_str_eq(t.rows[ODD_RANK].wait_why, "state S in read");
+    ck_assert_int_eq(t.rows[0].wait, WAIT_COLLECTIVE);
+    view_table_fini(&t);
+    view_hang(&f.h, T(52), 30 * SEC, &in, &v);
+    ck_assert_str_eq(v.text, "HANG 42s: 15 ranks in all_reduce (distributed_c10d.py:1541); odd: "
+                             "rank 3 in load_batch_slowly (train.py:12) [io]");
+    view_hang_fini(&v);
+    live.stopped = true;
+    view_hang(&f.h, T(52), 30 * SEC, &in, &v);
+    ck_assert_int_eq(v.odd[0].wait, WAIT_STOPPED);
+    view_hang_fini(&v);
+    ck_assert_int_eq(waits_parse(rules, strlen(rules), "my.rules", &w, &err), 0);
+    in.waits = w;
+    in.live = NULL;
+    view_hang(&f.h, T(52), 30 * SEC, &in, &v);
+    ck_assert_int_eq(v.odd[0].wait, WAIT_DATA);
+    view_hang_fini(&v);
+    waits_free(w);
+    history_fini(&f.h);
+}
+END_TEST
+
 static Suite *view_suite(void)
 {
     Suite *s = suite_create("view");
@@ -1650,6 +1698,7 @@ static Suite *view_suite(void)
     tcase_add_test(tc, merge_all_threads);
     tcase_add_test(tc, merge_node_cap);
     tcase_add_test(tc, hang_verdict);
+    tcase_add_test(tc, table_and_banner_waits);
     tcase_add_test(tc, hang_asyncio_tasks);
     tcase_add_test(tc, merge_asyncio_tasks);
     tcase_add_test(tc, hang_one_rank_moves);

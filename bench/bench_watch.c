@@ -106,8 +106,8 @@ int main(int argc, char **argv)
     bench_sleep_s(seconds);
     b = cpu_s(w);
     bench_print_load("during");
-    printf("ranktop watch, %d ranks at 1 Hz: %.3f s CPU in %.0f s = %.2f %% of one core\n",
-           nranks, b - a, seconds, 100 * (b - a) / seconds);
+    printf("ranktop watch, %d ranks at 1 Hz: %.3f s CPU in %.0f s = %.2f %% of one core\n", nranks,
+           b - a, seconds, 100 * (b - a) / seconds);
     kill(w, SIGTERM);
     waitpid(w, NULL, 0);
     bench_untrack(w);

@@ -2,9 +2,11 @@
 # `ranktop watch` reports without torch: a rank killed by SIGSEGV while three wait gives a
 # report at once (before --hang-after) with the signal (where exit statuses can be learnt) and
 # the survivors' stacks, and --exit-on-hang exits 3; SIGUSR1 gives a report whatever the
-# verdict; one hang gives one report, however many ticks judge it; a rank that is the odd one out in most ticks gets a straggler report (--slow-after);
-# a watcher SIGKILLed while writing leaves every report directory complete or absent
-# (only a hidden temp directory, which the next watcher removes); the help names the command.
+# verdict, with the asyncio tasks of a rank that runs a loop; one hang gives one report,
+# however many ticks judge it; a rank that is the odd one out in most ticks gets a straggler
+# report (--slow-after); a watcher SIGKILLed while writing leaves every report directory
+# complete or absent (only a hidden temp directory, which the next watcher removes); the help
+# names the command.
 . "$(dirname "$0")/lib.sh"
 CHECK="python3 $RANKTOP_SRCDIR/tests/tools/report_check.py"
 NOSMI="--nvidia-smi /nonexistent --npu-smi /nonexistent"
@@ -56,6 +58,26 @@ $CHECK "$WORK"/u/ranktop-ondemand-* > /dev/null || fail "on-demand report check"
 for j in "$WORK"/u/ranktop-ondemand-*/report.json; do
     json_check "$j" "d['kind'] == 'ondemand' and d['verdict']['hang'] is False"
 done
+
+# asyncio: a rank running a loop has its tasks in the report.
+python3 -c 'import asyncio
+async def fetch_batch():
+    await asyncio.sleep(3600)
+async def main():
+    await asyncio.gather(asyncio.create_task(fetch_batch(), name="loader"))
+asyncio.run(main())' &
+AP=$!
+PIDS="$PIDS $AP"
+# shellcheck disable=SC2086
+"$RANKTOP_BIN" watch -p "$AP" --out "$WORK/a" --hang-after 600 $NOSMI 2> "$WORK/a.err" &
+AW=$!
+PIDS="$PIDS $AW"
+wait_for watching "$WORK/a.err" || fail "watch did not start: $(cat "$WORK/a.err")"
+tasks_read() { ask $AW "$WORK/a" 1 && grep -q 'Task "loader"' "$WORK"/a/ranktop-ondemand-*/report.txt; }
+wait_for tasks_read || fail "no asyncio task in the report: $(cat "$WORK"/a/*/report.txt)"
+kill -TERM $AW
+wait $AW || true
+kill $AP
 
 # SIGSEGV of rank 3 while 0-2 wait: a report at once, exit 3.
 # shellcheck disable=SC2086

@@ -35,7 +35,7 @@ _ranktop()
         cur=${cur#*=}
     fi
 
-    local commands="demo ls dump record agent"
+    local commands="demo ls dump record watch agent"
     local disc="-p --pid --children-of --match --nvidia-smi --npu-smi --nvidia-smi-file
         --npu-smi-file --tool-timeout --no-device-libs"
     local nodes="--hosts --hostfile --rsh --remote-ranktop --launcher --this-node --selector
@@ -45,7 +45,7 @@ _ranktop()
     local cmd="" i
     for ((i = 1; i < cword; i++)); do
         case ${words[i]} in
-        demo | ls | dump | record | agent)
+        demo | ls | dump | record | watch | agent)
             cmd=${words[i]}
             break
             ;;
@@ -69,12 +69,13 @@ _ranktop()
         --nvidia-smi | --npu-smi | --remote-ranktop | --core | --exe | --waits)
         COMPREPLY=($(compgen -f -- "$cur"))
         ;;
-    --export-dir | --ship-dir | --lib-search)
+    --export-dir | --ship-dir | --lib-search | --out)
         COMPREPLY=($(compgen -d -- "$cur"))
         ;;
     -r | --rate | -i | --interval | -d | --duration | --hang-after | --history | --match | \
         --tool-timeout | --hosts | --rsh | --selector | -n | --namespace | --container | \
-        --autosave-interval | --autosave-snapshot-interval | --memory-cap | --task-lanes | --max-frames | --heartbeat | --tick)
+        --autosave-interval | --autosave-snapshot-interval | --memory-cap | --task-lanes | --max-frames | --heartbeat | --tick | \
+        --window | --on-hang | --on-hang-timeout | --max-reports | --slow-after | --dump-timeout)
         COMPREPLY=()
         ;;
     *)
@@ -106,6 +107,10 @@ _ranktop()
             --gpu-usage --npu-usage --cpu-mem-usage --gil-stats -g --gil --idle --nonblocking
             -s --subprocesses -F --function --nolineno -t --threads --native --async --task-lanes --autosave-interval --autosave-snapshot-interval
             --trigger-file --history --memory-cap --sampler-threads --waits -h --help $disc $nodes"
+        ;;
+    watch)
+        flags="--out --hang-after --window -r --rate --on-hang --on-hang-timeout --exit-on-hang
+            --max-reports --slow-after --waits --gil-stats --dump-timeout -h --help $disc $nodes"
         ;;
     agent)
         flags="-r --rate --all-threads --no-gil --gil --no-mem --native --heartbeat --tick

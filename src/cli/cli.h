@@ -18,6 +18,7 @@ int cmd_record(int argc, char **argv);
 int cmd_monitor(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_agent(int argc, char **argv);
+int cmd_watch(int argc, char **argv);
 
 /* The monitor's options, for `ranktop --help` (which shows them after the commands). */
 void cmd_monitor_options(FILE *f);

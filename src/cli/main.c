@@ -27,6 +27,8 @@ static void usage(FILE *f)
     cli_opts_row(f, "  dump [options]",
                  "print the Python stacks of running processes (-p PID, or --ranks)");
     cli_opts_row(f, "  record [-o FILE] [options]", "record the ranks' stacks to a trace file");
+    cli_opts_row(f, "  watch --out DIR [options]",
+                 "watch the job headless; write a hang report when it hangs");
     cli_opts_row(f, "  agent [options]", "a node's collectors for a head on another node");
     fputc('\n', f);
     cli_opts_row(f, "  -h, --help", "this help ('ranktop CMD --help': a command's)");
@@ -66,11 +68,9 @@ int main(int argc, char **argv)
         const char *name;
         int (*run)(int, char **);
         bool sink;
-    } cmds[] = {{"ls", cmd_ls, true},
-                {"demo", cmd_demo, false},
-                {"record", cmd_record, false},
-                {"dump", cmd_dump, true},
-                {"agent", cmd_agent, true}};
+    } cmds[] = {{"ls", cmd_ls, true},          {"demo", cmd_demo, false},
+                {"record", cmd_record, false}, {"dump", cmd_dump, true},
+                {"watch", cmd_watch, false},   {"agent", cmd_agent, true}};
 
     /* A binary the head shipped here (--ship) removes itself and its directory before anything
      * else, so that nothing is left on the node however it ends. */
@@ -98,7 +98,8 @@ int main(int argc, char **argv)
                 app_term_sink_start();
             return leave(cmds[i].run(argc - 1, argv + 1));
         }
-    fprintf(stderr, "ranktop: unknown command '%s' (commands: demo, ls, dump, record, agent)\n",
+    fprintf(stderr,
+            "ranktop: unknown command '%s' (commands: demo, ls, dump, record, watch, agent)\n",
             argv[1]);
     return cli_try_help(NULL);
 }

@@ -26,11 +26,11 @@ done
 [ ! -s "$WORK/err" ] || fail "--help wrote to stderr"
 run_rc 0 "$RANKTOP_BIN" -V
 grep -Eqx 'ranktop [0-9]+\.[0-9]+\.[0-9]+(-[0-9]+-g[0-9a-f]+)?(-dirty)?' "$WORK/out" || fail "-V: $(cat "$WORK/out")"
-for cmd in demo ls dump record agent; do
+for cmd in demo ls dump record watch agent; do
     run_rc 0 "$RANKTOP_BIN" $cmd --help
     grep -Eq "^(usage:)? +ranktop $cmd " "$WORK/out" || fail "$cmd --help: $(head -n 2 "$WORK/out")"
 done
-for cmd in ls dump record; do # the commands that state their statuses say the same table
+for cmd in ls dump record watch; do # the commands that state their statuses say the same table
     "$RANKTOP_BIN" $cmd --help | tr '\n' ' ' | grep -q 'Exit status: 0 .* 1 .* 2 on bad usage' ||
         fail "$cmd --help does not state the exit statuses"
 done
@@ -41,7 +41,7 @@ err_is "ranktop: unrecognized option '--bogus'" "try 'ranktop --help'"
 [ ! -s "$WORK/out" ] || fail "a bad option printed on stdout"
 run_rc 2 "$RANKTOP_BIN" -x
 err_is "ranktop: invalid option -- 'x'" "try 'ranktop --help'"
-for cmd in demo ls dump record agent; do
+for cmd in demo ls dump record watch agent; do
     run_rc 2 "$RANKTOP_BIN" $cmd --bogus
     err_is "ranktop $cmd: unrecognized option '--bogus'" "try 'ranktop $cmd --help'"
     [ ! -s "$WORK/out" ] || fail "$cmd --bogus printed on stdout"
@@ -51,7 +51,7 @@ err_is "ranktop record: option requires an argument -- 'o'" "try 'ranktop record
 run_rc 2 "$RANKTOP_BIN" ls --jsn
 err_is "ranktop ls: unrecognized option '--jsn'" "try 'ranktop ls --help'"
 run_rc 2 "$RANKTOP_BIN" recrod -o x
-err_is "ranktop: unknown command 'recrod' (commands: demo, ls, dump, record, agent)" \
+err_is "ranktop: unknown command 'recrod' (commands: demo, ls, dump, record, watch, agent)" \
     "try 'ranktop --help'"
 run_rc 2 "$RANKTOP_BIN" dump
 err_is "ranktop dump: no process given: use -p PID or --ranks" "try 'ranktop dump --help'"

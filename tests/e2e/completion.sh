@@ -30,7 +30,7 @@ is() {
 }
 
 # 1. Every long option of every command, no more: bash and zsh against getopt.
-for cmd in "" demo ls dump record agent; do
+for cmd in "" demo ls dump record watch agent; do
     python3 "$RANKTOP_SRCDIR/tests/tools/help_check.py" "$RANKTOP_BIN" longs "$cmd" |
         sed 's/^/--/' > "$WORK/accepted"
     [ -n "$cmd" ] || echo --version >> "$WORK/accepted" # main's own, not the monitor's getopt

@@ -66,7 +66,7 @@ help_flags() {
     "$R" $1 --help | grep -E '^ +-' | sed -E 's/^ +//; s/  .*//' |
         grep -Eo -- '(^|, )--?[a-zA-Z][a-zA-Z0-9-]*' | sed 's/^, //' | sort -u
 }
-for cmd in "" demo ls dump record agent; do
+for cmd in "" demo ls dump record watch agent; do
     help_flags "$cmd" > "$WORK/flags.txt"
     [ -s "$WORK/flags.txt" ] || fail "no flags in 'ranktop $cmd --help'"
     while read -r f; do

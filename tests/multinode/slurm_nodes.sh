@@ -74,6 +74,19 @@ else
 fi
 
 # The monitor, as typed in a shell of the allocation: the rank listed on simnode01.
+# watch through srun (the job's nodes by default): the report names the rank and its node
+# (other tests' ranks may share the simulated node: their deaths are reports too).
+rc=0
+timeout 120 $RANKTOP_BIN watch --out "$WORK/w" --hang-after 3 --exit-on-hang --remote-ranktop "$RANKTOP_BIN" \
+    --no-device-libs >"$WORK/w.out" 2>&1 || rc=$?
+if [ $rc -eq 3 ]; then
+    json_check "$(echo "$WORK"/w/ranktop-hang-*/report.json)" \
+        "(0, '$NODE', $RANK_PID) in [(r['rank'], r['host'], r['pid']) for r in d['ranks']]" ||
+        bad "watch inside job $JOB: the report does not name rank 0 on $NODE"
+else
+    bad "watch inside job $JOB exited $rc, not 3: $(cat "$WORK/w.out")"
+fi
+
 ui_start sl 160 40 -- "$RANKTOP_BIN" --remote-ranktop "$RANKTOP_BIN" --no-device-libs
 wait_screen "^ +0 +$RANK_PID +$NODE " 60 || bad "the monitor inside job $JOB: rank 0 not on $NODE"
 keys q

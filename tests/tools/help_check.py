@@ -16,7 +16,7 @@ import string
 import subprocess
 import sys
 
-COMMANDS = ["", "demo", "ls", "dump", "record", "agent"]
+COMMANDS = ["", "demo", "ls", "dump", "record", "watch", "agent"]
 BOGUS = "--zz-no-such-option"
 
 
@@ -60,7 +60,7 @@ def accepted(binary, cmd):
 # "  -o, --output FILE     where to write" or "      --all-threads ..." (the description may
 # be on the next lines); in ranktop --help also "  record -o FILE [options]   record ...".
 OPT_ROW = re.compile(r"^(?:  -[a-zA-Z0-9], |      )--([a-z0-9-]+)(?: [^ ]+)?(?: {2,}(\S.*))?$")
-CMD_ROW = re.compile(r"^  (?:demo|ls|dump|record|agent)\b.*? {2,}(\S.*)$")
+CMD_ROW = re.compile(r"^  (?:demo|ls|dump|record|watch|agent)\b.*? {2,}(\S.*)$")
 
 
 def help_lines(binary, cmd):

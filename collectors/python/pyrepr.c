@@ -5,7 +5,8 @@
  * (non-heap) type of exactly that name: None, bool, int (any size: decimal digits up to a
  * bound, then cut), float (Python's shortest repr), str and bytes (cut, escaped as Python's
  * repr escapes them), tuple, list, dict, set and frozenset (the first items, nested to a
- * bounded depth, and the length). Everything else is its type name and address. The target
+ * bounded depth, and the length). Everything else is its type name and address; torch tensors
+ * say that their dtype and shape were not read. The target
  * runs on while we read, so every read is bounded and checked: containers are read again after
  * their items and must not have changed, ints must be normalised, lengths plausible; anything
  * that fails makes the whole value "<unreadable: ...>", never a guess. Nothing is ever called
@@ -487,6 +488,13 @@ static int render(struct pyrepr *r, uint64_t obj, int depth, struct sb *o, char 
 
     if (st < 0)
         return st;
+    if ((flags & PYABI_TPF_HEAPTYPE) && (!strcmp(tn, "Tensor") || !strcmp(tn, "Parameter"))) {
+        /* A tensor's dtype and shape live in torch's C++ TensorImpl, whose layout changes
+         * between torch versions and is not verified here: said, not guessed. */
+        sb_printf(o, "<%s at 0x%llx: dtype and shape not read (torch's layout is not verified)>",
+                  tn, (unsigned long long)obj);
+        return 0;
+    }
     if (flags & PYABI_TPF_HEAPTYPE) {
         sb_printf(o, "<%s object at 0x%llx>", tn, (unsigned long long)obj);
         return 0;

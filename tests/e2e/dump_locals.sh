@@ -74,6 +74,24 @@ for py in $ALL_PYTHONS; do
 done
 [ "$n" -ge 3 ] || fail "fewer than three interpreters: $ALL_PYTHONS"
 
+# A torch tensor (Debian's CPU torch, where installed) is named and says why its dtype and
+# shape are not shown.
+if /usr/bin/python3 -c 'import torch' 2> /dev/null; then
+    rm -f "$WORK/ready3"
+    /usr/bin/python3 -c 'import sys, threading, torch
+sys.path.insert(0, sys.argv[2])
+from readyfile import write_ready
+def step(batch):
+    write_ready(sys.argv[1])
+    threading.Event().wait()
+step(torch.zeros(3, 4))' "$WORK/ready3" "$RANKTOP_SRCDIR/tests/py" &
+    PIDS="$PIDS $!"
+    wait_for test -s "$WORK/ready3" || fail "torch target did not start"
+    run_rc 0 "$RANKTOP_BIN" dump --locals -p "$(cat "$WORK/ready3")"
+    grep -Eq '^        arg   batch = <Tensor at 0x[0-9a-f]+: dtype and shape not read' "$WORK/out" ||
+        fail "torch: $(grep batch "$WORK/out")"
+fi
+
 cat > "$WORK/churn.py" << 'PY'
 import json, re, sys
 d = json.load(open(sys.argv[1]))

@@ -441,13 +441,14 @@ static int frame_locals(struct pyproc *p, const struct lo *o, struct pyrepr *r,
 /* The frames to show, resolved: hidden ones (not yet at their first traceable instruction)
  * are dropped, as the sampler drops them. */
 static void frames_fill(struct pyproc *p, const struct lo *o, struct lframe *fr, uint32_t n,
-                        struct pylocals *out)
+                        uint64_t interp, struct pylocals *out)
 {
     uint64_t *codes = x_calloc(n + 1u, sizeof(*codes));
     struct pycode **res = x_calloc(n + 1u, sizeof(*res));
     struct pyrepr r;
 
     pyrepr_init(&r, p->mem, &p->L);
+    r.interp = interp;
     for (uint32_t i = 0; i < n; i++)
         codes[i] = fr[i].code;
     pycode_cache_next_epoch(&p->codes);
@@ -501,7 +502,7 @@ int pyproc_locals(struct pyproc *p, uint64_t ident, uint32_t max_frames, struct 
                            (unsigned long long)ident);
     }
     *out = x_calloc(1, sizeof(**out));
-    frames_fill(p, &o, fr, n, *out);
+    frames_fill(p, &o, fr, n, bytes_load_u64(ts + p->L.ts.interp), *out);
     free(fr);
     return 0;
 }

@@ -479,6 +479,104 @@ static int render_set(struct pyrepr *r, uint64_t obj, bool frozen, int depth, st
     return 0;
 }
 
+/* --- torch tensors ------------------------------------------------------------------- */
+
+/* torch 1.13 on x86-64 and aarch64 (offsetof against its headers, checked against the
+ * target's own dtype, shape and device in tests/e2e/dump_locals.sh): THPVariable holds a
+ * c10::MaybeOwned<at::Tensor> after the object header (isBorrowed_, then the TensorImpl
+ * pointer or, borrowed, a pointer to an at::Tensor); TensorImpl keeps sizes_and_strides_
+ * (ndim, then five inline sizes or a pointer to them), the dtype's TypeMeta index (the
+ * ScalarType) and an optional<Device> (engaged, type, index). */
+#define THP_BORROWED 16
+#define THP_TENSOR 24
+#define TI_NDIM 72
+#define TI_SIZES 80
+#define TI_DTYPE 176
+#define TI_DEVICE 178
+#define TI_INLINE 5
+#define TI_MAXDIM 64
+
+static const char *const dtypes[] = {
+    "uint8",     "int8",      "int16",      "int32", "int64", "float16", "float32", "float64",
+    "complex32", "complex64", "complex128", "bool",  "qint8", "quint8",  "qint32",  "bfloat16"};
+
+/* Whether the target's torch is one whose layout is known: torch.__version__ starts "1.13.". */
+static bool torch_known(struct pyrepr *r)
+{
+    uint64_t v;
+    char *s;
+    int st;
+
+    if (r->torch_checked)
+        return r->torch_ok;
+    r->torch_checked = true;
+    if (!r->nw_ok || !r->interp ||
+        pynames_module_get(&r->nw, r->interp, "torch", "__version__", &v) < 0 ||
+        !(s = pystr_read(r->m, r->L, v, &st)))
+        return false;
+    snprintf(r->torch_version, sizeof(r->torch_version), "%s", s);
+    r->torch_ok = !strncmp(s, "1.13.", 5);
+    free(s);
+    return r->torch_ok;
+}
+
+static void device_name(const uint8_t *d, struct sb *o)
+{
+    static const char *const types[] = {
+        [0] = "cpu", [1] = "cuda", [13] = "mps", [14] = "meta", [12] = "xpu"};
+    int type = (int8_t)d[1], index = (int8_t)d[2];
+    const char *n = type >= 0 && type < 15 ? types[type] : NULL;
+
+    if (n)
+        sb_puts(o, n);
+    else
+        sb_printf(o, "device type %d", type);
+    if (index >= 0)
+        sb_printf(o, ":%d", index);
+}
+
+static int render_tensor(struct pyrepr *r, uint64_t obj, const char *tn, struct sb *o)
+{
+    uint8_t h[THP_TENSOR + 8], ti[TI_DEVICE + 4];
+    int64_t sizes[TI_MAXDIM];
+    uint64_t impl, ndim;
+    int st;
+
+    if (!torch_known(r)) {
+        sb_printf(o, "<%s at 0x%llx: dtype and shape not read (torch %s: layout not verified)>", tn,
+                  (unsigned long long)obj, r->torch_version[0] ? r->torch_version : "?");
+        return 0;
+    }
+    if ((st = rmem_read(r->m, obj, h, sizeof(h))) < 0)
+        return st;
+    impl = bytes_load_u64(h + THP_TENSOR);
+    if (h[THP_BORROWED] > 1 || (h[THP_BORROWED] && (st = rmem_read(r->m, impl, &impl, 8)) < 0))
+        return st < 0 ? st : APP_E_STALE;
+    if (!bytes_ptr_ok(impl) || (st = rmem_read(r->m, impl, ti, sizeof(ti))) < 0)
+        return st < 0 ? st : APP_E_STALE;
+    ndim = bytes_load_u64(ti + TI_NDIM);
+    if (ndim > TI_MAXDIM || bytes_load_u16(ti + TI_DTYPE) >= sizeof(dtypes) / sizeof(*dtypes) ||
+        ti[TI_DEVICE] > 1)
+        return APP_E_STALE;
+    if (ndim <= TI_INLINE)
+        memcpy(sizes, ti + TI_SIZES, 8 * ndim);
+    else if ((st = rmem_read(r->m, bytes_load_u64(ti + TI_SIZES), sizes, 8 * ndim)) < 0)
+        return st;
+    sb_printf(o, "%s(dtype=torch.%s, shape=(", tn, dtypes[bytes_load_u16(ti + TI_DTYPE)]);
+    for (uint64_t i = 0; i < ndim; i++) {
+        if (sizes[i] < 0)
+            return APP_E_STALE;
+        sb_printf(o, "%s%lld", i ? ", " : "", (long long)sizes[i]);
+    }
+    sb_puts(o, ndim == 1 ? ",), device=" : "), device=");
+    if (ti[TI_DEVICE])
+        device_name(ti + TI_DEVICE, o);
+    else
+        sb_puts(o, "?");
+    sb_puts(o, ")");
+    return 0;
+}
+
 /* --- dispatch --------------------------------------------------------------------------- */
 
 static int render(struct pyrepr *r, uint64_t obj, int depth, struct sb *o, char *tn, size_t tl)
@@ -488,13 +586,8 @@ static int render(struct pyrepr *r, uint64_t obj, int depth, struct sb *o, char 
 
     if (st < 0)
         return st;
-    if ((flags & PYABI_TPF_HEAPTYPE) && (!strcmp(tn, "Tensor") || !strcmp(tn, "Parameter"))) {
-        /* A tensor's dtype and shape live in torch's C++ TensorImpl, whose layout changes
-         * between torch versions and is not verified here: said, not guessed. */
-        sb_printf(o, "<%s at 0x%llx: dtype and shape not read (torch's layout is not verified)>",
-                  tn, (unsigned long long)obj);
-        return 0;
-    }
+    if ((flags & PYABI_TPF_HEAPTYPE) && (!strcmp(tn, "Tensor") || !strcmp(tn, "Parameter")))
+        return render_tensor(r, obj, tn, o);
     if (flags & PYABI_TPF_HEAPTYPE) {
         sb_printf(o, "<%s object at 0x%llx>", tn, (unsigned long long)obj);
         return 0;

@@ -18,7 +18,10 @@ struct pyrepr {
     const struct py_layout *L;
     uint32_t tuple_items; /* PyTupleObject.ob_item: 24, 32 from 3.14 (the cached hash) */
     struct pynames_walk nw;
-    bool nw_ok; /* dict entries can be read (the names part of the layout is on) */
+    bool nw_ok;      /* dict entries can be read (the names part of the layout is on) */
+    uint64_t interp; /* the interpreter of the frames read: where torch.__version__ is looked up */
+    bool torch_checked, torch_ok; /* whether the target's torch version was checked, is known */
+    char torch_version[32];
 };
 
 void pyrepr_init(struct pyrepr *r, struct rmem *m, const struct py_layout *L);

@@ -309,6 +309,31 @@ static int names_old(struct pyproc *p, const struct lo *o, uint32_t items, const
     return st;
 }
 
+/* The frame's n slots into vals, read in one piece with the frame's code word, which must
+ * still be the code the names were taken from: a 3.11+ frame's memory is reused by the next
+ * call as soon as it returns (3.8-3.10 frame objects are recycled too), and names of one code
+ * with values of another would be a guess. */
+static int slots_read(struct pyproc *p, const struct lo *o, const struct lframe *lf, uint32_t n,
+                      uint64_t *vals)
+{
+    size_t len = o->fr_locals + 8 * (size_t)n;
+    uint8_t *b = x_malloc(len);
+    uint64_t code;
+    int st = rmem_read(p->mem, lf->frame, b, len);
+
+    if (st == 0) {
+        code = bytes_load_u64(b + p->L.fr.code);
+        if (p->L.fr.code_tagged)
+            code &= ~(uint64_t)7;
+        if (code != lf->code)
+            st = APP_E_STALE;
+        else
+            memcpy(vals, b + o->fr_locals, 8 * (size_t)n);
+    }
+    free(b);
+    return st;
+}
+
 /* Names, kinds and slot values of one frame; 0 or a negative status. */
 static int frame_slots(struct pyproc *p, const struct lo *o, const struct lframe *lf,
                        struct slots *s)
@@ -330,7 +355,7 @@ static int frame_slots(struct pyproc *p, const struct lo *o, const struct lframe
     if (s->nargs > s->n)
         return APP_E_STALE;
     s->value = x_calloc(s->n + 1u, sizeof(*s->value));
-    return s->n ? rmem_read(p->mem, lf->frame + o->fr_locals, s->value, 8 * (size_t)s->n) : 0;
+    return slots_read(p, o, lf, s->n, s->value);
 }
 
 /* The object a slot refers to: 3.14+ slots are tagged references (the low two bits). Returns
@@ -416,9 +441,10 @@ static int frame_locals(struct pyproc *p, const struct lo *o, struct pyrepr *r,
         local_fill(p, r, &s, i, l);
         out->nlocals++;
     }
-    /* A slot that changed while we read its object shows as unreadable. */
+    /* A slot that changed while we read its object shows as unreadable; a frame that runs
+     * another code now, or is gone, shows none. */
     again = x_calloc(s.n + 1u, sizeof(*again));
-    st = s.n ? rmem_read(p->mem, lf->frame + o->fr_locals, again, 8 * (size_t)s.n) : 0;
+    st = slots_read(p, o, lf, s.n, again);
     for (uint32_t i = 0, k = 0; i < s.n && k < out->nlocals; i++) {
         uint64_t obj;
         int64_t tg;
@@ -433,7 +459,7 @@ static int frame_locals(struct pyproc *p, const struct lo *o, struct pyrepr *r,
     }
     free(again);
     slots_free(&s);
-    return 0;
+    return st; /* the frame runs other code now: none of it is shown */
 }
 
 /* --- the entry point ------------------------------------------------------------------ */

@@ -133,6 +133,11 @@ for t in d["processes"][0]["threads"]:
             m = re.fullmatch(r"\[((\d+)(, \d+)*)?(, \.\.\.\] \((\d+) items\)|\])", r)
             if v["name"] == "items" and (not m or len(set(re.findall(r"\d+", r.split("...")[0]))) > 1):
                 sys.exit("mixed list: " + r)
+            # a() and b() come and go in the same memory: never the one's names with the
+            # other's values.
+            want = {"x": "int", "y": "list", "s": "str", "t": "str"}.get(v["name"])
+            if f["function"] in ("a", "b") and want and (v["type"] != want or r == "'q'" and v["name"] == "x"):
+                sys.exit("mixed frame: %s %s" % (f["function"], v))
             if v["name"] == "word" and not re.fullmatch(r"'w*'(\.\.\. \(\d+ chars\))?", r):
                 sys.exit("mixed str: " + r)
 PY
@@ -141,6 +146,12 @@ PY
 python3 -c 'import sys, threading, os
 sys.path.insert(0, sys.argv[2])
 from readyfile import write_ready
+def a(x):
+    y = [x]
+    return y
+def b(s):
+    t = s * 3
+    return t
 def churn():
     i = 0
     while True:
@@ -148,13 +159,15 @@ def churn():
         items = [i] * (i % 50)
         word = "w" * (i % 300)
         table = {i: i, -i: [i]}
+        a(i)
+        b("q")
 write_ready(sys.argv[1])
 churn()' "$WORK/ready2" "$RANKTOP_SRCDIR/tests/py" &
 T=$!
 PIDS="$PIDS $T"
 wait_for test -s "$WORK/ready2" || fail "churn target did not start"
 i=0
-while [ $i -lt 10 ]; do
+while [ $i -lt 20 ]; do
     run_rc 0 "$RANKTOP_BIN" dump --locals --json -p "$T"
     python3 "$WORK/churn.py" "$WORK/out" ||
         fail "a churned local was rendered mixed"

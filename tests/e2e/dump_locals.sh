@@ -167,7 +167,7 @@ T=$!
 PIDS="$PIDS $T"
 wait_for test -s "$WORK/ready2" || fail "churn target did not start"
 i=0
-while [ $i -lt 20 ]; do
+while [ $i -lt 10 ]; do
     run_rc 0 "$RANKTOP_BIN" dump --locals --json -p "$T"
     python3 "$WORK/churn.py" "$WORK/out" ||
         fail "a churned local was rendered mixed"

@@ -55,9 +55,16 @@ static void act_down(struct ui *u, int ch)
 static void act_enter(struct ui *u, int ch)
 {
     uint64_t node = ui_lower_node(u);
+    const struct ui_line *l = u->lsel >= 0 && u->lsel < u->nlines ? &u->lines[u->lsel] : NULL;
 
     (void)ch;
-    if (u->view != VIEW_RANK) {
+    if (u->loc_on) {
+        ui_locals_close(u);
+    } else if (u->view == VIEW_RANK && l && l->frame) {
+        ui_locals_rank(u, l);
+    } else if (u->view == VIEW_MERGED && !u->flat && node && l && l->hit) {
+        ui_locals_merged(u, node); /* the search put the cursor on this node */
+    } else if (u->view != VIEW_RANK) {
         if (u->table.n) {
             u->drill_pid = u->table.rows[u->sel].pid;
             u->view = VIEW_RANK;
@@ -72,6 +79,10 @@ static void act_enter(struct ui *u, int ch)
 static void act_back(struct ui *u, int ch)
 {
     (void)ch;
+    if (u->loc_on) {
+        ui_locals_close(u);
+        return;
+    }
     if (u->search[0] || u->filter[0]) {
         u->search[0] = u->filter[0] = '\0';
         u->search_miss = false;
@@ -307,7 +318,8 @@ static const struct ui_key keys[] = {
      NULL,
      0,
      "Enter / Right",
-     "drill into the selected rank; in the Rank view fold a thread",
+     "drill into the selected rank; Rank view: fold a thread, or a frame's locals; Merged "
+     "view: the searched node's locals on every rank",
      false},
     {{KEY_ESC, KEY_BACKSPACE, 127, KEY_LEFT},
      act_back,

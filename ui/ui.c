@@ -276,6 +276,7 @@ void ui_fini(struct ui *u)
     view_table_fini(&u->table);
     view_baseline_fini(&u->base);
     free(u->lines);
+    free(u->loc);
     free(u->collapsed);
 }
 

@@ -458,6 +458,7 @@ static void add_line(struct ui *u, enum theme_role role, uint64_t node, const ch
              (role != ROLE_HEADER || node) && strcasestr(l->text, u->search);
     l->role = l->hit ? ROLE_STATUS : role;
     l->node = node;
+    l->frame = false;
 }
 
 /* A line shown shortened for the pane's width (shown), searched over its whole text (full),
@@ -579,8 +580,10 @@ static int rank_pid(const struct ui *u)
     return u->drill_pid ? u->drill_pid : u->table.n ? u->table.rows[u->sel].pid : 0;
 }
 
-/* A thread's or task's stack under its header line, innermost frame first. */
-static void lines_stack(struct ui *u, uint64_t id, uint32_t stack, int indent)
+/* A thread's or task's stack under its header line, innermost frame first; a thread's frame
+ * lines (th not NULL) say which frame they are, for Enter (the locals pane). */
+static void lines_stack(struct ui *u, uint64_t id, uint32_t stack, int indent,
+                        const struct hthread *th, int pid)
 {
     if (stack == HSTACK_NONE)
         return;
@@ -593,6 +596,11 @@ static void lines_stack(struct ui *u, uint64_t id, uint32_t stack, int indent)
         else
             add_line(u, ROLE_NORMAL, id, "%*s%s (%s:%d)", indent, "", f->function,
                      ui_file(u, f->file), f->line);
+        if (th && !f->native && u->nlines > 0 && u->lines[u->nlines - 1].node == id) {
+            struct ui_line *l = &u->lines[u->nlines - 1];
+            l->frame = true, l->fpid = pid, l->fworker = th->worker, l->fident = th->ident;
+            l->fstack = stack, l->fk = k;
+        }
     }
 }
 
@@ -621,7 +629,7 @@ static void lines_rank(struct ui *u)
         if (t->task) {
             add_line(u, ROLE_HEADER, id, "%s   Task \"%s\"  unchanged %s",
                      ui_is_collapsed(u, id) ? "+" : "-", t->name, age);
-            lines_stack(u, id, t->stack, 8);
+            lines_stack(u, id, t->stack, 8, NULL, pid);
             continue;
         }
         if (t->worker)
@@ -630,7 +638,7 @@ static void lines_rank(struct ui *u)
                  ui_is_collapsed(u, id) ? "+" : "-", where, t->name, t->t->tid,
                  t->t->main ? " main" : "", age);
         if (!ui_is_collapsed(u, id))
-            lines_stack(u, id, t->stack, 4);
+            lines_stack(u, id, t->stack, 4, t->t, pid);
     }
     view_rank_fini(&v);
 }
@@ -836,7 +844,10 @@ static void draw_lower(struct ui *u)
     if (x < r->x + r->w)
         put(u, r->y, x, r->x + r->w - x, ROLE_HEADER, true, "");
     u->nlines = 0;
-    if (u->view == VIEW_MERGED && u->flat)
+    if (u->loc_on)
+        for (int i = 0; i < u->nloc; i++)
+            add_line(u, u->loc[i].role, 0, "%s", u->loc[i].text);
+    else if (u->view == VIEW_MERGED && u->flat)
         lines_top(u, 0, true);
     else if (u->view == VIEW_MERGED)
         lines_merged(u);

@@ -34,6 +34,12 @@ struct ui_line {
     enum theme_role role;
     uint64_t node;
     bool hit; /* matches the search: highlighted, and a stop for F3 */
+    /* A Rank view frame line: frame fk (outermost first) of stack fstack, of thread fident of
+     * the rank with pid fpid (in worker process fworker, 0: the rank's own). */
+    bool frame;
+    int fpid, fworker;
+    uint64_t fident;
+    uint32_t fstack, fk;
 };
 
 struct ui {
@@ -76,6 +82,10 @@ struct ui {
     bool export_running, export_joinable;
     char export_msg[512];
     bool export_msg_new;
+    /* the locals pane (ui_locals.c): shown instead of the view's lines while loc_on */
+    bool loc_on;
+    struct ui_line *loc;
+    int nloc;
 };
 
 /* ui.c */
@@ -125,5 +135,11 @@ bool ui_is_collapsed(const struct ui *u, uint64_t id);
 void ui_toggle_collapsed(struct ui *u, uint64_t id);
 /* The node id under the lower-pane cursor in tree views, 0 if none. */
 uint64_t ui_lower_node(const struct ui *u);
+
+/* ui_locals.c: the locals pane. Reads the locals of the Rank view's frame line l now, or of
+ * the Merged view's tree node for every rank in its set; close hides the pane. */
+void ui_locals_rank(struct ui *u, const struct ui_line *l);
+void ui_locals_merged(struct ui *u, uint64_t node);
+void ui_locals_close(struct ui *u);
 
 #endif

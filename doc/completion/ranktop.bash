@@ -100,7 +100,7 @@ _ranktop()
     ls) flags="-j --json -h --help $disc $nodes" ;;
     dump)
         flags="--ranks -s --subprocesses -t --threads --full-filenames --native --async --core --exe
-            --lib-search -j --json --max-frames --waits -h --help $disc $nodes"
+            --lib-search --locals -j --json --max-frames --waits -h --help $disc $nodes"
         ;;
     record)
         flags="-o --output -i --interval -r --rate -d --duration -f --format --all-threads

@@ -222,4 +222,23 @@ void engine_wire_tick(struct engine *e, struct engine_wire *w, struct engine_out
  * initial namespaces, not decided yet): then every status stays unknown. */
 bool engine_exit_listening(struct engine *e, int timeout_ms, char *why, size_t len);
 
+/* One frame's arguments and locals, read on request (the monitor's Enter on a frame) with a
+ * one-shot reader of its own: sampling never reads them (engine_locals.c). */
+struct engine_local {
+    char name[64], type[48], repr[256];
+    char kind; /* 'a' argument, 'l' local, 'c' cell or free variable */
+};
+struct engine_locals {
+    int line, n; /* the frame's line now; n locals in v */
+    struct engine_local *v;
+};
+/* The locals of thread ident of process pid (on host `host`, "" or this one), in the frame
+ * running function in file that is the pyindex-th Python frame from the innermost (the one of
+ * that function nearest to it when the stack moved). Returns 0, or a negative status with why
+ * in err (another host, no such thread or frame now, an unknown layout). */
+int engine_locals_read(const char *host, int pid, uint64_t ident, const char *function,
+                       const char *file, int pyindex, struct engine_locals *out,
+                       struct app_err *err);
+void engine_locals_fini(struct engine_locals *l);
+
 #endif

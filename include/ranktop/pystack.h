@@ -105,6 +105,40 @@ int pyproc_sample(struct pyproc *p, const struct pysample **out, struct app_err 
 const struct pythread *pyproc_sample_thread(struct pyproc *p, uint64_t ident);
 void pyproc_free(struct pyproc *p);
 
+/* One argument, local or cell/free variable of a frame, as `dump --locals` shows it. */
+enum pylocal_kind { PYLOCAL_ARG, PYLOCAL_LOCAL, PYLOCAL_CELL };
+
+struct pylocal {
+    char *name; /* UTF-8 */
+    char *type; /* the value's type name ("int", "list", "Foo"); "?" when unreadable */
+    char *repr; /* a bounded rendering: "42", "'abc'", "[1, 2, ...] (1000 items)",
+                 * "<Foo at 0x7f...>", "<unreadable: ...>" when it could not be read whole */
+    enum pylocal_kind kind;
+};
+
+/* The locals of one Python frame of one thread, innermost frame first. */
+struct pylocals_frame {
+    char *function, *file; /* as pyframe's */
+    int line;
+    int status; /* 0, or why this frame's locals are missing (APP_E_STALE: it moved) */
+    uint32_t nlocals;
+    struct pylocal *locals; /* in the code object's order: arguments first */
+};
+
+struct pylocals {
+    uint32_t nframes;
+    struct pylocals_frame *frames;
+};
+
+/* Reads the arguments and locals of every Python frame (at most max_frames; 0: 256) of the
+ * thread whose ident is given, now, from outside: reads only, every read bounded; a value that
+ * cannot be read whole is shown as unreadable, never guessed. Returns 0 and *out (free with
+ * pylocals_free), or a negative status (APP_E_NOTFOUND: no such thread; APP_E_VERSION: a
+ * build whose layout is not known, such as free-threaded ones). */
+int pyproc_locals(struct pyproc *p, uint64_t ident, uint32_t max_frames, struct pylocals **out,
+                  struct app_err *err);
+void pylocals_free(struct pylocals *l);
+
 /* "3.11.7"; borrowed, valid for the life of p. */
 const char *pyproc_version(const struct pyproc *p);
 /* PY_VERSION_HEX of the target (0x030b07f0). */

@@ -5,6 +5,7 @@
 #include "cli.h"
 #include "cli_discovery.h"
 #include "cli_hosts.h"
+#include "cli_locals.h"
 #include "cli_opts.h"
 #include "cli_remote.h"
 #include "cli_waits.h"
@@ -35,6 +36,7 @@ struct dump_opts {
     bool json, ranks, native, tasks;
     const char *core, *exe, *lib_search; /* --core: a core file instead of processes */
     bool subprocesses; /* py-spy's -s: each -p PID also stands for its descendants */
+    bool locals;       /* --locals */
     struct pyproc_opts py;
     struct discovery_opts disc; /* --ranks: how to find them (ls's flags); its -p are ours */
     struct cli_hosts hosts;
@@ -51,7 +53,8 @@ enum {
     OPT_EXE,
     OPT_LIBS,
     OPT_FULL_NAMES,
-    OPT_WAITS
+    OPT_WAITS,
+    OPT_LOCALS
 };
 
 /* --full-filenames: the text output names files by their full paths (JSON always does). Set
@@ -89,6 +92,9 @@ static const struct cli_opt dump_opts_table[] = {
     {OPT_FULL_NAMES, "full-filenames", NULL,
      "text output: full file paths (default: package-relative, torch/nn/modules/module.py; "
      "JSON always has full paths)"},
+    {OPT_LOCALS, "locals", NULL,
+     "each frame's arguments and locals too, read from outside with bounded renderings "
+     "(3.8-3.15)"},
     {'j', "json", NULL, "JSON output (see README for the shape)"},
     {OPT_MAX_FRAMES, "max-frames", "N", "frames kept per thread (default 4096)"},
     {OPT_WAITS, "waits", "FILE",
@@ -133,6 +139,9 @@ static int dump_option(int c, const char *arg, struct dump_opts *o)
         return 0;
     case OPT_ASYNC:
         o->tasks = true;
+        return 0;
+    case OPT_LOCALS:
+        o->locals = true;
         return 0;
     case 'j':
         o->json = true;
@@ -417,9 +426,27 @@ static json_object *wait_json(const struct cli_wait *w)
     return o;
 }
 
-static json_object *thread_json(const struct pythread *t, const struct dump_native *nv,
-                                const struct thread_native *tn, const struct dump_async *as,
-                                uint32_t ix, const struct cli_wait *w)
+/* With --native the Python frames come from a second read: each is paired with the sample's
+ * next frame of the same function and file (*k: the sample frame to look from). */
+static uint32_t sample_frame_of(const struct pythread *t, const struct pyframe *f, uint32_t *k)
+{
+    for (uint32_t i = *k; i < t->nframes; i++)
+        if (!strcmp(t->frames[i].function, f->function) && !strcmp(t->frames[i].file, f->file))
+            return *k = i + 1, i;
+    return UINT32_MAX; /* not in the sample: the next frame looks from the same place */
+}
+
+static json_object *locals_json_of(const struct cli_locals *lc, const struct pythread *t,
+                                   uint32_t ix, const struct pyframe *f, uint32_t *k)
+{
+    uint32_t at = sample_frame_of(t, f, k);
+
+    return at == UINT32_MAX ? NULL : cli_locals_json(lc, ix, at);
+}
+
+static json_object *thread_json(const struct pythread *t, const struct cli_locals *lc,
+                                const struct dump_native *nv, const struct thread_native *tn,
+                                const struct dump_async *as, uint32_t ix, const struct cli_wait *w)
 {
     json_object *o = json_object_new_object(), *frames = json_object_new_array();
 
@@ -428,12 +455,21 @@ static json_object *thread_json(const struct pythread *t, const struct dump_nati
     json_object_object_add(o, "gil", json_object_new_boolean(t->gil));
     json_object_object_add(o, "state", cli_json_str(state_name(t->state)));
     if (tn && tn->ok) {
-        for (size_t i = 0; i < tn->n; i++)
-            json_object_array_add(frames, tn->m[i].native ? natframe_json(tn->m[i].nat)
-                                                          : pyframe_json(tn->m[i].py, true));
+        uint32_t k = 0;
+        for (size_t i = 0; i < tn->n; i++) {
+            json_object *fo =
+                tn->m[i].native ? natframe_json(tn->m[i].nat) : pyframe_json(tn->m[i].py, true);
+            if (lc->on && !tn->m[i].native)
+                json_object_object_add(fo, "locals", locals_json_of(lc, t, ix, tn->m[i].py, &k));
+            json_object_array_add(frames, fo);
+        }
     } else {
-        for (uint32_t i = 0; i < t->nframes; i++)
-            json_object_array_add(frames, pyframe_json(&t->frames[i], nv->on));
+        for (uint32_t i = 0; i < t->nframes; i++) {
+            json_object *fo = pyframe_json(&t->frames[i], nv->on);
+            if (lc->on)
+                json_object_object_add(fo, "locals", cli_locals_json(lc, ix, i));
+            json_object_array_add(frames, fo);
+        }
     }
     json_object_object_add(o, "frames", frames);
     /* Added keys: why a thread has no frames. "error" is set when its stack could not be read
@@ -464,9 +500,9 @@ struct dump_waits {
 };
 
 static json_object *process_json(int pid, int rank, const char *python, const char *error,
-                                 const struct pysample *s, const struct dump_native *nv,
-                                 const struct dump_async *as, const struct pyproc_stats *st,
-                                 const struct dump_waits *dw)
+                                 const struct pysample *s, const struct cli_locals *lc,
+                                 const struct dump_native *nv, const struct dump_async *as,
+                                 const struct pyproc_stats *st, const struct dump_waits *dw)
 {
     json_object *o = json_object_new_object(), *threads = json_object_new_array();
 
@@ -488,8 +524,8 @@ static json_object *process_json(int pid, int rank, const char *python, const ch
     json_object_object_add(o, "wait", wait_json(dw->t ? &dw->t[dw->main_ix] : NULL));
     json_object_object_add(o, "in_gc", dw->in_gc >= 0 ? json_object_new_boolean(dw->in_gc) : NULL);
     for (uint32_t i = 0; s && i < s->nthreads; i++)
-        json_object_array_add(threads, thread_json(&s->threads[i], nv, nv->t ? &nv->t[i] : NULL, as,
-                                                   i, dw->t ? &dw->t[i] : NULL));
+        json_object_array_add(threads, thread_json(&s->threads[i], lc, nv, nv->t ? &nv->t[i] : NULL,
+                                                   as, i, dw->t ? &dw->t[i] : NULL));
     json_object_object_add(o, "threads", threads);
     return o;
 }
@@ -514,9 +550,11 @@ static void natframe_text(const struct native_frame *f)
                base[0] ? text_safe(base) : "?", (unsigned long long)f->offset);
 }
 
-static void thread_text(const struct pythread *t, const struct thread_native *tn,
-                        const struct cli_wait *w)
+static void thread_text(const struct pythread *t, const struct cli_locals *lc, uint32_t ix,
+                        const struct thread_native *tn, const struct cli_wait *w)
 {
+    uint32_t k = 0, at;
+
     printf("\nThread %d \"%s\" (%s%s)", t->tid, t->name ? text_safe(t->name) : "?",
            state_name(t->state), t->gil ? ", holds GIL" : "");
     if (w)
@@ -530,11 +568,16 @@ static void thread_text(const struct pythread *t, const struct thread_native *tn
         for (size_t i = 0; i < tn->n; i++)
             if (tn->m[i].native)
                 natframe_text(tn->m[i].nat);
-            else
+            else {
                 pyframe_text(tn->m[i].py);
+                if (lc->on && (at = sample_frame_of(t, tn->m[i].py, &k)) != UINT32_MAX)
+                    cli_locals_text(lc, ix, at);
+            }
     } else {
-        for (uint32_t i = 0; i < t->nframes; i++)
+        for (uint32_t i = 0; i < t->nframes; i++) {
             pyframe_text(&t->frames[i]);
+            cli_locals_text(lc, ix, i);
+        }
     }
     if (t->truncated)
         printf("    ... (truncated at %u frames)\n", t->nframes);
@@ -544,9 +587,9 @@ static void thread_text(const struct pythread *t, const struct thread_native *tn
  * stderr, see tell_error). A reader other than process_vm_readv is said in the header of the
  * first process read through it (*said: the last one said), with why. */
 static void process_text(int pid, int rank, const char *python, const struct pysample *s,
-                         const struct dump_native *nv, const struct dump_async *as,
-                         const struct pyproc_stats *st, const char **said,
-                         const struct dump_waits *dw)
+                         const struct cli_locals *lc, const struct dump_native *nv,
+                         const struct dump_async *as, const struct pyproc_stats *st,
+                         const char **said, const struct dump_waits *dw)
 {
     char cmd[512] = "";
 
@@ -565,7 +608,7 @@ static void process_text(int pid, int rank, const char *python, const struct pys
         printf("Wait: %s (%s)\n", wait_kind_name(dw->t[dw->main_ix].kind),
                text_safe(dw->t[dw->main_ix].why));
     for (uint32_t i = 0; s && i < s->nthreads; i++) {
-        thread_text(&s->threads[i], nv->t ? &nv->t[i] : NULL, dw->t ? &dw->t[i] : NULL);
+        thread_text(&s->threads[i], lc, i, nv->t ? &nv->t[i] : NULL, dw->t ? &dw->t[i] : NULL);
         tasks_text(as, i);
     }
     if (as->on && as->l.not_read)
@@ -746,6 +789,7 @@ static int dump_one(const struct dump_opts *o, int pid, json_object *arr, int *s
     struct dump_native nv = {.on = o->native};
     struct dump_async as = {.on = o->tasks};
     struct dump_waits dw = {0};
+    struct cli_locals lc = {.on = o->locals};
     struct rank_ident id;
     int rank, rc;
 
@@ -756,6 +800,7 @@ static int dump_one(const struct dump_opts *o, int pid, json_object *arr, int *s
         rc = take_sample(p, &s, &err);
     if (rc < 0)
         s = NULL;
+    cli_locals_gather(p, s, &lc); /* first: the other reads below may move the reader on */
     gather_waits(p, pid, s, &dw);
     gather_native(pid, o, s, &nv);
     classify_waits(o, s, &nv, &dw);
@@ -763,12 +808,13 @@ static int dump_one(const struct dump_opts *o, int pid, json_object *arr, int *s
     if (p)
         pyproc_get_stats(p, &st);
     if (o->json) {
-        json_object_array_add(arr, process_json(pid, rank, p ? pyproc_version(p) : NULL,
-                                                rc < 0 ? err.msg : NULL, s, &nv, &as, &st, &dw));
+        json_object_array_add(arr,
+                              process_json(pid, rank, p ? pyproc_version(p) : NULL,
+                                           rc < 0 ? err.msg : NULL, s, &lc, &nv, &as, &st, &dw));
     } else if (rc == 0) {
         if ((*shown)++)
             fputs("\n", stdout);
-        process_text(pid, rank, p ? pyproc_version(p) : NULL, s, &nv, &as, &st, said, &dw);
+        process_text(pid, rank, p ? pyproc_version(p) : NULL, s, &lc, &nv, &as, &st, said, &dw);
     }
     if (rc < 0)
         tell_error(pid, NULL, err.msg);
@@ -778,6 +824,7 @@ static int dump_one(const struct dump_opts *o, int pid, json_object *arr, int *s
         tell_error(pid, NULL, as.err);
     free(dw.t);
     async_done(&as);
+    cli_locals_fini(&lc);
     native_done(&nv, s ? s->nthreads : 0);
     pyproc_free(p);
     return rc;
@@ -905,7 +952,7 @@ static int remote_one(const struct dump_opts *o, const struct cli_remote_result 
 static int dump_remote(const struct dump_opts *o, json_object *arr)
 {
     char frames[32];
-    const char *args[8] = {"dump", "--ranks", "--this-node"};
+    const char *args[10] = {"dump", "--ranks", "--this-node"};
     struct cli_remote_result *res;
     int failed = 0, k = 3;
 
@@ -913,6 +960,8 @@ static int dump_remote(const struct dump_opts *o, json_object *arr)
         args[k++] = "--json";
     if (o->tasks)
         args[k++] = "--async";
+    if (o->locals)
+        args[k++] = "--locals";
     if (o->py.max_frames) {
         snprintf(frames, sizeof(frames), "%u", o->py.max_frames);
         args[k++] = "--max-frames";

@@ -97,7 +97,7 @@ _ranktop()
         ;;
     demo) flags=$monitor ;;
     ls) flags="-j --json -h --help $disc $nodes" ;;
-    dump) flags="--ranks --native --async -j --json --max-frames -h --help $disc $nodes" ;;
+    dump) flags="--ranks --native --native-all --async -j --json --max-frames -h --help $disc $nodes" ;;
     record)
         flags="-o --output -i --interval -r --rate -d --duration -f --format --all-threads
             --gpu-usage --npu-usage --cpu-mem-usage --gil-stats --gil --idle --nonblocking

@@ -113,6 +113,11 @@ int pyproc_open_mem(struct rmem *mem, int pid, uint64_t runtime, uint64_t pycode
     return 0;
 }
 
+void pyproc_set_state(struct pyproc *p, bool on)
+{
+    p->opts.no_state = !on;
+}
+
 void pyproc_free(struct pyproc *p)
 {
     if (!p)

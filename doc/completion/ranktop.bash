@@ -100,12 +100,12 @@ _ranktop()
     dump) flags="--ranks --native --native-all --async -j --json --max-frames -h --help $disc $nodes" ;;
     record)
         flags="-o --output -i --interval -r --rate -d --duration -f --format --all-threads
-            --gpu-usage --npu-usage --cpu-mem-usage --gil-stats --gil --idle --nonblocking
+            --gpu-usage --npu-usage --cpu-mem-usage --gil-stats --gil --idle --oncpu --nonblocking
             --subprocesses --native --async --task-lanes --autosave-interval --autosave-snapshot-interval
             --trigger-file --history --memory-cap --sampler-threads -h --help $disc $nodes"
         ;;
     agent)
-        flags="-r --rate --all-threads --no-gil --gil --no-mem --native --heartbeat --tick
+        flags="-r --rate --all-threads --no-gil --gil --oncpu --no-mem --native --heartbeat --tick
             -h --help $disc"
         ;;
     esac

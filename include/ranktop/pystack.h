@@ -105,6 +105,10 @@ int pyproc_sample(struct pyproc *p, const struct pysample **out, struct app_err 
 const struct pythread *pyproc_sample_thread(struct pyproc *p, uint64_t ident);
 void pyproc_free(struct pyproc *p);
 
+/* Turns the /proc running/idle lookup (pyproc_opts.no_state) on or off from the next sample:
+ * the engine reads the state only while on-CPU samples are wanted. */
+void pyproc_set_state(struct pyproc *p, bool on);
+
 /* "3.11.7"; borrowed, valid for the life of p. */
 const char *pyproc_version(const struct pyproc *p);
 /* PY_VERSION_HEX of the target (0x030b07f0). */

@@ -45,6 +45,8 @@ struct slot {
     struct engine_native nat;
     uint64_t async_at; /* next asyncio task read (engine_opts.async), UINT64_MAX: refused */
     bool tasks_live;   /* its rank has task pseudo-threads not ended */
+    /* Whether its interpreter collects (engine_gc.c). */
+    struct engine_gcprobe gc;
     /* What this pass's read left for the record step (read_slot, then record_slot). */
     int rc;             /* SLOT_IDLE, 0 with `sample`, or the read's negative status */
     bool attach_failed; /* rc came from attaching; err says why */
@@ -120,6 +122,9 @@ struct sampler {
     int used;             /* threads the last pass ran on (no more than targets) */
     double load;          /* smoothed single-thread read time over the period */
     bool async;           /* engine_opts.async as of this pass */
+    bool oncpu;           /* engine_opts.oncpu as of this pass */
+    uint32_t *gc_ids;     /* engine_gc_stack's buffer */
+    uint32_t gc_cap;
 };
 
 /* Adds slots for targets not seen before (the target list comes from discovery). */
@@ -153,6 +158,7 @@ static void sync_targets(struct sampler *sp)
         sp->s[k].nat_want =
             engine_native_wanted_locked(e, sp->s[k].t.owner ? sp->s[k].t.owner : sp->s[k].t.pid);
     sp->async = e->o.async;
+    sp->oncpu = e->o.oncpu;
     pthread_mutex_unlock(&e->lock);
 }
 
@@ -303,6 +309,7 @@ static void slot_fini(struct sampler *sp, struct slot *sl)
     pyproc_free(sl->py);
     sl->py = NULL;
     engine_native_fini(&sl->nat);
+    engine_gc_fini(&sl->gc);
     for (size_t i = 0; i < sl->nth; i++)
         sthread_release(sp, &sl->th[i]);
     free(sl->th);
@@ -344,7 +351,12 @@ static void view_sample(struct sampler *sp, struct slot *sl, const struct pysamp
         name_copy(sp->tv[i].name, sizeof(sp->tv[i].name), pt->name);
         if (sp->e->o.gil_only && pt->status == 0 && !pt->gil) /* a gap, as py-spy --gil */
             sp->tv[i].status = ENGINE_TV_SKIPPED;
+        if (sp->oncpu && pt->status == 0 && pt->state != PYTHREAD_RUNNING) /* as austin -c */
+            sp->tv[i].status = ENGINE_TV_SKIPPED;
         sp->ids[i] = sp->tv[i].status == 0 ? thread_stack(sp, l, pt) : HSTACK_NONE;
+        if (sl->gc.last == 1 && pt->gil && sp->ids[i] != HSTACK_NONE && l->cached)
+            sp->ids[i] =
+                engine_gc_stack(&sp->si, &sp->ev, l->fids, l->nf, &sp->gc_ids, &sp->gc_cap);
     }
 }
 
@@ -710,6 +722,7 @@ static void check_image(struct slot *sl, uint64_t now)
         return;
     pyproc_free(sl->py);
     sl->py = NULL;
+    engine_gc_fini(&sl->gc);
     sl->next_attach = 0;
     sl->first_try = 0;
     sl->execd = true;
@@ -731,7 +744,12 @@ static void read_slot(struct sampler *sp, struct slot *sl)
     if (!slot_attach(sp, sl, now))
         return;
     sl->now = now;
+    pyproc_set_state(sl->py, sp->oncpu);
     sl->rc = pyproc_sample(sl->py, &sl->sample, NULL);
+    if (sl->rc != 0)
+        sl->gc.last = 0;
+    else if (sl->sample->reads) /* an unchanged sample (no read) keeps its mark */
+        engine_gc_probe(&sl->gc, sl->py, sl->sample);
     if (sl->rc != APP_E_GONE && (sl->rc < 0 || now >= sl->image_at))
         check_image(sl, now);
     /* A stopped process is a still one: its state is looked at only then, once a second. */
@@ -936,6 +954,7 @@ void *engine_sampler_main(void *arg)
     free(sp.tv);
     free(sp.ids);
     free(sp.tix);
+    free(sp.gc_ids);
     free(sp.free_ids);
     free(sp.ev.ev);
     engine_sintern_fini(&sp.si);

@@ -245,6 +245,18 @@ static void act_tasks(struct ui *u, int ch)
                               : "asyncio tasks hidden");
 }
 
+/* On-CPU samples only: what is sampled from now on changes; the history already taken stays
+ * as it is. */
+static void act_oncpu(struct ui *u, int ch)
+{
+    (void)ch;
+    u->oncpu = !u->oncpu;
+    engine_set_oncpu(u->e, u->oncpu);
+    ui_refresh_soon(u);
+    ui_set_status(u, u->oncpu ? "on-CPU samples only: idle threads leave gaps (o: off)"
+                              : "idle samples kept again");
+}
+
 static void act_rate(struct ui *u, int ch)
 {
     engine_set_rate(u->e, engine_rate(u->e) * (ch == '-' ? 0.5 : 2.0));
@@ -399,6 +411,14 @@ static const struct ui_key keys[] = {
      0,
      "a",
      "asyncio tasks under their threads in the Rank view on/off",
+     false},
+    {{'o'},
+     act_oncpu,
+     NULL,
+     NULL,
+     0,
+     "o",
+     "on-CPU samples only (idle threads leave gaps) on/off",
      false},
     {{'+', '=', '-'},
      act_rate,

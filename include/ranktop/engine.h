@@ -154,6 +154,10 @@ double engine_rate(struct engine *e);
 #define ENGINE_TASK_LANES 256
 void engine_set_async(struct engine *e, bool on);
 
+/* Turns on-CPU sampling (engine_opts.oncpu) on or off while running, for this node's ranks
+ * (agents keep what they were started with). */
+void engine_set_oncpu(struct engine *e, bool on);
+
 /* Native frames for one rank (the monitor's `n`): its samples, taken at a low rate while on,
  * merge each thread's native stack with its Python stack. A rank on another host is
  * forwarded to its agent. Returns 0, or a negative status with err filled. */

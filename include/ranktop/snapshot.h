@@ -64,6 +64,7 @@ struct engine_rank_live {
     double gil_busy_pct; /* over the last second, -1 unknown */
     double gil_switches; /* per second */
     double gil_waiters;  /* average, -1 unknown */
+    double gc_pct;       /* GIL probes inside a garbage collection, last second; -1 unknown */
     bool stopped;        /* every thread stopped (SIGSTOP, a debugger): the sampler saw it */
     size_t nshares;
     struct {

@@ -502,6 +502,13 @@ void engine_set_async(struct engine *e, bool on)
     pthread_mutex_unlock(&e->lock);
 }
 
+void engine_set_oncpu(struct engine *e, bool on)
+{
+    pthread_mutex_lock(&e->lock);
+    e->o.oncpu = on;
+    pthread_mutex_unlock(&e->lock);
+}
+
 double engine_rate(struct engine *e)
 {
     double hz;
@@ -570,6 +577,7 @@ struct engine_rank_live *engine_live_locked(struct engine *e, int pid)
     e->live[e->nlive].dev_mem_mb = -1;
     e->live[e->nlive].gil_busy_pct = -1;
     e->live[e->nlive].gil_waiters = -1;
+    e->live[e->nlive].gc_pct = -1;
     return &e->live[e->nlive++];
 }
 

@@ -438,6 +438,7 @@ START_TEST(keys_help_lines)
         "t                  main thread / all threads",
         "n                  native (C/C++) frames of the selected rank on/off (2 samples/s)",
         "a                  asyncio tasks under their threads in the Rank view on/off",
+        "o                  on-CPU samples only (idle threads leave gaps) on/off",
         "+ / -              double / halve the sampling rate",
         "e                  export the history window as a Chrome trace to --export-dir",
         "E                  export in a format the prompt asks for (5 formats: c s f g p)",

@@ -311,8 +311,8 @@ static bool check_columns(int width, const struct rank_cols *c)
         REQUIRE(c->w[LCOL_RANK] && c->w[LCOL_PID] && c->w[LCOL_STATE] && c->w[LCOL_FRAME] >= 16 &&
                     end == width,
                 "core columns or full width");
-    if (width >= 101)
-        REQUIRE(n == LCOL_COUNT && c->w[LCOL_FRAME] == width - 85, "all columns");
+    if (width >= 106)
+        REQUIRE(n == LCOL_COUNT && c->w[LCOL_FRAME] == width - 90, "all columns");
     return true;
 }
 
@@ -340,8 +340,9 @@ START_TEST(columns_drop_order)
     static const struct {
         int width;
         enum layout_col gone;
-    } STEPS[] = {{100, LCOL_HOST},  {87, LCOL_DRSS}, {81, LCOL_DMEM}, {75, LCOL_GIL},
-                 {61, LCOL_DEVICE}, {55, LCOL_RSS},  {49, LCOL_CPU},  {43, LCOL_SINCE}};
+    } STEPS[] = {{105, LCOL_GC},  {100, LCOL_HOST}, {87, LCOL_DRSS},
+                 {81, LCOL_DMEM}, {75, LCOL_GIL},   {61, LCOL_DEVICE},
+                 {55, LCOL_RSS},  {49, LCOL_CPU},   {43, LCOL_SINCE}};
     struct rank_cols c;
 
     for (int i = 0; i < NELEM(STEPS); i++) {

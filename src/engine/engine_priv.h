@@ -210,6 +210,15 @@ void engine_native_sample(struct engine *e, struct engine_native *n, int key, in
                           size_t nthreads, uint64_t now, struct engine_sintern *si,
                           struct engine_evbuf *out);
 void engine_native_close(struct engine_native *n);
+
+/* The threads of pid without a Python thread state (those of tv[0..nthreads) left out), at
+ * most max: each unwound natively through ctx (NULL: none) and interned (engine_natall.c).
+ * Fills others[k] (ident ENGINE_NATALL_IDENT | tid, name its comm) and ids[k]; returns k. */
+#define ENGINE_NATALL_IDENT (1ull << 63)
+#define ENGINE_NATALL_MAX 64
+size_t engine_natall_sample(struct native_ctx *ctx, int pid, const struct engine_tview *tv,
+                            size_t nthreads, struct engine_tview *others, uint32_t *ids, size_t max,
+                            struct engine_sintern *si, struct engine_evbuf *out);
 void engine_native_fini(struct engine_native *n);
 
 /* engine_set_native for a rank on another host: forwarded to its agent (engine_remote.c). */

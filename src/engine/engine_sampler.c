@@ -477,6 +477,37 @@ static void observe(struct sampler *sp, struct slot *sl, uint32_t n, uint64_t t,
     sl->nth = kept;
 }
 
+/* A rank whose native frames the monitor toggled: its threads without Python too
+ * (engine_natall.c), put before the sample's own threads so that the main thread stays last,
+ * where observe looks for it. Returns the new count. */
+static uint32_t add_natall(struct sampler *sp, struct slot *sl, uint32_t n)
+{
+    struct engine_tview o[ENGINE_NATALL_MAX];
+    uint32_t oid[ENGINE_NATALL_MAX];
+    size_t k;
+
+    if (sp->e->o.native || !sl->nat.ctx)
+        return n;
+    k = engine_natall_sample(sl->nat.ctx, sl->t.pid, sp->tv, n, o, oid, ENGINE_NATALL_MAX, &sp->si,
+                             &sp->ev);
+    if (n + k > sp->tv_cap) {
+        sp->tv_cap = n + k;
+        sp->tv = x_reallocarray(sp->tv, sp->tv_cap, sizeof(*sp->tv));
+        sp->ids = x_reallocarray(sp->ids, sp->tv_cap, sizeof(*sp->ids));
+        sp->tix = x_reallocarray(sp->tix, sp->tv_cap, sizeof(*sp->tix));
+    }
+    memmove(sp->tv + k, sp->tv, n * sizeof(*sp->tv));
+    memmove(sp->ids + k, sp->ids, n * sizeof(*sp->ids));
+    memmove(sp->tix + k, sp->tix, n * sizeof(*sp->tix));
+    for (size_t i = 0; i < k; i++) {
+        sp->tv[i] = o[i];
+        sp->ids[i] = oid[i];
+        sp->tix[i] = slot_thread(sp, sl, o[i].ident);
+        sl->th[sp->tix[i]].seen = true;
+    }
+    return n + (uint32_t)k;
+}
+
 /* Records a sample as events; with native frames wanted, each thread is read again natively
  * first. */
 static void record_sample(struct sampler *sp, struct slot *sl, const struct pysample *s,
@@ -491,6 +522,7 @@ static void record_sample(struct sampler *sp, struct slot *sl, const struct pysa
         sl->nat.next_at = now + 1000000000ull / ENGINE_NATIVE_HZ;
         engine_native_sample(sp->e, &sl->nat, sl->t.owner ? sl->t.owner : sl->t.pid, sl->t.pid,
                              sl->py, sp->tv, sp->ids, n, now, &sp->si, &sp->ev);
+        n = add_natall(sp, sl, n);
     }
     observe(sp, sl, n, t, pyproc_version(sl->py));
     count_loss(sp, sl, torn, dropped, t);

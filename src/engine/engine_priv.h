@@ -223,19 +223,19 @@ void engine_native_fini(struct engine_native *n);
 
 /* engine_set_native for a rank on another host: forwarded to its agent (engine_remote.c). */
 int engine_remote_native(struct engine *e, int key, bool on, struct app_err *err);
-/* Garbage-collection marks of the sampler (engine_gc.c). A probe per slot; engine_gc_probe
- * returns 1 when the interpreter was collecting just after sample s, 0 not, -1 unknown (also
- * kept in last). engine_gc_stack interns the stack of n frame ids (outermost first) with the
- * ENGINE_GC_FRAME frame on top, through the caller's buffer (*buf, *cap). */
+/* Garbage-collection marks of the sampler (engine_gc.c). A probe per slot and reader (fini
+ * it when the reader goes); engine_gc_probe returns 1 when the interpreter was collecting at
+ * sample s, 0 not, -1 unknown (also kept in last). engine_gc_stack interns the stack of n frame ids
+ * (outermost first) with the ENGINE_GC_FRAME frame on top, through the caller's buffer (*buf,
+ * *cap). */
 #define ENGINE_GC_FRAME "<gc>"
-struct pygil;
 struct pysample;
 struct engine_gcprobe {
-    struct pygil *g;
+    uint64_t addr; /* gc.collecting, watched by the slot's reader; 0 not found yet */
     uint64_t retry_at;
     int last;
 };
-int engine_gc_probe(struct engine_gcprobe *g, const struct pyproc *py, const struct pysample *s);
+int engine_gc_probe(struct engine_gcprobe *g, struct pyproc *py, const struct pysample *s);
 void engine_gc_fini(struct engine_gcprobe *g);
 uint32_t engine_gc_stack(struct engine_sintern *si, struct engine_evbuf *out,
                          const uint32_t *outer_first, uint32_t n, uint32_t **buf, uint32_t *cap);

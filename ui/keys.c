@@ -255,6 +255,18 @@ static void act_tasks(struct ui *u, int ch)
                               : "asyncio tasks hidden");
 }
 
+/* On-CPU samples only: what is sampled from now on changes; the history already taken stays
+ * as it is. */
+static void act_oncpu(struct ui *u, int ch)
+{
+    (void)ch;
+    u->oncpu = !u->oncpu;
+    engine_set_oncpu(u->e, u->oncpu);
+    ui_refresh_soon(u);
+    ui_set_status(u, u->oncpu ? "on-CPU samples only: idle threads leave gaps (o: off)"
+                              : "idle samples kept again");
+}
+
 static void act_rate(struct ui *u, int ch)
 {
     double hz = engine_scale_rate(u->e, ch == '-' ? 0.5 : 2.0);
@@ -318,8 +330,7 @@ static const struct ui_key keys[] = {
      NULL,
      0,
      "Enter / Right",
-     "drill into the selected rank; Rank view: fold a thread, or a frame's locals; Merged "
-     "view: the searched node's locals on every rank",
+     "drill into the selected rank; on a frame (or a /-found node): its locals",
      false},
     {{KEY_ESC, KEY_BACKSPACE, 127, KEY_LEFT},
      act_back,
@@ -411,6 +422,14 @@ static const struct ui_key keys[] = {
      0,
      "a",
      "asyncio tasks under their threads in the Rank view on/off",
+     false},
+    {{'o'},
+     act_oncpu,
+     NULL,
+     NULL,
+     0,
+     "o",
+     "on-CPU samples only (idle threads leave gaps) on/off",
      false},
     {{'+', '=', '-'},
      act_rate,

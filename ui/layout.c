@@ -161,14 +161,15 @@ static const struct {
     [LCOL_DRSS] = {5, true, "ΔRSS", "dRSS"},
     [LCOL_DMEM] = {5, true, "DMEM", "DMEM"},
     [LCOL_GIL] = {13, false, "GIL%", "GIL%"}, /* "97 tokenizer": the holder when not main */
+    [LCOL_GC] = {4, true, "GC%", "GC%"},
     [LCOL_FRAME] = {FRAME_MIN, false, "TOP FRAME", "TOP FRAME"},
     [LCOL_SINCE] = {5, true, "SINCE", "SINCE"},
 };
 
 /* Dropped in this order when the table is too narrow, then FRAME, STATE, PID. */
 static const enum layout_col DROP_ORDER[] = {
-    LCOL_HOST, LCOL_DRSS, LCOL_DMEM,  LCOL_GIL,   LCOL_DEVICE, LCOL_RSS,
-    LCOL_CPU,  LCOL_WAIT, LCOL_SINCE, LCOL_FRAME, LCOL_STATE,  LCOL_PID,
+    LCOL_GC,  LCOL_HOST, LCOL_DRSS,  LCOL_DMEM,  LCOL_GIL,   LCOL_DEVICE, LCOL_RSS,
+    LCOL_CPU, LCOL_WAIT, LCOL_SINCE, LCOL_FRAME, LCOL_STATE, LCOL_PID,
 };
 
 /* Width of the shown columns with the frame frame_w wide, separators included. */

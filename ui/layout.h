@@ -89,6 +89,7 @@ enum layout_col {
     LCOL_DRSS,
     LCOL_DMEM,
     LCOL_GIL,
+    LCOL_GC,    /* % of the last second in garbage collection */
     LCOL_FRAME, /* current top frame: gets the width left over */
     LCOL_SINCE, /* time since the rank's stack last changed */
     LCOL_COUNT,

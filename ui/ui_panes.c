@@ -205,9 +205,9 @@ static void draw_header(struct ui *u)
         snprintf(sort, sizeof(sort), "  [sort %s]", layout_col_title(sort_col(u->sort), u->utf8));
     if (u->ntags)
         snprintf(tags, sizeof(tags), "  [%d tagged]", u->ntags);
-    snprintf(flags, sizeof(flags), "%s%s%s%.40s%s%s%s", u->paused ? "  [PAUSED]" : "", sort,
+    snprintf(flags, sizeof(flags), "%s%s%s%.40s%s%s%s%s", u->paused ? "  [PAUSED]" : "", sort,
              u->filter[0] ? "  [filter '" : "", u->filter, u->filter[0] ? "']" : "", tags,
-             u->all_threads ? "  [all threads]" : "");
+             u->all_threads ? "  [all threads]" : "", u->oncpu ? "  [on-CPU]" : "");
     if (st->reader_why) /* the memory reader, when not process_vm_readv */
         snprintf(reader, sizeof(reader), "  reader %s (%s)", st->reader, st->reader_why);
     putf(u, r->y, r->x, r->w, ROLE_TITLE, true,
@@ -381,6 +381,8 @@ static void rank_row(struct ui *u, const struct rank_cols *c, int y, int x0, int
     cell(u, c, y, x0, LCOL_DMEM, role, b);
     gil_cell(gil, sizeof(gil), r);
     cell(u, c, y, x0, LCOL_GIL, role, gil);
+    draw_pct(b, sizeof(b), r->gc);
+    cell(u, c, y, x0, LCOL_GC, role, b); /* "-" when unknown */
     cell(u, c, y, x0, LCOL_FRAME, role, r->top[0] ? r->top : "-");
     draw_duration(b, sizeof(b), (uint64_t)(r->since_s * 1e9));
     cell(u, c, y, x0, LCOL_SINCE, role, b);
@@ -667,8 +669,8 @@ static void lines_gil(struct ui *u)
 
     view_gil(&u->v->hist, &u->table, u->v->live, u->v->nlive, &g);
     /* WAITING: threads waiting for the GIL, averaged over the last second. */
-    add_line(u, ROLE_HEADER, 0, "%-6s %-8s %7s %10s %12s  holder share per thread", "RANK", "PID",
-             "BUSY%", "SWITCH/s", "WAITING thr");
+    add_line(u, ROLE_HEADER, 0, "%-6s %-8s %7s %10s %12s %6s  holder share per thread", "RANK",
+             "PID", "BUSY%", "SWITCH/s", "WAITING thr", "GC%");
     for (size_t i = 0; i < g.n; i++) {
         const struct view_gil_row *r = &g.rows[i];
         char rank[16];
@@ -676,10 +678,14 @@ static void lines_gil(struct ui *u)
         rank_text(rank, sizeof(rank), r->rank);
         if (!r->known)
             add_line(u, ROLE_DIM, 0, "%-6s %-8d %7s", rank, history_key_pid(r->pid), "-");
+        else if (r->gc_pct >= 0)
+            add_line(u, r->warn ? ROLE_BAR_WARN : ROLE_NORMAL, 0,
+                     "%-6s %-8d %7.1f %10.1f %12.2f %6.1f  %s", rank, history_key_pid(r->pid),
+                     r->busy_pct, r->switches_per_s, r->waiters, r->gc_pct, r->shares);
         else
             add_line(u, r->warn ? ROLE_BAR_WARN : ROLE_NORMAL, 0,
-                     "%-6s %-8d %7.1f %10.1f %12.2f  %s", rank, history_key_pid(r->pid),
-                     r->busy_pct, r->switches_per_s, r->waiters, r->shares);
+                     "%-6s %-8d %7.1f %10.1f %12.2f %6s  %s", rank, history_key_pid(r->pid),
+                     r->busy_pct, r->switches_per_s, r->waiters, "-", r->shares);
     }
     view_gil_fini(&g);
 }

@@ -47,6 +47,7 @@ struct ui {
     struct engine *e;
     bool utf8, paused, help, all_threads, quit;
     bool tasks;       /* a: the Rank view shows asyncio tasks under their threads */
+    bool oncpu;       /* o: only samples of running threads are taken (engine_set_oncpu) */
     bool flat;        /* F5: the Merged and Rank views show top functions, not the tree */
     int jump;         /* search move the next draw makes: SEARCH_* */
     bool search_miss; /* no line matches the search; a move waits for one */

@@ -309,12 +309,12 @@ bool procscan_thread_of(int pid, int tid)
     return pid > 0 && tid > 0 && access(path, F_OK) == 0;
 }
 
-char procscan_state(int pid)
+/* The state letter of a /proc stat file. */
+static char stat_state(const char *path)
 {
-    char path[64], *buf, *rp, st = 0;
+    char *buf, *rp, st = 0;
     size_t len;
 
-    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
     if (file_read_all(path, 4096, &buf, &len) < 0)
         return 0;
     rp = strrchr(buf, ')');
@@ -322,6 +322,14 @@ char procscan_state(int pid)
         st = rp[2];
     free(buf);
     return st;
+}
+
+char procscan_state(int pid)
+{
+    char path[64];
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+    return stat_state(path);
 }
 
 int procscan_image(int pid, struct proc_image *out)
@@ -421,4 +429,59 @@ int procscan_cpu_ticks(int pid, uint64_t *ticks)
     free(buf);
     *ticks = (uint64_t)(ut + st);
     return rc;
+}
+
+static int tid_cmp(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+
+    return (x > y) - (x < y);
+}
+
+size_t procscan_threads(int pid, int *tids, size_t max)
+{
+    char path[64];
+    struct dirent *de;
+    size_t n = 0;
+    DIR *d;
+
+    snprintf(path, sizeof(path), "/proc/%d/task", pid);
+    if (pid <= 0 || !(d = opendir(path)))
+        return 0;
+    while (n < max && (de = readdir(d))) {
+        char *end;
+        long t = strtol(de->d_name, &end, 10);
+
+        if (end != de->d_name && !*end && t > 0 && t <= INT_MAX)
+            tids[n++] = (int)t;
+    }
+    closedir(d);
+    x_qsort(tids, n, sizeof(*tids), tid_cmp);
+    return n;
+}
+
+int procscan_thread_comm(int pid, int tid, char *out, size_t len)
+{
+    char path[64], *buf;
+    size_t n;
+    int rc;
+
+    snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", pid, tid);
+    if (len)
+        out[0] = '\0';
+    rc = file_read_all(path, 64, &buf, &n);
+    if (rc < 0)
+        return rc == APP_E_NOTFOUND ? APP_E_GONE : rc;
+    snprintf(out, len, "%.*s", (int)strcspn(buf, "\n"), buf);
+    free(buf);
+    str_scrub(out);
+    return 0;
+}
+
+char procscan_thread_state(int pid, int tid)
+{
+    char path[64];
+
+    snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
+    return stat_state(path);
 }

@@ -116,6 +116,11 @@ struct pygil *pygil_new(const struct pyproc *p)
     return g;
 }
 
+uint64_t pygil_gc_addr(const struct pygil *g)
+{
+    return g->ready ? g->gc_addr : 0;
+}
+
 void pygil_free(struct pygil *g)
 {
     if (!g)

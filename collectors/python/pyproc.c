@@ -113,6 +113,23 @@ int pyproc_open_mem(struct rmem *mem, int pid, uint64_t runtime, uint64_t pycode
     return 0;
 }
 
+void pyproc_set_state(struct pyproc *p, bool on)
+{
+    p->opts.no_state = !on;
+}
+
+void pyproc_watch(struct pyproc *p, uint64_t addr)
+{
+    p->watch_addr = addr;
+    p->watch_ok = false;
+}
+
+bool pyproc_watched(const struct pyproc *p, int32_t *val)
+{
+    *val = p->watch_val;
+    return p->watch_addr && p->watch_ok;
+}
+
 void pyproc_free(struct pyproc *p)
 {
     if (!p)

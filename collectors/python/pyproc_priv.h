@@ -148,6 +148,9 @@ struct pyproc {
     uint64_t code_gen;    /* 3.14+: interp->_code_object_generation at the last sample */
     uint64_t pred_interp; /* the first interpreter and its GIL (3.12+) at the last sample: */
     uint64_t pred_gilp;   /* the next one copies them with the runtime's fields */
+    uint64_t watch_addr;  /* pyproc_watch: read last in the runtime's call; 0 none */
+    int32_t watch_val;
+    bool watch_ok; /* watch_val is what the last call that read the runtime found */
     struct pycode_cache codes;
 
     /* Output of the last sample (borrowed by callers). */

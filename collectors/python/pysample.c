@@ -88,7 +88,7 @@ static int read_runtime(struct pyproc *p, uint64_t *interp, uint64_t *main_inter
     uint8_t gil[GIL_READ];
     struct tslist *l = &p->ts;
     static _Thread_local struct rmem_iov iov[RMEM_IOV_MAX];
-    int nrt = L->rt.gil >= 0 ? 3 : 2, n, nif = 0, ngil = 0, done = 0, nts, rc;
+    int nrt = L->rt.gil >= 0 ? 3 : 2, n, nif = 0, ngil = 0, done = 0, nts, rc, nw = 0;
 
     iov[0] = (struct rmem_iov){p->runtime + L->rt.interp_head, &head, 8};
     iov[1] = (struct rmem_iov){p->runtime + L->rt.finalizing, &fin, 8};
@@ -111,7 +111,10 @@ static int read_runtime(struct pyproc *p, uint64_t *interp, uint64_t *main_inter
     nts = n;
     if (nts > nrt + nif + ngil)
         n = plan_walks(p, l, iov, n);
+    if (p->watch_addr && n < RMEM_IOV_MAX) /* last: a failure costs only itself */
+        iov[n++] = (struct rmem_iov){p->watch_addr, &p->watch_val, 4}, nw = 1;
     rc = rmem_readv(p->mem, iov, n, &done);
+    p->watch_ok = nw && (rc == 0 || done >= n);
     if (rc < 0 && done < nrt)
         return rc;
     if (done < nrt + nif)

@@ -343,6 +343,7 @@ static void parse_live(struct rd *r, struct record_live *l)
     l->gil_busy_pct = get_num(r, "gb", -1);
     l->gil_switches = get_num(r, "gs", 0);
     l->gil_waiters = get_num(r, "gw", -1);
+    l->gc_pct = get_num(r, "gc", -1);
     if (!json_object_object_get_ex(r->o, "sh", &v))
         return;
     if (!json_object_is_type(v, json_type_array)) {
@@ -632,10 +633,11 @@ static int write_counter(char *b, size_t len, const struct record_counter *c)
                     c->id, name, c->v, (long long)c->ts);
 }
 
-/* A share the wire cannot carry is left out rather than refusing the whole line. */
+/* A share the wire cannot carry is left out rather than refusing the whole line. "gc" only
+ * when known: a line without it reads as unknown, as an older agent's does. */
 static int write_live(char *b, size_t len, const struct record_live *l)
 {
-    char sh[AGENTPROTO_SHARES * 44 + 4];
+    char sh[AGENTPROTO_SHARES * 44 + 4], gc[32] = "";
     size_t k = 0, n = l->nshares < AGENTPROTO_SHARES ? l->nshares : AGENTPROTO_SHARES;
 
     for (size_t j = 0; j < n; j++)
@@ -643,11 +645,13 @@ static int write_live(char *b, size_t len, const struct record_live *l)
             k += (size_t)snprintf(sh + k, sizeof(sh) - k, "%s[%llu,%.2f]", k ? "," : "",
                                   (unsigned long long)l->shares[j].ident, l->shares[j].pct);
     sh[k] = '\0';
+    if (fig(l->gc_pct, -1) >= 0)
+        snprintf(gc, sizeof(gc), ",\"gc\":%.2f", l->gc_pct);
     return snprintf(b, len,
-                    "{\"t\":\"l\",\"p\":%d,\"dm\":%lld,\"gb\":%.2f,\"gs\":%.2f,\"gw\":%.2f,"
+                    "{\"t\":\"l\",\"p\":%d,\"dm\":%lld,\"gb\":%.2f,\"gs\":%.2f,\"gw\":%.2f%s,"
                     "\"sh\":[%s]}\n",
                     l->pid, (long long)l->dev_mem_mb, fig(l->gil_busy_pct, -1),
-                    fig(l->gil_switches, 0), fig(l->gil_waiters, -1), sh);
+                    fig(l->gil_switches, 0), fig(l->gil_waiters, -1), gc, sh);
 }
 
 static int write_device(char *b, size_t len, const struct record_device *d)

@@ -99,12 +99,12 @@ _ranktop()
     demo) flags=$monitor ;;
     ls) flags="-j --json -h --help $disc $nodes" ;;
     dump)
-        flags="--ranks -s --subprocesses -t --threads --full-filenames --native --async --core --exe
+        flags="--ranks -s --subprocesses -t --threads --full-filenames --native --native-all --async --core --exe
             --lib-search --locals -j --json --max-frames --waits -h --help $disc $nodes"
         ;;
     record)
         flags="-o --output -i --interval -r --rate -d --duration -f --format --all-threads
-            --gpu-usage --npu-usage --cpu-mem-usage --gil-stats -g --gil --idle --nonblocking
+            --gpu-usage --npu-usage --cpu-mem-usage --gil-stats -g --gil --idle --oncpu --nonblocking
             -s --subprocesses -F --function --nolineno -t --threads --native --async --task-lanes --autosave-interval --autosave-snapshot-interval
             --trigger-file --history --memory-cap --sampler-threads --waits -h --help $disc $nodes"
         ;;
@@ -113,7 +113,7 @@ _ranktop()
             --max-reports --slow-after --waits --gil-stats --dump-timeout -h --help $disc $nodes"
         ;;
     agent)
-        flags="-r --rate --all-threads --no-gil --gil --no-mem --native --heartbeat --tick
+        flags="-r --rate --all-threads --no-gil --gil --oncpu --no-mem --native --heartbeat --tick
             -h --help $disc"
         ;;
     esac

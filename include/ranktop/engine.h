@@ -76,6 +76,10 @@ struct engine_opts {
     bool all_threads;    /* every Python thread, else the main thread only */
     bool gil;            /* GIL counters */
     bool gil_only;       /* keep only the stacks of threads holding the GIL (record --gil) */
+    /* Keep only the stacks of threads running at the sample (R in /proc: record --oncpu, the
+     * monitor's `o`), as austin -c; the others leave gaps. Off by default: a rank waiting
+     * (in a collective, on I/O) is what a distributed job's user looks for. */
+    bool oncpu;
     bool mem;            /* host memory counters (RSS, PSS, USS, swap) */
     bool gpu, npu;       /* device counters */
     uint64_t history_ns; /* window kept; 0 = everything */
@@ -160,6 +164,10 @@ double engine_rate(struct engine *e);
 #define ENGINE_ASYNC_HZ 10
 #define ENGINE_TASK_LANES 256
 void engine_set_async(struct engine *e, bool on);
+
+/* Turns on-CPU sampling (engine_opts.oncpu) on or off while running, for this node's ranks
+ * (agents keep what they were started with). */
+void engine_set_oncpu(struct engine *e, bool on);
 
 /* Native frames for one rank (the monitor's `n`): its samples, taken at a low rate while on,
  * merge each thread's native stack with its Python stack. A rank on another host is

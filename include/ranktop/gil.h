@@ -57,6 +57,9 @@ int pygil_sample(struct pygil *g, struct pygil_sample *out, struct app_err *err)
 
 void pygil_get_stats(const struct pygil *g, struct pygil_stats *st);
 
+/* Where the last successful probe read gc.collecting (an int), 0 when it read none. */
+uint64_t pygil_gc_addr(const struct pygil *g);
+
 #define GILSTATS_MAX_THREADS 64
 
 /* Probe counters over one window. Plain data: init, add probes, read figures, then

@@ -72,4 +72,14 @@ int procscan_from_inner(const struct pslist *l, int inner);
 /* User + system CPU time of pid in clock ticks (sysconf(_SC_CLK_TCK) per second). */
 int procscan_cpu_ticks(int pid, uint64_t *ticks);
 
+/* The kernel ids of pid's threads now (/proc/PID/task), ascending, at most max of them.
+ * Returns how many were put in tids (0 when the process is gone or unreadable). */
+size_t procscan_threads(int pid, int *tids, size_t max);
+
+/* A thread's comm (/proc/PID/task/TID/comm, at most 15 bytes, control characters scrubbed)
+ * and its state letter (as procscan_state; 0 when unreadable). Returns 0 or a negative
+ * status (APP_E_GONE when the thread exited), out "" then. */
+int procscan_thread_comm(int pid, int tid, char *out, size_t len);
+char procscan_thread_state(int pid, int tid);
+
 #endif

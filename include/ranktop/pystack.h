@@ -139,6 +139,17 @@ int pyproc_locals(struct pyproc *p, uint64_t ident, uint32_t max_frames, struct 
                   struct app_err *err);
 void pylocals_free(struct pylocals *l);
 
+/* Turns the /proc running/idle lookup (pyproc_opts.no_state) on or off from the next sample:
+ * the engine reads the state only while on-CPU samples are wanted. */
+void pyproc_set_state(struct pyproc *p, bool on);
+
+/* Adds a read of the 4 bytes at addr (0: none) to every later sample's first system call, so
+ * that a word kept beside the stacks (the engine's gc.collecting) costs no call of its own;
+ * the range goes last, where failing loses only itself. pyproc_watched gives the word as the
+ * last sample that read it did; false when that read failed. */
+void pyproc_watch(struct pyproc *p, uint64_t addr);
+bool pyproc_watched(const struct pyproc *p, int32_t *val);
+
 /* "3.11.7"; borrowed, valid for the life of p. */
 const char *pyproc_version(const struct pyproc *p);
 /* PY_VERSION_HEX of the target (0x030b07f0). */

@@ -124,6 +124,7 @@ struct record_live {
         uint64_t ident;
         double pct;
     } shares[RECORD_SHARES];
+    double gc_pct; /* GIL probes inside a garbage collection; -1 unknown (an older agent) */
 };
 
 struct record_device {

@@ -64,6 +64,7 @@ struct engine_rank_live {
     double gil_busy_pct; /* over the last second, -1 unknown */
     double gil_switches; /* per second */
     double gil_waiters;  /* average, -1 unknown */
+    double gc_pct;       /* GIL probes inside a garbage collection, last second; -1 unknown */
     bool stopped;        /* every thread stopped (SIGSTOP, a debugger): the sampler saw it */
     /* The main thread's wait as the kernel shows it, once a second (engine_procwait.c), and
      * whether the interpreter collected garbage most of the last second (the GIL thread). */

@@ -195,6 +195,7 @@ struct view_table_row {
     double rss_mib;        /* NAN unknown */
     double drss_mib;       /* RSS minus the baseline, NAN without one */
     double gil;            /* GIL busy %, NAN or negative unknown */
+    double gc;             /* % of the last second in garbage collection, NAN or < 0 unknown */
     int64_t dev_mem_mb;    /* device memory, -1 unknown */
     double since_s;        /* seconds the main thread's stack has been unchanged */
     char top[192];         /* innermost frame (view_frame_format), "" without a stack */
@@ -259,6 +260,7 @@ struct view_gil_row {
     int rank, pid;
     bool known; /* false: no GIL figures for this rank (yet) */
     double busy_pct, switches_per_s, waiters;
+    double gc_pct;    /* in garbage collection; < 0 unknown */
     bool warn;        /* busy over VIEW_GIL_WARN_BUSY with VIEW_GIL_WARN_WAITERS waiting */
     char shares[400]; /* holder share per thread: "MainThread 80%, worker 20%" */
 };

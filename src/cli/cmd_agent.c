@@ -31,7 +31,8 @@ enum {
     OPT_NO_MEM,
     OPT_HEARTBEAT,
     OPT_TICK,
-    OPT_NATIVE
+    OPT_NATIVE,
+    OPT_ONCPU
 };
 
 struct agent {
@@ -51,6 +52,7 @@ static const struct cli_opt agent_opts[] = {
     {OPT_ALL, "all-threads", NULL, "every Python thread (default: main thread only)"},
     {OPT_NO_GIL, "no-gil", NULL, "no GIL counters"},
     {OPT_GIL_ONLY, "gil", NULL, "only stacks of threads holding the GIL (record --gil)"},
+    {OPT_ONCPU, "oncpu", NULL, "only stacks of threads running on a CPU (record --oncpu)"},
     {OPT_NATIVE, "native", NULL,
      "native (C/C++) frames merged into every sample (stops each thread briefly per sample; "
      "keep the rate low)"},
@@ -262,6 +264,9 @@ static int agent_option(int c, const char *arg, struct engine_opts *o, struct ag
         return 0;
     case OPT_GIL_ONLY:
         o->gil_only = true;
+        return 0;
+    case OPT_ONCPU:
+        o->oncpu = true;
         return 0;
     case OPT_NO_MEM:
         o->mem = false;

@@ -33,7 +33,7 @@
 struct dump_opts {
     int *pids;
     int npids;
-    bool json, ranks, native, tasks;
+    bool json, ranks, native, native_all, tasks;
     const char *core, *exe, *lib_search; /* --core: a core file instead of processes */
     bool subprocesses; /* py-spy's -s: each -p PID also stands for its descendants */
     bool locals;       /* --locals */
@@ -54,7 +54,8 @@ enum {
     OPT_LIBS,
     OPT_FULL_NAMES,
     OPT_WAITS,
-    OPT_LOCALS
+    OPT_LOCALS,
+    OPT_NATIVE_ALL
 };
 
 /* --full-filenames: the text output names files by their full paths (JSON always does). Set
@@ -75,6 +76,9 @@ static const struct cli_opt dump_opts_table[] = {
     {OPT_NATIVE, "native", NULL,
      "native (C/C++) frames too, merged with the Python ones: each thread is stopped briefly "
      "with ptrace"},
+    {OPT_NATIVE_ALL, "native-all", NULL,
+     "--native, and every other thread of the process too (threads without Python: NCCL's, "
+     "CUDA's, C libraries'), native frames only, named by their comm"},
     {OPT_ASYNC, "async", NULL,
      "asyncio tasks too, under the thread running their loop: name, state, awaiting tasks and "
      "await chain (3.8-3.15, free-threaded 3.14t and 3.15t)"},
@@ -136,6 +140,9 @@ static int dump_option(int c, const char *arg, struct dump_opts *o)
         return 0;
     case OPT_NATIVE:
         o->native = true;
+        return 0;
+    case OPT_NATIVE_ALL:
+        o->native = o->native_all = true;
         return 0;
     case OPT_ASYNC:
         o->tasks = true;
@@ -274,6 +281,12 @@ static const char *state_name(enum pythread_state s)
                                    : "unknown";
 }
 
+/* A thread's state from its /proc letter, as the sample names a Python thread's. */
+static const char *letter_state(char st)
+{
+    return st == 'R' ? "running" : st == 'T' || st == 't' ? "stopped" : st ? "idle" : "unknown";
+}
+
 /* --native: each thread's native stack merged with its Python stack, or why not. */
 struct thread_native {
     struct native_stack st;
@@ -283,11 +296,22 @@ struct thread_native {
     bool ok;
 };
 
+/* --native-all: a thread of the process that has no Python thread state. */
+struct thread_other {
+    int tid;
+    char comm[32];
+    char state; /* /proc's letter, 0 unknown */
+    struct native_stack st;
+    int status; /* 0 when st was unwound, else why not */
+};
+
 struct dump_native {
-    bool on;
+    bool on, all;
     struct thread_native *t; /* one per thread of the sample */
-    char err[512];           /* why native frames are missing (process or some thread) */
-    struct native_ctx *ctx;  /* owns the frames' names */
+    struct thread_other *other;
+    size_t nother;
+    char err[512];          /* why native frames are missing (process or some thread) */
+    struct native_ctx *ctx; /* owns the frames' names */
 };
 
 /* --async: the process's asyncio tasks and the sample's thread each is shown under (the
@@ -498,6 +522,25 @@ struct dump_waits {
     int in_gc;        /* 1, 0, -1 unknown */
     uint32_t main_ix; /* the main thread: tid == pid, else the last one listed */
 };
+/* --native-all: a thread without Python, in the shape of the others ("python": false). */
+static json_object *other_json(const struct thread_other *t)
+{
+    json_object *o = json_object_new_object(), *frames = json_object_new_array();
+
+    json_object_object_add(o, "tid", json_object_new_int(t->tid));
+    json_object_object_add(o, "name", cli_json_str(t->comm));
+    json_object_object_add(o, "python", json_object_new_boolean(false));
+    json_object_object_add(o, "gil", json_object_new_boolean(false));
+    json_object_object_add(o, "state", cli_json_str(letter_state(t->state)));
+    for (size_t i = 0; t->status == 0 && i < t->st.n; i++)
+        json_object_array_add(frames, natframe_json(&t->st.frames[i]));
+    json_object_object_add(o, "frames", frames);
+    json_object_object_add(o, "error",
+                           t->status < 0 ? cli_json_str(app_status_str(t->status)) : NULL);
+    json_object_object_add(o, "no_python", json_object_new_boolean(true));
+    json_object_object_add(o, "truncated", json_object_new_boolean(false));
+    return o;
+}
 
 static json_object *process_json(int pid, int rank, const char *python, const char *error,
                                  const struct pysample *s, const struct cli_locals *lc,
@@ -523,9 +566,16 @@ static json_object *process_json(int pid, int rank, const char *python, const ch
     /* The rank's kind of wait: its main thread's; and whether its interpreter collects. */
     json_object_object_add(o, "wait", wait_json(dw->t ? &dw->t[dw->main_ix] : NULL));
     json_object_object_add(o, "in_gc", dw->in_gc >= 0 ? json_object_new_boolean(dw->in_gc) : NULL);
-    for (uint32_t i = 0; s && i < s->nthreads; i++)
-        json_object_array_add(threads, thread_json(&s->threads[i], lc, nv, nv->t ? &nv->t[i] : NULL,
-                                                   as, i, dw->t ? &dw->t[i] : NULL));
+    for (uint32_t i = 0; s && i < s->nthreads; i++) {
+        json_object *t = thread_json(&s->threads[i], lc, nv, nv->t ? &nv->t[i] : NULL, as, i,
+                                     dw->t ? &dw->t[i] : NULL);
+
+        if (nv->all) /* only with --native-all: which threads have a Python state */
+            json_object_object_add(t, "python", json_object_new_boolean(true));
+        json_object_array_add(threads, t);
+    }
+    for (size_t i = 0; i < nv->nother; i++)
+        json_object_array_add(threads, other_json(&nv->other[i]));
     json_object_object_add(o, "threads", threads);
     return o;
 }
@@ -583,6 +633,16 @@ static void thread_text(const struct pythread *t, const struct cli_locals *lc, u
         printf("    ... (truncated at %u frames)\n", t->nframes);
 }
 
+static void other_text(const struct thread_other *t)
+{
+    printf("\nThread %d \"%s\" (%s, no Python)\n", t->tid, text_safe(t->comm),
+           letter_state(t->state));
+    if (t->status < 0)
+        printf("    (native stack unreadable: %s)\n", app_status_str(t->status));
+    for (size_t i = 0; t->status == 0 && i < t->st.n; i++)
+        natframe_text(&t->st.frames[i]);
+}
+
 /* A process that was read: its header and threads on stdout (what could not be read goes to
  * stderr, see tell_error). A reader other than process_vm_readv is said in the header of the
  * first process read through it (*said: the last one said), with why. */
@@ -611,6 +671,8 @@ static void process_text(int pid, int rank, const char *python, const struct pys
         thread_text(&s->threads[i], lc, i, nv->t ? &nv->t[i] : NULL, dw->t ? &dw->t[i] : NULL);
         tasks_text(as, i);
     }
+    for (size_t i = 0; i < nv->nother; i++)
+        other_text(&nv->other[i]);
     if (as->on && as->l.not_read)
         printf("  ... %zu more tasks not read (a read takes at most %d tasks a loop thread and "
                "%u MiB of names and frames)\n",
@@ -650,6 +712,37 @@ static void read_stopped(void *arg, int tid)
     }
 }
 
+#define DUMP_MAX_TASKS 4096
+
+/* --native-all: the process's threads the sample has no Python state for, unwound natively
+ * and named by their comm. A thread that exits meanwhile is left out; one that cannot be
+ * unwound is listed with why. */
+static void gather_others(struct native_ctx *c, int pid, const struct pysample *s,
+                          struct dump_native *nv)
+{
+    int *tids = x_calloc(DUMP_MAX_TASKS, sizeof(*tids));
+    size_t n = procscan_threads(pid, tids, DUMP_MAX_TASKS);
+    struct app_err err = {0};
+
+    nv->other = x_calloc(n ? n : 1, sizeof(*nv->other));
+    for (size_t k = 0; k < n; k++) {
+        struct thread_other *o = &nv->other[nv->nother];
+        bool python = false;
+
+        for (uint32_t i = 0; i < s->nthreads && !python; i++)
+            python = s->threads[i].tid == tids[k];
+        if (python || procscan_thread_comm(pid, tids[k], o->comm, sizeof(o->comm)) < 0)
+            continue;
+        o->tid = tids[k];
+        o->state = procscan_thread_state(pid, tids[k]);
+        o->status = native_unwind(c, tids[k], NULL, &o->st, &err);
+        if (o->status == APP_E_GONE)
+            continue;
+        nv->nother++;
+    }
+    free(tids);
+}
+
 /* Unwinds every thread of the sample, reading its Python stack again while it is stopped so
  * that the merge is of one instant (the sample's own stack when that read fails); a thread or
  * process that cannot be traced keeps its Python frames and says why once. */
@@ -659,6 +752,7 @@ static void gather_native(int pid, const struct dump_opts *o, const struct pysam
     struct native_ctx *c = NULL;
     struct pyproc *p2 = NULL;
     struct app_err err = {0};
+    bool perm = false;
     char *notes;
 
     if (!nv->on || !s)
@@ -682,7 +776,7 @@ static void gather_native(int pid, const struct dump_opts *o, const struct pysam
         if (native_unwind(c, s->threads[i].tid, p2 ? &hook : NULL, &tn->st, &err) < 0) {
             if (!nv->err[0])
                 snprintf(nv->err, sizeof(nv->err), "%s", err.msg);
-            if (err.code == APP_E_PERM)
+            if ((perm = err.code == APP_E_PERM))
                 break; /* the same for every thread */
             continue;
         }
@@ -690,6 +784,8 @@ static void gather_native(int pid, const struct dump_opts *o, const struct pysam
         tn->ok = true;
     }
     pyproc_free(p2);
+    if (nv->all && !perm)
+        gather_others(c, pid, s, nv);
     /* Objects whose symbols were skipped (a FIFO for a debug file, a table over the cap). */
     notes = native_take_notes(c);
     for (const char *l = notes; l && *l; l += strcspn(l, "\n") + 1)
@@ -713,6 +809,9 @@ static void native_done(struct dump_native *nv, uint32_t nthreads)
         free(nv->t[i].m);
     }
     free(nv->t);
+    for (size_t i = 0; i < nv->nother; i++)
+        native_stack_fini(&nv->other[i].st);
+    free(nv->other);
     native_close(nv->ctx);
 }
 
@@ -786,7 +885,7 @@ static int dump_one(const struct dump_opts *o, int pid, json_object *arr, int *s
     struct pyproc_stats st = {0};
     struct pyproc *p = NULL;
     const struct pysample *s = NULL;
-    struct dump_native nv = {.on = o->native};
+    struct dump_native nv = {.on = o->native, .all = o->native_all};
     struct dump_async as = {.on = o->tasks};
     struct dump_waits dw = {0};
     struct cli_locals lc = {.on = o->locals};

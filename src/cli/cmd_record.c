@@ -54,6 +54,7 @@ enum {
     OPT_SNAPSHOT,
     OPT_GIL_STATS,
     OPT_IDLE,
+    OPT_ONCPU,
     OPT_NONBLOCKING,
     OPT_NATIVE,
     OPT_ASYNC,
@@ -84,8 +85,11 @@ static const struct cli_opt rec_opts_table[] = {
     {'g', "gil", NULL,
      "only samples of threads that hold the GIL (as py-spy --gil); the others leave gaps"},
     {OPT_IDLE, "idle", NULL,
-     "accepted for py-spy: idle (off-CPU) samples are always recorded, a rank waiting is news "
-     "here"},
+     "accepted for py-spy: idle (off-CPU) samples are recorded unless --oncpu, a rank waiting "
+     "is news here"},
+    {OPT_ONCPU, "oncpu", NULL,
+     "only samples of threads running on a CPU at that moment (as austin -c); idle ones leave "
+     "gaps"},
     {OPT_NONBLOCKING, "nonblocking", NULL,
      "accepted for py-spy: ranktop never stops the target (except --native, which it refuses)"},
     {'s', "subprocesses", NULL,
@@ -293,6 +297,7 @@ static int rec_option(int c, const char *arg, struct rec_opts *o)
         o->eng.gpu |= c == OPT_GPU;
         o->eng.mem |= c == OPT_MEM;
         o->eng.gil |= c == OPT_GIL_STATS;
+        o->eng.oncpu |= c == OPT_ONCPU;
         o->nonblocking |= c == OPT_NONBLOCKING;
         o->eng.native |= c == OPT_NATIVE;
         o->eng.async |= c == OPT_ASYNC;
@@ -756,14 +761,23 @@ static void explain_named(const struct engine_view *v, const struct discovery_op
 }
 
 /* --gil kept nothing because no sample caught a thread of the ranks holding the GIL (a rank
- * waiting in C with the GIL released, or one whose GIL another thread holds): say so, or
- * the trace is missing with no reason. Returns true when it was the case. */
+ * waiting in C with the GIL released, or one whose GIL another thread holds), or --oncpu
+ * because none caught one running: say so, or the trace is missing with no reason. Returns
+ * true when it was the case. */
 static bool explain_gil(const struct engine_view *v, const struct rec_opts *o)
 {
     const struct engine_stats st = v->stats;
 
-    if (!o->eng.gil_only || st.stacks || !st.ranks_seen)
+    if ((!o->eng.gil_only && !o->eng.oncpu) || st.stacks || !st.ranks_seen)
         return false;
+    if (!o->eng.gil_only) { /* --oncpu, the same way */
+        fprintf(stderr,
+                "ranktop record: --oncpu: none of the %llu samples found a thread running: "
+                "the ranks were idle (waiting) whenever sampled (leave --oncpu out to record "
+                "idle stacks too)\n",
+                (unsigned long long)st.samples);
+        return true;
+    }
     fprintf(stderr,
             "ranktop record: --gil: none of the %llu samples found a thread holding the GIL: "
             "the ranks never held it while sampled (--gil keeps only such samples; leave it "

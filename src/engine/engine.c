@@ -553,6 +553,13 @@ double engine_scale_rate(struct engine *e, double factor)
     return hz;
 }
 
+void engine_set_oncpu(struct engine *e, bool on)
+{
+    pthread_mutex_lock(&e->lock);
+    e->o.oncpu = on;
+    pthread_mutex_unlock(&e->lock);
+}
+
 double engine_rate(struct engine *e)
 {
     double hz;
@@ -623,6 +630,7 @@ struct engine_rank_live *engine_live_locked(struct engine *e, int pid)
     e->live[e->nlive].gil_waiters = -1;
     e->live[e->nlive].syscall = -1;
     e->live[e->nlive].in_gc = -1;
+    e->live[e->nlive].gc_pct = -1;
     return &e->live[e->nlive++];
 }
 

@@ -99,6 +99,7 @@ static void live_figures(struct engine_rank_live *l, const struct gilfigures *f)
     l->gil_switches = f->switches_per_s;
     l->gil_waiters = f->waiters_avg;
     l->in_gc = f->gc_pct < 0 ? -1 : f->gc_pct >= 50.0;
+    l->gc_pct = f->gc_pct;
     l->nshares = f->nthreads < 16 ? f->nthreads : 16;
     for (size_t i = 0; i < l->nshares; i++) {
         l->shares[i].ident = f->threads[i].ident;

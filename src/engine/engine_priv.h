@@ -279,10 +279,36 @@ void engine_native_sample(struct engine *e, struct engine_native *n, int key, in
                           size_t nthreads, uint64_t now, struct engine_sintern *si,
                           struct engine_evbuf *out);
 void engine_native_close(struct engine_native *n);
+
+/* The threads of pid without a Python thread state (those of tv[0..nthreads) left out), at
+ * most max: each unwound natively through ctx (NULL: none) and interned (engine_natall.c).
+ * Fills others[k] (ident ENGINE_NATALL_IDENT | tid, name its comm) and ids[k]; returns k. */
+#define ENGINE_NATALL_IDENT (1ull << 63)
+#define ENGINE_NATALL_MAX 64
+size_t engine_natall_sample(struct native_ctx *ctx, int pid, const struct engine_tview *tv,
+                            size_t nthreads, struct engine_tview *others, uint32_t *ids, size_t max,
+                            struct engine_sintern *si, struct engine_evbuf *out);
 void engine_native_fini(struct engine_native *n);
 
 /* engine_set_native for a rank on another host: forwarded to its agent (engine_remote.c). */
 int engine_remote_native(struct engine *e, int key, bool on, struct app_err *err);
+/* Garbage-collection marks of the sampler (engine_gc.c). A probe per slot and reader (fini
+ * it when the reader goes); engine_gc_probe returns 1 when the interpreter was collecting at
+ * sample s, 0 not, -1 unknown (also kept in last). engine_gc_stack interns the stack of n frame ids
+ * (outermost first) with the ENGINE_GC_FRAME frame on top, through the caller's buffer (*buf,
+ * *cap). */
+#define ENGINE_GC_FRAME "<gc>"
+struct pysample;
+struct engine_gcprobe {
+    uint64_t addr; /* gc.collecting, watched by the slot's reader; 0 not found yet */
+    uint64_t retry_at;
+    int last;
+};
+int engine_gc_probe(struct engine_gcprobe *g, struct pyproc *py, const struct pysample *s);
+void engine_gc_fini(struct engine_gcprobe *g);
+uint32_t engine_gc_stack(struct engine_sintern *si, struct engine_evbuf *out,
+                         const uint32_t *outer_first, uint32_t n, uint32_t **buf, uint32_t *cap);
+
 void *engine_mem_main(void *arg);
 /* engine_procwait.c: reads rank pid's main thread's state and syscall into its live figures. */
 void engine_procwait_publish(struct engine *e, int pid);

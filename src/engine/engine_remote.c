@@ -99,6 +99,8 @@ static void agent_args(struct engine *e, char **v, size_t *n, bool heartbeat)
         v[(*n)++] = x_strdup("--no-gil");
     if (e->o.gil_only)
         v[(*n)++] = x_strdup("--gil");
+    if (e->o.oncpu)
+        v[(*n)++] = x_strdup("--oncpu");
     if (!e->o.mem)
         v[(*n)++] = x_strdup("--no-mem");
     if (e->o.native)

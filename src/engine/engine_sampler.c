@@ -52,6 +52,8 @@ struct slot {
         bool seen;
     } * lanes;
     size_t nlanes, caplanes;
+    /* Whether its interpreter collects (engine_gc.c). */
+    struct engine_gcprobe gc;
     /* What this pass's read left for the record step (read_slot, then record_slot). */
     int rc;             /* SLOT_IDLE, 0 with `sample`, or the read's negative status */
     bool attach_failed; /* rc came from attaching; err says why */
@@ -127,6 +129,9 @@ struct sampler {
     int used;             /* threads the last pass ran on (no more than targets) */
     double load;          /* smoothed single-thread read time over the period */
     bool async;           /* engine_opts.async as of this pass */
+    bool oncpu;           /* engine_opts.oncpu as of this pass */
+    uint32_t *gc_ids;     /* engine_gc_stack's buffer */
+    uint32_t gc_cap;
 };
 
 /* Adds slots for targets not seen before (the target list comes from discovery). */
@@ -160,6 +165,7 @@ static void sync_targets(struct sampler *sp)
         sp->s[k].nat_want =
             engine_native_wanted_locked(e, sp->s[k].t.owner ? sp->s[k].t.owner : sp->s[k].t.pid);
     sp->async = e->o.async;
+    sp->oncpu = e->o.oncpu;
     pthread_mutex_unlock(&e->lock);
 }
 
@@ -304,6 +310,7 @@ static void slot_fini(struct sampler *sp, struct slot *sl)
     pyproc_free(sl->py);
     sl->py = NULL;
     engine_native_fini(&sl->nat);
+    engine_gc_fini(&sl->gc);
     for (size_t i = 0; i < sl->nth; i++)
         sthread_release(sp, &sl->th[i]);
     free(sl->th);
@@ -350,7 +357,12 @@ static void view_sample(struct sampler *sp, struct slot *sl, const struct pysamp
         name_copy(sp->tv[i].name, sizeof(sp->tv[i].name), pt->name);
         if (sp->e->o.gil_only && pt->status == 0 && !pt->gil) /* a gap, as py-spy --gil */
             sp->tv[i].status = ENGINE_TV_SKIPPED;
+        if (sp->oncpu && pt->status == 0 && pt->state != PYTHREAD_RUNNING) /* as austin -c */
+            sp->tv[i].status = ENGINE_TV_SKIPPED;
         sp->ids[i] = sp->tv[i].status == 0 ? thread_stack(sp, l, pt) : HSTACK_NONE;
+        if (sl->gc.last == 1 && pt->gil && sp->ids[i] != HSTACK_NONE && l->cached)
+            sp->ids[i] =
+                engine_gc_stack(&sp->si, &sp->ev, l->fids, l->nf, &sp->gc_ids, &sp->gc_cap);
     }
 }
 
@@ -471,6 +483,37 @@ static void observe(struct sampler *sp, struct slot *sl, uint32_t n, uint64_t t,
     sl->nth = kept;
 }
 
+/* A rank whose native frames the monitor toggled: its threads without Python too
+ * (engine_natall.c), put before the sample's own threads so that the main thread stays last,
+ * where observe looks for it. Returns the new count. */
+static uint32_t add_natall(struct sampler *sp, struct slot *sl, uint32_t n)
+{
+    struct engine_tview o[ENGINE_NATALL_MAX];
+    uint32_t oid[ENGINE_NATALL_MAX];
+    size_t k;
+
+    if (sp->e->o.native || !sl->nat.ctx)
+        return n;
+    k = engine_natall_sample(sl->nat.ctx, sl->t.pid, sp->tv, n, o, oid, ENGINE_NATALL_MAX, &sp->si,
+                             &sp->ev);
+    if (n + k > sp->tv_cap) {
+        sp->tv_cap = n + k;
+        sp->tv = x_reallocarray(sp->tv, sp->tv_cap, sizeof(*sp->tv));
+        sp->ids = x_reallocarray(sp->ids, sp->tv_cap, sizeof(*sp->ids));
+        sp->tix = x_reallocarray(sp->tix, sp->tv_cap, sizeof(*sp->tix));
+    }
+    memmove(sp->tv + k, sp->tv, n * sizeof(*sp->tv));
+    memmove(sp->ids + k, sp->ids, n * sizeof(*sp->ids));
+    memmove(sp->tix + k, sp->tix, n * sizeof(*sp->tix));
+    for (size_t i = 0; i < k; i++) {
+        sp->tv[i] = o[i];
+        sp->ids[i] = oid[i];
+        sp->tix[i] = slot_thread(sp, sl, o[i].ident);
+        sl->th[sp->tix[i]].seen = true;
+    }
+    return n + (uint32_t)k;
+}
+
 /* Records a sample as events; with native frames wanted, each thread is read again natively
  * first. */
 static void record_sample(struct sampler *sp, struct slot *sl, const struct pysample *s,
@@ -485,6 +528,7 @@ static void record_sample(struct sampler *sp, struct slot *sl, const struct pysa
         sl->nat.next_at = now + 1000000000ull / ENGINE_NATIVE_HZ;
         engine_native_sample(sp->e, &sl->nat, sl->t.owner ? sl->t.owner : sl->t.pid, sl->t.pid,
                              sl->py, sp->tv, sp->ids, n, now, &sp->si, &sp->ev);
+        n = add_natall(sp, sl, n);
     }
     observe(sp, sl, n, t, pyproc_version(sl->py));
     count_loss(sp, sl, torn, dropped, t);
@@ -762,6 +806,7 @@ static void check_image(struct slot *sl, uint64_t now)
         return;
     pyproc_free(sl->py);
     sl->py = NULL;
+    engine_gc_fini(&sl->gc);
     sl->next_attach = 0;
     sl->first_try = 0;
     sl->execd = true;
@@ -783,7 +828,12 @@ static void read_slot(struct sampler *sp, struct slot *sl)
     if (!slot_attach(sp, sl, now))
         return;
     sl->now = now;
+    pyproc_set_state(sl->py, sp->oncpu);
     sl->rc = pyproc_sample(sl->py, &sl->sample, NULL);
+    if (sl->rc != 0)
+        sl->gc.last = 0;
+    else if (sl->sample->reads) /* an unchanged sample (no read) keeps its mark */
+        engine_gc_probe(&sl->gc, sl->py, sl->sample);
     if (sl->rc != APP_E_GONE && (sl->rc < 0 || now >= sl->image_at))
         check_image(sl, now);
     /* A stopped process is a still one: its state is looked at only then, once a second. */
@@ -977,6 +1027,7 @@ void *engine_sampler_main(void *arg)
     free(sp.tv);
     free(sp.ids);
     free(sp.tix);
+    free(sp.gc_ids);
     free(sp.free_ids);
     free(sp.ev.ev);
     engine_sintern_fini(&sp.si);

@@ -164,7 +164,8 @@ static void figures_locked(const struct engine *e, struct engine_out *o)
                                         .dev_mem_mb = l->dev_mem_mb,
                                         .gil_busy_pct = l->gil_busy_pct,
                                         .gil_switches = l->gil_switches,
-                                        .gil_waiters = l->gil_waiters};
+                                        .gil_waiters = l->gil_waiters,
+                                        .gc_pct = l->gc_pct};
         for (size_t j = 0; j < l->nshares && j < AGENTPROTO_SHARES; j++) {
             m.u.live.shares[j].ident = l->shares[j].ident;
             m.u.live.shares[j].pct = l->shares[j].pct;

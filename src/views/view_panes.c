@@ -84,6 +84,7 @@ void view_gil(const struct history *h, const struct view_table *t,
         g->busy_pct = l->gil_busy_pct;
         g->switches_per_s = l->gil_switches;
         g->waiters = l->gil_waiters;
+        g->gc_pct = l->gc_pct;
         g->warn = l->gil_busy_pct > VIEW_GIL_WARN_BUSY && l->gil_waiters >= VIEW_GIL_WARN_WAITERS;
         gil_shares(h, l, g->shares, sizeof(g->shares));
     }

@@ -157,6 +157,7 @@ static void row_fill(const struct history *h, const struct view_table_in *in,
     r->drss_mib = view_baseline_delta(in->base, v->pid, r->rss_mib);
     r->dev_mem_mb = l ? l->dev_mem_mb : -1;
     r->gil = l ? l->gil_busy_pct : NAN;
+    r->gc = l ? l->gc_pct : NAN;
     r->since_s = (double)v->since / 1e9;
     if (v->top)
         view_frame_format(v->top, r->top, sizeof(r->top));

@@ -104,6 +104,7 @@ static void same_live(const struct record_live *a, const struct record_live *b)
     ck_assert_double_eq(a->gil_busy_pct, b->gil_busy_pct);
     ck_assert_double_eq(a->gil_switches, b->gil_switches);
     ck_assert_double_eq(a->gil_waiters, b->gil_waiters);
+    ck_assert_double_eq(a->gc_pct, b->gc_pct);
     ck_assert_uint_eq(a->nshares, b->nshares);
     for (size_t i = 0; i < a->nshares; i++) {
         ck_assert(a->shares[i].ident == b->shares[i].ident);
@@ -246,7 +247,7 @@ static size_t every_type(struct record_event *ev)
     ev[++n] = record_counter_event(900, 0, 14, -2.25e9);
     snprintf(ev[n].u.counter.name, sizeof(ev[n].u.counter.name), "gpu3 mem");
     ev[++n].type = RECORD_LIVE;
-    ev[n].u.live = (struct record_live){1, 81920, 97.5, 3, 0.5, 2, {{5, 97.5}, {6, 2.25}}};
+    ev[n].u.live = (struct record_live){1, 81920, 97.5, 3, 0.5, 2, {{5, 97.5}, {6, 2.25}}, 12.5};
     ev[++n].type = RECORD_DEVICE;
     ev[n].u.device = (struct record_device){true, 2, 1, "Ascend 910B", 50, 1024, 65536, 40, 90.5};
     return n + 1;
@@ -471,6 +472,7 @@ START_TEST(hostile_figures)
                                     .gil_busy_pct = NAN,
                                     .gil_switches = INFINITY,
                                     .gil_waiters = 1e300,
+                                    .gc_pct = -INFINITY,
                                     .nshares = 1000};
     for (size_t i = 0; i < RECORD_SHARES; i++)
         m.u.live.shares[i].ident = UINT64_MAX - i, m.u.live.shares[i].pct = -1e15;
@@ -478,6 +480,7 @@ START_TEST(hostile_figures)
     ck_assert_double_eq(back.u.live.gil_busy_pct, -1);
     ck_assert_double_eq(back.u.live.gil_switches, 0);
     ck_assert_double_eq(back.u.live.gil_waiters, -1);
+    ck_assert_double_eq(back.u.live.gc_pct, -1);
     ck_assert_uint_eq(back.u.live.nshares, RECORD_SHARES);
     ck_assert(back.u.live.shares[3].ident == UINT64_MAX - 3);
     m.u.live.shares[3].pct = NAN;

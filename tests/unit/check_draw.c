@@ -425,7 +425,8 @@ START_TEST(keys_help_lines)
 {
     static const char *want[] = {
         "Arrows, j/k, PgUp/PgDn, Home/End   move in the rank table (tree in the Rank view)",
-        "Enter / Right      drill into the selected rank; in the Rank view fold a thread",
+        "Enter / Right      drill into the selected rank; on a frame (or a /-found node): its "
+        "locals",
         "Esc / Backspace    back to the merged view, clear search and filter",
         "1-6 / Tab          views: Merged, Rank, Top, GIL, Memory, Hosts",
         "F3 or /            search as you type (Esc cancels); F3/Shift-F3: next/previous",
@@ -438,6 +439,7 @@ START_TEST(keys_help_lines)
         "t                  main thread / all threads",
         "n                  native (C/C++) frames of the selected rank on/off (2 samples/s)",
         "a                  asyncio tasks under their threads in the Rank view on/off",
+        "o                  on-CPU samples only (idle threads leave gaps) on/off",
         "+ / -              double / halve the sampling rate",
         "e                  export the history window as a Chrome trace to --export-dir",
         "E                  export in a format the prompt asks for (5 formats: c s f g p)",

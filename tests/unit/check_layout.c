@@ -311,8 +311,8 @@ static bool check_columns(int width, const struct rank_cols *c)
         REQUIRE(c->w[LCOL_RANK] && c->w[LCOL_PID] && c->w[LCOL_STATE] && c->w[LCOL_FRAME] >= 16 &&
                     end == width,
                 "core columns or full width");
-    if (width >= 112)
-        REQUIRE(n == LCOL_COUNT && c->w[LCOL_FRAME] == width - 96, "all columns");
+    if (width >= 117)
+        REQUIRE(n == LCOL_COUNT && c->w[LCOL_FRAME] == width - 101, "all columns");
     return true;
 }
 
@@ -340,9 +340,9 @@ START_TEST(columns_drop_order)
     static const struct {
         int width;
         enum layout_col gone;
-    } STEPS[] = {{111, LCOL_HOST}, {98, LCOL_DRSS},   {92, LCOL_DMEM},
-                 {86, LCOL_GIL},   {72, LCOL_DEVICE}, {66, LCOL_RSS},
-                 {60, LCOL_CPU},   {54, LCOL_WAIT},   {43, LCOL_SINCE}};
+    } STEPS[] = {{116, LCOL_GC},  {111, LCOL_HOST},  {98, LCOL_DRSS}, {92, LCOL_DMEM},
+                 {86, LCOL_GIL},  {72, LCOL_DEVICE}, {66, LCOL_RSS},  {60, LCOL_CPU},
+                 {54, LCOL_WAIT}, {43, LCOL_SINCE}};
     struct rank_cols c;
 
     for (int i = 0; i < NELEM(STEPS); i++) {

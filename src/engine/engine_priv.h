@@ -162,6 +162,13 @@ void engine_remote_apply_locked(struct engine *e, const struct engine_rbatch *b,
 /* Frees the links and what their sources hold (engine_free). */
 void engine_remote_free(struct engine *e);
 
+/* Whether queue q (engine_rqueue_full: the remote collector's) holds ENGINE_QUEUE_MAX events
+ * or more: its producer then skips its next pass (the sampler) or read (the remote
+ * collector), so that a taker that falls behind bounds what waits for it. */
+#define ENGINE_QUEUE_MAX 65536
+bool engine_queue_full(struct engine *e, enum engine_qid q);
+bool engine_rqueue_full(struct engine *e);
+
 /* Wakes the recorder thread (a view is wanted). */
 void engine_wake(struct engine *e);
 void engine_queues_init(struct engine *e);

@@ -164,6 +164,26 @@ void engine_remote_emit(struct engine *e, struct engine_rbatch *b)
         engine_wake(e);
 }
 
+bool engine_queue_full(struct engine *e, enum engine_qid qid)
+{
+    bool full;
+
+    pthread_mutex_lock(&e->q[qid].lock);
+    full = e->q[qid].full.n >= ENGINE_QUEUE_MAX;
+    pthread_mutex_unlock(&e->q[qid].lock);
+    return full;
+}
+
+bool engine_rqueue_full(struct engine *e)
+{
+    bool full;
+
+    pthread_mutex_lock(&e->rq_lock);
+    full = e->rq.n >= ENGINE_QUEUE_MAX;
+    pthread_mutex_unlock(&e->rq_lock);
+    return full;
+}
+
 /* Takes the remote queue's batch into *into (emptied first). */
 static void rtake(struct engine *e, struct engine_rbatch *into)
 {

@@ -894,6 +894,7 @@ static void remote_pass(struct remote *rm)
 {
     struct pollfd *pf = x_calloc(rm->np * 3 + 1, sizeof(*pf));
     uint64_t now = clock_mono_ns();
+    bool behind;
 
     forward_rate(rm);
     forward_native(rm);
@@ -905,9 +906,12 @@ static void remote_pass(struct remote *rm)
         if (p->pid && now >= p->next_ping)
             proc_ping(p, now);
     }
+    /* The recorder is a queue's worth behind (a burst of backlogs): the agents' output waits
+     * in the pipes meanwhile, and agents that cannot write wait too. */
+    behind = engine_rqueue_full(rm->e);
     pf[0] = (struct pollfd){.fd = rm->e->stop_fd, .events = POLLIN};
     for (size_t i = 0; i < rm->np; i++) {
-        pf[1 + 2 * i] = (struct pollfd){.fd = rm->p[i].out_fd, .events = POLLIN};
+        pf[1 + 2 * i] = (struct pollfd){.fd = behind ? -1 : rm->p[i].out_fd, .events = POLLIN};
         pf[2 + 2 * i] = (struct pollfd){.fd = rm->p[i].err_fd, .events = POLLIN};
         /* --ship: a stdin with binary bytes pending wakes the pass when it has room. */
         pf[1 + 2 * rm->np + i] =

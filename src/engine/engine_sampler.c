@@ -1011,7 +1011,15 @@ void *engine_sampler_main(void *arg)
     next = clock_mono_ns();
     while (!engine_sleep(e, next)) {
         uint64_t start = clock_mono_ns();
-        int live = sample_pass(&sp, period);
+        int live;
+
+        /* Whoever takes the events (the recorder, or an agent's writer blocked by a slow head)
+         * is a queue's worth behind: no pass until it catches up, so memory stays bounded. */
+        if (engine_queue_full(e, ENGINE_Q_SAMPLER)) {
+            next += period;
+            continue;
+        }
+        live = sample_pass(&sp, period);
 
         period = pass_done(e, live, start > next ? start - next : 0, sp.used);
         next += period;

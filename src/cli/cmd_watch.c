@@ -636,9 +636,11 @@ static void watch_defaults(struct watch_opts *o)
 {
     memset(o, 0, sizeof(*o));
     /* Cheap by default: the GIL prober (500 probes a second per rank) is left to --gil-stats,
-     * and ranks are looked for every 5 s, not every 1-2 s as the monitor does. */
+     * ranks are looked for every 5 s, not every 1-2 s as the monitor does, and PSS and USS are
+     * not read (smaps_rollup walks every rank's page tables; the reports show RSS). */
     o->eng.rate_hz = 1;
     o->eng.mem = o->eng.gpu = o->eng.npu = true;
+    o->eng.mem_rss_only = true;
     o->eng.discovery_ms = 5000;
     o->eng.mem_cap = 256u << 20;
     o->hang_after = 30;

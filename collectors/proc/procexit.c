@@ -12,7 +12,9 @@
 #include "ranktop/procexit.h"
 
 #include <errno.h>
+#include <arpa/inet.h>
 #include <linux/connector.h>
+#include <linux/filter.h>
 #include <linux/netlink.h>
 #include <poll.h>
 #include <stdint.h>
@@ -133,6 +135,35 @@ static int wait_ack(int fd, int timeout_ms)
     }
 }
 
+/* A socket filter that lets through only what procexit_parse keeps: acknowledgements and the
+ * exits of processes (a thread's exit has pid != tgid). The connector sends every fork, exec,
+ * comm change and thread exit of the machine, each a wakeup of the exit thread otherwise. A
+ * datagram too short to hold an event passes, for the parser to judge. Loads are big-endian,
+ * hence ntohl on the host-order constants. Optional: where it cannot be attached, every
+ * event still goes through the parser. */
+static void filter_exits(int fd)
+{
+    const uint32_t ev = NLMSG_HDRLEN + sizeof(struct cn_msg);
+    struct sock_filter code[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_LEN, 0),
+        BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, ev + EXIT_LEN, 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, 0xffffffffu),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ev + EV_WHAT),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ntohl(EV_NONE), 6, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ntohl(EV_EXIT), 0, 6),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ev + EXIT_TGID),
+        BPF_STMT(BPF_ST, 0),
+        BPF_STMT(BPF_LDX | BPF_W | BPF_MEM, 0),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ev + EXIT_PID),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_X, 0, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, 0xffffffffu),
+        BPF_STMT(BPF_RET | BPF_K, 0),
+    };
+    struct sock_fprog prog = {sizeof(code) / sizeof(code[0]), code};
+
+    setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog));
+}
+
 int procexit_open(int timeout_ms, struct app_err *err)
 {
     struct sockaddr_nl sa = {.nl_family = AF_NETLINK, .nl_groups = CN_IDX_PROC};
@@ -144,6 +175,7 @@ int procexit_open(int timeout_ms, struct app_err *err)
                            "process-event connector: %s", strerror(errno));
     /* A bigger buffer loses fewer events when many processes exit at once. */
     setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+    filter_exits(fd);
     sa.nl_pid = 0; /* let the kernel pick a unique port id */
     if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
         rc = errno == EPERM || errno == EACCES ? APP_E_PERM : APP_E_IO;

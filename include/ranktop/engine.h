@@ -81,6 +81,9 @@ struct engine_opts {
      * (in a collective, on I/O) is what a distributed job's user looks for. */
     bool oncpu;
     bool mem;            /* host memory counters (RSS, PSS, USS, swap) */
+    /* With mem: RSS and swap only, never PSS and USS, whose smaps_rollup read walks every
+     * page table of every rank (watch: its reports show RSS, and it must cost next to nothing). */
+    bool mem_rss_only;
     bool gpu, npu;       /* device counters */
     uint64_t history_ns; /* window kept; 0 = everything */
     size_t mem_cap;      /* bytes of history; 0 = no cap */

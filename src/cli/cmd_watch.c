@@ -7,6 +7,7 @@
  * recovery, up to --max-reports. Main thread; the engine's threads sample. Signals are blocked
  * in every thread and taken here with sigtimedwait, so none interrupts a report half-way. */
 #include "cli.h"
+#include "cli_launch.h"
 #include "cli_discovery.h"
 #include "cli_hosts.h"
 #include "cli_opts.h"
@@ -39,6 +40,8 @@ struct watch_opts {
     double hang_after, window, on_hang_timeout, slow_after, dump_timeout;
     bool exit_on_hang;
     int max_reports;
+    char **job_argv; /* `-- CMD...`: the job to start and watch */
+    struct cli_job job;
 };
 
 enum {
@@ -86,16 +89,21 @@ static const struct cli_opt *const watch_tables[] = {watch_opts_table, cli_opts_
 static void watch_usage(FILE *f)
 {
     fputs("usage: ranktop watch --out DIR [options]\n"
+          "       ranktop watch --out DIR [options] -- CMD [ARG...]\n"
           "\n"
           "Watches the job's ranks without a screen, at a low rate, and writes a hang\n"
           "report (DIR/ranktop-hang-YYYYmmdd-HHMMSS/: report.txt, report.json and the\n"
           "last window's traces) when the job hangs, when a rank dies while others wait,\n"
-          "and on SIGUSR1.\n"
+          "and on SIGUSR1. With -- CMD it starts CMD, watches the ranks of its process\n"
+          "tree, and ends when CMD ends.\n"
           "\n",
           f);
     cli_opts_usage(f, watch_tables);
     fputs("\nExit status: 0 when stopped by a signal (SIGINT, SIGTERM, SIGHUP), 3 after a\n"
-          "hang report with --exit-on-hang, 1 when it cannot start, 2 on bad usage.\n",
+          "hang report with --exit-on-hang, 1 when it cannot start, 2 on bad usage.\n"
+          "With -- CMD: CMD's exit status (128 + a signal that killed it); a signal to the\n"
+          "watcher stops CMD first (SIGTERM, then SIGKILL after 5 s). --exit-on-hang wins:\n"
+          "it exits 3 and leaves CMD running.\n",
           f);
 }
 
@@ -182,11 +190,24 @@ static int parse_watch(int argc, char **argv, struct watch_opts *o)
         if (watch_option(c, optarg, o) < 0)
             return CLI_EXIT_USAGE;
     }
-    if (optind < argc || !o->out) {
-        if (optind < argc)
-            fprintf(stderr, "ranktop watch: unexpected argument '%s'\n", argv[optind]);
+    o->job_argv = cli_job_argv(argc, argv, optind);
+    if (cli_job_missing(argc, argv, optind)) {
+        fprintf(stderr, "ranktop watch: -- wants the command to start after it\n");
+        return cli_try_help("watch");
+    }
+    if ((optind < argc && !o->job_argv) || !o->out) {
+        if (optind < argc && !o->job_argv)
+            fprintf(stderr,
+                    "ranktop watch: unexpected argument '%s' (a command to start goes after --)\n",
+                    argv[optind]);
         else
             fprintf(stderr, "ranktop watch: no report directory: use --out DIR\n");
+        return cli_try_help("watch");
+    }
+    if (o->job_argv &&
+        (o->eng.disc.npids || o->eng.disc.nchildren_of || o->eng.disc.match || o->hosts.given)) {
+        fprintf(stderr, "ranktop watch: -- CMD watches the job it starts: drop -p, "
+                        "--children-of, --match, --hosts and --hostfile\n");
         return cli_try_help("watch");
     }
     return cli_disc_finish(&o->eng.disc, &o->hosts, &o->eng.remote, "watch") < 0 ? CLI_EXIT_USAGE
@@ -244,6 +265,7 @@ struct straggle {
 struct watch {
     const struct watch_opts *o;
     struct engine *e;
+    struct cli_job *job; /* `-- CMD`'s, NULL without one */
     char self[PATH_MAX];
     bool exit_known, hang_on, told_max, stop;
     uint64_t sig;        /* picture of the last hang report */
@@ -614,9 +636,11 @@ static void watch_defaults(struct watch_opts *o)
 {
     memset(o, 0, sizeof(*o));
     /* Cheap by default: the GIL prober (500 probes a second per rank) is left to --gil-stats,
-     * and ranks are looked for every 5 s, not every 1-2 s as the monitor does. */
+     * ranks are looked for every 5 s, not every 1-2 s as the monitor does, and PSS and USS are
+     * not read (smaps_rollup walks every rank's page tables; the reports show RSS). */
     o->eng.rate_hz = 1;
     o->eng.mem = o->eng.gpu = o->eng.npu = true;
+    o->eng.mem_rss_only = true;
     o->eng.discovery_ms = 5000;
     o->eng.mem_cap = 256u << 20;
     o->hang_after = 30;
@@ -652,15 +676,59 @@ static int watch_run(struct watch *w, sigset_t *set)
 
         if (sig > 0 && sig != SIGUSR1)
             break;
+        if (w->job && cli_job_ended(w->job))
+            break;
         if (sig == SIGUSR1 || clock_mono_ns() >= next) {
             tick(w, sig == SIGUSR1);
             if (clock_mono_ns() >= next)
                 next += period * (1 + (clock_mono_ns() - next) / period);
         }
     }
+    /* Stopped before the engine: a signal to the watcher ends the job it started, as record
+     * does. --exit-on-hang leaves it running: the job script that asked for status 3 acts. */
+    if (w->job && w->rc != WATCH_EXIT_HANG)
+        cli_job_stop(w->job, 5);
     engine_stop(w->e);
     engine_free(w->e);
     return w->rc;
+}
+
+/* Starts the job of `-- CMD` (before any thread: it forks), and makes it discovery's tree,
+ * scanned every second so that its ranks are found soon after it exec's Python. Returns 0 or
+ * CLI_EXIT_FAIL. */
+static int start_job(struct watch_opts *o)
+{
+    char err[512];
+
+    if (!o->job_argv)
+        return 0;
+    if (cli_job_start(&o->job, o->job_argv, NULL, err, sizeof(err)) < 0) {
+        fprintf(stderr, "ranktop watch: %s\n", err);
+        return CLI_EXIT_FAIL;
+    }
+    o->eng.disc.job = o->job.pid;
+    o->eng.discovery_ms = 1000;
+    return 0;
+}
+
+/* The exit status with a job: the job's (stopped first when it still runs), but 3 after a hang
+ * with --exit-on-hang, the job left running. */
+static int job_status(struct watch_opts *o, int rc)
+{
+    char how[160];
+    int st;
+
+    if (!o->job_argv || !o->job.pid)
+        return rc;
+    if (rc == WATCH_EXIT_HANG) {
+        fprintf(stderr, "ranktop watch: %s (pid %d) left running\n", o->job_argv[0], o->job.pid);
+        return rc;
+    }
+    cli_job_stop(&o->job, 5);
+    st = cli_job_exit(&o->job);
+    cli_job_describe(&o->job, how, sizeof(how));
+    fprintf(stderr, "ranktop watch: %s (pid %d) %s\n", o->job_argv[0], o->job.pid, how);
+    return st >= 0 ? st : rc;
 }
 
 int cmd_watch(int argc, char **argv)
@@ -673,12 +741,13 @@ int cmd_watch(int argc, char **argv)
 
     watch_defaults(&o);
     rc = parse_watch(argc, argv, &o);
-    if (rc < 0 && !o.eng.remote.nhosts &&
+    if (rc < 0 && !o.eng.remote.nhosts && !o.job_argv &&
         cli_disc_missing("watch", o.eng.disc.pids, o.eng.disc.npids, o.eng.disc.children_of,
                          o.eng.disc.nchildren_of))
         rc = CLI_EXIT_FAIL;
-    if (rc < 0 && (rc = check_out(o.out, &o.out)) == 0) {
+    if (rc < 0 && (rc = check_out(o.out, &o.out)) == 0 && (rc = start_job(&o)) == 0) {
         w.o = &o;
+        w.job = o.job_argv ? &o.job : NULL;
         w.sg.told = INT_MIN;
         o.eng.history_ns = (uint64_t)(o.window * 1e9);
         n = readlink("/proc/self/exe", w.self, sizeof(w.self) - 1);
@@ -690,7 +759,7 @@ int cmd_watch(int argc, char **argv)
         sigaddset(&set, SIGUSR1);
         pthread_sigmask(SIG_BLOCK, &set, NULL);
         signal(SIGPIPE, SIG_IGN);
-        rc = watch_run(&w, &set);
+        rc = job_status(&o, watch_run(&w, &set));
         straggle_fini(&w.sg);
     }
     waits_free(o.waits);

@@ -147,7 +147,7 @@ void *engine_mem_main(void *arg)
     do {
         size_t n;
         int *pids = copy_pids(e, &n);
-        bool full = round++ % FULL_EVERY == 0;
+        bool full = round++ % FULL_EVERY == 0 && !e->o.mem_rss_only;
 
         for (size_t i = 0; i < n; i++) {
             struct memstat m;

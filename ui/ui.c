@@ -249,8 +249,9 @@ void ui_start_core(struct ui *u)
         ui_set_status(u, "c: the selected rank has not left a core");
         return;
     }
-    if (r->core[0] != '/' || !u->o->core_text) {
-        ui_set_status(u, "core: %s (dump --core needs the file)", r->core);
+    /* Another node's core is on that node's disk (its key has a source slot). */
+    if (r->core[0] != '/' || !u->o->core_text || history_key_pid(r->pid) != r->pid) {
+        ui_set_status(u, "core on %s: %s (dump --core needs the file there)", r->host, r->core);
         return;
     }
     if (!export_claim(u))

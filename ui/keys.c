@@ -281,6 +281,12 @@ static void act_export(struct ui *u, int ch)
     ui_start_export(u, EXPORT_CHROME);
 }
 
+static void act_core(struct ui *u, int ch)
+{
+    (void)ch;
+    ui_start_core(u);
+}
+
 static void act_quit(struct ui *u, int ch)
 {
     (void)ch;
@@ -407,6 +413,7 @@ static const struct ui_key keys[] = {
      "memory baseline (and mapping growth of the selected rank)",
      false},
     {{'t'}, act_threads, "t", "Threads", 9, "t", "main thread / all threads", false},
+    {{'c'}, act_core, NULL, NULL, 0, "c", "dump --core of a dead rank's core", true},
     {{'n'},
      act_native,
      NULL,

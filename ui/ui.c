@@ -164,11 +164,12 @@ void ui_refresh_soon(struct ui *u)
 
 struct export_job {
     struct ui *u;
-    const struct engine_view *v; /* held until the file is written */
+    const struct engine_view *v; /* held until the file is written; NULL for a core */
     int tags[UI_MAX_TAGS];       /* only these ranks when ntags */
     int ntags;
     struct export_opts xo;
     char path[4096];
+    char core[256]; /* c: the dead rank's core, whose dump --core text goes to path */
 };
 
 /* Writes the view's history, or a copy of it narrowed to the tagged ranks (the view itself
@@ -178,6 +179,8 @@ static int export_job_write(struct export_job *j, struct app_err *err)
     struct history h;
     int rc;
 
+    if (j->core[0])
+        return j->u->o->core_text(j->core, j->path, err);
     if (!j->ntags)
         return export_write(&j->v->hist, &j->xo, j->path, err);
     history_clone(&j->v->hist, &h);
@@ -195,7 +198,8 @@ static void *export_main(void *arg)
 
     pthread_mutex_lock(&j->u->export_lock);
     if (rc == 0)
-        snprintf(j->u->export_msg, sizeof(j->u->export_msg), "exported %.480s", j->path);
+        snprintf(j->u->export_msg, sizeof(j->u->export_msg), "%s %.480s",
+                 j->core[0] ? "wrote" : "exported", j->path);
     else
         snprintf(j->u->export_msg, sizeof(j->u->export_msg), "export failed: %.480s", err.msg);
     j->u->export_msg_new = true;
@@ -206,6 +210,61 @@ static void *export_main(void *arg)
     return NULL;
 }
 
+/* Claims the export thread: false (and a status line) while one runs. */
+static bool export_claim(struct ui *u)
+{
+    bool busy;
+
+    pthread_mutex_lock(&u->export_lock);
+    busy = u->export_running;
+    u->export_running = true;
+    pthread_mutex_unlock(&u->export_lock);
+    if (busy) {
+        ui_set_status(u, "an export is already running");
+        return false;
+    }
+    if (u->export_joinable)
+        pthread_join(u->export_thread, NULL);
+    return true;
+}
+
+static void export_launch(struct ui *u, struct export_job *j)
+{
+    u->export_joinable = pthread_create(&u->export_thread, NULL, export_main, j) == 0;
+    if (!u->export_joinable) {
+        engine_release(j->v);
+        free(j);
+        u->export_running = false;
+        ui_set_status(u, "export failed: cannot start a thread");
+    }
+}
+
+void ui_start_core(struct ui *u)
+{
+    const struct hrank *r =
+        u->v && u->table.n ? &u->v->hist.ranks[u->table.rows[u->sel].hrank] : NULL;
+    struct export_job *j;
+
+    if (!r || !r->exited || !r->core[0]) {
+        ui_set_status(u, "c: the selected rank has not left a core");
+        return;
+    }
+    /* Another node's core is on that node's disk (its key has a source slot). */
+    if (r->core[0] != '/' || !u->o->core_text || history_key_pid(r->pid) != r->pid) {
+        ui_set_status(u, "core on %s: %s (dump --core needs the file there)", r->host, r->core);
+        return;
+    }
+    if (!export_claim(u))
+        return;
+    j = x_calloc(1, sizeof(*j));
+    j->u = u;
+    snprintf(j->core, sizeof(j->core), "%s", r->core);
+    snprintf(j->path, sizeof(j->path), "%s/ranktop-core-%d.txt", u->o->export_dir,
+             history_key_pid(r->pid));
+    ui_set_status(u, "dump --core %s > %s ...", j->core, j->path);
+    export_launch(u, j);
+}
+
 void ui_start_export(struct ui *u, enum export_format fmt)
 {
     struct export_job *j;
@@ -213,16 +272,8 @@ void ui_start_export(struct ui *u, enum export_format fmt)
     time_t now = time(NULL);
     struct tm tm;
 
-    pthread_mutex_lock(&u->export_lock);
-    if (u->export_running) {
-        pthread_mutex_unlock(&u->export_lock);
-        ui_set_status(u, "an export is already running");
+    if (!export_claim(u))
         return;
-    }
-    u->export_running = true;
-    pthread_mutex_unlock(&u->export_lock);
-    if (u->export_joinable)
-        pthread_join(u->export_thread, NULL);
     j = x_calloc(1, sizeof(*j));
     j->u = u;
     /* The engine's state now, not the screen's: a paused screen may be minutes old. */
@@ -246,13 +297,7 @@ void ui_start_export(struct ui *u, enum export_format fmt)
     } else {
         ui_set_status(u, "exporting to %s ...", j->path);
     }
-    u->export_joinable = pthread_create(&u->export_thread, NULL, export_main, j) == 0;
-    if (!u->export_joinable) {
-        engine_release(j->v);
-        free(j);
-        u->export_running = false;
-        ui_set_status(u, "export failed: cannot start a thread");
-    }
+    export_launch(u, j);
 }
 
 static void poll_export(struct ui *u)

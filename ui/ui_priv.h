@@ -93,6 +93,10 @@ struct ui {
 void ui_set_status(struct ui *u, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Starts an export of the history window to --export-dir on its own thread. */
 void ui_start_export(struct ui *u, enum export_format fmt);
+
+/* c: writes `dump --core` of the selected dead rank's core to --export-dir, on the export
+ * thread (ui_opts.core_text); a status line says where, or why not. */
+void ui_start_core(struct ui *u);
 /* Frees what struct ui owns (its engine view, models, lines) after joining the export thread. */
 void ui_fini(struct ui *u);
 /* After a command to the engine (rate, native frames, tasks, memory baseline): the next view

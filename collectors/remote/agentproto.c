@@ -450,6 +450,7 @@ static void parse_body(struct rd *r, struct record_event *m)
         m->u.exit.pid = (int)get_int(r, "p", 1, PID_MAX, true, 0);
         m->u.exit.code = (int)get_int(r, "xc", -1, 255, true, -1);
         m->u.exit.signal = (int)get_int(r, "xs", 0, 128, true, 0);
+        get_str(r, "core", m->u.exit.core, sizeof(m->u.exit.core), false);
         break;
     case RECORD_FORGET:
     case RECORD_TASKS: /* no wire form: never parsed */
@@ -686,6 +687,40 @@ static int write_text(char *b, size_t len, const struct record_event *m)
     return snprintf(b, len, "{\"t\":\"%s\",\"msg\":%s}\n", type_names[m->type], msg);
 }
 
+/* Whether a core's path crosses the wire unchanged: UTF-8 without control characters (the
+ * parser would scrub those, and a changed path names another file). Such a path takes at most
+ * two bytes a byte escaped, so the line has room for it whole. */
+static bool wire_path(const char *p, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        const unsigned char *c = (const unsigned char *)p + i;
+        size_t k = *c < 0x80 ? 1 : utf8_valid_len(c);
+
+        if (!k || *c < 0x20 || *c == 0x7f || (k > 1 && c[0] == 0xc2 && c[1] < 0xa0))
+            return false;
+        i += k;
+    }
+    return true;
+}
+
+/* An exit; "core" only when a core's place is known and crosses the wire whole (older heads
+ * ignore the field). */
+static int write_exit(char *b, size_t len, const struct record_exit *x)
+{
+    char core[RECORD_TEXT * 2 + 16] = "";
+    size_t n = strnlen(x->core, sizeof(x->core) - 1);
+
+    if (n && wire_path(x->core, n)) {
+        char s[RECORD_TEXT * 2 + 2];
+
+        JSTR(s, x->core);
+        snprintf(core, sizeof(core), ",\"core\":%s", s);
+    }
+    return snprintf(b, len, "{\"t\":\"x\",\"p\":%d,\"xc\":%d,\"xs\":%d%s}\n", x->pid,
+                    x->code < -1 || x->code > 255 ? -1 : x->code,
+                    x->signal < 0 || x->signal > 128 ? 0 : x->signal, core);
+}
+
 /* The line of m into b[0..AGENTPROTO_LINE_MAX); its length, or 0 for none. */
 static size_t format(char *b, const struct record_event *m)
 {
@@ -733,9 +768,7 @@ static size_t format(char *b, const struct record_event *m)
         n = write_text(b, len, m);
         break;
     case RECORD_EXIT:
-        n = snprintf(b, len, "{\"t\":\"x\",\"p\":%d,\"xc\":%d,\"xs\":%d}\n", m->u.exit.pid,
-                     m->u.exit.code < -1 || m->u.exit.code > 255 ? -1 : m->u.exit.code,
-                     m->u.exit.signal < 0 || m->u.exit.signal > 128 ? 0 : m->u.exit.signal);
+        n = write_exit(b, len, &m->u.exit);
         break;
     case RECORD_FORGET:
         n = snprintf(b, len, "{\"t\":\"fg\"}\n");

@@ -82,6 +82,7 @@ struct hrank {
     bool exited;
     int exit_code;   /* when exited: the exit code, or -1 (killed by a signal, or unknown) */
     int exit_signal; /* when exited: the signal that killed it, or 0 (normal exit, or unknown) */
+    char core[256];  /* where its core went (record_exit's core), "" none or not known */
     char python[24]; /* "3.11.7" */
     struct hthread *threads;
     size_t nthreads, cap;

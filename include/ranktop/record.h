@@ -141,6 +141,9 @@ struct record_exit {
     int pid;
     int code;   /* exit code, or -1: killed by a signal */
     int signal; /* the killing signal, or 0: a normal exit */
+    /* where its core went: a file's path, "systemd-coredump (coredumpctl)", or "": no core
+     * dumped, or a place that cannot be known (another pipe helper) */
+    char core[RECORD_TEXT];
 };
 
 /* One asyncio task read of a rank (RECORD_TASKS): its live tasks (SERIES_TASKS; -1: the

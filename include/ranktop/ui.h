@@ -34,6 +34,10 @@ struct ui_opts {
     bool full_filenames;    /* frames' files as full paths (default: package-relative) */
     /* --waits: the kind-of-wait rules; NULL: the built-in table */
     const struct waits *waits;
+    /* c on a dead rank whose core is a file: writes the text of `dump --core core` to out,
+     * on the UI's export thread (the UI runs no tools itself). 0, or a negative status with err
+     * filled. NULL: c says it cannot. */
+    int (*core_text)(const char *core, const char *out, struct app_err *err);
 };
 
 /* Opens the terminal (locale, terminfo, curses) on the main thread. It sets environment

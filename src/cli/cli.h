@@ -11,6 +11,7 @@ int cmd_dump(int argc, char **argv);
  * native frames merged in when native. exe and lib_search may be NULL; py the reader's
  * options. Returns the exit status. */
 struct pyproc_opts;
+struct app_err;
 int cmd_dump_core(const char *core, const char *exe, const char *lib_search, bool json, bool native,
                   const struct pyproc_opts *py);
 int cmd_ls(int argc, char **argv);
@@ -43,6 +44,10 @@ const char *cli_who(const char *cmd);
  * sets to cli_who(cmd)): one line pointing at the help, not the whole usage. Returns
  * CLI_EXIT_USAGE. */
 int cli_try_help(const char *cmd);
+
+/* Writes the text of `ranktop dump --core core` to out atomically (cli_core.c): the monitor's
+ * c key. 0, or a negative status with err filled. Any thread. */
+int cli_core_text(const char *core, const char *out, struct app_err *err);
 
 /* Parses "12,34" (or hex, "0x1a2b", as py-spy takes them) into pids (appending to *v / *n).
  * Returns 0 or -1 with a message in err. */

@@ -237,6 +237,7 @@ static void mon_defaults(struct mon_opts *o)
     o->eng.mem_cap = (512u << 20) / 5 * 4;
     o->ui.hang_after_s = 30;
     o->ui.export_dir = ".";
+    o->ui.core_text = cli_core_text;
 }
 
 static bool job_ended(void *arg)

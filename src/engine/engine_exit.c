@@ -11,6 +11,7 @@
  * whenever the subscription is accepted. */
 #include "engine_priv.h"
 
+#include "ranktop/corepath.h"
 #include "ranktop/procexit.h"
 #include "ranktop/util.h"
 
@@ -33,6 +34,8 @@ static bool exit_event(const struct procexit_event *ev, struct record_event *m)
     } else if (WIFSIGNALED(ev->status)) {
         m->u.exit.code = -1;
         m->u.exit.signal = WTERMSIG(ev->status);
+        if (WCOREDUMP(ev->status)) /* the core is written before the exit is reported */
+            corepath_locate(ev->pid, m->u.exit.signal, m->u.exit.core, sizeof(m->u.exit.core));
     } else {
         return false;
     }

@@ -544,6 +544,7 @@ static void on_status(struct history *h, struct rsource *s, const struct record_
         return;
     r->exit_code = m->code;
     r->exit_signal = m->signal;
+    snprintf(r->core, sizeof(r->core), "%s", m->core);
 }
 
 static void on_live(struct rsource *s, const struct record_live *m,

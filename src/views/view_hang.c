@@ -397,7 +397,7 @@ static void tb_exited(struct tbuf *b, const struct history *h, uint64_t now,
 {
     for (size_t i = h->nranks; i-- > 0;) {
         const struct hrank *r = &h->ranks[i];
-        char who[32], how[32];
+        char who[32], how[32 + sizeof(r->core)];
         bool named = false;
 
         for (size_t k = 0; k < out->nexited && !named; k++)
@@ -409,6 +409,8 @@ static void tb_exited(struct tbuf *b, const struct history *h, uint64_t now,
             view_exit_text(r, how, sizeof(how));
         else
             snprintf(how, sizeof(how), "status unknown");
+        if (r->core[0]) /* where to look first after a crash */
+            snprintf(how + strlen(how), sizeof(how) - strlen(how), " core: %s", r->core);
         tb_printf(b, "%s exited (%s) ", who, how);
         tb_duration(b, now > r->end ? now - r->end : 0);
         tb_printf(b, " ago; ");

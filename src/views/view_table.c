@@ -145,6 +145,24 @@ static const char *live_state(const struct view_table_in *in, const struct view_
     return !isnan(cpu) && cpu < VIEW_IDLE_CPU_PCT ? "idle" : "run";
 }
 
+/* A dead rank's frame column: where its core went first (the crash is in it), then the last
+ * frame seen. */
+static void core_first(const char *core, char *top, size_t len)
+{
+    char last[192];
+    size_t n, k;
+
+    snprintf(last, sizeof(last), "%s", top);
+    n = (size_t)snprintf(top, len, "core: %.160s", core);
+    if (!last[0] || n + 9 >= len)
+        return;
+    memcpy(top + n, "  last: ", 8);
+    n += 8;
+    k = strnlen(last, len - n - 1); /* the frame is cut where the column would cut it anyway */
+    memcpy(top + n, last, k);
+    top[n + k] = '\0';
+}
+
 static void row_fill(const struct history *h, const struct view_table_in *in,
                      const struct view_rank_row *v, struct view_table_row *r)
 {
@@ -161,6 +179,8 @@ static void row_fill(const struct history *h, const struct view_table_in *in,
     r->since_s = (double)v->since / 1e9;
     if (v->top)
         view_frame_format(v->top, r->top, sizeof(r->top));
+    if (v->exited && h->ranks[v->idx].core[0])
+        core_first(h->ranks[v->idx].core, r->top, sizeof(r->top));
     if (v->exited)
         view_exit_text(&h->ranks[v->idx], r->state, sizeof(r->state));
     else if (l && l->stopped)

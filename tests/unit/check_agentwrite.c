@@ -189,6 +189,12 @@ static void same(const struct record_event *a, const struct record_event *b)
     case RECORD_BYE:
         ck_assert_str_eq(a->u.text, b->u.text);
         break;
+    case RECORD_EXIT:
+        ck_assert_int_eq(a->u.exit.pid, b->u.exit.pid);
+        ck_assert_int_eq(a->u.exit.code, b->u.exit.code);
+        ck_assert_int_eq(a->u.exit.signal, b->u.exit.signal);
+        ck_assert_str_eq(a->u.exit.core, b->u.exit.core);
+        break;
     default: /* no wire form */
         break;
     }
@@ -275,9 +281,13 @@ START_TEST(every_type_round_trips)
     round_trip(&m);
     memset(&m, 0, sizeof(m));
     m.type = RECORD_EXIT; /* killed by SIGSEGV, and a normal exit */
-    m.u.exit = (struct record_exit){4242, -1, 11};
+    m.u.exit = (struct record_exit){4242, -1, 11, ""};
     round_trip(&m);
-    m.u.exit = (struct record_exit){4243, 3, 0};
+    m.u.exit = (struct record_exit){4244, -1, 11, "/scratch/core \"a\\b\" \xc3\xa9.4244"};
+    round_trip(&m);
+    m.u.exit = (struct record_exit){4245, -1, 6, "systemd-coredump (coredumpctl)"};
+    round_trip(&m);
+    m.u.exit = (struct record_exit){4243, 3, 0, ""};
     round_trip(&m);
     memset(&m, 0, sizeof(m));
     m.type = RECORD_FORGET;
@@ -367,6 +377,24 @@ START_TEST(texts_at_their_limits)
     fill(m.u.text, sizeof(m.u.text), "\"\x03");
     ck_assert_int_eq(cycle(&m, &back, &err), 0);
     ck_assert_uint_ge(strlen(back.u.text), 60);
+
+    /* A core's path comes whole or not at all (a cut path names another file); the exit
+     * itself always comes. */
+    memset(&m, 0, sizeof(m));
+    m.type = RECORD_EXIT;
+    m.u.exit = (struct record_exit){.pid = 7, .code = -1, .signal = 11};
+    fill(m.u.exit.core, sizeof(m.u.exit.core), "\"");
+    round_trip(&m);
+    fill(m.u.exit.core, sizeof(m.u.exit.core), "\xc3\xa9");
+    round_trip(&m);
+    for (int i = 0; i < 3; i++) {
+        const char *bad[] = {"/tmp/core\x01", "/tmp/\xff", "/tmp/\xc2\x85"};
+
+        snprintf(m.u.exit.core, sizeof(m.u.exit.core), "%s", bad[i]);
+        ck_assert_int_eq(cycle(&m, &back, &err), 0);
+        ck_assert_int_eq(back.u.exit.signal, 11);
+        ck_assert_str_eq(back.u.exit.core, "");
+    }
 }
 END_TEST
 

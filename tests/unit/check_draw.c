@@ -436,7 +436,7 @@ START_TEST(keys_help_lines)
         "Space              tag a rank (*): merged tree and exports show only tagged ones",
         "U                  untag all ranks        p / Z  pause the display (sampling continues)",
         "m                  memory baseline (and mapping growth of the selected rank)",
-        "t                  main thread / all threads",
+        "t                  main thread / all threads c  dump --core of a dead rank's core",
         "n                  native (C/C++) frames of the selected rank on/off (2 samples/s)",
         "a                  asyncio tasks under their threads in the Rank view on/off",
         "o                  on-CPU samples only (idle threads leave gaps) on/off",

@@ -429,14 +429,17 @@ START_TEST(test_exit_status)
     ev[0] = ev_hello((int64_t)HEAD0);
     ev[1] =
         (struct record_event){.type = RECORD_EXIT, .u.exit = {.pid = 88, .code = -1, .signal = 9}};
+    snprintf(ev[1].u.exit.core, sizeof(ev[1].u.exit.core), "/cores/core.88");
     recorder_apply(&h, &other, ev, 2, HEAD0, NULL);
     ck_assert_int_eq(h.ranks[1].exit_signal, 0);
     recorder_apply(&h, &here, ev, 2, HEAD0, NULL);
     ck_assert_uint_eq(h.nranks, 2);
     ck_assert_int_eq(h.ranks[1].exit_code, -1);
     ck_assert_int_eq(h.ranks[1].exit_signal, 9);
+    ck_assert_str_eq(h.ranks[1].core, "/cores/core.88"); /* where its core went */
     ck_assert(!h.ranks[1].exited);
     ck_assert_int_eq(h.ranks[0].exit_signal, 0);
+    ck_assert_str_eq(h.ranks[0].core, "");
     rsource_fini(&here);
     rsource_fini(&other);
     rclaims_free(&c);

@@ -1403,6 +1403,21 @@ static void odd_state(const struct history *h, char *buf, size_t len)
     view_table_fini(&t);
 }
 
+/* Whether rank ODD_RANK's frame column at T(60) starts with want. */
+static bool odd_top_has(const struct history *h, const char *want)
+{
+    struct view_table_in in = {0};
+    struct view_table t;
+    bool has = false;
+
+    view_table(h, T(60), &in, &t);
+    for (size_t i = 0; i < t.n; i++)
+        if (t.rows[i].rank == ODD_RANK)
+            has = !strncmp(t.rows[i].top, want, strlen(want));
+    view_table_fini(&t);
+    return has;
+}
+
 /* Exit status in the state column and the banner: signal, code, unknown. */
 START_TEST(exit_state_and_banner)
 {
@@ -1426,6 +1441,15 @@ START_TEST(exit_state_and_banner)
     ck_assert_str_eq(v.text, "HANG 52s: rank 3 exited (SIGSEGV) 12s ago; 15 ranks in all_reduce "
                              "(distributed_c10d.py:1541)");
     view_hang_fini(&v);
+    /* Where its core went: in the banner and first in the rank's frame column. */
+    snprintf(r->core, sizeof(r->core), "/cores/core.%d", PID(ODD_RANK));
+    view_hang(&f.h, T(60), 30 * SEC, NULL, &v);
+    ck_assert_ptr_nonnull(strstr(v.text, "rank 3 exited (SIGSEGV core: /cores/core."));
+    view_hang_fini(&v);
+    odd_state(&f.h, st, sizeof(st));
+    ck_assert_str_eq(st, "SIGSEGV");
+    ck_assert(odd_top_has(&f.h, "core: /cores/core."));
+    r->core[0] = '\0';
     r->exit_signal = 0;
     r->exit_code = 1;
     odd_state(&f.h, st, sizeof(st));

@@ -72,18 +72,21 @@ static inline int engine_key(int slot, int pid)
 struct engine_opts {
     struct discovery_opts disc; /* borrowed for the engine's life */
     struct engine_remote_opts remote;
-    double rate_hz;      /* stack samples per second per rank (default 10) */
-    bool all_threads;    /* every Python thread, else the main thread only */
-    bool gil;            /* GIL counters */
-    bool gil_only;       /* keep only the stacks of threads holding the GIL (record --gil) */
+    double rate_hz;   /* stack samples per second per rank (default 10) */
+    bool all_threads; /* every Python thread, else the main thread only */
+    bool gil;         /* GIL counters */
+    bool gil_only;    /* keep only the stacks of threads holding the GIL (record --gil) */
     /* Keep only the stacks of threads running at the sample (R in /proc: record --oncpu, the
      * monitor's `o`), as austin -c; the others leave gaps. Off by default: a rank waiting
      * (in a collective, on I/O) is what a distributed job's user looks for. */
     bool oncpu;
-    bool mem;            /* host memory counters (RSS, PSS, USS, swap) */
+    bool mem; /* host memory counters (RSS, PSS, USS, swap) */
     /* With mem: RSS and swap only, never PSS and USS, whose smaps_rollup read walks every
      * page table of every rank (watch: its reports show RSS, and it must cost next to nothing). */
     bool mem_rss_only;
+    /* Milliseconds between two rounds of the memory collector (RSS, CPU %, the main thread's
+     * wait state); 0: 1000. */
+    int mem_period_ms;
     bool gpu, npu;       /* device counters */
     uint64_t history_ns; /* window kept; 0 = everything */
     size_t mem_cap;      /* bytes of history; 0 = no cap */

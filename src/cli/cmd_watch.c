@@ -636,11 +636,14 @@ static void watch_defaults(struct watch_opts *o)
 {
     memset(o, 0, sizeof(*o));
     /* Cheap by default: the GIL prober (500 probes a second per rank) is left to --gil-stats,
-     * ranks are looked for every 5 s, not every 1-2 s as the monitor does, and PSS and USS are
-     * not read (smaps_rollup walks every rank's page tables; the reports show RSS). */
+     * ranks are looked for every 5 s, not every 1-2 s as the monitor does, memory figures and
+     * wait states are read every 5 s, and PSS and USS not at all (smaps_rollup walks every
+     * rank's page tables; the reports show RSS, and each report's dump reads the wait states
+     * anew). */
     o->eng.rate_hz = 1;
     o->eng.mem = o->eng.gpu = o->eng.npu = true;
     o->eng.mem_rss_only = true;
+    o->eng.mem_period_ms = 5000;
     o->eng.discovery_ms = 5000;
     o->eng.mem_cap = 256u << 20;
     o->hang_after = 30;

@@ -162,7 +162,7 @@ void *engine_mem_main(void *arg)
         }
         focus_round(e, &f);
         free(pids);
-        next += MEM_PERIOD_NS;
+        next += e->o.mem_period_ms > 0 ? (uint64_t)e->o.mem_period_ms * 1000000u : MEM_PERIOD_NS;
     } while (!engine_wait(e, next));
     free(prev);
     free(f.base);

@@ -87,6 +87,10 @@ struct engine_opts {
     /* Milliseconds between two rounds of the memory collector (RSS, CPU %, the main thread's
      * wait state); 0: 1000. */
     int mem_period_ms;
+    /* With mem: each rank's main thread's /proc state and syscall in the live figures (the
+     * monitor's WAIT column, watch); a recorder does without (its traces judge waits by
+     * stacks). */
+    bool wait_states;
     bool gpu, npu;       /* device counters */
     uint64_t history_ns; /* window kept; 0 = everything */
     size_t mem_cap;      /* bytes of history; 0 = no cap */

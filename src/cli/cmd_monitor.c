@@ -229,7 +229,7 @@ static void mon_defaults(struct mon_opts *o)
 {
     memset(o, 0, sizeof(*o));
     o->eng.rate_hz = 10;
-    o->eng.gil = o->eng.mem = o->eng.gpu = o->eng.npu = true;
+    o->eng.gil = o->eng.mem = o->eng.gpu = o->eng.npu = o->eng.wait_states = true;
     o->eng.history_ns = 600ull * 1000000000ull;
     /* 512 MiB in all: the history takes a quarter of the cap it is given (HISTORY_CAP_SHARE),
      * and the monitor holds one more copy than the cap counts: the view it draws while the

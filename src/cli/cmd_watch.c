@@ -643,6 +643,7 @@ static void watch_defaults(struct watch_opts *o)
     o->eng.rate_hz = 1;
     o->eng.mem = o->eng.gpu = o->eng.npu = true;
     o->eng.mem_rss_only = true;
+    o->eng.wait_states = true;
     o->eng.mem_period_ms = 5000;
     o->eng.discovery_ms = 5000;
     o->eng.mem_cap = 256u << 20;

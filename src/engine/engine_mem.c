@@ -158,7 +158,8 @@ void *engine_mem_main(void *arg)
             if (rc == 0)
                 record_mem(e, pids[i], &m, clock_mono_ns());
             record_cpu(e, &prev, &nprev, pids[i], clock_mono_ns());
-            engine_procwait_publish(e, pids[i]);
+            if (e->o.wait_states)
+                engine_procwait_publish(e, pids[i]);
         }
         focus_round(e, &f);
         free(pids);

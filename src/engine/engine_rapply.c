@@ -83,7 +83,8 @@ static void on_live(void *ctx, int key, const struct record_live *m)
     v->gil_busy_pct = m->gil_busy_pct;
     v->gil_switches = m->gil_switches;
     v->gil_waiters = m->gil_waiters;
-    v->gc_pct = m->gc_pct;
+    if (m->gc_pct >= 0) /* sent when it changes (engine_wire.c): the last one holds */
+        v->gc_pct = m->gc_pct;
     v->nshares = m->nshares < 16 ? m->nshares : 16;
     for (size_t i = 0; i < v->nshares; i++) {
         v->shares[i].ident = m->shares[i].ident;

@@ -8,8 +8,8 @@
  * (the tick that ends every write says every live thread still shows its stack, and the head
  * extends its runs); and the pids of the ranks announced, so that only their exit statuses go
  * out (the exit collector hears of every process of the node). Live figures and devices are
- * the engine's current state, not events: they go out once a second; the error lines when
- * they change.
+ * the engine's current state, not events: they go out once a second (a rank's GC % only when
+ * it changed); the error lines when they change.
  *
  * Invariants: ids are the collectors' own (source 0): a frame or stack is defined on a line
  * before any line that uses it, because the sampler appends a definition to the batch before
@@ -35,6 +35,11 @@ struct engine_wire {
     size_t nlast;
     int *pids; /* ranks announced, for their exit statuses */
     size_t npids, cappids;
+    struct sent_gc {
+        int pid;
+        double pct;
+    } * gc; /* each rank's GC % as last sent: it goes out when it changes */
+    size_t ngc, capgc;
     uint64_t seq, figures_at;
     int64_t last_ts; /* the newest sample time seen */
     char errors[1024];
@@ -52,6 +57,7 @@ void engine_wire_free(struct engine_wire *w)
     free(w->got.ev);
     free(w->last);
     free(w->pids);
+    free(w->gc);
     free(w);
 }
 
@@ -153,8 +159,29 @@ static int64_t dev_field(const struct smi_device *d, uint32_t bit, int64_t v)
     return (d->valid & bit) ? v : -1;
 }
 
+/* pct, or -1 (left out of the line) when pid's GC % went out as it is: a steady figure costs
+ * no bytes, and the head keeps the last one it got. */
+static double gc_changed(struct engine_wire *w, int pid, double pct)
+{
+    size_t i = 0;
+
+    while (i < w->ngc && w->gc[i].pid != pid)
+        i++;
+    if (i == w->ngc) {
+        if (w->ngc == w->capgc) {
+            w->capgc = w->capgc ? w->capgc * 2 : 16;
+            w->gc = x_reallocarray(w->gc, w->capgc, sizeof(*w->gc));
+        }
+        w->gc[w->ngc++] = (struct sent_gc){pid, -1};
+    }
+    if (pct < 0 || w->gc[i].pct == pct)
+        return -1;
+    w->gc[i].pct = pct;
+    return pct;
+}
+
 /* The live figures and devices, as the engine holds them now; lock held. */
-static void figures_locked(const struct engine *e, struct engine_out *o)
+static void figures_locked(struct engine_wire *w, const struct engine *e, struct engine_out *o)
 {
     for (size_t i = 0; i < e->nlive; i++) {
         const struct engine_rank_live *l = &e->live[i];
@@ -165,7 +192,7 @@ static void figures_locked(const struct engine *e, struct engine_out *o)
                                         .gil_busy_pct = l->gil_busy_pct,
                                         .gil_switches = l->gil_switches,
                                         .gil_waiters = l->gil_waiters,
-                                        .gc_pct = l->gc_pct};
+                                        .gc_pct = gc_changed(w, l->pid, l->gc_pct)};
         for (size_t j = 0; j < l->nshares && j < AGENTPROTO_SHARES; j++) {
             m.u.live.shares[j].ident = l->shares[j].ident;
             m.u.live.shares[j].pct = l->shares[j].pct;
@@ -219,7 +246,7 @@ void engine_wire_tick(struct engine *e, struct engine_wire *w, struct engine_out
     w->got.n = 0;
     pthread_mutex_lock(&e->lock);
     if (now >= w->figures_at) {
-        figures_locked(e, o);
+        figures_locked(w, e, o);
         w->figures_at = now + FIGURES_EVERY_NS;
     }
     errors_locked(w, e, o);

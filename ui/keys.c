@@ -336,7 +336,7 @@ static const struct ui_key keys[] = {
      NULL,
      0,
      "Enter / Right",
-     "drill into the selected rank; on a frame (or a /-found node): its locals",
+     "drill into the selected rank; on a frame: its locals",
      false},
     {{KEY_ESC, KEY_BACKSPACE, 127, KEY_LEFT},
      act_back,

@@ -16,16 +16,16 @@
 #include <time.h>
 #include <unistd.h>
 
-char **cli_job_argv(int argc, char **argv, int optind)
+char **cli_job_argv(int argc, char **argv, int at)
 {
-    if (optind < 2 || optind >= argc || strcmp(argv[optind - 1], "--"))
+    if (at < 2 || at >= argc || strcmp(argv[at - 1], "--"))
         return NULL;
-    return argv + optind;
+    return argv + at;
 }
 
-bool cli_job_missing(int argc, char **argv, int optind)
+bool cli_job_missing(int argc, char **argv, int at)
 {
-    return optind == argc && argc >= 2 && !strcmp(argv[argc - 1], "--");
+    return at == argc && argc >= 2 && !strcmp(argv[argc - 1], "--");
 }
 
 /* In the child, between fork and exec: only async-signal-safe calls. */

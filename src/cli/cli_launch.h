@@ -15,12 +15,12 @@ struct cli_job {
     bool killed; /* cli_job_stop had to send SIGKILL */
 };
 
-/* CMD after "--" on a command line that getopt_long parsed up to optind: argv + optind when
+/* CMD after "--" on a command line that getopt_long parsed up to at (its optind): argv + at when
  * the argument before it was "--" and a command follows, else NULL. */
-char **cli_job_argv(int argc, char **argv, int optind);
+char **cli_job_argv(int argc, char **argv, int at);
 
 /* Whether the command line ends with a "--" that no command follows (a usage error). */
-bool cli_job_missing(int argc, char **argv, int optind);
+bool cli_job_missing(int argc, char **argv, int at);
 
 /* Starts argv (argv[0] looked up on PATH) in a new process group, with the signal mask and the
  * dispositions ranktop changed back to their defaults. Its standard input is /dev/null when

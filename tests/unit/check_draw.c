@@ -425,8 +425,7 @@ START_TEST(keys_help_lines)
 {
     static const char *want[] = {
         "Arrows, j/k, PgUp/PgDn, Home/End   move in the rank table (tree in the Rank view)",
-        "Enter / Right      drill into the selected rank; on a frame (or a /-found node): its "
-        "locals",
+        "Enter / Right      drill into the selected rank; on a frame: its locals",
         "Esc / Backspace    back to the merged view, clear search and filter",
         "1-6 / Tab          views: Merged, Rank, Top, GIL, Memory, Hosts",
         "F3 or /            search as you type (Esc cancels); F3/Shift-F3: next/previous",

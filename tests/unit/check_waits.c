@@ -357,6 +357,19 @@ START_TEST(test_procwait_parsers)
 }
 END_TEST
 
+/* Whether this test runs under qemu-user (the aarch64 suite on an x86-64 host): the kernel
+ * then names the host's system calls in /proc/PID/syscall, not this build's. */
+static bool under_qemu(void)
+{
+    char exe[256];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+    if (n <= 0)
+        return false;
+    exe[n] = '\0';
+    return strstr(exe, "qemu") != NULL;
+}
+
 /* A real child blocked reading a pipe nobody writes: state S in read; then stopped: T. */
 START_TEST(test_procwait_read_child)
 {
@@ -365,6 +378,7 @@ START_TEST(test_procwait_read_child)
     struct procwait pw = {0};
     struct app_err err = {0};
     char c;
+    bool qemu = under_qemu();
 
     ck_assert_int_eq(pipe(fds), 0);
     pid = fork();
@@ -378,12 +392,13 @@ START_TEST(test_procwait_read_child)
         struct timespec ts = {0, 50 * 1000 * 1000};
 
         ck_assert_int_eq(procwait_read(pid, pid, &pw, &err), 0);
-        if (pw.state == 'S' && pw.syscall == SYS_read)
+        if (pw.state == 'S' && (pw.syscall == SYS_read || (qemu && pw.syscall >= 0)))
             break;
         nanosleep(&ts, NULL);
     }
     ck_assert_int_eq(pw.state, 'S');
-    ck_assert_int_eq(pw.syscall, SYS_read);
+    if (!qemu)
+        ck_assert_int_eq(pw.syscall, SYS_read);
     kill(pid, SIGSTOP);
     for (int i = 0; i < 600 && pw.state != 'T'; i++) {
         struct timespec ts = {0, 50 * 1000 * 1000};

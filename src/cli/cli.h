@@ -64,6 +64,14 @@ struct json_object *cli_json_str(const char *s);
  * terminal (text output shows them as \u00NN too). */
 void cli_json_puts(struct json_object *o);
 
+/* dump's JSON frames (cmd_dump.c), for live processes and cores alike: a Python frame
+ * {"kind"?, "function", "file", "line"} ("kind": "python" only when kind), and a native one
+ * {"kind": "native", "function", "file" (the object), "line": null, "address"}. */
+struct pyframe;
+struct native_frame;
+struct json_object *cli_pyframe_json(const struct pyframe *f, bool kind);
+struct json_object *cli_natframe_json(const struct native_frame *f);
+
 /* -V's version and commit, written at build time (version.c.in, commit.c.in). */
 extern const char cli_vcs_version[];
 extern const char cli_vcs_commit[];

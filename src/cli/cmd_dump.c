@@ -401,7 +401,7 @@ static void tasks_text(const struct dump_async *as, uint32_t ix)
     }
 }
 
-static json_object *pyframe_json(const struct pyframe *f, bool kind)
+json_object *cli_pyframe_json(const struct pyframe *f, bool kind)
 {
     json_object *fo = json_object_new_object();
 
@@ -413,7 +413,7 @@ static json_object *pyframe_json(const struct pyframe *f, bool kind)
     return fo;
 }
 
-static json_object *natframe_json(const struct native_frame *f)
+json_object *cli_natframe_json(const struct native_frame *f)
 {
     json_object *fo = json_object_new_object();
     char addr[24];
@@ -481,15 +481,15 @@ static json_object *thread_json(const struct pythread *t, const struct cli_local
     if (tn && tn->ok) {
         uint32_t k = 0;
         for (size_t i = 0; i < tn->n; i++) {
-            json_object *fo =
-                tn->m[i].native ? natframe_json(tn->m[i].nat) : pyframe_json(tn->m[i].py, true);
+            json_object *fo = tn->m[i].native ? cli_natframe_json(tn->m[i].nat)
+                                              : cli_pyframe_json(tn->m[i].py, true);
             if (lc->on && !tn->m[i].native)
                 json_object_object_add(fo, "locals", locals_json_of(lc, t, ix, tn->m[i].py, &k));
             json_object_array_add(frames, fo);
         }
     } else {
         for (uint32_t i = 0; i < t->nframes; i++) {
-            json_object *fo = pyframe_json(&t->frames[i], nv->on);
+            json_object *fo = cli_pyframe_json(&t->frames[i], nv->on);
             if (lc->on)
                 json_object_object_add(fo, "locals", cli_locals_json(lc, ix, i));
             json_object_array_add(frames, fo);
@@ -533,7 +533,7 @@ static json_object *other_json(const struct thread_other *t)
     json_object_object_add(o, "gil", json_object_new_boolean(false));
     json_object_object_add(o, "state", cli_json_str(letter_state(t->state)));
     for (size_t i = 0; t->status == 0 && i < t->st.n; i++)
-        json_object_array_add(frames, natframe_json(&t->st.frames[i]));
+        json_object_array_add(frames, cli_natframe_json(&t->st.frames[i]));
     json_object_object_add(o, "frames", frames);
     json_object_object_add(o, "error",
                            t->status < 0 ? cli_json_str(app_status_str(t->status)) : NULL);

@@ -48,32 +48,6 @@ struct merged {
     size_t n;
 };
 
-static json_object *frame_json(const struct pyframe *f, bool kind)
-{
-    json_object *fo = json_object_new_object();
-
-    if (kind)
-        json_object_object_add(fo, "kind", cli_json_str("python"));
-    json_object_object_add(fo, "function", cli_json_str(f->function));
-    json_object_object_add(fo, "file", cli_json_str(f->file));
-    json_object_object_add(fo, "line", f->line > 0 ? json_object_new_int(f->line) : NULL);
-    return fo;
-}
-
-static json_object *natframe_json(const struct native_frame *f)
-{
-    json_object *fo = json_object_new_object();
-    char addr[24];
-
-    snprintf(addr, sizeof(addr), "0x%llx", (unsigned long long)f->ip);
-    json_object_object_add(fo, "kind", cli_json_str("native"));
-    json_object_object_add(fo, "function", f->function ? cli_json_str(f->function) : NULL);
-    json_object_object_add(fo, "file", cli_json_str(f->object));
-    json_object_object_add(fo, "line", NULL);
-    json_object_object_add(fo, "address", cli_json_str(addr));
-    return fo;
-}
-
 static json_object *thread_json(const struct pythread *t, const struct merged *mg, bool native)
 {
     json_object *o = json_object_new_object(), *frames = json_object_new_array();
@@ -84,11 +58,11 @@ static json_object *thread_json(const struct pythread *t, const struct merged *m
     json_object_object_add(o, "state", cli_json_str("unknown"));
     if (mg && mg->n) {
         for (size_t i = 0; i < mg->n; i++)
-            json_object_array_add(frames, mg->m[i].native ? natframe_json(mg->m[i].nat)
-                                                          : frame_json(mg->m[i].py, true));
+            json_object_array_add(frames, mg->m[i].native ? cli_natframe_json(mg->m[i].nat)
+                                                          : cli_pyframe_json(mg->m[i].py, true));
     } else {
         for (uint32_t i = 0; i < t->nframes; i++)
-            json_object_array_add(frames, frame_json(&t->frames[i], native));
+            json_object_array_add(frames, cli_pyframe_json(&t->frames[i], native));
     }
     json_object_object_add(o, "frames", frames);
     json_object_object_add(o, "error",

@@ -23,7 +23,7 @@ for py in $ALL_PYTHONS; do
     kill -USR1 "$T"
     if ! wait_for grep -q ';b (.*key_collide\.py:12);' "$out"; then
         kill -INT "$R"
-        fail "$py ($v): b() (line 12) never recorded after the target moved there: $(cut -c1-300 "$out")"
+        fail "$py ($v): b() (line 12) never recorded after the target moved there: $(cut -c1-300 "$out"); record said: $(cat "$WORK/k.$n.err"); target's state: $(grep -E '^(State|SigBlk|SigPnd|ShdPnd)' "/proc/$T/status" 2>&1 | tr '\n' ' ')"
     fi
     kill -INT "$R"
     wait "$R" || fail "$py ($v): record exited $?: $(cat "$WORK/k.$n.err")"

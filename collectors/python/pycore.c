@@ -6,6 +6,7 @@
  * thread names from threading._active in the core. Runs on the calling thread. */
 #include "pyproc_priv.h"
 
+#include "ranktop/bytes.h"
 #include "ranktop/corefile.h"
 #include "ranktop/elfsym.h"
 #include "ranktop/util.h"
@@ -114,4 +115,75 @@ int pyproc_open_core(const struct corefile *core, const struct pyproc_opts *opts
     for (size_t i = 0; i < core->info.nthreads; i++)
         (*out)->core_tids[i] = core->info.threads[i].tid;
     return 0;
+}
+
+/* 3.12-3.15 keep co_framesize two ints after co_firstlineno (co_nlocalsplus between). */
+#define CO_FRAMESIZE_AFTER_FIRSTLINENO 8
+#define BELOW_CHUNKS_MAX 4096 /* chunks of one data stack looked through */
+#define CHUNK_BYTES_MAX (16u << 20)
+
+/* The size in bytes of the data-stack frame at x (its code's co_framesize words), or 0. */
+static uint64_t frame_bytes(struct pyproc *p, uint64_t x)
+{
+    const struct py_layout *L = &p->L;
+    uint64_t code = 0, type = 0;
+    int32_t words = 0;
+
+    if (rmem_read(p->mem, x + L->fr.code, &code, 8) < 0)
+        return 0;
+    code &= L->fr.code_tagged ? ~(uint64_t)7 : ~(uint64_t)0;
+    if (!code || (code & 7) ||
+        rmem_read(p->mem, code + L->co.firstlineno + CO_FRAMESIZE_AFTER_FIRSTLINENO, &words, 4) < 0)
+        return 0;
+    if (p->pycode_type &&
+        (rmem_read(p->mem, code + L->ob_type, &type, 8) < 0 || type != p->pycode_type))
+        return 0;
+    return words > 0 && (uint64_t)words * 8 >= L->fr.size ? (uint64_t)words * 8 : 0;
+}
+
+/* The frame of [first, end) that ends at end, stepping up from first frame by frame. */
+static int frame_ending(struct pyproc *p, uint64_t first, uint64_t end, uint64_t *below)
+{
+    for (uint64_t x = first; x < end;) {
+        uint64_t n = frame_bytes(p, x);
+
+        if (!n || n > end - x)
+            return APP_E_STALE;
+        if (x + n == end) {
+            *below = x;
+            return 0;
+        }
+        x += n;
+    }
+    return APP_E_STALE;
+}
+
+int pycore_frame_below(struct pyproc *p, uint64_t end, uint64_t *below)
+{
+    const struct py_layout *L = &p->L;
+    uint64_t chunk = bytes_load_u64(p->tsfresh + L->ts.datastack);
+    uint64_t top = bytes_load_u64(p->tsfresh + L->ts.datastack + 8); /* datastack_top */
+
+    *below = 0;
+    for (int k = 0; k < BELOW_CHUNKS_MAX && chunk; k++) {
+        uint64_t hdr[3], first, saved = 0; /* previous, size, top (older chunks) */
+
+        if (rmem_read(p->mem, chunk, hdr, sizeof(hdr)) < 0)
+            return APP_E_STALE;
+        first = chunk + PYABI_CHUNK_HDR + (hdr[0] ? 0 : 8); /* the root skips data[0] */
+        if (hdr[1] > CHUNK_BYTES_MAX || top < first || top - chunk > hdr[1])
+            return APP_E_STALE;
+        if (end == first && !hdr[0])
+            return 0; /* the outermost frame: nothing under it on the data stack */
+        if (end > first && end <= top)
+            return frame_ending(p, first, end, below);
+        chunk = hdr[0];
+        if (rmem_read(p->mem, chunk + PYABI_CHUNK_TOP, &saved, 8) < 0 ||
+            saved > CHUNK_BYTES_MAX / 8)
+            return APP_E_STALE;
+        if (end == first) /* the first frame of its chunk: the one below ends the older one */
+            end = chunk + PYABI_CHUNK_HDR + saved * 8;
+        top = chunk + PYABI_CHUNK_HDR + saved * 8;
+    }
+    return APP_E_STALE;
 }

@@ -227,6 +227,13 @@ struct elf_info;
 uint32_t pylocate_version(struct rmem *m, const struct elf_info *elf, const char *path,
                           uint64_t runtime, uint64_t bias);
 
+/* Cores of 3.12+ (pycore.c): the data-stack frame directly under `end` (a frame's start, or
+ * the thread's datastack_top), found by stepping up its chunk frame by frame (co_framesize),
+ * in the thread state p->tsfresh holds; *below 0 when end is the outermost frame. What a walk
+ * takes where an entry frame on a C stack the core lacks (gdb writes zeros for a thread stack
+ * it cannot read whole) hides its `previous`. 0 or APP_E_STALE. */
+int pycore_frame_below(struct pyproc *p, uint64_t end, uint64_t *below);
+
 /* Walks one thread's frames into p->raw. The thread state is re-read (from 3.11 in the same
  * system call as the top frame and the newest data-stack chunk); `guess` is an earlier copy
  * of it, which says where those lie and which thread must still be there. A retry passes the

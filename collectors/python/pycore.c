@@ -132,30 +132,63 @@ static uint64_t frame_bytes(struct pyproc *p, uint64_t x)
     if (rmem_read(p->mem, x + L->fr.code, &code, 8) < 0)
         return 0;
     code &= L->fr.code_tagged ? ~(uint64_t)7 : ~(uint64_t)0;
+    if (code && code == p->ds_code) /* a recursion: the same code frame after frame */
+        return p->ds_code_bytes;
     if (!code || (code & 7) ||
         rmem_read(p->mem, code + L->co.firstlineno + CO_FRAMESIZE_AFTER_FIRSTLINENO, &words, 4) < 0)
         return 0;
     if (p->pycode_type &&
         (rmem_read(p->mem, code + L->ob_type, &type, 8) < 0 || type != p->pycode_type))
         return 0;
-    return words > 0 && (uint64_t)words * 8 >= L->fr.size ? (uint64_t)words * 8 : 0;
+    if (words <= 0 || (uint64_t)words * 8 < L->fr.size)
+        return 0;
+    p->ds_code = code;
+    p->ds_code_bytes = (uint64_t)words * 8;
+    return p->ds_code_bytes;
 }
 
-/* The frame of [first, end) that ends at end, stepping up from first frame by frame. */
+static void start_add(struct pyproc *p, uint64_t x)
+{
+    if (p->nds_starts == p->ds_cap) {
+        p->ds_cap = p->ds_cap ? 2 * p->ds_cap : 64;
+        p->ds_starts = x_reallocarray(p->ds_starts, p->ds_cap, sizeof(*p->ds_starts));
+    }
+    p->ds_starts[p->nds_starts++] = x;
+}
+
+/* The frame of [first, end) that ends at end: frame by frame from first, from where the last
+ * search in this chunk stopped (the starts it met are kept). */
 static int frame_ending(struct pyproc *p, uint64_t first, uint64_t end, uint64_t *below)
 {
-    for (uint64_t x = first; x < end;) {
+    size_t lo = 0, hi;
+    uint64_t x;
+
+    if (p->ds_first != first || !p->nds_starts) {
+        p->ds_first = first;
+        p->nds_starts = 0;
+        start_add(p, first);
+    }
+    for (x = p->ds_starts[p->nds_starts - 1]; x < end;) {
         uint64_t n = frame_bytes(p, x);
 
         if (!n || n > end - x)
             return APP_E_STALE;
-        if (x + n == end) {
-            *below = x;
-            return 0;
-        }
         x += n;
+        start_add(p, x);
     }
-    return APP_E_STALE;
+    hi = p->nds_starts - 1; /* the starts ascend: the one equal to end, and the one before */
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+
+        if (p->ds_starts[mid] < end)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0 || p->ds_starts[lo] != end)
+        return APP_E_STALE;
+    *below = p->ds_starts[lo - 1];
+    return 0;
 }
 
 int pycore_frame_below(struct pyproc *p, uint64_t end, uint64_t *below)

@@ -208,6 +208,11 @@ struct pyproc {
     /* A core (pycore.c): pid is 0, and the kernel TIDs of its threads are these; NULL else. */
     int *core_tids;
     size_t ncore_tids;
+    /* A core: the frame starts pycore_frame_below stepped through in the data-stack chunk
+     * whose first frame is at ds_first, in order (a core's memory does not change, so they
+     * stay true: each chunk is stepped through once), and the last code's frame size. */
+    uint64_t *ds_starts, ds_first, ds_code, ds_code_bytes;
+    size_t nds_starts, ds_cap;
 
     uint64_t stat_samples, stat_torn, stat_dropped, stat_reused, stat_prefetched;
     uint64_t walk_seq; /* samples begun: what a hint's fetched_seq and walked_seq count */

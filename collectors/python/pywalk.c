@@ -1235,7 +1235,7 @@ static bool empty_walk_holds(struct pyproc *p, uint64_t tsaddr, uint64_t top)
 
 /* A core of 3.12+: the frame at `frame` (f its copy, NULL unread) is an entry frame whose C
  * stack the core holds as zeros or not at all, as gdb's gcore leaves the stacks of threads it
- * could not read whole (glibc 2.42 puts their guard pages inside the stack's mapping). Only
+ * could not read whole (sid's glibc 2.43 puts their guard pages inside the mapping). Only
  * entry frames lie off the data stack and generators, so this is one. */
 static bool entry_lost(const struct pyproc *p, const uint8_t *f, uint64_t frame)
 {

@@ -6,6 +6,7 @@
  * thread names from threading._active in the core. Runs on the calling thread. */
 #include "pyproc_priv.h"
 
+#include "ranktop/bytes.h"
 #include "ranktop/corefile.h"
 #include "ranktop/elfsym.h"
 #include "ranktop/util.h"
@@ -114,4 +115,108 @@ int pyproc_open_core(const struct corefile *core, const struct pyproc_opts *opts
     for (size_t i = 0; i < core->info.nthreads; i++)
         (*out)->core_tids[i] = core->info.threads[i].tid;
     return 0;
+}
+
+/* 3.12-3.15 keep co_framesize two ints after co_firstlineno (co_nlocalsplus between). */
+#define CO_FRAMESIZE_AFTER_FIRSTLINENO 8
+#define BELOW_CHUNKS_MAX 4096 /* chunks of one data stack looked through */
+#define CHUNK_BYTES_MAX (16u << 20)
+
+/* The size in bytes of the data-stack frame at x (its code's co_framesize words), or 0. */
+static uint64_t frame_bytes(struct pyproc *p, uint64_t x)
+{
+    const struct py_layout *L = &p->L;
+    uint64_t code = 0, type = 0;
+    int32_t words = 0;
+
+    if (rmem_read(p->mem, x + L->fr.code, &code, 8) < 0)
+        return 0;
+    code &= L->fr.code_tagged ? ~(uint64_t)7 : ~(uint64_t)0;
+    if (code && code == p->ds_code) /* a recursion: the same code frame after frame */
+        return p->ds_code_bytes;
+    if (!code || (code & 7) ||
+        rmem_read(p->mem, code + L->co.firstlineno + CO_FRAMESIZE_AFTER_FIRSTLINENO, &words, 4) < 0)
+        return 0;
+    if (p->pycode_type &&
+        (rmem_read(p->mem, code + L->ob_type, &type, 8) < 0 || type != p->pycode_type))
+        return 0;
+    if (words <= 0 || (uint64_t)words * 8 < L->fr.size)
+        return 0;
+    p->ds_code = code;
+    p->ds_code_bytes = (uint64_t)words * 8;
+    return p->ds_code_bytes;
+}
+
+static void start_add(struct pyproc *p, uint64_t x)
+{
+    if (p->nds_starts == p->ds_cap) {
+        p->ds_cap = p->ds_cap ? 2 * p->ds_cap : 64;
+        p->ds_starts = x_reallocarray(p->ds_starts, p->ds_cap, sizeof(*p->ds_starts));
+    }
+    p->ds_starts[p->nds_starts++] = x;
+}
+
+/* The frame of [first, end) that ends at end: frame by frame from first, from where the last
+ * search in this chunk stopped (the starts it met are kept). */
+static int frame_ending(struct pyproc *p, uint64_t first, uint64_t end, uint64_t *below)
+{
+    size_t lo = 0, hi;
+    uint64_t x;
+
+    if (p->ds_first != first || !p->nds_starts) {
+        p->ds_first = first;
+        p->nds_starts = 0;
+        start_add(p, first);
+    }
+    for (x = p->ds_starts[p->nds_starts - 1]; x < end;) {
+        uint64_t n = frame_bytes(p, x);
+
+        if (!n || n > end - x)
+            return APP_E_STALE;
+        x += n;
+        start_add(p, x);
+    }
+    hi = p->nds_starts - 1; /* the starts ascend: the one equal to end, and the one before */
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+
+        if (p->ds_starts[mid] < end)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0 || p->ds_starts[lo] != end)
+        return APP_E_STALE;
+    *below = p->ds_starts[lo - 1];
+    return 0;
+}
+
+int pycore_frame_below(struct pyproc *p, uint64_t end, uint64_t *below)
+{
+    const struct py_layout *L = &p->L;
+    uint64_t chunk = bytes_load_u64(p->tsfresh + L->ts.datastack);
+    uint64_t top = bytes_load_u64(p->tsfresh + L->ts.datastack + 8); /* datastack_top */
+
+    *below = 0;
+    for (int k = 0; k < BELOW_CHUNKS_MAX && chunk; k++) {
+        uint64_t hdr[3], first, saved = 0; /* previous, size, top (older chunks) */
+
+        if (rmem_read(p->mem, chunk, hdr, sizeof(hdr)) < 0)
+            return APP_E_STALE;
+        first = chunk + PYABI_CHUNK_HDR + (hdr[0] ? 0 : 8); /* the root skips data[0] */
+        if (hdr[1] > CHUNK_BYTES_MAX || top < first || top - chunk > hdr[1])
+            return APP_E_STALE;
+        if (end == first && !hdr[0])
+            return 0; /* the outermost frame: nothing under it on the data stack */
+        if (end > first && end <= top)
+            return frame_ending(p, first, end, below);
+        chunk = hdr[0];
+        if (rmem_read(p->mem, chunk + PYABI_CHUNK_TOP, &saved, 8) < 0 ||
+            saved > CHUNK_BYTES_MAX / 8)
+            return APP_E_STALE;
+        if (end == first) /* the first frame of its chunk: the one below ends the older one */
+            end = chunk + PYABI_CHUNK_HDR + saved * 8;
+        top = chunk + PYABI_CHUNK_HDR + saved * 8;
+    }
+    return APP_E_STALE;
 }

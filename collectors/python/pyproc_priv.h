@@ -208,6 +208,11 @@ struct pyproc {
     /* A core (pycore.c): pid is 0, and the kernel TIDs of its threads are these; NULL else. */
     int *core_tids;
     size_t ncore_tids;
+    /* A core: the frame starts pycore_frame_below stepped through in the data-stack chunk
+     * whose first frame is at ds_first, in order (a core's memory does not change, so they
+     * stay true: each chunk is stepped through once), and the last code's frame size. */
+    uint64_t *ds_starts, ds_first, ds_code, ds_code_bytes;
+    size_t nds_starts, ds_cap;
 
     uint64_t stat_samples, stat_torn, stat_dropped, stat_reused, stat_prefetched;
     uint64_t walk_seq; /* samples begun: what a hint's fetched_seq and walked_seq count */
@@ -226,6 +231,13 @@ int pyproc_open_mem(struct rmem *mem, int pid, uint64_t runtime, uint64_t pycode
 struct elf_info;
 uint32_t pylocate_version(struct rmem *m, const struct elf_info *elf, const char *path,
                           uint64_t runtime, uint64_t bias);
+
+/* Cores of 3.12+ (pycore.c): the data-stack frame directly under `end` (a frame's start, or
+ * the thread's datastack_top), found by stepping up its chunk frame by frame (co_framesize),
+ * in the thread state p->tsfresh holds; *below 0 when end is the outermost frame. What a walk
+ * takes where an entry frame on a C stack the core lacks (gdb writes zeros for a thread stack
+ * it cannot read whole) hides its `previous`. 0 or APP_E_STALE. */
+int pycore_frame_below(struct pyproc *p, uint64_t end, uint64_t *below);
 
 /* Walks one thread's frames into p->raw. The thread state is re-read (from 3.11 in the same
  * system call as the top frame and the newest data-stack chunk); `guess` is an earlier copy

@@ -294,4 +294,5 @@ void pytask_fini(struct pyproc *p)
     free(p->ns_inner);
     free(p->ns_outer);
     free(p->core_tids);
+    free(p->ds_starts);
 }

@@ -1233,6 +1233,50 @@ static bool empty_walk_holds(struct pyproc *p, uint64_t tsaddr, uint64_t top)
     return v.top == top;
 }
 
+/* A core of 3.12+: the frame at `frame` (f its copy, NULL unread) is an entry frame whose C
+ * stack the core holds as zeros or not at all, as gdb's gcore leaves the stacks of threads it
+ * could not read whole (sid's glibc 2.43 puts their guard pages inside the mapping). Only
+ * entry frames lie off the data stack and generators, so this is one. */
+static bool entry_lost(const struct pyproc *p, const uint8_t *f, uint64_t frame)
+{
+    if (!p->core_tids || p->L.fr.owner_skip == 256 || (frame & 7))
+        return false;
+    for (uint32_t i = 0; f && i < p->L.fr.size; i++)
+        if (f[i])
+            return false;
+    return true;
+}
+
+/* Loads older chunks until one holds the frame at `at` (the anchoring checks look there). */
+static void chunks_cover(struct pyproc *p, struct chunkset *cs, uint64_t at)
+{
+    for (;;) {
+        for (int i = 0; i < cs->n; i++)
+            if (at >= cs->addr[i] && at - cs->addr[i] < cs->len[i])
+                return;
+        if (!cs->older || cs->n == PYPROC_MAX_CHUNKS || chunk_load(p, cs, cs->older, 0) < 0)
+            return;
+    }
+}
+
+/* Steps over a lost entry frame: its `previous` is the data-stack frame under the lowest one
+ * this walk has met (or under the data stack's top when it met none), as frames in between
+ * are generators' (pycore_frame_below); none under the outermost: the walk ends there. */
+static int cross_lost_entry(struct pyproc *p, struct chunkset *cs, struct wstate *st,
+                            uint64_t *frame)
+{
+    struct tsview v;
+
+    ts_parse(&p->L, p->tsfresh, &v);
+    if (pycore_frame_below(p, st->outer_ds ? st->outer_ds : v.live, frame) < 0)
+        return APP_E_STALE;
+    if (st->n > 0)
+        p->raw[st->n - 1].entry = 1;
+    if (*frame)
+        chunks_cover(p, cs, *frame);
+    return 0;
+}
+
 static int walk_new(struct pyproc *p, uint64_t tsaddr, const uint8_t *guess, struct pywalk_out *o)
 {
     struct wconst w;
@@ -1266,6 +1310,10 @@ static int walk_new(struct pyproc *p, uint64_t tsaddr, const uint8_t *guess, str
             lo = win.lo;
         } else {
             f = frame & 7 ? NULL : frame_at(p, &cs, frame, single, &rc);
+            if (entry_lost(p, f, frame)) {
+                rc = cross_lost_entry(p, &cs, &st, &frame);
+                continue;
+            }
             if (!f)
                 return rc == APP_E_GONE ? rc : APP_E_STALE;
             wwin_set(p, &cs, w.fs, &win);

@@ -41,7 +41,7 @@ _ranktop()
     local nodes="--hosts --hostfile --rsh --remote-ranktop --launcher --this-node --selector
         -n --namespace --container --ship --ship-dir"
     local monitor="-r --rate --hang-after --export-dir --history --all-threads --full-filenames
-        -s --subprocesses --waits -h --help $disc $nodes"
+        -s --subprocesses -g --gil -F --function --nolineno --waits -h --help $disc $nodes"
     local cmd="" i
     for ((i = 1; i < cword; i++)); do
         case ${words[i]} in

@@ -285,6 +285,7 @@ void ui_start_export(struct ui *u, enum export_format fmt)
                                                     : 100000000u,
                                  .version = RANKTOP_VERSION,
                                  .no_lines = u->o->no_lines,
+                                 .short_files = !u->o->full_filenames,
                                  .waits = u->o->waits};
     localtime_r(&now, &tm);
     strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);

@@ -105,7 +105,7 @@ _ranktop()
     record)
         flags="-o --output -i --interval -r --rate -d --duration -f --format --all-threads
             --gpu-usage --npu-usage --cpu-mem-usage --gil-stats -g --gil --idle --oncpu --nonblocking
-            -s --subprocesses -F --function --nolineno -t --threads --native --async --task-lanes --autosave-interval --autosave-snapshot-interval
+            -s --subprocesses -F --function --nolineno -t --threads --full-filenames --native --async --task-lanes --autosave-interval --autosave-snapshot-interval
             --trigger-file --history --memory-cap --sampler-threads --waits -h --help $disc $nodes"
         ;;
     watch)

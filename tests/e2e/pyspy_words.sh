@@ -37,6 +37,7 @@ run_rc 2 "$RANKTOP_BIN" dump -p 0xzz
 # record: collapsed stacks and the flame graph name files as dump's text does, full paths with
 # --full-filenames; the Chrome trace always keeps the paths.
 NONE="--nvidia-smi /nonexistent --npu-smi /nonexistent"
+# shellcheck disable=SC2086
 rec() { run_rc 0 "$RANKTOP_BIN" record -p "$T" --all-threads -r 50 -d 1 $NONE "$@"; }
 rec -o "$WORK/p.folded"
 grep -q ';pkg_wait (mypkg/mod.py:[0-9]*) [0-9]*$' "$WORK/p.folded" || fail "record: no short package name: $(cat "$WORK/p.folded")"

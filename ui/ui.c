@@ -284,6 +284,8 @@ void ui_start_export(struct ui *u, enum export_format fmt)
                                                     ? (uint64_t)(1e9 / j->v->stats.achieved_hz)
                                                     : 100000000u,
                                  .version = RANKTOP_VERSION,
+                                 .no_lines = u->o->no_lines,
+                                 .short_files = !u->o->full_filenames,
                                  .waits = u->o->waits};
     localtime_r(&now, &tm);
     strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);

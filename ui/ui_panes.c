@@ -182,6 +182,29 @@ static bool hosts_trouble(const struct ui *u, char *buf, size_t len)
     return true;
 }
 
+/* s without its frames' line numbers (each ":N)" becomes ")") under -F / --nolineno, in buf;
+ * else s itself. For the texts the views format whole: the top frame, the HANG banner. */
+static const char *no_lines(const struct ui *u, const char *s, char *buf, size_t len)
+{
+    size_t k = 0;
+
+    if (!u->o->no_lines)
+        return s;
+    for (const char *p = s; *p && k + 1 < len; p++) {
+        if (*p == ':') {
+            const char *q = p + 1;
+
+            while (*q >= '0' && *q <= '9')
+                q++;
+            if (q > p + 1 && *q == ')')
+                p = q; /* the ')' is copied below */
+        }
+        buf[k++] = *p;
+    }
+    buf[k] = '\0';
+    return buf;
+}
+
 static void draw_header(struct ui *u)
 {
     const struct layout_rect *r = &u->lay.header;
@@ -189,7 +212,7 @@ static void draw_header(struct ui *u)
     const struct engine_stats *st = &u->v->stats;
     size_t live = 0;
     char prompt[200], hist[16], hosts[96], hz[32] = "--", flags[192], tags[32] = "", sort[32] = "";
-    char reader[128] = "", trouble[400];
+    char reader[128] = "", trouble[400], banner[sizeof(u->hang.text)];
     double rate = u->v->rate_hz, got = view_rate_hz(&u->rate, view_rate_window(rate));
 
     for (size_t i = 0; i < h->nranks; i++)
@@ -205,9 +228,10 @@ static void draw_header(struct ui *u)
         snprintf(sort, sizeof(sort), "  [sort %s]", layout_col_title(sort_col(u->sort), u->utf8));
     if (u->ntags)
         snprintf(tags, sizeof(tags), "  [%d tagged]", u->ntags);
-    snprintf(flags, sizeof(flags), "%s%s%s%.40s%s%s%s%s", u->paused ? "  [PAUSED]" : "", sort,
+    snprintf(flags, sizeof(flags), "%s%s%s%.40s%s%s%s%s%s", u->paused ? "  [PAUSED]" : "", sort,
              u->filter[0] ? "  [filter '" : "", u->filter, u->filter[0] ? "']" : "", tags,
-             u->all_threads ? "  [all threads]" : "", u->oncpu ? "  [on-CPU]" : "");
+             u->all_threads ? "  [all threads]" : "", u->oncpu ? "  [on-CPU]" : "",
+             u->o->gil_only ? "  [GIL only]" : "");
     if (st->reader_why) /* the memory reader, when not process_vm_readv */
         snprintf(reader, sizeof(reader), "  reader %s (%s)", st->reader, st->reader_why);
     putf(u, r->y, r->x, r->w, ROLE_TITLE, true,
@@ -220,7 +244,8 @@ static void draw_header(struct ui *u)
          st->stacks + st->lost ? 100.0 * (double)st->lost / (double)(st->stacks + st->lost) : 0.0,
          hist, reader);
     if (u->lay.banner_lines > 0)
-        put(u, r->y + 1, r->x, r->w, ROLE_BANNER, true, u->hang.text);
+        put(u, r->y + 1, r->x, r->w, ROLE_BANNER, true,
+            no_lines(u, u->hang.text, banner, sizeof(banner)));
     if (u->input != INPUT_NONE) {
         snprintf(prompt, sizeof(prompt), "%s%s_%s",
                  u->input == INPUT_SEARCH ? "search: "
@@ -359,7 +384,7 @@ static void rank_row(struct ui *u, const struct rank_cols *c, int y, int x0, int
                            : r->exited            ? ROLE_DIM
                            : is_tagged(u, r->pid) ? ROLE_TAGGED
                                                   : ROLE_NORMAL;
-    char b[64], gil[96];
+    char b[64], gil[96], top[sizeof(r->top)];
 
     put(u, y, x0, w, role, true, "");
     /* An unknown rank shows its pid's place as "-": never a pid where a rank belongs. */
@@ -383,7 +408,7 @@ static void rank_row(struct ui *u, const struct rank_cols *c, int y, int x0, int
     cell(u, c, y, x0, LCOL_GIL, role, gil);
     draw_pct(b, sizeof(b), r->gc);
     cell(u, c, y, x0, LCOL_GC, role, b); /* "-" when unknown */
-    cell(u, c, y, x0, LCOL_FRAME, role, r->top[0] ? r->top : "-");
+    cell(u, c, y, x0, LCOL_FRAME, role, r->top[0] ? no_lines(u, r->top, top, sizeof(top)) : "-");
     draw_duration(b, sizeof(b), (uint64_t)(r->since_s * 1e9));
     cell(u, c, y, x0, LCOL_SINCE, role, b);
     attrset(A_NORMAL);
@@ -545,8 +570,10 @@ static void lines_merged(struct ui *u)
                                u->utf8 ? "\xe2\x80\xa6" : "...");
         snprintf(ranks, sizeof(ranks), "[%s] x%zu", set, n->nranks);
         snprintf(fn, sizeof(fn), "%s%s", n->kind == VIEW_NODE_THREAD ? "Thread " : "", n->function);
-        if (n->kind != VIEW_NODE_THREAD && n->line > 0)
+        if (n->kind != VIEW_NODE_THREAD && n->line > 0 && !u->o->no_lines)
             snprintf(where, sizeof(where), "(%s:%d)", ui_file(u, n->file), n->line);
+        else if (n->kind != VIEW_NODE_THREAD && n->line > 0)
+            snprintf(where, sizeof(where), "(%s)", ui_file(u, n->file));
         if (n->nend)
             draw_duration(age, sizeof(age), n->unchanged_min);
         /* At 80 columns the rank set and count stay; the function name, its location and
@@ -594,6 +621,9 @@ static void lines_stack(struct ui *u, uint64_t id, uint32_t stack, int indent,
 
         if (f->native)
             add_line(u, ROLE_NORMAL, id, "%*s%s (%s) [native]", indent, "", f->function,
+                     ui_file(u, f->file));
+        else if (u->o->no_lines) /* -F, --nolineno */
+            add_line(u, ROLE_NORMAL, id, "%*s%s (%s)", indent, "", f->function,
                      ui_file(u, f->file));
         else
             add_line(u, ROLE_NORMAL, id, "%*s%s (%s:%d)", indent, "", f->function,

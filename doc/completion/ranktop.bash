@@ -41,7 +41,7 @@ _ranktop()
     local nodes="--hosts --hostfile --rsh --remote-ranktop --launcher --this-node --selector
         -n --namespace --container --ship --ship-dir"
     local monitor="-r --rate --hang-after --export-dir --history --all-threads --full-filenames
-        -s --subprocesses --waits -h --help $disc $nodes"
+        -s --subprocesses -g --gil -F --function --nolineno --waits -h --help $disc $nodes"
     local cmd="" i
     for ((i = 1; i < cword; i++)); do
         case ${words[i]} in
@@ -105,7 +105,7 @@ _ranktop()
     record)
         flags="-o --output -i --interval -r --rate -d --duration -f --format --all-threads
             --gpu-usage --npu-usage --cpu-mem-usage --gil-stats -g --gil --idle --oncpu --nonblocking
-            -s --subprocesses -F --function --nolineno -t --threads --native --async --task-lanes --autosave-interval --autosave-snapshot-interval
+            -s --subprocesses -F --function --nolineno -t --threads --full-filenames --native --async --task-lanes --autosave-interval --autosave-snapshot-interval
             --trigger-file --history --memory-cap --sampler-threads --waits -h --help $disc $nodes"
         ;;
     watch)

@@ -41,6 +41,11 @@ struct export_opts {
     /* py-spy's --nolineno and -F: frames named by function and file only, one frame per
      * function (every format). */
     bool no_lines;
+    /* Collapsed stacks and the flame graph name files package-relative (path_short:
+     * torch/nn/modules/module.py), as dump's text does; the traces (Chrome, speedscope,
+     * Perfetto) always keep full paths, which tools resolve. record sets it unless given
+     * --full-filenames. */
+    bool short_files;
     /* The kind-of-wait rules for the traces' "wait" instants (one per change of a rank's
      * kind); NULL: the built-in table. */
     const struct waits *waits;

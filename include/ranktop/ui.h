@@ -32,6 +32,8 @@ struct ui_opts {
     const char *title;      /* shown in the header ("demo job", or the discovery mode) */
     struct ui_job *job;     /* the job started with `-- CMD`; NULL for none */
     bool full_filenames;    /* frames' files as full paths (default: package-relative) */
+    bool no_lines;          /* -F, --nolineno: frames shown (and exported) without lines */
+    bool gil_only;          /* -g: the engine keeps GIL holders' samples only (the header says) */
     /* --waits: the kind-of-wait rules; NULL: the built-in table */
     const struct waits *waits;
     /* c on a dead rank whose core is a file: writes the text of `dump --core core` to out,

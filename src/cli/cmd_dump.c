@@ -1051,12 +1051,16 @@ static int remote_one(const struct dump_opts *o, const struct cli_remote_result 
 static int dump_remote(const struct dump_opts *o, json_object *arr)
 {
     char frames[32];
-    const char *args[10] = {"dump", "--ranks", "--this-node"};
+    const char *args[16] = {"dump", "--ranks", "--this-node"};
     struct cli_remote_result *res;
     int failed = 0, k = 3;
 
     if (o->json)
         args[k++] = "--json";
+    if (o->native)
+        args[k++] = o->native_all ? "--native-all" : "--native";
+    if (full_filenames)
+        args[k++] = "--full-filenames";
     if (o->tasks)
         args[k++] = "--async";
     if (o->locals)

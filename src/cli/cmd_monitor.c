@@ -35,7 +35,15 @@ struct mon_opts {
     struct waits *waits; /* --waits FILE; NULL: the built-in rules */
 };
 
-enum { OPT_HANG = 0x3000, OPT_EXPORT_DIR, OPT_HISTORY, OPT_ALL, OPT_FULL_NAMES, OPT_WAITS };
+enum {
+    OPT_HANG = 0x3000,
+    OPT_EXPORT_DIR,
+    OPT_HISTORY,
+    OPT_ALL,
+    OPT_FULL_NAMES,
+    OPT_WAITS,
+    OPT_NOLINENO
+};
 
 /* -s (py-spy's --subprocesses), applied once every -p is known. Main thread only. */
 static bool subprocesses;
@@ -50,6 +58,12 @@ static const struct cli_opt mon_opts_table[] = {
      "each -p PID also means its descendants (as --children-of PID; PID itself when Python)"},
     {OPT_FULL_NAMES, "full-filenames", NULL,
      "frames' files as full paths (default: package-relative, torch/nn/modules/module.py)"},
+    {'g', "gil", NULL,
+     "only samples of threads that hold the GIL (as py-spy --gil); the others leave gaps"},
+    {'F', "function", NULL,
+     "frames by function, without line numbers (py-spy's -F; as --nolineno here: the merged "
+     "tree and the Top view merge a function's lines anyway)"},
+    {OPT_NOLINENO, "nolineno", NULL, "no line numbers: frames by function (as -F)"},
     {OPT_WAITS, "waits", "FILE",
      "the rules naming each rank's kind of wait, the WAIT column (default: the built-in "
      "table, share/ranktop/waits.rules)"},
@@ -125,6 +139,13 @@ static int mon_option(int c, const char *arg, struct mon_opts *o, const char *wh
         return 0;
     case OPT_FULL_NAMES:
         o->ui.full_filenames = true;
+        return 0;
+    case 'g': /* the sampler leaves the others out, as record --gil */
+        o->ui.gil_only = o->eng.gil_only = true;
+        return 0;
+    case 'F':
+    case OPT_NOLINENO:
+        o->ui.no_lines = true;
         return 0;
     case 's':
         subprocesses = true;

@@ -36,10 +36,11 @@ struct rec_opts {
     enum export_format fmt;
     bool fmt_set; /* -f given; else the output's suffix chooses (export_format_from_name) */
     struct cli_hosts hosts;
-    bool subprocesses; /* py-spy's: each -p PID also stands for its descendants */
-    bool nonblocking;  /* py-spy's: never stop the target (refuses --native) */
-    bool no_lines;     /* py-spy's -F / --nolineno: frames by function, no lines */
-    char **job_argv;   /* `-- CMD...`: the job to start and record */
+    bool subprocesses;   /* py-spy's: each -p PID also stands for its descendants */
+    bool nonblocking;    /* py-spy's: never stop the target (refuses --native) */
+    bool no_lines;       /* py-spy's -F / --nolineno: frames by function, no lines */
+    bool full_filenames; /* --full-filenames: collapsed and flame graph keep full paths */
+    char **job_argv;     /* `-- CMD...`: the job to start and record */
     struct cli_job job;
     char out_name[4096]; /* py-spy's default name, without -o */
     struct waits *waits; /* --waits FILE; NULL: the built-in rules */
@@ -65,6 +66,7 @@ enum {
     OPT_TASK_LANES,
     OPT_NOLINENO,
     OPT_WAITS,
+    OPT_FULL_NAMES,
 };
 
 /* -f's description, from the exporter's own lists of names and suffixes (rec_format_help). */
@@ -99,6 +101,9 @@ static const struct cli_opt rec_opts_table[] = {
      "-F; as --nolineno here)"},
     {OPT_NOLINENO, "nolineno", NULL, "no line numbers: frames by function (as -F)"},
     {'t', "threads", NULL, "accepted for py-spy: each lane names its thread and its id"},
+    {OPT_FULL_NAMES, "full-filenames", NULL,
+     "collapsed stacks and flame graphs: full file paths (default: package-relative, "
+     "torch/nn/modules/module.py; the traces always have full paths)"},
     {OPT_NATIVE, "native", NULL,
      "native (C/C++) frames merged into every sample, marked native; each thread is stopped "
      "for about 0.2 ms per sample, so keep the rate low (10 Hz)"},
@@ -268,6 +273,9 @@ static int rec_option(int c, const char *arg, struct rec_opts *o)
     case 'F':
     case OPT_NOLINENO:
         o->no_lines = true;
+        return 0;
+    case OPT_FULL_NAMES:
+        o->full_filenames = true;
         return 0;
     case OPT_SAMPLERS:
         if (seconds_arg(arg, "--sampler-threads", 1, &v) < 0)
@@ -589,6 +597,7 @@ static int save(const struct engine_view *v, const struct rec_opts *o, const cha
                              .version = RANKTOP_VERSION,
                              .unavailable = rec_told.pairs[0] ? rec_told.pairs : NULL,
                              .no_lines = o->no_lines,
+                             .short_files = !o->full_filenames,
                              .waits = o->waits};
     struct app_err err = {0};
     int rc;

@@ -100,18 +100,25 @@ static void read_stopped(void *arg, int tid)
 
 /* The merged frames as history frames, innermost first, interned as a source-0 stack of si
  * (new definitions to out); a native frame without a symbol is named by its object and
- * offset. */
+ * offset. A thread the Python sample marked collecting (gc) keeps its <gc> frame on top, as
+ * its Python-only stack had it (engine_gc.c): the merge must not hide a GC pause. */
 static uint32_t intern_merged(struct engine_sintern *si, struct engine_evbuf *out,
-                              struct engine_native *n, const struct merged_frame *m, size_t cnt)
+                              struct engine_native *n, const struct merged_frame *m, size_t cnt,
+                              bool gc)
 {
-    n->scratch = x_reallocarray(n->scratch, cnt ? cnt : 1, sizeof(*n->scratch));
+    size_t top = gc ? 1 : 0, all = cnt + top;
+
+    n->scratch = x_reallocarray(n->scratch, all ? all : 1, sizeof(*n->scratch));
     n->names = x_reallocarray(n->names, cnt ? cnt : 1, ENGINE_NATIVE_NAME);
+    if (gc)
+        n->scratch[0] = (struct hframe){ENGINE_GC_FRAME, "", 0, false};
     for (size_t i = 0; i < cnt; i++) {
         const struct native_frame *f = m[i].nat;
         char *name = n->names + i * ENGINE_NATIVE_NAME;
 
         if (!m[i].native) {
-            n->scratch[i] = (struct hframe){m[i].py->function, m[i].py->file, m[i].py->line, false};
+            n->scratch[top + i] =
+                (struct hframe){m[i].py->function, m[i].py->file, m[i].py->line, false};
             continue;
         }
         if (!f->function) {
@@ -120,29 +127,29 @@ static uint32_t intern_merged(struct engine_sintern *si, struct engine_evbuf *ou
             snprintf(name, ENGINE_NATIVE_NAME, "%s+0x%llx", base ? base + 1 : "?",
                      (unsigned long long)(base ? f->offset : f->ip));
         }
-        n->scratch[i] = (struct hframe){f->function ? f->function : name, f->object, 0, true};
+        n->scratch[top + i] = (struct hframe){f->function ? f->function : name, f->object, 0, true};
     }
-    return engine_sintern_stack(si, out, n->scratch, (uint32_t)cnt);
+    return engine_sintern_stack(si, out, n->scratch, (uint32_t)all);
 }
 
 /* One thread: stopped, copied, its Python stack read, resumed, unwound, merged and interned.
  * Returns the stack id, or HSTACK_NONE with err set (the caller keeps the Python-only one). */
 static uint32_t native_thread(struct engine_sintern *si, struct engine_evbuf *out,
-                              struct engine_native *n, struct pyproc *py, uint64_t ident, int tid,
-                              struct app_err *err)
+                              struct engine_native *n, struct pyproc *py,
+                              const struct engine_tview *v, struct app_err *err)
 {
-    struct stopped_read rd = {py, ident, NULL};
+    struct stopped_read rd = {py, v->ident, NULL};
     struct native_hook hook = {read_stopped, &rd};
     struct native_stack st;
     struct merged_frame *m = NULL;
     size_t cnt = 0;
     uint32_t id = HSTACK_NONE;
 
-    if (native_unwind(n->ctx, tid, &hook, &st, err) < 0)
+    if (native_unwind(n->ctx, v->tid, &hook, &st, err) < 0)
         return HSTACK_NONE;
     if (rd.out) { /* else the thread's Python stack could not be read at the stop */
         native_merge(&st, rd.out, &m, &cnt);
-        id = intern_merged(si, out, n, m, cnt);
+        id = intern_merged(si, out, n, m, cnt, v->gc);
     }
     free(m);
     native_stack_fini(&st);
@@ -186,7 +193,7 @@ void engine_native_sample(struct engine *e, struct engine_native *n, int key, in
 
         if (tv[i].tid <= 0 || tv[i].status != 0) /* unreadable, or skipped (ENGINE_TV_SKIPPED) */
             continue;
-        id = native_thread(si, out, n, py, tv[i].ident, tv[i].tid, &err);
+        id = native_thread(si, out, n, py, &tv[i], &err);
         if (id != HSTACK_NONE) {
             ids[i] = id;
             continue;

@@ -213,6 +213,7 @@ struct engine_tview {
     int tid;
     char name[64]; /* "" unknown */
     int status;    /* 0, or why the stack was dropped (< 0), or ENGINE_TV_SKIPPED */
+    bool gc;       /* its stack got the <gc> frame on top (engine_gc_stack): a merged one too */
 };
 /* engine_tview.status of a thread left out on purpose, not an error: with gil_only, a thread
  * that does not hold the GIL at that sample. */

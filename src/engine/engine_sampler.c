@@ -353,14 +353,15 @@ static void view_sample(struct sampler *sp, struct slot *sl, const struct pysamp
         sp->tix[i] = slot_thread(sp, sl, pt->ident);
         l = &sl->th[sp->tix[i]];
         l->seen = true;
-        sp->tv[i] = (struct engine_tview){pt->ident, pt->tid, "", pt->status};
+        sp->tv[i] = (struct engine_tview){pt->ident, pt->tid, "", pt->status, false};
         name_copy(sp->tv[i].name, sizeof(sp->tv[i].name), pt->name);
         if (sp->e->o.gil_only && pt->status == 0 && !pt->gil) /* a gap, as py-spy --gil */
             sp->tv[i].status = ENGINE_TV_SKIPPED;
         if (sp->oncpu && pt->status == 0 && pt->state != PYTHREAD_RUNNING) /* as austin -c */
             sp->tv[i].status = ENGINE_TV_SKIPPED;
         sp->ids[i] = sp->tv[i].status == 0 ? thread_stack(sp, l, pt) : HSTACK_NONE;
-        if (sl->gc.last == 1 && pt->gil && sp->ids[i] != HSTACK_NONE && l->cached)
+        sp->tv[i].gc = sl->gc.last == 1 && pt->gil && sp->ids[i] != HSTACK_NONE && l->cached;
+        if (sp->tv[i].gc)
             sp->ids[i] =
                 engine_gc_stack(&sp->si, &sp->ev, l->fids, l->nf, &sp->gc_ids, &sp->gc_cap);
     }

@@ -1,11 +1,14 @@
 /* Collapsed stacks for flamegraph.pl and inferno: one line per distinct stack of each exported
- * rank and thread, "rank 3;MainThread;outer (file:line);...;inner (file:line) WEIGHT".
+ * rank and thread, "rank 3;MainThread;outer (file:line);...;inner (file:line) WEIGHT"; files
+ * package-relative with export_opts.short_files.
  *
  * The weight counts samples as export_stacks.c aggregates them. Order is stable: lanes in rank
  * order, threads by tid, stacks in order of first appearance. ';' separates frames and the
  * last space starts the weight, so ';' and control characters in names are replaced; other
  * bytes, spaces included, pass through. Runs on the caller's thread. */
 #include "export_priv.h"
+
+#include "ranktop/util.h"
 
 /* Copies s, replacing the separators of the format. */
 static void cc_text(struct xbuf *b, const char *s)
@@ -17,8 +20,9 @@ static void cc_text(struct xbuf *b, const char *s)
     }
 }
 
-/* The frame as xframe_label names it (the Chrome trace's slice names), separators replaced. */
-static void cc_frame(struct xbuf *b, const struct hframe *f)
+/* The frame as xframe_label names it (the Chrome trace's slice names), separators replaced;
+ * its file package-relative with short. */
+static void cc_frame(struct xbuf *b, const struct hframe *f, bool short_files)
 {
     char line[16];
 
@@ -26,7 +30,7 @@ static void cc_frame(struct xbuf *b, const struct hframe *f)
     if (!xframe_file(f)[0] && f->line <= 0)
         return;
     xb_puts(b, " (");
-    cc_text(b, xframe_file(f));
+    cc_text(b, short_files ? path_short(xframe_file(f)) : xframe_file(f));
     if (f->line > 0) {
         snprintf(line, sizeof(line), ":%d", f->line);
         xb_puts(b, line);
@@ -49,7 +53,7 @@ static void cc_thread(struct xbuf *b, struct xstacks *s, const struct xplan *p,
         cc_text(b, x->name);
         for (uint32_t k = 0; k < h->stacks[id].nframes; k++) {
             xb_put(b, ";", 1);
-            cc_frame(b, &h->frames[f[k]]);
+            cc_frame(b, &h->frames[f[k]], p->o->short_files);
         }
         xb_put(b, " ", 1);
         xb_u64(b, s->weight[id]);

@@ -348,7 +348,7 @@ static void fg_where(struct fg *g, const struct fg_node *n)
             fg_printf(g->b, ", tid %d", x->t->tid);
     } else if (f->file && f->file[0]) {
         xb_puts(g->b, "\n");
-        fg_text(g->b, f->file, SIZE_MAX);
+        fg_text(g->b, g->p->o->short_files ? path_short(f->file) : f->file, SIZE_MAX);
         if (f->line > 0)
             fg_printf(g->b, ":%d", f->line);
         if (f->native)

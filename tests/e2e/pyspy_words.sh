@@ -1,8 +1,9 @@
 #!/bin/sh
 # py-spy's words: hex pids (-p 0x1a2b), dump -s (a shell's Python children), short,
 # package-relative file names in dump's text (site-packages and the standard library stripped;
-# --full-filenames and JSON keep the paths), record -F / --nolineno (one frame per function, no
-# line numbers) and record -s -g -t.
+# --full-filenames and JSON keep the paths; record's collapsed stacks and flame graphs too, its
+# traces keep the paths), record -F / --nolineno (one frame per function, no line numbers) and
+# record -s -g -t.
 . "$(dirname "$0")/lib.sh"
 
 SITE="$WORK/venv/lib/python3.11/site-packages"
@@ -32,6 +33,23 @@ grep -q "^    pkg_wait ($SITE/mypkg/mod.py:[0-9]*)$" "$WORK/out" || fail "--full
 run_rc 0 "$RANKTOP_BIN" dump -p "$HEX" --json
 json_check "$WORK/out" "any(f['file'] == '$SITE/mypkg/mod.py' for t in d['processes'][0]['threads'] for f in t['frames'])"
 run_rc 2 "$RANKTOP_BIN" dump -p 0xzz
+
+# record: collapsed stacks and the flame graph name files as dump's text does, full paths with
+# --full-filenames; the Chrome trace always keeps the paths.
+NONE="--nvidia-smi /nonexistent --npu-smi /nonexistent"
+# shellcheck disable=SC2086
+rec() { run_rc 0 "$RANKTOP_BIN" record -p "$T" --all-threads -r 50 -d 1 $NONE "$@"; }
+rec -o "$WORK/p.folded"
+grep -q ';pkg_wait (mypkg/mod.py:[0-9]*) [0-9]*$' "$WORK/p.folded" || fail "record: no short package name: $(cat "$WORK/p.folded")"
+grep -q ';Thread.run (threading.py:[0-9]*);' "$WORK/p.folded" || fail "record: no short stdlib name: $(cat "$WORK/p.folded")"
+grep -q 'site-packages\|/usr/lib/python3' "$WORK/p.folded" && fail "record: a full path: $(cat "$WORK/p.folded")"
+rec --full-filenames -o "$WORK/pf.folded"
+grep -q ";pkg_wait ($SITE/mypkg/mod.py:[0-9]*) [0-9]*$" "$WORK/pf.folded" || fail "record --full-filenames: $(cat "$WORK/pf.folded")"
+rec -o "$WORK/p.svg"
+grep -q '^mypkg/mod.py:[0-9]*$' "$WORK/p.svg" || fail "flame graph: no short name in a tooltip"
+grep -q 'site-packages' "$WORK/p.svg" && fail "flame graph: a full path"
+rec -o "$WORK/p.json"
+grep -q "pkg_wait ($SITE/mypkg/mod.py:" "$WORK/p.json" || fail "Chrome trace: not the full path"
 
 # dump -s: a shell (not Python) and its two Python children.
 cat > "$WORK/child.py" <<'PY'

@@ -4,7 +4,8 @@
 # "sleeper" and MainThread (waiting on events) are there too. A rank collecting garbage shows
 # a <gc> frame on top of the collecting thread's stack (tests/py/gc_loop.py calls gc.collect()
 # over 200000 objects in a loop): on every interpreter here (gc.collecting sits in the runtime
-# on 3.8, in the interpreter on 3.9-3.12, where _Py_DebugOffsets says from 3.13).
+# on 3.8, in the interpreter on 3.9-3.12, where _Py_DebugOffsets says from 3.13), also with
+# --native, on top of the merged stack.
 . "$(dirname "$0")/lib.sh"
 NONE="--nvidia-smi /nonexistent --npu-smi /nonexistent --tool-timeout 1"
 
@@ -23,6 +24,7 @@ grep -q ';spin (' "$WORK/on.folded" || fail "--oncpu: no spin frame: $(cat "$WOR
 kill "$T"
 
 n=0
+nat=0
 for py in $ALL_PYTHONS; do
     [ -x "$py" ] || continue
     n=$((n + 1))
@@ -34,7 +36,22 @@ for py in $ALL_PYTHONS; do
     grep -q ';collect_loop ([^;]*;<gc> [0-9]*$' "$WORK/gc.folded" ||
         fail "$py: no <gc> frame: $(cat "$WORK/gc.folded")"
     ! grep -q '<gc>;' "$WORK/gc.folded" || fail "$py: <gc> not innermost: $(cat "$WORK/gc.folded")"
+    # --native: the merged stack keeps <gc> on top, above the collector's native frames
+    # ("symbol (object)", no line) inside collect_loop. A static interpreter without symbols
+    # (Debian's) shows none of them: there <gc> sits right on collect_loop.
+    # shellcheck disable=SC2086
+    "$RANKTOP_BIN" record --native -p "$T" -r 50 -d 1 --format collapsed -o "$WORK/gcn.folded" \
+        $NONE 2> "$WORK/gcn.err" || fail "$py: record --native: $(cat "$WORK/gcn.err")"
+    grep -Eq ';collect_loop \([^;]*\)(;[^;]* \([^:;]*\))*;<gc> [0-9]+$' "$WORK/gcn.folded" ||
+        fail "$py: --native: no <gc> on top: $(cat "$WORK/gcn.folded")"
+    if grep -Eq ';collect_loop \([^;]*\)(;[^;]* \([^:;]*\))+;<gc> [0-9]+$' "$WORK/gcn.folded"; then
+        nat=$((nat + 1))
+    fi
+    ! grep -q '<gc>;' "$WORK/gcn.folded" ||
+        fail "$py: --native: <gc> not innermost: $(cat "$WORK/gcn.folded")"
+    untraced "$T" || fail "$py: the target was left stopped or traced"
     kill "$T"
 done
 [ "$n" -ge 2 ] || fail "fewer than two interpreters found: $ALL_PYTHONS"
+[ "$nat" -ge 1 ] || fail "--native: no interpreter showed native frames under <gc>"
 echo ok

@@ -1,7 +1,8 @@
 #!/bin/sh
 # record, ls and dump across two simulated nodes (namespaces reached through fake-rsh) whose
 # ranks have the same pids: one trace with a lane per rank named with its host, ls and dump
-# tagging every process with its host, and a host that does not resolve as an error, not a
+# tagging every process with its host (dump's --async and --native-all reaching every host's
+# ranktop), and a host that does not resolve as an error, not a
 # failure of the others. No agent is left on any node afterwards.
 . "$(dirname "$0")/../e2e/lib.sh"
 . "$RANKTOP_SRCDIR/tests/multinode/nodes.sh"
@@ -37,6 +38,10 @@ json_check "$WORK/dump.json" "any(p.get('host') == 'ghost' and p['error'] for p 
 # no asyncio in these ranks) task list, every process a null async_error.
 $RANKTOP_BIN dump --async --json $HOSTS > "$WORK/adump.json" && fail "dump --async with an unknown host exited 0"
 json_check "$WORK/adump.json" "{p.get('host') for p in d['processes'] if p.get('threads') and p['async_error'] is None and all(t['tasks'] == [] for t in p['threads'])} == {'node01', 'node02'}"
+# dump --native-all reaches them too: every thread read there says whether it has Python
+# ("python", only with --native-all) and each host's rank has native frames merged in.
+$RANKTOP_BIN dump --native-all --json $HOSTS > "$WORK/ndump.json" && fail "dump --native-all with an unknown host exited 0"
+json_check "$WORK/ndump.json" "{p.get('host') for p in d['processes'] if p.get('threads') and p['native_error'] is None and all('python' in t for t in p['threads']) and any(f['kind'] == 'native' for t in p['threads'] for f in t['frames'])} == {'node01', 'node02'}"
 
 # record: one trace, a lane per rank named with its host, both functions as slices.
 $RANKTOP_BIN record -o "$WORK/t.json" -d 4 -r 20 $HOSTS > "$WORK/rec.out" 2>&1 ||

@@ -1,5 +1,5 @@
 /* The locals pane: Enter on a frame of the Rank view shows that frame's arguments and locals
- * for that rank; Enter on a tree node of the Merged view (the search puts the cursor on one)
+ * for that rank; Enter on a tree node of the Merged view (w: the tree cursor, or a search)
  * shows them for every rank in the node's set side by side, and marks the ranks whose value
  * differs from the one most ranks hold. The values are read at the key press through the
  * engine (engine_locals_read: a one-shot reader per rank), never by sampling; the pane keeps

@@ -24,23 +24,6 @@ COMMON=$(cat "$WORK"/truth* | awk '{ n[$2]++ } END { for (s in n) if (n[s] > 1) 
 ODD_RANK=${ODD% *} ODD_STEP=${ODD#* }
 [ -n "$ODD_RANK" ] && [ -n "$COMMON" ] || fail "truth files: no odd rank ($(cat "$WORK"/truth*))"
 
-# selected ERE: a line matching ERE is drawn highlighted (the cursor or the selected row).
-selected() {
-    screen_attrs | python3 -c 'import re, sys
-for line in sys.stdin.read().splitlines():
-    if re.search(sys.argv[1], re.sub(r"\x1b\[[0-9;]*m", "", line)):
-        m = re.match(r"(?:\x1b\[[0-9;]*m)*", line)
-        codes = [p for c in re.findall(r"\x1b\[([0-9;]*)m", m.group(0)) for p in c.split(";")]
-        if "46" in codes or "7" in codes:
-            sys.exit(0)
-sys.exit(1)' "$1"
-}
-wait_selected() {
-    until_deadline 10 selected "$1" && return 0
-    show_screen "$1 not selected"
-    return 1
-}
-
 ui_start tc 160 45 -- "$RANKTOP_BIN" -p "$P" --hang-after 600
 SYNC='sync \(.*tree_ranks\.py:[0-9]+\)'
 wait_screen "$SYNC +\\[0-2\\] x3" 30 || fail "the merged tree has no sync node of ranks 0-2"

@@ -65,7 +65,7 @@ static void act_down(struct ui *u, int ch)
 /* Enter drills into the selected rank from the other views; in the Rank view it folds or
  * unfolds the thread under the cursor, or shows the locals of the frame under it; in the
  * Merged view, on the tree cursor's node (w) or a search match, that frame's locals on every
- * rank of its set. */
+ * rank of its set, or, on a node that is no frame, folds or unfolds it. */
 static void act_enter(struct ui *u, int ch)
 {
     uint64_t node = ui_lower_node(u);
@@ -77,7 +77,8 @@ static void act_enter(struct ui *u, int ch)
     } else if (u->view == VIEW_RANK && l && l->frame) {
         ui_locals_rank(u, l);
     } else if (u->view == VIEW_MERGED && !u->flat && node && l && (l->hit || u->tree_focus)) {
-        ui_locals_merged(u, node);
+        if (ui_locals_merged(u, node) == 0) /* a thread's node (t) folds, as in the Rank view */
+            ui_toggle_collapsed(u, node);
     } else if (u->view != VIEW_RANK) {
         if (u->table.n) {
             u->drill_pid = u->table.rows[u->sel].pid;

@@ -160,9 +160,10 @@ void ui_tree_anchor(struct ui *u);
 void ui_tree_restore(struct ui *u);
 
 /* ui_locals.c: the locals pane. Reads the locals of the Rank view's frame line l now, or of
- * the Merged view's tree node for every rank in its set; close hides the pane. */
+ * the Merged view's tree node for every rank in its set (1; 0: the node is no frame, a thread
+ * or <exited>; -1: it is gone); close hides the pane. */
 void ui_locals_rank(struct ui *u, const struct ui_line *l);
-void ui_locals_merged(struct ui *u, uint64_t node);
+int ui_locals_merged(struct ui *u, uint64_t node);
 void ui_locals_close(struct ui *u);
 
 #endif

@@ -5,8 +5,8 @@
 # selection stays. The cursor stays on its node when the rows move: ranks 0 and 2 go on to
 # barrier(), which sorts above sync (2 ranks against 1), and the cursor is still on sync. Up
 # moves it to train_step, Enter lists train_step's locals on every rank and names the odd one
-# as its truth file says; no search is used. w again gives the arrows back to the rank table:
-# Down and Enter drill into rank 1.
+# as its truth file says; no search is used. With t, Enter on a thread's node folds it. w
+# again gives the arrows back to the rank table: Down and Enter drill into rank 1.
 . "$(dirname "$0")/lib.sh"
 
 P=""
@@ -60,6 +60,20 @@ wait_screen "^ +\\* rank $ODD_RANK differs: step = $ODD_STEP \\(2 ranks hold $CO
 keys Escape
 wait_screen_gone 'locals of train_step' 10 || fail "Esc did not close the pane"
 wait_selected 'train_step \(.*\[0-2\] x3' || fail "the cursor left train_step after the locals pane"
+
+# t: every thread, each under a node of its name. Enter on such a node, no frame, folds it.
+keys t
+wait_screen '^Thread MainThread .*\[0-2\] x3' 10 || fail "t shows no thread node"
+keys Home
+wait_selected '^Thread MainThread .*\[0-2\] x3' || fail "Home did not go to the thread node"
+keys Enter
+wait_screen '^\+ Thread MainThread .*\[0-2\] x3' 10 || fail "Enter did not fold the thread node"
+wait_screen_gone 'train_step \(.*\[0-2\] x3' 10 || fail "the folded node still shows its frames"
+wait_selected '^\+ Thread MainThread' || fail "the cursor left the folded node"
+keys Enter
+wait_screen 'train_step \(.*\[0-2\] x3' 10 || fail "Enter again did not unfold the thread node"
+keys t
+wait_screen_gone '^Thread MainThread' 10 || fail "t again did not go back to main threads"
 
 # w again: the arrows move the rank table; Down and Enter drill into rank 1.
 keys w

@@ -21,10 +21,10 @@
 #define HELP_KEYS_W 19 /* the help screen's key column */
 #define HELP_TEXT_W 23 /* the left text column when a second key shares the line */
 
-/* Moves the cursor: the rank table's, or the tree's in the Rank view. */
-static void nav(struct ui *u, int delta)
+/* Moves a cursor: the lower pane's (lower), else the rank table's. The Merged tree's cursor
+ * is then anchored on the node the user saw under it. */
+static void nav_in(struct ui *u, bool lower, int delta)
 {
-    bool lower = u->view == VIEW_RANK;
     int n = lower ? ui_lower_rows(u) : (int)u->table.n;
     int *sel = lower ? &u->lsel : &u->sel;
 
@@ -33,11 +33,23 @@ static void nav(struct ui *u, int delta)
         *sel = n - 1;
     if (*sel < 0)
         *sel = 0;
+    if (lower)
+        ui_tree_anchor(u);
 }
 
+/* Moves the cursor the arrows own: the tree's in the Rank view, and in the Merged view after
+ * w; else the rank table's. */
+static void nav(struct ui *u, int delta)
+{
+    nav_in(u, ui_tree_owns_arrows(u), delta);
+}
+
+/* A page of the pane the arrows move. */
 static int page(const struct ui *u)
 {
-    return ui_table_rows(u) > 1 ? ui_table_rows(u) - 1 : 1;
+    int rows = ui_tree_owns_arrows(u) ? u->lay.lower.h - 1 : ui_table_rows(u);
+
+    return rows > 1 ? rows - 1 : 1;
 }
 
 static void act_up(struct ui *u, int ch)
@@ -51,7 +63,9 @@ static void act_down(struct ui *u, int ch)
 }
 
 /* Enter drills into the selected rank from the other views; in the Rank view it folds or
- * unfolds the thread under the cursor. */
+ * unfolds the thread under the cursor, or shows the locals of the frame under it; in the
+ * Merged view, on the tree cursor's node (w) or a search match, that frame's locals on every
+ * rank of its set, or, on a node that is no frame, folds or unfolds it. */
 static void act_enter(struct ui *u, int ch)
 {
     uint64_t node = ui_lower_node(u);
@@ -62,8 +76,9 @@ static void act_enter(struct ui *u, int ch)
         ui_locals_close(u);
     } else if (u->view == VIEW_RANK && l && l->frame) {
         ui_locals_rank(u, l);
-    } else if (u->view == VIEW_MERGED && !u->flat && node && l && l->hit) {
-        ui_locals_merged(u, node); /* the search put the cursor on this node */
+    } else if (u->view == VIEW_MERGED && !u->flat && node && l && (l->hit || u->tree_focus)) {
+        if (ui_locals_merged(u, node) == 0) /* a thread's node (t) folds, as in the Rank view */
+            ui_toggle_collapsed(u, node);
     } else if (u->view != VIEW_RANK) {
         if (u->table.n) {
             u->drill_pid = u->table.rows[u->sel].pid;
@@ -100,6 +115,24 @@ static void act_view(struct ui *u, int ch)
 {
     u->view = ch == '\t' ? (enum ui_view)(u->view % UI_VIEWS + 1) : (enum ui_view)(ch - '0');
     u->lsel = u->lscroll = 0;
+}
+
+/* w: the Merged view's arrows move the tree cursor, or (again) the rank table's selection. */
+static void act_focus(struct ui *u, int ch)
+{
+    (void)ch;
+    if (u->view != VIEW_MERGED || u->flat) {
+        ui_set_status(u, "w (arrows to the tree or the rank table) applies to the Merged tree");
+        return;
+    }
+    u->tree_focus = !u->tree_focus;
+    if (u->tree_focus) {
+        ui_tree_anchor(u); /* where the cursor is now: a search match, or the first line */
+        ui_set_status(u, "arrows move the tree: Enter on a frame shows its locals on every rank "
+                         "(w: rank table)");
+    } else {
+        ui_set_status(u, "arrows move the rank table (w: tree)");
+    }
 }
 
 static void act_prompt(struct ui *u, int ch)
@@ -182,7 +215,7 @@ static void act_tag(struct ui *u, int ch)
         else
             ui_set_status(u, "no rank tagged: the merged tree and exports show every rank");
     }
-    nav(u, 1);
+    nav_in(u, false, 1); /* on to the next rank, whichever pane has the arrows */
 }
 
 static void act_untag(struct ui *u, int ch)
@@ -327,7 +360,7 @@ static const struct ui_key keys[] = {
      NULL,
      0,
      "Arrows, j/k, PgUp/PgDn, Home/End",
-     "move in the rank table (tree in the Rank view)",
+     "move in the rank table (the tree in the Rank view, and after w)",
      false},
     {{KEY_DOWN, 'j', KEY_NPAGE, KEY_END}, act_down, NULL, NULL, 0, NULL, NULL, false},
     {{'\n', KEY_ENTER, KEY_RIGHT},
@@ -337,6 +370,14 @@ static const struct ui_key keys[] = {
      0,
      "Enter / Right",
      "drill into the selected rank; on a frame: its locals",
+     false},
+    {{'w'},
+     act_focus,
+     NULL,
+     NULL,
+     0,
+     "w",
+     "Merged view: arrows to the tree (Enter: a frame's locals, all ranks) / ranks",
      false},
     {{KEY_ESC, KEY_BACKSPACE, 127, KEY_LEFT},
      act_back,

@@ -1,5 +1,5 @@
 /* The locals pane: Enter on a frame of the Rank view shows that frame's arguments and locals
- * for that rank; Enter on a tree node of the Merged view (the search puts the cursor on one)
+ * for that rank; Enter on a tree node of the Merged view (w: the tree cursor, or a search)
  * shows them for every rank in the node's set side by side, and marks the ranks whose value
  * differs from the one most ranks hold. The values are read at the key press through the
  * engine (engine_locals_read: a one-shot reader per rank), never by sampling; the pane keeps
@@ -265,25 +265,25 @@ static void merged_table(struct ui *u, struct rank_read *rr, int nr)
     }
 }
 
-void ui_locals_merged(struct ui *u, uint64_t node)
+int ui_locals_merged(struct ui *u, uint64_t node)
 {
     struct view_merge_opts mo = {
         .all_threads = u->all_threads, .collapsed = u->collapsed, .ncollapsed = u->ncollapsed};
     const struct view_node *path[256];
     struct rank_read *rr;
     struct view_tree t;
-    int idx = -1, n, nr;
+    int idx = -1, n = -1, nr;
 
     if (view_merge(&u->v->hist, clock_mono_ns(), &mo, &t) < 0 && !t.nnodes) {
         view_merge_fini(&t);
-        return;
+        return -1;
     }
     for (size_t i = 0; i < t.nnodes && idx < 0; i++)
         if (t.nodes[i].id == node)
             idx = (int)i;
     if (idx < 0 || (n = node_path(&t, idx, path, 256)) <= 0) {
         view_merge_fini(&t);
-        return;
+        return n == 0 ? 0 : -1;
     }
     ui_locals_close(u);
     u->loc_on = true;
@@ -305,4 +305,5 @@ void ui_locals_merged(struct ui *u, uint64_t node)
         engine_locals_fini(&rr[i].l);
     free(rr);
     view_merge_fini(&t);
+    return 1;
 }

@@ -486,6 +486,7 @@ static void add_line(struct ui *u, enum theme_role role, uint64_t node, const ch
     l->role = l->hit ? ROLE_STATUS : role;
     l->node = node;
     l->frame = false;
+    l->tdepth = 0;
 }
 
 /* A line shown shortened for the pane's width (shown), searched over its whole text (full),
@@ -582,6 +583,8 @@ static void lines_merged(struct ui *u)
                        &(struct draw_tree_line){pre, fn, where, ranks, age}, u->utf8);
         snprintf(full, sizeof(full), "%s%s %s  %s", pre, fn, where, ranks);
         add_line_fitted(u, n->odd || n->end_odd ? ROLE_ODD : ROLE_NORMAL, n->id, text, full);
+        if (u->nlines > 0 && u->lines[u->nlines - 1].node == n->id)
+            u->lines[u->nlines - 1].tdepth = n->depth;
     }
     if (t.truncated)
         add_line(u, ROLE_DIM, 0, "(tree truncated)");
@@ -869,7 +872,7 @@ static void draw_lower(struct ui *u)
 {
     const struct layout_rect *r = &u->lay.lower;
     static const char *tabs[] = {"", "1 Merged", "2 Rank", "3 Top", "4 GIL", "5 Memory", "6 Hosts"};
-    int x = r->x, rows = r->h - 1;
+    int x = r->x, rows = r->h - 1, at;
 
     if (r->h <= 0)
         return;
@@ -877,8 +880,12 @@ static void draw_lower(struct ui *u)
         putf(u, r->y, x, 10, v == (int)u->view ? ROLE_SELECTED : ROLE_HEADER, true, " %s", tabs[v]);
         x += 10;
     }
+    /* Which pane the Merged view's arrows move, after the tabs (w switches). */
     if (x < r->x + r->w)
-        put(u, r->y, x, r->x + r->w - x, ROLE_HEADER, true, "");
+        put(u, r->y, x, r->x + r->w - x, ROLE_HEADER, true,
+            u->view != VIEW_MERGED || u->flat ? ""
+            : u->tree_focus                   ? "  arrows: tree (w: ranks)"
+                                              : "  arrows: ranks (w: tree)");
     u->nlines = 0;
     if (u->loc_on)
         for (int i = 0; i < u->nloc; i++)
@@ -899,15 +906,20 @@ static void draw_lower(struct ui *u)
         lines_hosts(u);
     else
         lines_memory(u);
+    ui_tree_restore(u); /* the Merged view's cursor stays on its node */
+    at = u->lsel;
     search_jump(u);
+    if (u->lsel != at)
+        ui_tree_anchor(u);
     if (u->lsel < u->lscroll)
         u->lscroll = u->lsel;
     if (u->lsel >= u->lscroll + rows)
         u->lscroll = u->lsel - rows + 1;
     for (int i = 0; i < rows && u->lscroll + i < u->nlines; i++) {
         const struct ui_line *l = &u->lines[u->lscroll + i];
-        /* The cursor: the Rank view's, or the search match it moved to in any view. */
-        bool cur = u->lscroll + i == u->lsel && (u->view == VIEW_RANK || l->hit);
+        /* The cursor: the Rank view's or the Merged tree's (w), or the search match it moved
+         * to in any view. */
+        bool cur = u->lscroll + i == u->lsel && (ui_tree_owns_arrows(u) || l->hit);
 
         put(u, r->y + 1 + i, r->x, r->w, cur ? ROLE_SELECTED : l->role, cur, l->text);
     }

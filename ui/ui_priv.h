@@ -26,6 +26,7 @@ enum ui_jump { SEARCH_STAY, SEARCH_HERE, SEARCH_NEXT, SEARCH_PREV };
 
 #define UI_MAX_TAGS 256
 #define UI_MAX_LINES 4096 /* lines of the lower pane kept by one draw */
+#define UI_TREE_PATH 64   /* ids the Merged view's tree cursor keeps: its node, then ancestors */
 
 /* One line of the lower pane: built by a draw, then drawn with scrolling; node is the tree
  * node (merged view) or thread (rank view) it belongs to, 0 for none. */
@@ -40,6 +41,7 @@ struct ui_line {
     int fpid, fworker;
     uint64_t fident;
     uint32_t fstack, fk;
+    int tdepth; /* a Merged tree line: its node's depth (ui_tree.c walks up to its ancestors) */
 };
 
 struct ui {
@@ -56,6 +58,11 @@ struct ui {
     enum view_sort sort;
     char search[64], filter[64], edit[64];
     int sel, scroll, lsel, lscroll;
+    /* The Merged view's tree cursor (ui_tree.c): w gives it the arrows; it is kept as the ids
+     * of its node and of that node's ancestors, innermost first, not as a row. */
+    bool tree_focus;
+    uint64_t tpath[UI_TREE_PATH];
+    int ntpath;
     int table_y, table_h; /* where the last draw put the rank rows (mouse clicks) */
     int drill_pid;        /* rank shown in the Rank view (0: the selected row) */
     int tags[UI_MAX_TAGS];
@@ -141,10 +148,22 @@ void ui_toggle_collapsed(struct ui *u, uint64_t id);
 /* The node id under the lower-pane cursor in tree views, 0 if none. */
 uint64_t ui_lower_node(const struct ui *u);
 
+/* ui_tree.c: the Merged view's tree cursor. */
+/* Whether the arrows move the lower pane's cursor (the Rank view's, or the Merged view's tree
+ * cursor after w) rather than the rank table's selection. */
+bool ui_tree_owns_arrows(const struct ui *u);
+/* Records the node under the lower-pane cursor, with its ancestors, as the tree cursor: after a
+ * key moved it over the lines the user saw, or a search moved it. */
+void ui_tree_anchor(struct ui *u);
+/* After the Merged tree's lines are rebuilt: puts the cursor on the anchored node's line, or
+ * on its deepest ancestor still shown (gone for now, or folded away). */
+void ui_tree_restore(struct ui *u);
+
 /* ui_locals.c: the locals pane. Reads the locals of the Rank view's frame line l now, or of
- * the Merged view's tree node for every rank in its set; close hides the pane. */
+ * the Merged view's tree node for every rank in its set (1; 0: the node is no frame, a thread
+ * or <exited>; -1: it is gone); close hides the pane. */
 void ui_locals_rank(struct ui *u, const struct ui_line *l);
-void ui_locals_merged(struct ui *u, uint64_t node);
+int ui_locals_merged(struct ui *u, uint64_t node);
 void ui_locals_close(struct ui *u);
 
 #endif

@@ -35,24 +35,6 @@ until_deadline 10 last_line_has '^F1Help F3Search F4Filter F5Tree F6Sort .*F10Qu
     fail "the key bar does not show htop's F-keys"
 }
 
-# selected ERE: a screen line matching ERE (a Python regex) is drawn as the cursor (cyan
-# background, or reverse video without colours).
-selected() {
-    screen_attrs | python3 -c 'import re, sys
-for line in sys.stdin.read().splitlines():
-    if re.search(sys.argv[1], re.sub(r"\x1b\[[0-9;]*m", "", line)):
-        m = re.match(r"(?:\x1b\[[0-9;]*m)*", line)
-        codes = [p for c in re.findall(r"\x1b\[([0-9;]*)m", m.group(0)) for p in c.split(";")]
-        if "46" in codes or "7" in codes:
-            sys.exit(0)
-sys.exit(1)' "$1"
-}
-wait_selected() {
-    until_deadline 10 selected "$1" && return 0
-    show_screen "$1 not selected"
-    return 1
-}
-
 # F3: incremental search; the cursor follows what is typed; F3 again: the next match.
 keys F3
 wait_screen '^search: _' 10 || fail "F3 did not open the search prompt"

@@ -207,6 +207,25 @@ proc_env() {
     tr '\0' '\n' < "/proc/$1/environ" 2> /dev/null | sed -n "s/^$2=//p" | head -n 1
 }
 
+# selected ERE: a screen line matching ERE (a Python regex) is drawn as the cursor or the
+# selected row (cyan background, or reverse video without colours).
+selected() {
+    screen_attrs | python3 -c 'import re, sys
+for line in sys.stdin.read().splitlines():
+    if re.search(sys.argv[1], re.sub(r"\x1b\[[0-9;]*m", "", line)):
+        m = re.match(r"(?:\x1b\[[0-9;]*m)*", line)
+        codes = [p for c in re.findall(r"\x1b\[([0-9;]*)m", m.group(0)) for p in c.split(";")]
+        if "46" in codes or "7" in codes:
+            sys.exit(0)
+sys.exit(1)' "$1"
+}
+# wait_selected ERE: waits (10 s) until selected ERE.
+wait_selected() {
+    until_deadline 10 selected "$1" && return 0
+    show_screen "$1 not selected"
+    return 1
+}
+
 # key_effect SECONDS KEY ERE: presses KEY and requires its effect (ERE on screen) within
 # SECONDS; used to show keys are answered promptly.
 key_effect() {

@@ -141,6 +141,7 @@ struct engine {
     /* the view readers share (engine_view.c), under view_lock, taken before lock */
     pthread_mutex_t view_lock;
     struct engine_view *view;
+    uint64_t steady_at; /* the last engine_acquire (under view_lock): e->view outlives builds */
 };
 
 /* The live record of pid (created on first use); call with the lock held. */

@@ -9,10 +9,13 @@
  * Beside it, this node's LOCAL real Python targets (default 64, bench/targets/threads8.py, 8
  * threads each, all sampled) at 100 Hz by the same engine.
  *
- * Readers, as the monitor has them: a frame every 0.5 s (copy the history, live figures and
- * host states, then the rank table, hang verdict and merged tree the monitor draws from) and
- * an autosave copy every 5 s (its export is left out: it runs on a private copy, off the
- * engine's lock). Each reader is its own thread, like the monitor's UI and autosave threads.
+ * Readers, as the monitor has them: a frame every 0.5 s (as ui.c's refresh_data and the panes
+ * do it: give the last view back, take the published one with engine_acquire and hold it until
+ * the next frame, then the rank table, hang verdict and merged tree the monitor draws from) and
+ * an autosave every 5 s (engine_acquire_fresh; its export is left out: it reads its view, off
+ * every lock). Each reader is its own thread, like the monitor's UI and autosave threads. Their
+ * figures count the passes that began inside the measured window: the monitor's first frame
+ * waits for the first view by design, before any view exists.
  *
  * The sampler's period error: PROBES of the local targets (default 4) run threads8.py `flip`
  * (the main thread sleeps on eight lines in turn), so most consecutive samples of their main
@@ -79,6 +82,7 @@ struct reader {
     struct engine *e;
     double period_s;
     bool views;
+    const struct engine_view *held; /* the monitor's view, held until its next frame */
     atomic_bool stop;
     pthread_t th;
     double *copy_ms, *frame_ms;
@@ -107,7 +111,11 @@ static double thread_cpu_s(void)
 static double reader_pass(struct reader *r, double *frame_ms, uint64_t *at)
 {
     uint64_t t0 = *at = clock_mono_ns(), t1, now;
-    const struct engine_view *v = r->views ? engine_acquire(r->e) : engine_acquire_fresh(r->e);
+    const struct engine_view *v;
+
+    engine_release(r->held); /* first, as the monitor does: the engine may free it */
+    r->held = NULL;
+    v = r->views ? engine_acquire(r->e) : engine_acquire_fresh(r->e);
 
     t1 = clock_mono_ns();
     if (r->views) {
@@ -125,7 +133,10 @@ static double reader_pass(struct reader *r, double *frame_ms, uint64_t *at)
         view_hang_fini(&hang);
     }
     *frame_ms = (double)(clock_mono_ns() - t0) / 1e6;
-    engine_release(v);
+    if (r->views)
+        r->held = v;
+    else
+        engine_release(v);
     return (double)(t1 - t0) / 1e6;
 }
 
@@ -168,6 +179,8 @@ static void reader_stop(struct reader *r)
 {
     atomic_store(&r->stop, true);
     pthread_join(r->th, NULL);
+    engine_release(r->held);
+    r->held = NULL;
 }
 
 /* p (0-100) of n sorted values. */
@@ -185,9 +198,19 @@ static void print_times(const char *what, double *v, size_t n)
            pct(v, n, 95), n ? v[n - 1] : 0, n);
 }
 
-static void reader_print(struct reader *r, const char *name, double wall_s)
+static void reader_print(struct reader *r, const char *name, uint64_t t0, uint64_t t1)
 {
+    double wall_s = (double)(t1 - t0) / 1e9;
     char what[64];
+    size_t n = 0;
+
+    /* The passes that began inside the window (the arrays are done with otherwise). */
+    for (size_t i = 0; i < r->n; i++)
+        if (r->copy_at[i] >= t0 && r->copy_at[i] < t1) {
+            r->copy_ms[n] = r->copy_ms[i];
+            r->frame_ms[n++] = r->frame_ms[i];
+        }
+    r->n = n;
 
     snprintf(what, sizeof(what), "%s copy", name);
     print_times(what, r->copy_ms, r->n);
@@ -555,8 +578,8 @@ static void phase_head(const struct cfg *c, int *pids, double local_cpu)
     reader_stop(&rd[1]);
     window_figures(&a, &b, t0, t1, &f);
     print_period_error(e, pids, c->nprobes, t0, t1, rd, 2);
-    reader_print(&rd[0], "monitor", (double)(t1 - t0) / 1e9);
-    reader_print(&rd[1], "autosave", (double)(t1 - t0) / 1e9);
+    reader_print(&rd[0], "monitor", t0, t1);
+    reader_print(&rd[1], "autosave", t0, t1);
     print_head(c, e, &f, local_cpu);
     engine_stop(e);
     engine_free(e);

@@ -129,7 +129,7 @@ static bool drop_stale_locked(struct engine *e, uint64_t now, bool keep)
 void engine_view_publish(struct engine *e, bool unlocked_clone)
 {
     uint64_t now = clock_mono_ns();
-    struct engine_view *v;
+    struct engine_view *v, *old;
 
     pthread_mutex_lock(&e->view_lock);
     e->view_want = false;
@@ -142,8 +142,14 @@ void engine_view_publish(struct engine *e, bool unlocked_clone)
     /* Readers that found no view wait meanwhile; no collector does. */
     v = view_build(e, now, unlocked_clone);
     pthread_mutex_lock(&e->view_lock);
-    engine_release(e->view); /* the stale one a steady reader may still have come for */
+    old = e->view; /* the stale one a steady reader may still have come for */
     e->view = v;
+    pthread_mutex_unlock(&e->view_lock);
+    /* Freed (when no reader holds it) outside the lock: freeing a history takes milliseconds,
+     * and the monitor's engine_acquire takes view_lock. Before the waiters wake, so that a
+     * save that gets the new view finds the old one already given back. */
+    engine_release(old);
+    pthread_mutex_lock(&e->view_lock);
     pthread_cond_broadcast(&e->view_cond);
     pthread_mutex_unlock(&e->view_lock);
 }

@@ -108,15 +108,14 @@ static double thread_cpu_s(void)
 /* What the monitor takes before a frame (the published view: engine_acquire) and the autosave
  * before a save (a view as fresh as the period: engine_acquire_fresh); returns the ms the
  * reader waited for it (the acquire alone), the frame's in *frame_ms (giving the last view
- * back, which frees it when the engine has replaced it, the acquire, then the models) and its
- * thread CPU time in *cpu_ms. */
+ * back, the acquire, then the models) and its thread CPU time in *cpu_ms. */
 static double reader_pass(struct reader *r, double *frame_ms, double *cpu_ms, uint64_t *at)
 {
     double c0 = thread_cpu_s();
     uint64_t t0 = *at = clock_mono_ns(), ta, t1, now;
     const struct engine_view *v;
 
-    engine_release(r->held); /* first, as the monitor does: the engine may free it */
+    engine_release_later(r->e, r->held); /* first, as the monitor does: the recorder frees it */
     r->held = NULL;
     ta = clock_mono_ns();
     v = r->views ? engine_acquire(r->e) : engine_acquire_fresh(r->e);

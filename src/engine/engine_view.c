@@ -126,11 +126,43 @@ static bool drop_stale_locked(struct engine *e, uint64_t now, bool keep)
     return e->view && !stale;
 }
 
+void engine_release_later(struct engine *e, const struct engine_view *v)
+{
+    bool handed = false;
+
+    if (!v)
+        return;
+    pthread_mutex_lock(&e->view_lock);
+    if (e->rec_running && e->ndead < sizeof(e->dead) / sizeof(e->dead[0])) {
+        e->dead[e->ndead++] = v;
+        handed = true;
+    }
+    pthread_mutex_unlock(&e->view_lock);
+    if (!handed)
+        engine_release(v);
+}
+
+/* Gives back what engine_release_later left (on the recorder thread, or at the end). */
+static void reap(struct engine *e)
+{
+    const struct engine_view *dead[sizeof(e->dead) / sizeof(e->dead[0])];
+    size_t n;
+
+    pthread_mutex_lock(&e->view_lock);
+    n = e->ndead;
+    memcpy(dead, e->dead, n * sizeof(*dead));
+    e->ndead = 0;
+    pthread_mutex_unlock(&e->view_lock);
+    for (size_t i = 0; i < n; i++)
+        engine_release(dead[i]);
+}
+
 void engine_view_publish(struct engine *e, bool unlocked_clone)
 {
     uint64_t now = clock_mono_ns();
     struct engine_view *v, *old;
 
+    reap(e); /* before the copy: the process holds no more copies than it did */
     pthread_mutex_lock(&e->view_lock);
     e->view_want = false;
     if (drop_stale_locked(e, now, true)) {
@@ -220,6 +252,7 @@ void engine_view_expire(struct engine *e)
 {
     struct engine_view *old;
 
+    reap(e);
     pthread_mutex_lock(&e->view_lock);
     old = e->view;
     e->view = NULL;

@@ -334,6 +334,46 @@ START_TEST(test_no_wait_during_build)
 }
 END_TEST
 
+/* engine_release_later leaves the freeing of a replaced view to the recorder thread, at its
+ * next build; after engine_stop it frees at once. */
+START_TEST(test_release_later)
+{
+    struct ts_child *c = ts_target_start(python, "exit_on_cue.py", NULL);
+    uint64_t end = clock_mono_ns() + (uint64_t)DEADLINE_S * 1000000000u;
+    const struct engine_view *a, *n = NULL;
+    size_t base = engine_view_count(), before;
+    struct engine *e;
+    int pid;
+
+    ck_assert(ts_child_wait_ready(c, "idle"));
+    pid = c->pid;
+    e = watch(&pid);
+    wait_sampled(e, pid);
+    a = engine_acquire(e);
+    while (clock_mono_ns() < end && (!n || n == a)) { /* until the engine replaced a */
+        engine_release(n);
+        sleep_ms(50);
+        n = engine_acquire(e);
+    }
+    ck_assert_ptr_ne(n, a);
+    engine_release(n);
+    before = engine_view_count(); /* a, the engine's view and no other */
+    engine_release_later(e, a);
+    /* Each acquire of a stale view asks for a build; the one after it frees a. */
+    while (clock_mono_ns() < end && engine_view_count() >= before) {
+        sleep_ms(150);
+        engine_release_later(e, engine_acquire(e));
+    }
+    ck_assert_uint_lt(engine_view_count(), before);
+    engine_stop(e);
+    a = engine_acquire(e);
+    engine_release_later(e, a); /* no recorder: freed here, with what it still held */
+    ck_assert_uint_eq(engine_view_count(), base + 1); /* the engine's own */
+    engine_free(e);
+    ck_assert_uint_eq(engine_view_count(), base);
+}
+END_TEST
+
 /* A held view stays as taken while the engine samples on, and outlives the engine. */
 START_TEST(test_held_view_unchanged)
 {
@@ -430,6 +470,7 @@ int main(void)
         ts_add_case(s, "stale_then_new", test_stale_then_new, 4 * DEADLINE_S);
         ts_add_case(s, "held_view_unchanged", test_held_view_unchanged, 4 * DEADLINE_S);
         ts_add_case(s, "no_wait_during_build", test_no_wait_during_build, 4 * DEADLINE_S);
+        ts_add_case(s, "release_later", test_release_later, 4 * DEADLINE_S);
     }
     rc = ts_run(s);
     ts_pylist_free(&l);

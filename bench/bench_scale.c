@@ -9,10 +9,13 @@
  * Beside it, this node's LOCAL real Python targets (default 64, bench/targets/threads8.py, 8
  * threads each, all sampled) at 100 Hz by the same engine.
  *
- * Readers, as the monitor has them: a frame every 0.5 s (copy the history, live figures and
- * host states, then the rank table, hang verdict and merged tree the monitor draws from) and
- * an autosave copy every 5 s (its export is left out: it runs on a private copy, off the
- * engine's lock). Each reader is its own thread, like the monitor's UI and autosave threads.
+ * Readers, as the monitor has them: a frame every 0.5 s (as ui.c's refresh_data and the panes
+ * do it: give the last view back, take the published one with engine_acquire and hold it until
+ * the next frame, then the rank table, hang verdict and merged tree the monitor draws from) and
+ * an autosave every 5 s (engine_acquire_fresh; its export is left out: it reads its view, off
+ * every lock). Each reader is its own thread, like the monitor's UI and autosave threads. Their
+ * figures count the passes that began inside the measured window: the monitor's first frame
+ * waits for the first view by design, before any view exists.
  *
  * The sampler's period error: PROBES of the local targets (default 4) run threads8.py `flip`
  * (the main thread sleeps on eight lines in turn), so most consecutive samples of their main
@@ -79,10 +82,11 @@ struct reader {
     struct engine *e;
     double period_s;
     bool views;
+    const struct engine_view *held; /* the monitor's view, held until its next frame */
     atomic_bool stop;
     pthread_t th;
-    double *copy_ms, *frame_ms;
-    uint64_t *copy_at; /* when each copy began */
+    double *copy_ms, *frame_ms, *cpu_ms; /* cpu: the frame's thread CPU time */
+    uint64_t *copy_at;                   /* when each copy began */
     size_t n, cap;
     double cpu_s;
 };
@@ -103,12 +107,18 @@ static double thread_cpu_s(void)
 
 /* What the monitor takes before a frame (the published view: engine_acquire) and the autosave
  * before a save (a view as fresh as the period: engine_acquire_fresh); returns the ms the
- * reader waited for it, the frame's in *frame_ms (the view's wait, then the models). */
-static double reader_pass(struct reader *r, double *frame_ms, uint64_t *at)
+ * reader waited for it (the acquire alone), the frame's in *frame_ms (giving the last view
+ * back, the acquire, then the models) and its thread CPU time in *cpu_ms. */
+static double reader_pass(struct reader *r, double *frame_ms, double *cpu_ms, uint64_t *at)
 {
-    uint64_t t0 = *at = clock_mono_ns(), t1, now;
-    const struct engine_view *v = r->views ? engine_acquire(r->e) : engine_acquire_fresh(r->e);
+    double c0 = thread_cpu_s();
+    uint64_t t0 = *at = clock_mono_ns(), ta, t1, now;
+    const struct engine_view *v;
 
+    engine_release_later(r->e, r->held); /* first, as the monitor does: the recorder frees it */
+    r->held = NULL;
+    ta = clock_mono_ns();
+    v = r->views ? engine_acquire(r->e) : engine_acquire_fresh(r->e);
     t1 = clock_mono_ns();
     if (r->views) {
         struct view_hang hang;
@@ -125,8 +135,12 @@ static double reader_pass(struct reader *r, double *frame_ms, uint64_t *at)
         view_hang_fini(&hang);
     }
     *frame_ms = (double)(clock_mono_ns() - t0) / 1e6;
-    engine_release(v);
-    return (double)(t1 - t0) / 1e6;
+    *cpu_ms = (thread_cpu_s() - c0) * 1e3;
+    if (r->views)
+        r->held = v;
+    else
+        engine_release(v);
+    return (double)(t1 - ta) / 1e6;
 }
 
 static void *reader_main(void *arg)
@@ -136,16 +150,18 @@ static void *reader_main(void *arg)
 
     while (!atomic_load(&r->stop)) {
         uint64_t at;
-        double frame, copy = reader_pass(r, &frame, &at);
+        double frame, cpu, copy = reader_pass(r, &frame, &cpu, &at);
 
         if (r->n == r->cap) {
             r->cap = r->cap ? r->cap * 2 : 64;
             r->copy_ms = x_reallocarray(r->copy_ms, r->cap, sizeof(double));
             r->frame_ms = x_reallocarray(r->frame_ms, r->cap, sizeof(double));
+            r->cpu_ms = x_reallocarray(r->cpu_ms, r->cap, sizeof(double));
             r->copy_at = x_reallocarray(r->copy_at, r->cap, sizeof(uint64_t));
         }
         r->copy_at[r->n] = at;
         r->copy_ms[r->n] = copy;
+        r->cpu_ms[r->n] = cpu;
         r->frame_ms[r->n++] = frame;
         for (double s = 0; s < r->period_s && !atomic_load(&r->stop); s += 0.05)
             bench_sleep_s(0.05);
@@ -168,6 +184,8 @@ static void reader_stop(struct reader *r)
 {
     atomic_store(&r->stop, true);
     pthread_join(r->th, NULL);
+    engine_release(r->held);
+    r->held = NULL;
 }
 
 /* p (0-100) of n sorted values. */
@@ -185,19 +203,34 @@ static void print_times(const char *what, double *v, size_t n)
            pct(v, n, 95), n ? v[n - 1] : 0, n);
 }
 
-static void reader_print(struct reader *r, const char *name, double wall_s)
+static void reader_print(struct reader *r, const char *name, uint64_t t0, uint64_t t1)
 {
+    double wall_s = (double)(t1 - t0) / 1e9;
     char what[64];
+    size_t n = 0;
+
+    /* The passes that began inside the window (the arrays are done with otherwise). */
+    for (size_t i = 0; i < r->n; i++)
+        if (r->copy_at[i] >= t0 && r->copy_at[i] < t1) {
+            r->copy_ms[n] = r->copy_ms[i];
+            r->cpu_ms[n] = r->cpu_ms[i];
+            r->frame_ms[n++] = r->frame_ms[i];
+        }
+    r->n = n;
 
     snprintf(what, sizeof(what), "%s copy", name);
     print_times(what, r->copy_ms, r->n);
     if (r->views) {
         snprintf(what, sizeof(what), "%s frame models", name);
         print_times(what, r->frame_ms, r->n);
+        /* What the frame costs whatever the load: a busy machine stretches the wall time. */
+        snprintf(what, sizeof(what), "%s frame CPU", name);
+        print_times(what, r->cpu_ms, r->n);
     }
     printf("  %-28s %.1f %% of a core\n", "reader CPU", r->cpu_s / wall_s * 100);
     free(r->copy_ms);
     free(r->frame_ms);
+    free(r->cpu_ms);
     free(r->copy_at);
 }
 
@@ -555,8 +588,8 @@ static void phase_head(const struct cfg *c, int *pids, double local_cpu)
     reader_stop(&rd[1]);
     window_figures(&a, &b, t0, t1, &f);
     print_period_error(e, pids, c->nprobes, t0, t1, rd, 2);
-    reader_print(&rd[0], "monitor", (double)(t1 - t0) / 1e9);
-    reader_print(&rd[1], "autosave", (double)(t1 - t0) / 1e9);
+    reader_print(&rd[0], "monitor", t0, t1);
+    reader_print(&rd[1], "autosave", t0, t1);
     print_head(c, e, &f, local_cpu);
     engine_stop(e);
     engine_free(e);

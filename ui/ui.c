@@ -136,13 +136,13 @@ void ui_set_status(struct ui *u, const char *fmt, ...)
 
 /* Takes the engine's view in place of the last one and rebuilds the models that depend only
  * on it. The old one is given back first, so that the engine may free it before it copies
- * the history anew; a view built at the same time is the same one, and the rate then has no
- * new point. */
+ * the history anew (the recorder thread frees it: engine_release_later, off the frame); a
+ * view built at the same time is the same one, and the rate then has no new point. */
 static void refresh_data(struct ui *u)
 {
     uint64_t old_t = u->v ? u->v->t : 0;
 
-    engine_release(u->v);
+    engine_release_later(u->e, u->v);
     u->v = engine_acquire(u->e);
     if (u->v->t != old_t)
         view_rate_add(&u->rate, u->v->t, u->v->stats.samples);

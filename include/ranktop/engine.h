@@ -148,6 +148,11 @@ const struct engine_view *engine_acquire_fresh(struct engine *e);
  * view. NULL is a no-op. Any thread; takes no engine lock. */
 void engine_release(const struct engine_view *v);
 
+/* engine_release, the freeing left to the recorder thread while it runs (at its next build,
+ * before it copies): the monitor gives its last view back each frame, and freeing a large
+ * history is milliseconds its frame need not spend. e must still be allocated. */
+void engine_release_later(struct engine *e, const struct engine_view *v);
+
 /* A zeroed view holding one reference, for a caller that fills it by hand (tests, benches):
  * engine_release frees what it points to (hist with history_fini, the arrays with free). */
 struct engine_view *engine_view_new(void);

@@ -141,6 +141,9 @@ struct engine {
     /* the view readers share (engine_view.c), under view_lock, taken before lock */
     pthread_mutex_t view_lock;
     struct engine_view *view;
+    uint64_t steady_at; /* the last engine_acquire (under view_lock): e->view outlives builds */
+    const struct engine_view *dead[4]; /* engine_release_later's, for the recorder (view_lock) */
+    size_t ndead;
 };
 
 /* The live record of pid (created on first use); call with the lock held. */

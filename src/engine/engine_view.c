@@ -5,11 +5,16 @@
  * e->view_lock. engine_acquire takes a reference to it whatever its age, and asks for a new
  * one when it is ENGINE_VIEW_PERIOD_NS old (the next call gets that one), so that a reader
  * never waits for a copy once the first view exists; engine_acquire_fresh waits for a view
- * built since the period began. A view is never written once
- * published, and the last engine_release frees it, so a reader holds no lock while it reads.
- * Lock order: view_lock, then the engine lock (only while a reader builds); collectors never
- * take view_lock, so a reader waits at most for a build, never a collector for one.
- * The engine's reference lasts until the next build or engine_stop: a recorder between two
+ * built since the period began. While such a steady reader (the monitor) is about (it called
+ * engine_acquire within STEADY_NS), the stale view stays published until the next one
+ * replaces it: a save's engine_acquire_fresh, or the build the monitor asked for, must not
+ * leave the monitor's next frame waiting for a copy. The monitor holds that view between its
+ * frames anyway, so keeping it costs no memory then; without a steady reader (record) a stale
+ * view is dropped before the next build, so that two copies are never held for nobody. A view is
+ * never written once published, and the last engine_release frees it, so a reader holds no lock
+ * while it reads. Lock order: view_lock, then the engine lock (only while a reader builds);
+ * collectors never take view_lock, so a reader waits at most for a build, never a collector for
+ * one. The engine's reference lasts until the next build or engine_stop: a recorder between two
  * saves keeps the last one, the one copy the memory cap allows for.
  *
  * A reader that finds the published view too old asks the recorder thread for a new one and
@@ -101,26 +106,66 @@ static struct engine_view *view_build(struct engine *e, uint64_t now, bool unloc
     return v;
 }
 
-/* Drops the published view when stale (view_lock held): when no reader holds it, the process
- * then never holds two copies of the history for its readers (the memory cap counts one,
- * history.h's HISTORY_CAP_SHARE). Returns whether a fresh one remains. */
-static bool drop_stale_locked(struct engine *e, uint64_t now)
+/* How long after its last engine_acquire a reader counts as steady: a few of the monitor's
+ * 0.5 s frames. */
+#define STEADY_NS 2000000000ull
+
+/* Drops the published view when stale (view_lock held), unless a steady reader may come back
+ * for it before the next one is built (and `keep`): when no reader holds it, the process then
+ * never holds two copies of the history for its readers (the memory cap counts one,
+ * history.h's HISTORY_CAP_SHARE). Returns whether a fresh one is published. */
+static bool drop_stale_locked(struct engine *e, uint64_t now, bool keep)
 {
-    if (e->view && now - e->view->t >= ENGINE_VIEW_PERIOD_NS) {
+    bool stale = e->view && now - e->view->t >= ENGINE_VIEW_PERIOD_NS;
+
+    keep = keep && e->steady_at && now - e->steady_at < STEADY_NS;
+    if (stale && !keep) {
         engine_release(e->view);
         e->view = NULL;
     }
-    return e->view != NULL;
+    return e->view && !stale;
+}
+
+void engine_release_later(struct engine *e, const struct engine_view *v)
+{
+    bool handed = false;
+
+    if (!v)
+        return;
+    pthread_mutex_lock(&e->view_lock);
+    if (e->rec_running && e->ndead < sizeof(e->dead) / sizeof(e->dead[0])) {
+        e->dead[e->ndead++] = v;
+        handed = true;
+    }
+    pthread_mutex_unlock(&e->view_lock);
+    if (!handed)
+        engine_release(v);
+}
+
+/* Gives back what engine_release_later left (on the recorder thread, or at the end). */
+static void reap(struct engine *e)
+{
+    const struct engine_view *dead[sizeof(e->dead) / sizeof(e->dead[0])];
+    size_t n;
+
+    pthread_mutex_lock(&e->view_lock);
+    n = e->ndead;
+    memcpy(dead, e->dead, n * sizeof(*dead));
+    e->ndead = 0;
+    pthread_mutex_unlock(&e->view_lock);
+    for (size_t i = 0; i < n; i++)
+        engine_release(dead[i]);
 }
 
 void engine_view_publish(struct engine *e, bool unlocked_clone)
 {
     uint64_t now = clock_mono_ns();
-    struct engine_view *v;
+    struct engine_view *v, *old;
 
+    reap(e); /* before the copy: the process holds no more copies than it did */
     pthread_mutex_lock(&e->view_lock);
     e->view_want = false;
-    if (drop_stale_locked(e, now)) {
+    if (drop_stale_locked(e, now, true)) {
         pthread_cond_broadcast(&e->view_cond);
         pthread_mutex_unlock(&e->view_lock);
         return;
@@ -129,8 +174,14 @@ void engine_view_publish(struct engine *e, bool unlocked_clone)
     /* Readers that found no view wait meanwhile; no collector does. */
     v = view_build(e, now, unlocked_clone);
     pthread_mutex_lock(&e->view_lock);
-    engine_release(e->view); /* none, unless built in place after the recorder ended */
+    old = e->view; /* the stale one a steady reader may still have come for */
     e->view = v;
+    pthread_mutex_unlock(&e->view_lock);
+    /* Freed (when no reader holds it) outside the lock: freeing a history takes milliseconds,
+     * and the monitor's engine_acquire takes view_lock. Before the waiters wake, so that a
+     * save that gets the new view finds the old one already given back. */
+    engine_release(old);
+    pthread_mutex_lock(&e->view_lock);
     pthread_cond_broadcast(&e->view_cond);
     pthread_mutex_unlock(&e->view_lock);
 }
@@ -166,12 +217,13 @@ const struct engine_view *engine_acquire(struct engine *e)
     const struct engine_view *v;
 
     pthread_mutex_lock(&e->view_lock);
+    e->steady_at = now;
     if (e->view && now - e->view->t >= ENGINE_VIEW_PERIOD_NS) {
         if (e->rec_running) { /* this one now; a new one for the next call */
             e->view_want = true;
             engine_wake(e);
         } else {
-            drop_stale_locked(e, now);
+            drop_stale_locked(e, now, false);
         }
     }
     if (!e->view)
@@ -187,7 +239,7 @@ const struct engine_view *engine_acquire_fresh(struct engine *e)
     const struct engine_view *v;
 
     pthread_mutex_lock(&e->view_lock);
-    if (!drop_stale_locked(e, now) && !await_recorder_locked(e, now)) {
+    if (!drop_stale_locked(e, now, true) && !await_recorder_locked(e, now)) {
         engine_release(e->view); /* one the recorder built before it ended, too old */
         e->view = NULL;
     }
@@ -200,6 +252,7 @@ void engine_view_expire(struct engine *e)
 {
     struct engine_view *old;
 
+    reap(e);
     pthread_mutex_lock(&e->view_lock);
     old = e->view;
     e->view = NULL;

@@ -4,6 +4,7 @@
  *
  * Pure functions over a history the caller does not let change meanwhile; any thread. */
 #include "ranktop/view.h"
+#include "view_priv.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,19 +136,43 @@ bool view_task_on(const struct hrank *r, const struct hthread *t, const struct h
     return task->task_thread ? task->task_thread == t->ident : t == view_main_thread(r);
 }
 
+/* The function keys of the few stacks a thread moves between (a loop changing lines), kept
+ * for one walk so that each is hashed once, not once per run. Direct-mapped by stack id. */
+#define FKEY_MEMO 16
+
+struct fkey_memo {
+    bool set[FKEY_MEMO];
+    uint32_t stack[FKEY_MEMO];
+    uint64_t key[FKEY_MEMO];
+};
+
+static uint64_t fkey_of(const struct history *h, struct fkey_memo *m, uint32_t stack)
+{
+    size_t j = stack % FKEY_MEMO;
+
+    if (!m->set[j] || m->stack[j] != stack) {
+        m->set[j] = true;
+        m->stack[j] = stack;
+        m->key[j] = view_stack_fkey(h, stack);
+    }
+    return m->key[j];
+}
+
 uint64_t view_since_fchange(const struct history *h, const struct hthread *t, uint64_t now)
 {
+    struct fkey_memo m;
     uint64_t key, t0;
     size_t i;
 
     if (!t || !t->nruns)
         return 0;
+    memset(m.set, 0, sizeof(m.set));
     i = t->nruns - 1;
-    key = view_stack_fkey(h, t->runs[i].stack);
+    key = fkey_of(h, &m, t->runs[i].stack);
     /* Bounded: a thread spinning at 1 kHz for hours has millions of runs; 100000 runs back
      * is long past any hang-after interval at the rates the engine allows. */
     for (size_t steps = 0; i > 0 && steps < 100000; i--, steps++)
-        if (view_stack_fkey(h, t->runs[i - 1].stack) != key)
+        if (fkey_of(h, &m, t->runs[i - 1].stack) != key)
             break;
     t0 = t->runs[i].t0;
     return now > t0 ? now - t0 : 0;
@@ -357,4 +382,33 @@ void view_ranks_fini(struct view_ranks *out)
 {
     free(out->rows);
     memset(out, 0, sizeof(*out));
+}
+
+static int cmp_by_pid(const void *a, const void *b)
+{
+    const struct view_by_pid *x = a, *y = b;
+
+    if (x->pid != y->pid)
+        return x->pid < y->pid ? -1 : 1;
+    return (x->at > y->at) - (x->at < y->at);
+}
+
+void view_by_pid_sort(struct view_by_pid *v, size_t n)
+{
+    x_qsort(v, n, sizeof(*v), cmp_by_pid);
+}
+
+const struct view_by_pid *view_by_pid_find(const struct view_by_pid *v, size_t n, int pid)
+{
+    size_t lo = 0, hi = n;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+
+        if (v[mid].pid < pid)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && v[lo].pid == pid ? &v[lo] : NULL;
 }

@@ -19,6 +19,7 @@
  * progress), and it waits where the innermost coroutine of its deepest await chain awaits
  * (a task awaiting another task or a gather() has the shorter chain). */
 #include "ranktop/view.h"
+#include "view_priv.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -167,11 +168,48 @@ static int cmp_odd(const void *a, const void *b)
     return (x->pid > y->pid) - (x->pid < y->pid);
 }
 
+/* Ranks and live figures by pid, and the waits asked so far: list_odd looks each odd rank up
+ * (most ranks can be odd when a job's ranks are spread over a few stacks). */
+struct odd_idx {
+    struct view_by_pid *ranks, *live;
+    size_t nlive;
+    struct view_wait_memo waits;
+};
+
+static void odd_idx_init(struct odd_idx *x, const struct history *h, const struct view_hang_in *in)
+{
+    size_t nl = in && in->live ? in->nlive : 0;
+
+    x->ranks = x_malloc((h->nranks ? h->nranks : 1) * sizeof(*x->ranks));
+    x->live = x_malloc((nl ? nl : 1) * sizeof(*x->live));
+    x->nlive = nl;
+    for (size_t k = 0; k < h->nranks; k++)
+        x->ranks[k] = (struct view_by_pid){h->ranks[k].pid, k};
+    for (size_t k = 0; k < nl; k++)
+        x->live[k] = (struct view_by_pid){in->live[k].pid, k};
+    view_by_pid_sort(x->ranks, h->nranks);
+    view_by_pid_sort(x->live, nl);
+    view_wait_memo_init(&x->waits, h->nranks);
+}
+
+static void odd_idx_fini(struct odd_idx *x)
+{
+    free(x->ranks);
+    free(x->live);
+    view_wait_memo_fini(&x->waits);
+}
+
 static void list_odd(const struct history *h, const struct live *v, size_t n,
                      const struct view_hang_in *in, struct view_hang *out)
 {
+    struct odd_idx x;
+
+    odd_idx_init(&x, h, in);
     out->odd = x_calloc(n ? n : 1, sizeof(*out->odd));
     for (size_t i = 0; i < n; i++) {
+        const struct view_by_pid *lp = view_by_pid_find(x.live, x.nlive, v[i].pid);
+        const struct engine_rank_live *l = lp ? &in->live[lp->at] : NULL;
+        const struct view_by_pid *p = view_by_pid_find(x.ranks, h->nranks, v[i].pid);
         struct view_hang_rank *o;
 
         if (v[i].fkey == out->fkey && v[i].sampled)
@@ -182,16 +220,17 @@ static void list_odd(const struct history *h, const struct live *v, size_t n,
         o->stack = v[i].stack;
         o->fkey = v[i].fkey;
         stack_where(h, v[i].stack, o->where, sizeof(o->where));
-        for (size_t k = 0; k < h->nranks; k++) { /* where to go next, when another node */
-            if (h->ranks[k].pid != v[i].pid)
-                continue;
-            if (h->ranks[k].host[0] && strcmp(h->ranks[k].host, h->host))
-                snprintf(o->host, sizeof(o->host), "%s", h->ranks[k].host);
-            o->wait = view_rank_wait(h, &h->ranks[k], v[i].stack,
-                                     in ? view_live_of(in->live, in->nlive, v[i].pid) : NULL,
-                                     in ? in->waits : NULL, NULL, 0);
+        /* Every rank of that pid in history order, as a scan would meet them. */
+        for (; p && p < x.ranks + h->nranks && p->pid == v[i].pid; p++) {
+            const struct hrank *r = &h->ranks[p->at];
+
+            if (r->host[0] && strcmp(r->host, h->host)) /* where to go next, when another node */
+                snprintf(o->host, sizeof(o->host), "%s", r->host);
+            o->wait =
+                view_wait_memo_get(&x.waits, h, r, v[i].stack, l, in ? in->waits : NULL, NULL, 0);
         }
     }
+    odd_idx_fini(&x);
     x_qsort(out->odd, out->nodd, sizeof(*out->odd), cmp_odd);
 }
 

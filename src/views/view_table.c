@@ -4,8 +4,15 @@
  *
  * Pure functions over a history the caller keeps still and the live figures copied with it;
  * the baseline is a caller-owned value kept between snapshots. Any thread (the UI thread in
- * the monitor). Rows own their frame text, so they stay valid after the history is freed. */
+ * the monitor). Rows own their frame text, so they stay valid after the history is freed.
+ *
+ * The table is built every frame for every rank (a thousand and more across nodes), so its
+ * cost must follow the ranks, not ranks times series: a build indexes the series and live
+ * figures it reads by pid once (sorted, then binary searched; the first in history order
+ * wins, as view_series_last's and view_live_of's scans would), classifies each distinct
+ * (stack, facts) wait once (view_wait_memo), and sorts row indexes rather than rows. */
 #include "ranktop/view.h"
+#include "view_priv.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -163,15 +170,63 @@ static void core_first(const char *core, char *top, size_t len)
     top[n + k] = '\0';
 }
 
-static void row_fill(const struct history *h, const struct view_table_in *in,
+/* What one build reads by pid: the CPU and RSS series, the live figures; and the waits. */
+struct table_idx {
+    struct view_by_pid *cpu, *rss, *live;
+    size_t ncpu, nrss, nlive;
+    struct view_wait_memo waits;
+};
+
+static void table_idx_init(struct table_idx *x, const struct history *h,
+                           const struct view_table_in *in)
+{
+    size_t nl = in->live ? in->nlive : 0;
+
+    memset(x, 0, sizeof(*x));
+    x->cpu = x_malloc((h->nseries ? h->nseries : 1) * sizeof(*x->cpu));
+    x->rss = x_malloc((h->nseries ? h->nseries : 1) * sizeof(*x->rss));
+    x->live = x_malloc((nl ? nl : 1) * sizeof(*x->live));
+    for (size_t i = 0; i < h->nseries; i++) {
+        if (h->series[i].id == SERIES_CPU)
+            x->cpu[x->ncpu++] = (struct view_by_pid){h->series[i].pid, i};
+        else if (h->series[i].id == SERIES_RSS)
+            x->rss[x->nrss++] = (struct view_by_pid){h->series[i].pid, i};
+    }
+    for (size_t i = 0; i < nl; i++)
+        x->live[x->nlive++] = (struct view_by_pid){in->live[i].pid, i};
+    view_by_pid_sort(x->cpu, x->ncpu);
+    view_by_pid_sort(x->rss, x->nrss);
+    view_by_pid_sort(x->live, x->nlive);
+    view_wait_memo_init(&x->waits, h->nranks);
+}
+
+static void table_idx_fini(struct table_idx *x)
+{
+    free(x->cpu);
+    free(x->rss);
+    free(x->live);
+    view_wait_memo_fini(&x->waits);
+}
+
+/* view_series_last through the index. */
+static double last_of(const struct history *h, const struct view_by_pid *v, size_t n, int pid)
+{
+    const struct view_by_pid *p = view_by_pid_find(v, n, pid);
+    const struct hseries *s = p ? &h->series[p->at] : NULL;
+
+    return s && s->n ? s->pts[s->n - 1].v : NAN;
+}
+
+static void row_fill(const struct history *h, const struct view_table_in *in, struct table_idx *x,
                      const struct view_rank_row *v, struct view_table_row *r)
 {
-    const struct engine_rank_live *l = view_live_of(in->live, in->nlive, v->pid);
+    const struct view_by_pid *lp = view_by_pid_find(x->live, x->nlive, v->pid);
+    const struct engine_rank_live *l = lp ? &in->live[lp->at] : NULL;
 
     *r = (struct view_table_row){.pid = v->pid, .rank = v->rank, .hrank = v->idx};
     r->exited = v->exited;
-    r->cpu = view_series_last(h, SERIES_CPU, v->pid);
-    r->rss_mib = view_series_last(h, SERIES_RSS, v->pid);
+    r->cpu = last_of(h, x->cpu, x->ncpu, v->pid);
+    r->rss_mib = last_of(h, x->rss, x->nrss, v->pid);
     r->drss_mib = view_baseline_delta(in->base, v->pid, r->rss_mib);
     r->dev_mem_mb = l ? l->dev_mem_mb : -1;
     r->gil = l ? l->gil_busy_pct : NAN;
@@ -189,26 +244,62 @@ static void row_fill(const struct history *h, const struct view_table_in *in,
         snprintf(r->state, sizeof(r->state), "%s", live_state(in, v, r->cpu));
     if (l)
         gil_holder(h, &h->ranks[v->idx], l, r);
-    r->wait = view_rank_wait(h, &h->ranks[v->idx], v->stack, l, in->waits, r->wait_why,
-                             sizeof(r->wait_why));
+    r->wait = view_wait_memo_get(&x->waits, h, &h->ranks[v->idx], v->stack, l, in->waits,
+                                 r->wait_why, sizeof(r->wait_why));
+}
+
+/* Row indexes ordered as cmp_rows orders the rows (merge sort, stable, as qsort_r's is). */
+struct order_arg {
+    const struct view_table_row *rows;
+    enum view_sort sort;
+};
+
+static int cmp_order(const void *a, const void *b, void *arg)
+{
+    const struct order_arg *o = arg;
+    enum view_sort s = o->sort;
+    int c = cmp_rows(&o->rows[*(const size_t *)a], &o->rows[*(const size_t *)b], &s);
+
+    if (c)
+        return c;
+    return (*(const size_t *)a > *(const size_t *)b) - (*(const size_t *)a < *(const size_t *)b);
+}
+
+/* Sorts the rows by moving each once (the rows are large) after sorting their indexes. */
+static void sort_rows(struct view_table *out, enum view_sort sort)
+{
+    struct order_arg o = {out->rows, sort};
+    size_t *ix = x_malloc((out->n ? out->n : 1) * sizeof(*ix));
+    struct view_table_row *sorted = x_calloc(out->n ? out->n : 1, sizeof(*sorted));
+
+    for (size_t i = 0; i < out->n; i++)
+        ix[i] = i;
+    qsort_r(ix, out->n, sizeof(*ix), cmp_order, &o);
+    for (size_t i = 0; i < out->n; i++)
+        sorted[i] = out->rows[ix[i]];
+    free(out->rows);
+    out->rows = sorted;
+    free(ix);
 }
 
 void view_table(const struct history *h, uint64_t now, const struct view_table_in *in,
                 struct view_table *out)
 {
     struct view_ranks vr;
-    enum view_sort sort = in->sort;
+    struct table_idx x;
 
     view_ranks(h, now, &vr);
+    table_idx_init(&x, h, in);
     out->rows = x_calloc(vr.n ? vr.n : 1, sizeof(*out->rows));
     out->n = 0;
     for (size_t i = 0; i < vr.n; i++) {
-        row_fill(h, in, &vr.rows[i], &out->rows[out->n]);
+        row_fill(h, in, &x, &vr.rows[i], &out->rows[out->n]);
         if (row_matches(&out->rows[out->n], h->ranks[vr.rows[i].idx].host, in->filter))
             out->n++;
     }
+    table_idx_fini(&x);
     view_ranks_fini(&vr);
-    qsort_r(out->rows, out->n, sizeof(*out->rows), cmp_rows, &sort);
+    sort_rows(out, in->sort);
 }
 
 void view_table_fini(struct view_table *out)

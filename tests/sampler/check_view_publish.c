@@ -20,7 +20,11 @@
 #include "ranktop/engine.h"
 #include "ranktop/status.h"
 #include "ranktop/util.h"
+#include "engine_priv.h" /* white-box: e->lock holds the recorder's build back */
 #include "tsupport.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
 
 #define DEADLINE_S 60
 
@@ -256,6 +260,120 @@ START_TEST(test_stale_then_new)
 }
 END_TEST
 
+/* A save's engine_acquire_fresh, or the build the monitor itself asked for, takes a while (the
+ * recorder copies the whole history); the monitor's engine_acquire meanwhile still gets the
+ * stale view at once, never waiting for that copy. The build is held back by holding the
+ * engine lock (view_build takes it), so the monitor's call comes while it is under way. */
+struct acquirer {
+    struct engine *e;
+    bool fresh;
+    const struct engine_view *v;
+    atomic_bool done;
+};
+
+static void *acquire_main(void *arg)
+{
+    struct acquirer *a = arg;
+
+    a->v = a->fresh ? engine_acquire_fresh(a->e) : engine_acquire(a->e);
+    atomic_store(&a->done, true);
+    return NULL;
+}
+
+static bool wait_done(struct acquirer *a, long ms)
+{
+    for (long i = 0; i < ms / 10 && !atomic_load(&a->done); i++)
+        sleep_ms(10);
+    return atomic_load(&a->done);
+}
+
+START_TEST(test_no_wait_during_build)
+{
+    struct ts_child *c = ts_target_start(python, "exit_on_cue.py", NULL);
+    struct acquirer save = {.fresh = true}, mon = {.fresh = false};
+    pthread_t ts, tm;
+    const struct engine_view *a;
+    struct engine *e;
+    bool dropped = false, got;
+    int pid;
+
+    ck_assert(ts_child_wait_ready(c, "idle"));
+    pid = c->pid;
+    e = watch(&pid);
+    wait_sampled(e, pid);
+    save.e = mon.e = e;
+    atomic_init(&save.done, false);
+    atomic_init(&mon.done, false);
+    a = engine_acquire(e); /* the monitor's frame, held until its next one */
+    sleep_ms(ENGINE_VIEW_PERIOD_NS / 1000000 + 50);
+    pthread_mutex_lock(&e->lock);
+    ck_assert_int_eq(pthread_create(&ts, NULL, acquire_main, &save), 0);
+    /* Until the save has asked for its view (or the published one went away). */
+    for (int i = 0; i < 200 && !dropped; i++) {
+        pthread_mutex_lock(&e->view_lock);
+        dropped = e->view != a || e->view_want;
+        pthread_mutex_unlock(&e->view_lock);
+        if (!dropped)
+            sleep_ms(10);
+    }
+    ck_assert_int_eq(pthread_create(&tm, NULL, acquire_main, &mon), 0);
+    /* The monitor's call needs no lock the build holds: generous, it is not a timing. */
+    got = wait_done(&mon, DEADLINE_S * 1000 / 4);
+    ck_assert(!atomic_load(&save.done));
+    pthread_mutex_unlock(&e->lock);
+    pthread_join(tm, NULL);
+    pthread_join(ts, NULL);
+    ck_assert_msg(got, "engine_acquire waited for the save's copy");
+    ck_assert_ptr_eq(mon.v, a);
+    ck_assert_uint_ge(save.v->t, a->t + ENGINE_VIEW_PERIOD_NS);
+    engine_release(mon.v);
+    engine_release(save.v);
+    engine_release(a);
+    engine_stop(e);
+    engine_free(e);
+}
+END_TEST
+
+/* engine_release_later leaves the freeing of a replaced view to the recorder thread, at its
+ * next build; after engine_stop it frees at once. */
+START_TEST(test_release_later)
+{
+    struct ts_child *c = ts_target_start(python, "exit_on_cue.py", NULL);
+    uint64_t end = clock_mono_ns() + (uint64_t)DEADLINE_S * 1000000000u;
+    const struct engine_view *a, *n = NULL;
+    size_t base = engine_view_count(), before;
+    struct engine *e;
+    int pid;
+
+    ck_assert(ts_child_wait_ready(c, "idle"));
+    pid = c->pid;
+    e = watch(&pid);
+    wait_sampled(e, pid);
+    a = engine_acquire(e);
+    while (clock_mono_ns() < end && (!n || n == a)) { /* until the engine replaced a */
+        engine_release(n);
+        sleep_ms(50);
+        n = engine_acquire(e);
+    }
+    ck_assert_ptr_ne(n, a);
+    engine_release(n);
+    before = engine_view_count(); /* a, the engine's view and no other */
+    engine_release_later(e, a);
+    /* Each acquire of a stale view asks for a build; the one after it frees a. */
+    while (clock_mono_ns() < end && engine_view_count() >= before) {
+        sleep_ms(150);
+        engine_release_later(e, engine_acquire(e));
+    }
+    ck_assert_uint_lt(engine_view_count(), before);
+    engine_stop(e);
+    a = engine_acquire(e);
+    engine_release_later(e, a); /* no recorder: freed here, with what it still held */
+    ck_assert_uint_eq(engine_view_count(), base + 1); /* the engine's own */
+    engine_free(e);
+    ck_assert_uint_eq(engine_view_count(), base);
+}
+END_TEST
+
 /* A held view stays as taken while the engine samples on, and outlives the engine. */
 START_TEST(test_held_view_unchanged)
 {
@@ -351,6 +469,8 @@ int main(void)
         ts_add_case(s, "shared_then_new", test_shared_then_new, 4 * DEADLINE_S);
         ts_add_case(s, "stale_then_new", test_stale_then_new, 4 * DEADLINE_S);
         ts_add_case(s, "held_view_unchanged", test_held_view_unchanged, 4 * DEADLINE_S);
+        ts_add_case(s, "no_wait_during_build", test_no_wait_during_build, 4 * DEADLINE_S);
+        ts_add_case(s, "release_later", test_release_later, 4 * DEADLINE_S);
     }
     rc = ts_run(s);
     ts_pylist_free(&l);

@@ -466,8 +466,12 @@ static bool tell_once(const char *line)
     for (size_t i = 0; i < rec_told.n; i++)
         if (!strncmp(rec_told.line[i], line, sizeof(rec_told.line[i]) - 1))
             return false;
-    if (rec_told.n < TOLD_MAX)
-        snprintf(rec_told.line[rec_told.n++], sizeof(rec_told.line[0]), "%s", line);
+    if (rec_told.n < TOLD_MAX) { /* only its start is kept: the compare above uses no more */
+        size_t len = strnlen(line, sizeof(rec_told.line[0]) - 1);
+
+        memcpy(rec_told.line[rec_told.n], line, len);
+        rec_told.line[rec_told.n++][len] = '\0';
+    }
     fprintf(stderr, "ranktop record: %s\n", line);
     return true;
 }

@@ -243,7 +243,7 @@ static void thread_errors(const struct hthread *t, uint64_t from, uint64_t to,
                           const struct reader *rd, int nr, struct errors *er)
 {
     for (size_t j = 0; j + 1 < t->nruns; j++) {
-        uint64_t a = t->runs[j].t1, b = t->runs[j + 1].t0, d;
+        uint64_t a = history_run(t, j)->t1, b = history_run(t, j + 1)->t0, d;
 
         if (a < from || b > to || b < a)
             continue;

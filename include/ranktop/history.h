@@ -59,9 +59,27 @@ struct hthread {
      * unknown). Tasks are never main, and the views of threads leave them out. */
     bool task;
     uint64_t task_thread;
-    struct hrun *runs;
-    size_t nruns, cap;
+    /* The thread's runs, oldest first: history_run(t, i) for i < nruns. The last run is the
+     * open one, the only run a writer still extends (its t1), kept here in open_run; the
+     * others are sealed and never change: `sealed` points at them, in a reference-counted
+     * buffer (runbuf, private to src/model/) that a clone shares instead of copying, so that a
+     * view costs its threads, not its runs. */
+    size_t nruns;
+    struct hrun open_run;
+    const struct hrun *sealed;
+    void *runbuf;
 };
+
+/* Run i of t (i < t->nruns), in constant time. */
+static inline const struct hrun *history_run(const struct hthread *t, size_t i)
+{
+    return i + 1 < t->nruns ? &t->sealed[i] : &t->open_run;
+}
+
+/* Appends a run that starts after t's last one (a history built by hand, or read back): it
+ * becomes the open run. Free a thread's runs with history_thread_free_runs. */
+void history_run_append(struct hthread *t, uint32_t stack, uint64_t t0, uint64_t t1);
+void history_thread_free_runs(struct hthread *t);
 
 /* A rank's key: its pid on this node; for a rank on another host (multi-node), the host's
  * slot above the pid's 22 bits (the engine's engine_key), so that equal pids on two hosts stay
@@ -108,8 +126,12 @@ struct hseries {
     char name[48];     /* series_name(id), or the device's: "rss", "GIL busy", "gpu3", "gpu3 mem" */
     char key[24];      /* series_key(id): "MiB", "pct", "util_pct", "used_mib" */
     int pid;           /* the rank's pid, or 0 for node-wide series (devices) */
+    /* Points, oldest first; pts[0..n) never change once written, and lie in a reference-
+     * counted buffer (buf, private to src/model/; NULL in a series built by hand) that a clone
+     * shares, so a clone's points are read-only. cap: room from pts on. */
     struct hpoint *pts;
     size_t n, cap;
+    void *buf;
 };
 
 struct history {

@@ -5,11 +5,14 @@
  * and string pointers stay valid until history_trim compacts (which bumps gen and leaves a
  * stack id map for the holders of stack ids; the strings kept move to the new tables, so a
  * pointer to a kept string stays valid); a clone owns copies of all of them and outlives the
- * original; runs of a thread are in time order and only the last run is ever extended; the
+ * original; runs of a thread are in time order and only the last run (open_run, in the thread
+ * record) is ever extended, the sealed ones and the series' points being shared with clones
+ * (history_share.c: a clone costs the records, not the runs); the
  * indexes of a rank's threads and task lanes hold positions in its threads array and go
  * whenever threads are dropped. The engine serialises writers with its lock; this file has no
  * locking of its own. */
 #include "ranktop/history.h"
+#include "history_share.h"
 
 #include "ranktop/hash.h"
 #include "ranktop/util.h"
@@ -18,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RUNS_FIRST 4 /* room for runs a new thread starts with */
+#define RUNS_FIRST 4 /* room for runs a new thread starts with (history_share.c) */
 
 /* Open-addressed hash set of ids; the caller compares candidates. */
 struct idset {
@@ -454,13 +457,13 @@ static void free_ranks(struct history *h)
 {
     for (size_t i = 0; i < h->nranks; i++) {
         for (size_t k = 0; k < h->ranks[i].nthreads; k++)
-            free(h->ranks[i].threads[k].runs);
+            history_thread_free_runs(&h->ranks[i].threads[k]);
         free(h->ranks[i].threads);
         index_free(&h->ranks[i]);
     }
     free(h->ranks);
     for (size_t i = 0; i < h->nseries; i++)
-        free(h->series[i].pts);
+        series_free(&h->series[i]);
     free(h->series);
 }
 
@@ -604,7 +607,7 @@ static void threads_drop(struct hrank *r, const bool *drop)
 
     for (size_t k = 0; k < r->nthreads; k++) {
         if (drop[k])
-            free(r->threads[k].runs);
+            history_thread_free_runs(&r->threads[k]);
         else
             r->threads[kept++] = r->threads[k];
     }
@@ -653,22 +656,16 @@ size_t history_tasks_fold(struct history *h, struct hrank *r, size_t keep)
 
 void history_observe(struct hthread *t, uint32_t stack, uint64_t now)
 {
-    struct hrun *last = t->nruns ? &t->runs[t->nruns - 1] : NULL;
+    struct hrun *last = t->nruns ? &t->open_run : NULL;
 
     if (!t->first)
         t->first = now;
     t->last = now;
     if (last && last->stack == stack && now >= last->t1) {
-        last->t1 = now;
+        last->t1 = now; /* the open run is the thread record's own: no clone shares it */
         return;
     }
-    /* A thread starts with room for RUNS_FIRST runs: most short-lived threads need no more,
-     * and a job that starts thousands of them must not pay 64 runs for each. */
-    if (t->nruns == t->cap) {
-        t->cap = t->cap ? t->cap * 2 : RUNS_FIRST;
-        t->runs = x_reallocarray(t->runs, t->cap, sizeof(*t->runs));
-    }
-    t->runs[t->nruns++] = (struct hrun){stack, now, now};
+    history_run_append(t, stack, now, now);
 }
 
 void history_thread_gone(struct hthread *t, uint64_t now)
@@ -703,8 +700,7 @@ void history_counter(struct history *h, enum series_id id, const char *name, int
         snprintf(s->key, sizeof(s->key), "%s", series_key(id));
         s->pid = pid;
     }
-    GROW(s->pts, s->n, s->cap);
-    s->pts[s->n++] = (struct hpoint){t, v};
+    series_push(s, t, v);
 }
 
 /* What malloc adds to each interned string beyond its bytes (its header and rounding). */
@@ -751,7 +747,7 @@ size_t history_memory(const struct history *h)
         b += y ? sizeof(*y) + y->cap * sizeof(*y->slot) : 0;
         b += r->cap * sizeof(struct hthread);
         for (size_t k = 0; k < r->nthreads; k++)
-            b += r->threads[k].cap * sizeof(struct hrun);
+            b += runs_bytes(&r->threads[k]);
     }
     for (size_t i = 0; i < h->nseries; i++)
         b += h->series[i].cap * sizeof(struct hpoint);
@@ -839,10 +835,14 @@ static void compact(struct history *h)
     for (size_t i = 0; i < h->nranks; i++)
         for (size_t k = 0; k < h->ranks[i].nthreads; k++) {
             struct hthread *t = &h->ranks[i].threads[k];
+            struct hrun *runs = runs_own(t); /* clones keep the old stack ids */
 
-            for (size_t r = 0; r < t->nruns; r++)
-                if (t->runs[r].stack != HSTACK_NONE && t->runs[r].stack < h->nstacks)
-                    t->runs[r].stack = carry_stack(h, &nh, t->runs[r].stack, &c);
+            for (size_t r = 0; r < t->nruns; r++) {
+                struct hrun *run = r + 1 < t->nruns ? &runs[r] : &t->open_run;
+
+                if (run->stack != HSTACK_NONE && run->stack < h->nstacks)
+                    run->stack = carry_stack(h, &nh, run->stack, &c);
+            }
         }
     free(c.ids);
     free(c.frame);
@@ -870,17 +870,11 @@ static void trim_before(struct history *h, uint64_t cut)
             struct hthread *t = &h->ranks[i].threads[k];
             size_t d = 0;
 
-            while (d + 1 < t->nruns && t->runs[d].t1 < cut)
+            /* Sealed runs only: the open one is always kept. */
+            while (d + 1 < t->nruns && t->sealed[d].t1 < cut)
                 d++;
-            if (!d)
-                continue;
-            memmove(t->runs, t->runs + d, (t->nruns - d) * sizeof(*t->runs));
-            t->nruns -= d;
+            runs_drop_front(t, d);
             h->dropped_runs += d;
-            if (t->cap > 64 && t->nruns < t->cap / 4) {
-                t->cap /= 2;
-                t->runs = x_reallocarray(t->runs, t->cap, sizeof(*t->runs));
-            }
         }
     for (size_t i = 0; i < h->nseries; i++) {
         struct hseries *s = &h->series[i];
@@ -888,12 +882,7 @@ static void trim_before(struct history *h, uint64_t cut)
 
         while (d + 1 < s->n && s->pts[d].t < cut)
             d++;
-        memmove(s->pts, s->pts + d, (s->n - d) * sizeof(*s->pts));
-        s->n -= d;
-        if (s->cap > 64 && s->n < s->cap / 4) {
-            s->cap /= 2;
-            s->pts = x_reallocarray(s->pts, s->cap, sizeof(*s->pts));
-        }
+        series_drop_front(s, d);
     }
 }
 
@@ -911,8 +900,8 @@ static void drop_gone(struct history *h, uint64_t cut)
         for (size_t k = 0; k < r->nthreads; k++) {
             struct hthread *t = &r->threads[k];
 
-            if (t->gone && (!t->nruns || t->runs[t->nruns - 1].t1 < cut)) {
-                free(t->runs);
+            if (t->gone && (!t->nruns || t->open_run.t1 < cut)) {
+                history_thread_free_runs(t);
                 continue;
             }
             r->threads[kept++] = *t;
@@ -1038,19 +1027,13 @@ void history_clone(const struct history *h, struct history *out)
         r->threads = dup_array(h->ranks[i].threads, r->nthreads, sizeof(*r->threads));
         r->cap = r->nthreads;
         r->task_index = r->thread_index = NULL; /* the clone is read-only */
-        for (size_t k = 0; k < r->nthreads; k++) {
-            struct hthread *t = &r->threads[k];
-
-            t->runs = dup_array(h->ranks[i].threads[k].runs, t->nruns, sizeof(*t->runs));
-            t->cap = t->nruns;
-        }
+        for (size_t k = 0; k < r->nthreads; k++)
+            runs_share(&r->threads[k]);
     }
     out->series = dup_array(h->series, h->nseries, sizeof(*h->series));
     out->series_cap = h->nseries;
-    for (size_t i = 0; i < h->nseries; i++) {
-        out->series[i].pts = dup_array(h->series[i].pts, h->series[i].n, sizeof(struct hpoint));
-        out->series[i].cap = h->series[i].n;
-    }
+    for (size_t i = 0; i < h->nseries; i++)
+        series_share(&out->series[i]);
 }
 
 static bool pid_in(int pid, const int *pids, size_t n)
@@ -1073,9 +1056,9 @@ void history_keep_ranks(struct history *h, const int *pids, size_t n)
             continue;
         }
         for (size_t t = 0; t < r->nthreads; t++)
-            free(r->threads[t].runs);
+            history_thread_free_runs(&r->threads[t]);
         free(r->threads);
-        taskix_free(r);
+        index_free(r);
     }
     h->nranks = k;
     k = 0;
@@ -1083,7 +1066,7 @@ void history_keep_ranks(struct history *h, const int *pids, size_t n)
         if (!h->series[i].pid || pid_in(h->series[i].pid, pids, n))
             h->series[k++] = h->series[i];
         else
-            free(h->series[i].pts);
+            series_free(&h->series[i]);
     }
     h->nseries = k;
 }

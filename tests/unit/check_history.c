@@ -299,9 +299,11 @@ START_TEST(test_compaction_bounds_memory)
             /* Every run reads as what was observed: the main thread's last is this sample's. */
             t = history_thread(r, 1, 100, "MainThread", true);
             ck_assert_str_eq(
-                h.frames[history_stack_frames(&h, t->runs[t->nruns - 1].stack)[1]].function, name);
+                h.frames[history_stack_frames(&h, history_run(t, t->nruns - 1)->stack)[1]].function,
+                name);
             ck_assert_int_eq(
-                h.frames[history_stack_frames(&h, t->runs[t->nruns - 1].stack)[1]].line, i % 7 + 1);
+                h.frames[history_stack_frames(&h, history_run(t, t->nruns - 1)->stack)[1]].line,
+                i % 7 + 1);
         }
     }
     ck_assert_uint_gt(gens, 10);
@@ -352,7 +354,7 @@ START_TEST(test_budget_holds_without_window)
     {
         struct hthread *t = history_thread(r, 1, 100, "MainThread", true);
         const struct hframe *f =
-            &h.frames[history_stack_frames(&h, t->runs[t->nruns - 1].stack)[0]];
+            &h.frames[history_stack_frames(&h, history_run(t, t->nruns - 1)->stack)[0]];
 
         ck_assert_str_eq(f->function, name);
         ck_assert_ptr_eq(history_thread(r, 1, 0, "", false), t);

@@ -1,7 +1,9 @@
-/* What a history shares with its clones instead of copying: each thread's sealed runs and each
- * series' points live in reference-counted buffers (struct hbuf), and history_clone takes a
- * reference to them, so that a reader's view costs the history's records (ranks, threads,
- * series), not its runs and points.
+/* What a history shares with its clones instead of copying: each thread's sealed runs, each
+ * series' points and the interning tables (frames, stacks, stack_frames) live in
+ * reference-counted buffers (struct hbuf), and history_clone takes a reference to them, so that
+ * a reader's view costs the history's records (ranks, threads, series), not its runs, points
+ * and tables. Interned strings stay alive for the clones that point at them through their
+ * tables' generation (struct hgen).
  *
  * Invariants: the history is a buffer's one writer, on its writer's thread (the recorder, or
  * whoever holds the engine lock when none runs). It appends past the end of every holder's
@@ -102,6 +104,75 @@ static void arr_drop_front(struct hbuf **b, void **first, size_t *n, size_t d, s
     } else if (*b && (*b)->cap > 64 && *n < (*b)->cap / 4) {
         *b = place(*b, first, *n, (*b)->cap / 2, size);
     }
+}
+
+void table_room(struct hbuf **b, void **data, size_t n, size_t *cap, size_t want, size_t size,
+                size_t min)
+{
+    size_t c;
+
+    if (*b && want <= *cap)
+        return;
+    for (c = *cap ? *cap : min; c < want;)
+        c *= 2;
+    *b = place(*b, data, n, c, size);
+    *cap = c;
+}
+
+struct hgen {
+    atomic_size_t refs;
+    struct hgen *next;
+    char **dead;
+    size_t ndead;
+};
+
+struct hgen *hgen_new(void)
+{
+    struct hgen *g = x_calloc(1, sizeof(*g));
+
+    atomic_init(&g->refs, 1);
+    return g;
+}
+
+struct hgen *hgen_ref(struct hgen *g)
+{
+    if (g)
+        atomic_fetch_add_explicit(&g->refs, 1, memory_order_relaxed);
+    return g;
+}
+
+void hgen_release(struct hgen *g)
+{
+    /* A loop, not recursion: a long-lived clone may hold a long chain. */
+    while (g && atomic_fetch_sub_explicit(&g->refs, 1, memory_order_acq_rel) == 1) {
+        struct hgen *next = g->next;
+
+        for (size_t i = 0; i < g->ndead; i++)
+            free(g->dead[i]);
+        free(g->dead);
+        free(g);
+        g = next;
+    }
+}
+
+void hgen_bury(struct hgen *g, char **strs, size_t n)
+{
+    size_t k = 0;
+
+    for (size_t i = 0; i < n; i++)
+        k += strs[i] != NULL;
+    if (!k)
+        return;
+    g->dead = x_reallocarray(g->dead, g->ndead + k, sizeof(*g->dead));
+    for (size_t i = 0; i < n; i++)
+        if (strs[i])
+            g->dead[g->ndead++] = strs[i];
+}
+
+void hgen_link(struct hgen *g, struct hgen *next)
+{
+    hgen_release(g->next);
+    g->next = hgen_ref(next);
 }
 
 static size_t sealed_n(const struct hthread *t)

@@ -22,6 +22,25 @@ struct hbuf *hbuf_new(size_t cap, size_t size);
 struct hbuf *hbuf_ref(struct hbuf *b);
 void hbuf_release(struct hbuf *b);
 
+/* Room for `want` elements in an append-only table (frames, stacks, stack_frames) that clones
+ * share: *data points at b's elements, n of them in use, *cap of room; grows by doubling from
+ * min, into a new buffer when b has other holders. */
+void table_room(struct hbuf **b, void **data, size_t n, size_t *cap, size_t want, size_t size,
+                size_t min);
+
+/* A generation of the interning tables (one per compaction, history.h's gen) and what keeps
+ * interned strings alive for clones: a generation that ends keeps the strings it dropped
+ * (hgen_bury) and holds the next generation, so a clone that holds its generation keeps every
+ * string its frames point at, whatever later compactions drop. */
+struct hgen;
+struct hgen *hgen_new(void);
+struct hgen *hgen_ref(struct hgen *g);
+void hgen_release(struct hgen *g);
+/* Hands g the strings of strs[0..n) that are not NULL, to free when g goes. */
+void hgen_bury(struct hgen *g, char **strs, size_t n);
+/* g is followed by next (a compaction): g holds a reference to it. */
+void hgen_link(struct hgen *g, struct hgen *next);
+
 /* A thread's sealed runs: unshared (owned by this history alone, so writable in place: a
  * compaction renumbers their stacks), the first d dropped (trim), their buffer's bytes. */
 struct hrun *runs_own(struct hthread *t);

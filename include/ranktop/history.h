@@ -2,10 +2,12 @@
  * frames and stacks; counter series (device utilisation and memory, host memory, GIL busy %);
  * rank start and exit times.
  *
- * Ownership and threads: a struct history is written by the engine's collector threads under
- * the engine's lock (short appends) and read by exporters on a private copy made with
- * history_clone(), so no reader ever holds the lock while writing a file. All strings are
- * owned by the history. Times are CLOCK_MONOTONIC nanoseconds. */
+ * Ownership and threads: a struct history has one writer (the engine's recorder thread) and is
+ * read on clones (history_clone: the engine's published views, exporters), so no reader ever
+ * holds a lock while it reads. A clone shares what the writer only appends to (sealed runs,
+ * series points, the interning tables and strings) and copies the records (ranks, threads,
+ * series headers), so it costs O(ranks + threads + series), not O(runs). Times are
+ * CLOCK_MONOTONIC nanoseconds. */
 #ifndef RANKTOP_HISTORY_H
 #define RANKTOP_HISTORY_H
 
@@ -248,8 +250,8 @@ void history_trim(struct history *h, uint64_t now);
 size_t history_memory(const struct history *h);
 
 /* --memory-cap bounds the whole process beyond a fixed base, not the history alone: at its
- * peak the process holds the history, a compaction's new tables (history_trim), the clone an
- * export works on (history_clone) and the exporter's own tables. So the history keeps to a
+ * peak the process holds the history, a compaction's new tables (history_trim) and, while a
+ * clone still holds the old runs, their renumbered copy, and the exporter's own tables. So the history keeps to a
  * share of the cap, its budget: history_trim trims it below that, and exporters keep their
  * tables within it too (h->mem_cap of a clone is the original's). 0: no cap. */
 #define HISTORY_CAP_SHARE 4
@@ -261,9 +263,12 @@ size_t history_budget(const struct history *h);
  * that could not reach the budget (all it holds is live) it says no until the next trim. */
 bool history_over_budget(const struct history *h);
 
-/* Deep copy for an exporter or the UI: the copy owns its arrays and strings and stays valid
- * after the original is freed. It is read-only (no interning tables): never pass it to
- * history_intern_stack. Free it with history_fini. */
+/* A copy for an exporter or a view, in O(ranks + threads + series): it shares the original's
+ * sealed runs, points, tables and strings (reference-counted: the original's writer never
+ * changes what a clone can see, and moves what it must rewrite to new buffers), and stays
+ * valid after the original is freed. Any thread may read it while the writer goes on. It is
+ * read-only: never intern into it, trim it or append to it (history_keep_ranks may drop its
+ * ranks). Free it with history_fini. */
 void history_clone(const struct history *h, struct history *out);
 
 /* Keeps only the ranks whose key is among pids[0..n) (every record of such a pid) and their

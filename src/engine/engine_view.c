@@ -10,7 +10,9 @@
  * Lock order: view_lock, then the engine lock (only while a reader builds); collectors never
  * take view_lock, so a reader waits at most for a build, never a collector for one.
  * The engine's reference lasts until the next build or engine_stop: a recorder between two
- * saves keeps the last one, the one copy the memory cap allows for.
+ * saves keeps the last one. A view's history is a history_clone: it shares the runs, points
+ * and tables with the engine's history and copies only the rank, thread and series records,
+ * so building one costs O(ranks + threads), however long the history.
  *
  * A reader that finds the published view too old asks the recorder thread for a new one and
  * waits (engine_queue.c): view_build, the one function that copies, then runs on the recorder

@@ -251,9 +251,9 @@ size_t history_memory(const struct history *h);
 
 /* --memory-cap bounds the whole process beyond a fixed base, not the history alone: at its
  * peak the process holds the history, a compaction's new tables (history_trim) and, while a
- * clone still holds the old runs, their renumbered copy, and the exporter's own tables. So the history keeps to a
- * share of the cap, its budget: history_trim trims it below that, and exporters keep their
- * tables within it too (h->mem_cap of a clone is the original's). 0: no cap. */
+ * clone still holds the old runs, their renumbered copy, and the exporter's own tables. So the
+ * history keeps to a share of the cap, its budget: history_trim trims it below that, and exporters
+ * keep their tables within it too (h->mem_cap of a clone is the original's). 0: no cap. */
 #define HISTORY_CAP_SHARE 4
 size_t history_budget(const struct history *h);
 

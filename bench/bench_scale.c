@@ -51,6 +51,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -276,7 +277,7 @@ static void thread_errors(const struct hthread *t, uint64_t from, uint64_t to,
                           const struct reader *rd, int nr, struct errors *er)
 {
     for (size_t j = 0; j + 1 < t->nruns; j++) {
-        uint64_t a = t->runs[j].t1, b = t->runs[j + 1].t0, d;
+        uint64_t a = history_run(t, j)->t1, b = history_run(t, j + 1)->t0, d;
 
         if (a < from || b > to || b < a)
             continue;
@@ -538,6 +539,28 @@ static struct engine *start_head(const struct cfg *c, int *pids, char **hosts)
     return e;
 }
 
+/* What a reader's copy of the history costs: history_clone of the engine's history under the
+ * engine lock (what view_build does for every view), three times; with the heap it takes. */
+static void clone_print(struct engine *e)
+{
+    double ms[3], mb = 0;
+
+    for (int i = 0; i < 3; i++) {
+        struct history h;
+        struct mallinfo2 m0 = mallinfo2(), m1;
+        uint64_t t0 = clock_mono_ns();
+
+        engine_clone_history(e, &h);
+        ms[i] = (double)(clock_mono_ns() - t0) / 1e6;
+        m1 = mallinfo2();
+        mb = ((double)(m1.uordblks + m1.hblkhd) - (double)(m0.uordblks + m0.hblkhd)) / 1048576;
+        history_fini(&h);
+    }
+    qsort(ms, 3, sizeof(double), bench_cmp_double);
+    printf("  history_clone (a view's history) %.1f ms (%.1f-%.1f), %.1f MB of heap\n", ms[1],
+           ms[0], ms[2], mb);
+}
+
 /* The engine's and the stream's figures of phase 2's window. */
 static void print_head(const struct cfg *c, struct engine *e, const struct figures *f,
                        double local_cpu)
@@ -554,6 +577,7 @@ static void print_head(const struct cfg *c, struct engine *e, const struct figur
            rranks ? bps / rranks : 0, rranks);
     printf("  history at the end %.1f MB, RSS %.0f MB\n", (double)f->history_bytes / 1048576,
            rss_mb(getpid()));
+    clone_print(e);
 }
 
 static void phase_head(const struct cfg *c, int *pids, double local_cpu)

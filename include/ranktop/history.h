@@ -2,10 +2,12 @@
  * frames and stacks; counter series (device utilisation and memory, host memory, GIL busy %);
  * rank start and exit times.
  *
- * Ownership and threads: a struct history is written by the engine's collector threads under
- * the engine's lock (short appends) and read by exporters on a private copy made with
- * history_clone(), so no reader ever holds the lock while writing a file. All strings are
- * owned by the history. Times are CLOCK_MONOTONIC nanoseconds. */
+ * Ownership and threads: a struct history has one writer (the engine's recorder thread) and is
+ * read on clones (history_clone: the engine's published views, exporters), so no reader ever
+ * holds a lock while it reads. A clone shares what the writer only appends to (sealed runs,
+ * series points, the interning tables and strings) and copies the records (ranks, threads,
+ * series headers), so it costs O(ranks + threads + series), not O(runs). Times are
+ * CLOCK_MONOTONIC nanoseconds. */
 #ifndef RANKTOP_HISTORY_H
 #define RANKTOP_HISTORY_H
 
@@ -59,9 +61,27 @@ struct hthread {
      * unknown). Tasks are never main, and the views of threads leave them out. */
     bool task;
     uint64_t task_thread;
-    struct hrun *runs;
-    size_t nruns, cap;
+    /* The thread's runs, oldest first: history_run(t, i) for i < nruns. The last run is the
+     * open one, the only run a writer still extends (its t1), kept here in open_run; the
+     * others are sealed and never change: `sealed` points at them, in a reference-counted
+     * buffer (runbuf, private to src/model/) that a clone shares instead of copying, so that a
+     * view costs its threads, not its runs. */
+    size_t nruns;
+    struct hrun open_run;
+    const struct hrun *sealed;
+    void *runbuf;
 };
+
+/* Run i of t (i < t->nruns), in constant time. */
+static inline const struct hrun *history_run(const struct hthread *t, size_t i)
+{
+    return i + 1 < t->nruns ? &t->sealed[i] : &t->open_run;
+}
+
+/* Appends a run that starts after t's last one (a history built by hand, or read back): it
+ * becomes the open run. Free a thread's runs with history_thread_free_runs. */
+void history_run_append(struct hthread *t, uint32_t stack, uint64_t t0, uint64_t t1);
+void history_thread_free_runs(struct hthread *t);
 
 /* A rank's key: its pid on this node; for a rank on another host (multi-node), the host's
  * slot above the pid's 22 bits (the engine's engine_key), so that equal pids on two hosts stay
@@ -108,8 +128,12 @@ struct hseries {
     char name[48];     /* series_name(id), or the device's: "rss", "GIL busy", "gpu3", "gpu3 mem" */
     char key[24];      /* series_key(id): "MiB", "pct", "util_pct", "used_mib" */
     int pid;           /* the rank's pid, or 0 for node-wide series (devices) */
+    /* Points, oldest first; pts[0..n) never change once written, and lie in a reference-
+     * counted buffer (buf, private to src/model/; NULL in a series built by hand) that a clone
+     * shares, so a clone's points are read-only. cap: room from pts on. */
     struct hpoint *pts;
     size_t n, cap;
+    void *buf;
 };
 
 struct history {
@@ -226,10 +250,10 @@ void history_trim(struct history *h, uint64_t now);
 size_t history_memory(const struct history *h);
 
 /* --memory-cap bounds the whole process beyond a fixed base, not the history alone: at its
- * peak the process holds the history, a compaction's new tables (history_trim), the clone an
- * export works on (history_clone) and the exporter's own tables. So the history keeps to a
- * share of the cap, its budget: history_trim trims it below that, and exporters keep their
- * tables within it too (h->mem_cap of a clone is the original's). 0: no cap. */
+ * peak the process holds the history, a compaction's new tables (history_trim) and, while a
+ * clone still holds the old runs, their renumbered copy, and the exporter's own tables. So the
+ * history keeps to a share of the cap, its budget: history_trim trims it below that, and exporters
+ * keep their tables within it too (h->mem_cap of a clone is the original's). 0: no cap. */
 #define HISTORY_CAP_SHARE 4
 size_t history_budget(const struct history *h);
 
@@ -239,9 +263,12 @@ size_t history_budget(const struct history *h);
  * that could not reach the budget (all it holds is live) it says no until the next trim. */
 bool history_over_budget(const struct history *h);
 
-/* Deep copy for an exporter or the UI: the copy owns its arrays and strings and stays valid
- * after the original is freed. It is read-only (no interning tables): never pass it to
- * history_intern_stack. Free it with history_fini. */
+/* A copy for an exporter or a view, in O(ranks + threads + series): it shares the original's
+ * sealed runs, points, tables and strings (reference-counted: the original's writer never
+ * changes what a clone can see, and moves what it must rewrite to new buffers), and stays
+ * valid after the original is freed. Any thread may read it while the writer goes on. It is
+ * read-only: never intern into it, trim it or append to it (history_keep_ranks may drop its
+ * ranks). Free it with history_fini. */
 void history_clone(const struct history *h, struct history *out);
 
 /* Keeps only the ranks whose key is among pids[0..n) (every record of such a pid) and their

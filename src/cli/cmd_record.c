@@ -442,7 +442,7 @@ static bool nothing_recorded(const struct history *h)
             const struct hthread *t = &h->ranks[i].threads[k];
 
             for (size_t r = 0; r < t->nruns; r++)
-                if (t->runs[r].stack != HSTACK_NONE)
+                if (history_run(t, r)->stack != HSTACK_NONE)
                     return false;
         }
     return true;

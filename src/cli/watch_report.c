@@ -672,7 +672,7 @@ static bool something_recorded(const struct history *h)
     for (size_t i = 0; i < h->nranks; i++)
         for (size_t k = 0; k < h->ranks[i].nthreads; k++)
             for (size_t r = 0; r < h->ranks[i].threads[k].nruns; r++)
-                if (h->ranks[i].threads[k].runs[r].stack != HSTACK_NONE)
+                if (history_run(&h->ranks[i].threads[k], r)->stack != HSTACK_NONE)
                     return true;
     return false;
 }

@@ -8,14 +8,14 @@
  * built since the period began. While such a steady reader (the monitor) is about (it called
  * engine_acquire within STEADY_NS), the stale view stays published until the next one
  * replaces it: a save's engine_acquire_fresh, or the build the monitor asked for, must not
- * leave the monitor's next frame waiting for a copy. The monitor holds that view between its
- * frames anyway, so keeping it costs no memory then; without a steady reader (record) a stale
- * view is dropped before the next build, so that two copies are never held for nobody. A view is
- * never written once published, and the last engine_release frees it, so a reader holds no lock
- * while it reads. Lock order: view_lock, then the engine lock (only while a reader builds);
- * collectors never take view_lock, so a reader waits at most for a build, never a collector for
- * one. The engine's reference lasts until the next build or engine_stop: a recorder between two
- * saves keeps the last one, the one copy the memory cap allows for.
+ * leave the monitor's next frame waiting for a build; without a steady reader (record) a stale
+ * view is dropped before the next build. A view is never written once published, and the last
+ * engine_release frees it, so a reader holds no lock while it reads. Lock order: view_lock,
+ * then the engine lock (only while a reader builds); collectors never take view_lock, so a
+ * reader waits at most for a build, never a collector for one. The engine's reference lasts
+ * until the next build or engine_stop. A view's history is a history_clone: it shares the
+ * runs, points and tables with the engine's history and copies only the rank, thread and
+ * series records, so building one costs O(ranks + threads), however long the history.
  *
  * A reader that finds the published view too old asks the recorder thread for a new one and
  * waits (engine_queue.c): view_build, the one function that copies, then runs on the recorder

@@ -246,7 +246,7 @@ static uint64_t rank_start(const struct hrank *r)
 
     for (size_t i = 0; !r->start && i < r->nthreads; i++) {
         const struct hthread *t = &r->threads[i];
-        uint64_t f = t->first ? t->first : (t->nruns ? t->runs[0].t0 : 0);
+        uint64_t f = t->first ? t->first : (t->nruns ? history_run(t, 0)->t0 : 0);
 
         if (f && (!s || f < s))
             s = f;
@@ -456,7 +456,7 @@ long xplan_series_lane(const struct xplan *p, const struct hseries *s)
 static uint64_t thread_end(const struct export_opts *o, const struct hrank *r,
                            const struct hthread *t)
 {
-    const struct hrun *last = &t->runs[t->nruns - 1];
+    const struct hrun *last = history_run(t, t->nruns - 1);
     uint64_t end = last->t1 + o->interval_ns;
 
     if (r->exited && (!o->interval_ns || r->end < end))
@@ -481,8 +481,8 @@ bool xiter_next(struct xiter *it, struct xseg *seg)
 
     while (it->i < t->nruns) {
         size_t i = it->i++;
-        uint64_t s = t->runs[i].t0;
-        uint64_t e = i + 1 < t->nruns ? t->runs[i + 1].t0 : thread_end(o, it->r, t);
+        uint64_t s = history_run(t, i)->t0;
+        uint64_t e = i + 1 < t->nruns ? history_run(t, i + 1)->t0 : thread_end(o, it->r, t);
 
         if (o->to && s >= o->to) {
             it->i = t->nruns;
@@ -498,7 +498,9 @@ bool xiter_next(struct xiter *it, struct xseg *seg)
         if (e <= s)
             continue;
         it->last = e;
-        seg->stack = t->runs[i].stack < it->p->h->nstacks ? t->runs[i].stack : HSTACK_NONE;
+        seg->stack = history_run(t, i)->stack;
+        if (seg->stack >= it->p->h->nstacks)
+            seg->stack = HSTACK_NONE;
         seg->s = s;
         seg->e = e;
         return true;

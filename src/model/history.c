@@ -4,12 +4,16 @@
  * Invariants: frames, stacks and interned strings are append-only between compactions: ids
  * and string pointers stay valid until history_trim compacts (which bumps gen and leaves a
  * stack id map for the holders of stack ids; the strings kept move to the new tables, so a
- * pointer to a kept string stays valid); a clone owns copies of all of them and outlives the
- * original; runs of a thread are in time order and only the last run is ever extended; the
+ * pointer to a kept string stays valid); a clone shares the tables, and the strings through
+ * their generation, and outlives the original; runs of a thread are in time order and only the
+ * last run (open_run, in the thread record) is ever extended, the sealed ones and the series'
+ * points being shared with clones too (history_share.c: a clone costs the records, not the
+ * runs); the
  * indexes of a rank's threads and task lanes hold positions in its threads array and go
  * whenever threads are dropped. The engine serialises writers with its lock; this file has no
  * locking of its own. */
 #include "ranktop/history.h"
+#include "history_share.h"
 
 #include "ranktop/hash.h"
 #include "ranktop/util.h"
@@ -18,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RUNS_FIRST 4 /* room for runs a new thread starts with */
+#define RUNS_FIRST 4 /* room for runs a new thread starts with (history_share.c) */
 
 /* Open-addressed hash set of ids; the caller compares candidates. */
 struct idset {
@@ -34,7 +38,10 @@ struct intern {
     size_t str_bytes;
     uint32_t *frame_str;  /* per frame id: string ids of its function and file */
     size_t frame_str_cap; /* in frames */
-    char *arena;          /* a clone's strings, all in one block (str[] points into it) */
+    /* The buffers behind h->frames, h->stacks and h->stack_frames, and the generation that
+     * keeps the strings alive: a clone's intern holds references to them and nothing else. */
+    struct hbuf *frames_buf, *stacks_buf, *sframes_buf;
+    struct hgen *gen;
 };
 
 static void idset_grow(struct idset *s)
@@ -83,6 +90,16 @@ static void idset_free(struct idset *s)
     free(s->hash);
 }
 
+static struct intern *intern_new(void)
+{
+    struct intern *in = x_calloc(1, sizeof(*in));
+
+    in->gen = hgen_new();
+    return in;
+}
+
+/* The strings left in the tables (a compaction moved the kept ones out) go with the
+ * generation, which frees them once no clone holds it; the tables go with their last holder. */
 static void intern_free(struct intern *in)
 {
     if (!in)
@@ -90,12 +107,13 @@ static void intern_free(struct intern *in)
     idset_free(&in->strs);
     idset_free(&in->frames);
     idset_free(&in->stacks);
-    if (!in->arena)
-        for (size_t i = 0; i < in->nstr; i++)
-            free(in->str[i]);
-    free(in->arena);
+    hgen_bury(in->gen, in->str, in->nstr);
+    hgen_release(in->gen);
     free(in->str);
     free(in->frame_str);
+    hbuf_release(in->frames_buf);
+    hbuf_release(in->stacks_buf);
+    hbuf_release(in->sframes_buf);
     free(in);
 }
 
@@ -183,7 +201,8 @@ static uint32_t frame_make(void *c)
 
     struct intern *in = x->h->intern;
 
-    GROW(x->h->frames, x->h->nframes, x->h->frames_cap);
+    table_room(&in->frames_buf, (void **)&x->h->frames, x->h->nframes, &x->h->frames_cap,
+               x->h->nframes + 1, sizeof(struct hframe), 64);
     x->h->frames[x->h->nframes] = x->f;
     if (x->h->nframes == in->frame_str_cap) {
         in->frame_str_cap = in->frame_str_cap ? in->frame_str_cap * 2 : 64;
@@ -236,14 +255,15 @@ static uint32_t stack_make(void *c)
 {
     struct stack_ctx *x = c;
     struct history *h = x->h;
+    struct intern *in = h->intern;
 
-    while (h->nstack_frames + x->n > h->stack_frames_cap) {
-        h->stack_frames_cap = h->stack_frames_cap ? h->stack_frames_cap * 2 : 4096;
-        h->stack_frames = x_reallocarray(h->stack_frames, h->stack_frames_cap, sizeof(uint32_t));
-    }
+    /* Clones share the tables: they grow into new buffers while a clone holds the old. */
+    table_room(&in->sframes_buf, (void **)&h->stack_frames, h->nstack_frames, &h->stack_frames_cap,
+               h->nstack_frames + x->n, sizeof(uint32_t), 4096);
     if (x->n) /* an empty stack (a thread with no Python frame) may come with no array */
         memcpy(h->stack_frames + h->nstack_frames, x->ids, x->n * sizeof(uint32_t));
-    GROW(h->stacks, h->nstacks, h->stacks_cap);
+    table_room(&in->stacks_buf, (void **)&h->stacks, h->nstacks, &h->stacks_cap, h->nstacks + 1,
+               sizeof(struct hstack), 64);
     h->stacks[h->nstacks] = (struct hstack){x->n, (uint32_t)h->nstack_frames, x->hash};
     h->nstack_frames += x->n;
     return (uint32_t)h->nstacks++;
@@ -281,7 +301,7 @@ void history_init(struct history *h, uint64_t t0, int64_t wall_t0_us, const char
     h->t0 = t0;
     h->wall_t0_us = wall_t0_us;
     snprintf(h->host, sizeof(h->host), "%s", host ? host : "");
-    h->intern = x_calloc(1, sizeof(struct intern));
+    h->intern = intern_new();
 }
 
 /* Open-addressed set of a rank's live task lanes: thread index + 1, keyed by ident. Entries
@@ -454,23 +474,26 @@ static void free_ranks(struct history *h)
 {
     for (size_t i = 0; i < h->nranks; i++) {
         for (size_t k = 0; k < h->ranks[i].nthreads; k++)
-            free(h->ranks[i].threads[k].runs);
+            history_thread_free_runs(&h->ranks[i].threads[k]);
         free(h->ranks[i].threads);
         index_free(&h->ranks[i]);
     }
     free(h->ranks);
     for (size_t i = 0; i < h->nseries; i++)
-        free(h->series[i].pts);
+        series_free(&h->series[i]);
     free(h->series);
 }
 
 void history_fini(struct history *h)
 {
     free_ranks(h);
-    intern_free(h->intern);
-    free(h->frames);
-    free(h->stacks);
-    free(h->stack_frames);
+    if (h->intern) {
+        intern_free(h->intern); /* the tables are its buffers' */
+    } else {                    /* built by hand: plain arrays */
+        free(h->frames);
+        free(h->stacks);
+        free(h->stack_frames);
+    }
     free(h->stack_remap);
     memset(h, 0, sizeof(*h));
 }
@@ -604,7 +627,7 @@ static void threads_drop(struct hrank *r, const bool *drop)
 
     for (size_t k = 0; k < r->nthreads; k++) {
         if (drop[k])
-            free(r->threads[k].runs);
+            history_thread_free_runs(&r->threads[k]);
         else
             r->threads[kept++] = r->threads[k];
     }
@@ -653,22 +676,16 @@ size_t history_tasks_fold(struct history *h, struct hrank *r, size_t keep)
 
 void history_observe(struct hthread *t, uint32_t stack, uint64_t now)
 {
-    struct hrun *last = t->nruns ? &t->runs[t->nruns - 1] : NULL;
+    struct hrun *last = t->nruns ? &t->open_run : NULL;
 
     if (!t->first)
         t->first = now;
     t->last = now;
     if (last && last->stack == stack && now >= last->t1) {
-        last->t1 = now;
+        last->t1 = now; /* the open run is the thread record's own: no clone shares it */
         return;
     }
-    /* A thread starts with room for RUNS_FIRST runs: most short-lived threads need no more,
-     * and a job that starts thousands of them must not pay 64 runs for each. */
-    if (t->nruns == t->cap) {
-        t->cap = t->cap ? t->cap * 2 : RUNS_FIRST;
-        t->runs = x_reallocarray(t->runs, t->cap, sizeof(*t->runs));
-    }
-    t->runs[t->nruns++] = (struct hrun){stack, now, now};
+    history_run_append(t, stack, now, now);
 }
 
 void history_thread_gone(struct hthread *t, uint64_t now)
@@ -703,8 +720,7 @@ void history_counter(struct history *h, enum series_id id, const char *name, int
         snprintf(s->key, sizeof(s->key), "%s", series_key(id));
         s->pid = pid;
     }
-    GROW(s->pts, s->n, s->cap);
-    s->pts[s->n++] = (struct hpoint){t, v};
+    series_push(s, t, v);
 }
 
 /* What malloc adds to each interned string beyond its bytes (its header and rounding). */
@@ -751,7 +767,7 @@ size_t history_memory(const struct history *h)
         b += y ? sizeof(*y) + y->cap * sizeof(*y->slot) : 0;
         b += r->cap * sizeof(struct hthread);
         for (size_t k = 0; k < r->nthreads; k++)
-            b += r->threads[k].cap * sizeof(struct hrun);
+            b += runs_bytes(&r->threads[k]);
     }
     for (size_t i = 0; i < h->nseries; i++)
         b += h->series[i].cap * sizeof(struct hpoint);
@@ -831,7 +847,7 @@ static void compact(struct history *h)
                       carry_map(((struct intern *)h->intern)->nstr), NULL, 0};
 
     memset(&nh, 0, sizeof(nh));
-    nh.intern = x_calloc(1, sizeof(struct intern));
+    nh.intern = intern_new();
     /* The remap of the previous compaction is no longer wanted: it goes first. */
     free(h->stack_remap);
     h->stack_remap = NULL;
@@ -839,18 +855,22 @@ static void compact(struct history *h)
     for (size_t i = 0; i < h->nranks; i++)
         for (size_t k = 0; k < h->ranks[i].nthreads; k++) {
             struct hthread *t = &h->ranks[i].threads[k];
+            struct hrun *runs = runs_own(t); /* clones keep the old stack ids */
 
-            for (size_t r = 0; r < t->nruns; r++)
-                if (t->runs[r].stack != HSTACK_NONE && t->runs[r].stack < h->nstacks)
-                    t->runs[r].stack = carry_stack(h, &nh, t->runs[r].stack, &c);
+            for (size_t r = 0; r < t->nruns; r++) {
+                struct hrun *run = r + 1 < t->nruns ? &runs[r] : &t->open_run;
+
+                if (run->stack != HSTACK_NONE && run->stack < h->nstacks)
+                    run->stack = carry_stack(h, &nh, run->stack, &c);
+            }
         }
     free(c.ids);
     free(c.frame);
     free(c.str);
+    /* Clones of the old tables keep them, and through the old generation the strings their
+     * frames point at, dropped now or later. */
+    hgen_link(((struct intern *)h->intern)->gen, ((struct intern *)nh.intern)->gen);
     intern_free(h->intern);
-    free(h->frames);
-    free(h->stacks);
-    free(h->stack_frames);
     h->intern = nh.intern;
     h->frames = nh.frames, h->nframes = nh.nframes, h->frames_cap = nh.frames_cap;
     h->stacks = nh.stacks, h->nstacks = nh.nstacks, h->stacks_cap = nh.stacks_cap;
@@ -870,17 +890,11 @@ static void trim_before(struct history *h, uint64_t cut)
             struct hthread *t = &h->ranks[i].threads[k];
             size_t d = 0;
 
-            while (d + 1 < t->nruns && t->runs[d].t1 < cut)
+            /* Sealed runs only: the open one is always kept. */
+            while (d + 1 < t->nruns && t->sealed[d].t1 < cut)
                 d++;
-            if (!d)
-                continue;
-            memmove(t->runs, t->runs + d, (t->nruns - d) * sizeof(*t->runs));
-            t->nruns -= d;
+            runs_drop_front(t, d);
             h->dropped_runs += d;
-            if (t->cap > 64 && t->nruns < t->cap / 4) {
-                t->cap /= 2;
-                t->runs = x_reallocarray(t->runs, t->cap, sizeof(*t->runs));
-            }
         }
     for (size_t i = 0; i < h->nseries; i++) {
         struct hseries *s = &h->series[i];
@@ -888,12 +902,7 @@ static void trim_before(struct history *h, uint64_t cut)
 
         while (d + 1 < s->n && s->pts[d].t < cut)
             d++;
-        memmove(s->pts, s->pts + d, (s->n - d) * sizeof(*s->pts));
-        s->n -= d;
-        if (s->cap > 64 && s->n < s->cap / 4) {
-            s->cap /= 2;
-            s->pts = x_reallocarray(s->pts, s->cap, sizeof(*s->pts));
-        }
+        series_drop_front(s, d);
     }
 }
 
@@ -911,8 +920,8 @@ static void drop_gone(struct history *h, uint64_t cut)
         for (size_t k = 0; k < r->nthreads; k++) {
             struct hthread *t = &r->threads[k];
 
-            if (t->gone && (!t->nruns || t->runs[t->nruns - 1].t1 < cut)) {
-                free(t->runs);
+            if (t->gone && (!t->nruns || t->open_run.t1 < cut)) {
+                history_thread_free_runs(t);
                 continue;
             }
             r->threads[kept++] = *t;
@@ -991,30 +1000,16 @@ static void *dup_array(const void *src, size_t n, size_t size)
     return p;
 }
 
-/* The clone's strings: one block holding every interned string, in id order, and the frames
- * repointed into it, so the clone outlives the original. The clone has no hash tables: it is
- * read-only, and copying them would double the time the engine's lock is held. */
-static struct intern *clone_strings(const struct intern *in, struct hframe *frames, size_t nframes)
+/* A clone's intern: references to the tables' buffers and generation, no hash tables (a clone
+ * is read-only). */
+static struct intern *clone_intern(const struct intern *in)
 {
     struct intern *c = x_calloc(1, sizeof(*c));
-    size_t pos = 0;
 
-    c->nstr = c->strcap = in->nstr;
-    c->str = x_reallocarray(NULL, in->nstr ? in->nstr : 1, sizeof(char *));
-    c->arena = x_malloc(in->str_bytes ? in->str_bytes : 1);
-    c->str_bytes = in->str_bytes;
-    for (size_t i = 0; i < in->nstr; i++) {
-        size_t n = strlen(in->str[i]) + 1;
-
-        c->str[i] = memcpy(c->arena + pos, in->str[i], n);
-        pos += n;
-    }
-    c->frame_str = dup_array(in->frame_str, nframes, 2 * sizeof(uint32_t));
-    c->frame_str_cap = nframes;
-    for (size_t i = 0; i < nframes; i++) {
-        frames[i].function = c->str[in->frame_str[2 * i]];
-        frames[i].file = c->str[in->frame_str[2 * i + 1]];
-    }
+    c->frames_buf = hbuf_ref(in->frames_buf);
+    c->stacks_buf = hbuf_ref(in->stacks_buf);
+    c->sframes_buf = hbuf_ref(in->sframes_buf);
+    c->gen = hgen_ref(in->gen);
     return c;
 }
 
@@ -1023,13 +1018,7 @@ void history_clone(const struct history *h, struct history *out)
     *out = *h;
     out->stack_remap = NULL; /* for holders of the original's ids only */
     out->nstack_remap = 0;
-    out->frames = dup_array(h->frames, h->nframes, sizeof(*h->frames));
-    out->frames_cap = h->nframes;
-    out->intern = clone_strings(h->intern, out->frames, h->nframes);
-    out->stacks = dup_array(h->stacks, h->nstacks, sizeof(*h->stacks));
-    out->stacks_cap = h->nstacks;
-    out->stack_frames = dup_array(h->stack_frames, h->nstack_frames, sizeof(uint32_t));
-    out->stack_frames_cap = h->nstack_frames;
+    out->intern = clone_intern(h->intern); /* frames, stacks and stack_frames are shared */
     out->ranks = dup_array(h->ranks, h->nranks, sizeof(*h->ranks));
     out->ranks_cap = h->nranks;
     for (size_t i = 0; i < h->nranks; i++) {
@@ -1038,19 +1027,13 @@ void history_clone(const struct history *h, struct history *out)
         r->threads = dup_array(h->ranks[i].threads, r->nthreads, sizeof(*r->threads));
         r->cap = r->nthreads;
         r->task_index = r->thread_index = NULL; /* the clone is read-only */
-        for (size_t k = 0; k < r->nthreads; k++) {
-            struct hthread *t = &r->threads[k];
-
-            t->runs = dup_array(h->ranks[i].threads[k].runs, t->nruns, sizeof(*t->runs));
-            t->cap = t->nruns;
-        }
+        for (size_t k = 0; k < r->nthreads; k++)
+            runs_share(&r->threads[k]);
     }
     out->series = dup_array(h->series, h->nseries, sizeof(*h->series));
     out->series_cap = h->nseries;
-    for (size_t i = 0; i < h->nseries; i++) {
-        out->series[i].pts = dup_array(h->series[i].pts, h->series[i].n, sizeof(struct hpoint));
-        out->series[i].cap = h->series[i].n;
-    }
+    for (size_t i = 0; i < h->nseries; i++)
+        series_share(&out->series[i]);
 }
 
 static bool pid_in(int pid, const int *pids, size_t n)
@@ -1073,9 +1056,9 @@ void history_keep_ranks(struct history *h, const int *pids, size_t n)
             continue;
         }
         for (size_t t = 0; t < r->nthreads; t++)
-            free(r->threads[t].runs);
+            history_thread_free_runs(&r->threads[t]);
         free(r->threads);
-        taskix_free(r);
+        index_free(r);
     }
     h->nranks = k;
     k = 0;
@@ -1083,7 +1066,7 @@ void history_keep_ranks(struct history *h, const int *pids, size_t n)
         if (!h->series[i].pid || pid_in(h->series[i].pid, pids, n))
             h->series[k++] = h->series[i];
         else
-            free(h->series[i].pts);
+            series_free(&h->series[i]);
     }
     h->nseries = k;
 }

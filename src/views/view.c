@@ -70,7 +70,7 @@ uint32_t view_thread_stack(const struct history *h, const struct hthread *t)
 
     if (!t || t->gone || !t->nruns)
         return HSTACK_NONE;
-    s = t->runs[t->nruns - 1].stack;
+    s = history_run(t, t->nruns - 1)->stack;
     if (s == HSTACK_NONE || s >= h->nstacks || !h->stacks[s].nframes)
         return HSTACK_NONE;
     return s;
@@ -82,7 +82,7 @@ uint64_t view_since_change(const struct hthread *t, uint64_t now)
 
     if (!t || !t->nruns)
         return 0;
-    t0 = t->runs[t->nruns - 1].t0;
+    t0 = history_run(t, t->nruns - 1)->t0;
     return now > t0 ? now - t0 : 0;
 }
 
@@ -168,13 +168,13 @@ uint64_t view_since_fchange(const struct history *h, const struct hthread *t, ui
         return 0;
     memset(m.set, 0, sizeof(m.set));
     i = t->nruns - 1;
-    key = fkey_of(h, &m, t->runs[i].stack);
+    key = fkey_of(h, &m, history_run(t, i)->stack);
     /* Bounded: a thread spinning at 1 kHz for hours has millions of runs; 100000 runs back
      * is long past any hang-after interval at the rates the engine allows. */
     for (size_t steps = 0; i > 0 && steps < 100000; i--, steps++)
-        if (fkey_of(h, &m, t->runs[i - 1].stack) != key)
+        if (fkey_of(h, &m, history_run(t, i - 1)->stack) != key)
             break;
-    t0 = t->runs[i].t0;
+    t0 = history_run(t, i)->t0;
     return now > t0 ? now - t0 : 0;
 }
 

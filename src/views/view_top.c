@@ -57,13 +57,13 @@ uint64_t view_top_interval(const struct history *h)
                                                     : 1;
 
             for (; r < t->nruns; r++) {
-                if (t->runs[r].t0 <= t->runs[r - 1].t1)
+                if (history_run(t, r)->t0 <= history_run(t, r - 1)->t1)
                     continue;
                 if (n == cap) {
                     cap = cap ? cap * 2 : 256;
                     gaps = x_reallocarray(gaps, cap, sizeof(*gaps));
                 }
-                gaps[n++] = t->runs[r].t0 - t->runs[r - 1].t1;
+                gaps[n++] = history_run(t, r)->t0 - history_run(t, r - 1)->t1;
             }
         }
     if (n) {
@@ -76,14 +76,15 @@ uint64_t view_top_interval(const struct history *h)
 
 static uint64_t run_end(const struct hrank *r, const struct hthread *t, size_t i, uint64_t ival)
 {
-    uint64_t e;
+    uint64_t e, t1;
 
     if (i + 1 < t->nruns)
-        return t->runs[i + 1].t0;
-    e = t->runs[i].t1 + ival;
+        return history_run(t, i + 1)->t0;
+    t1 = history_run(t, i)->t1;
+    e = t1 + ival;
     if (r->exited && r->end < e)
         e = r->end;
-    return e < t->runs[i].t1 ? t->runs[i].t1 : e;
+    return e < t1 ? t1 : e;
 }
 
 static void add_weight(struct topb *b, uint32_t stack, uint64_t w)
@@ -98,8 +99,9 @@ static void add_weight(struct topb *b, uint32_t stack, uint64_t w)
 static void weigh_thread(struct topb *b, const struct hrank *r, const struct hthread *t)
 {
     for (size_t i = 0; i < t->nruns; i++) {
-        uint32_t stack = t->runs[i].stack;
-        uint64_t s = t->runs[i].t0 > b->from ? t->runs[i].t0 : b->from;
+        const struct hrun *run = history_run(t, i);
+        uint32_t stack = run->stack;
+        uint64_t s = run->t0 > b->from ? run->t0 : b->from;
         uint64_t e = run_end(r, t, i, b->ival);
 
         e = e < b->to ? e : b->to;

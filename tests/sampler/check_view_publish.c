@@ -90,8 +90,9 @@ static bool same_runs(const struct hthread *a, const struct hthread *b)
     if (a->ident != b->ident || a->nruns != b->nruns || a->last != b->last || a->gone != b->gone)
         return false;
     for (size_t r = 0; r < a->nruns; r++)
-        if (a->runs[r].stack != b->runs[r].stack || a->runs[r].t0 != b->runs[r].t0 ||
-            a->runs[r].t1 != b->runs[r].t1)
+        if (history_run(a, r)->stack != history_run(b, r)->stack ||
+            history_run(a, r)->t0 != history_run(b, r)->t0 ||
+            history_run(a, r)->t1 != history_run(b, r)->t1)
             return false;
     return true;
 }

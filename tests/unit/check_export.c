@@ -83,7 +83,7 @@ static void tb_free(struct history *h)
 {
     for (size_t i = 0; i < h->nranks; i++) {
         for (size_t k = 0; k < h->ranks[i].nthreads; k++)
-            free(h->ranks[i].threads[k].runs);
+            history_thread_free_runs(&h->ranks[i].threads[k]);
         free(h->ranks[i].threads);
     }
     for (size_t i = 0; i < h->nseries; i++)
@@ -160,12 +160,10 @@ static struct hthread *tb_thread(struct hrank *r, uint64_t ident, int tid, const
 /* The thread showed `stack` in samples k0..k1. */
 static void tb_run(struct hthread *t, uint32_t stack, int k0, int k1)
 {
-    t->runs = tb_grow(t->runs, t->nruns, sizeof(*t->runs));
-    t->runs[t->nruns++] = (struct hrun){stack, T(k0), T(k1)};
+    history_run_append(t, stack, T(k0), T(k1));
     if (!t->first)
         t->first = T(k0);
     t->last = T(k1);
-    t->cap = t->nruns;
 }
 
 static void tb_counter(struct history *h, const char *name, const char *key, int pid, uint64_t t,

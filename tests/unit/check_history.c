@@ -6,6 +6,7 @@
 #include "tsupport.h"
 
 #include <check.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,6 +114,113 @@ START_TEST(test_clone_outlives_original)
     history_fini(&c);
     ck_assert_str_eq(cc.frames[history_stack_frames(&cc, 1)[0]].function, "main");
     history_fini(&cc);
+}
+END_TEST
+
+/* A view is a clone taken as often as every 100 ms: it must cost the history's records, not its
+ * runs, points and tables (an hour at scale is millions of runs), and stay what it was, strings
+ * included, while the writer goes on appending, trimming and compacting (which frees the
+ * strings no run refers to), and after the original is freed. */
+#define SH_THREADS 64
+#define SH_RUNS 8192
+
+static uint64_t runs_sum(const struct history *h)
+{
+    uint64_t sum = 0;
+
+    for (size_t i = 0; i < h->nranks; i++)
+        for (size_t k = 0; k < h->ranks[i].nthreads; k++) {
+            const struct hthread *t = &h->ranks[i].threads[k];
+
+            for (size_t r = 0; r < t->nruns; r++) {
+                const struct hrun *run = history_run(t, r);
+                const struct hframe *f = &h->frames[history_stack_frames(h, run->stack)[0]];
+
+                sum = hash_mix(sum, hash_mix(run->t0 * 31 + run->t1, (uint64_t)f->line));
+                sum = hash_mix(sum, hash_str(f->function) ^ hash_str(f->file));
+            }
+        }
+    for (size_t i = 0; i < h->nseries; i++)
+        for (size_t k = 0; k < h->series[i].n; k++)
+            sum = hash_mix(sum, h->series[i].pts[k].t + (uint64_t)h->series[i].pts[k].v);
+    return sum;
+}
+
+/* Bytes malloc hands out, large blocks (mapped on their own) included. */
+static size_t heap_bytes(void)
+{
+    struct mallinfo2 m = mallinfo2();
+
+    return m.uordblks + m.hblkhd;
+}
+
+static uint32_t line_stack(struct history *h, int line)
+{
+    char fn[32];
+    const struct hframe f = {fn, "/x/a.py", line, false};
+
+    snprintf(fn, sizeof(fn), "f%d", line); /* a string per frame, for compactions to drop */
+    return history_intern_stack(h, &f, 1);
+}
+
+START_TEST(test_clone_shares_runs)
+{
+    struct history h, c;
+    struct hrank *r;
+    uint32_t st[8];
+    uint64_t sum, now = (uint64_t)SH_RUNS * 10;
+    size_t before, grew;
+
+    history_init(&h, 0, 0, "host");
+    for (int i = 0; i < 8; i++)
+        st[i] = line_stack(&h, i + 1);
+    r = history_rank(&h, 100, 0, "");
+    for (int k = 0; k < SH_THREADS; k++) {
+        struct hthread *t = history_thread(r, (uint64_t)k + 1, 0, "", k == 0);
+
+        for (int i = 0; i < SH_RUNS; i++)
+            history_observe(t, st[i % 8], (uint64_t)i * 10 + 5);
+    }
+    for (int i = 0; i < 1000; i++)
+        history_counter(&h, SERIES_RSS, NULL, 100, (uint64_t)i * 10, i);
+    /* A thread that ends early: the trim below drops it, and the compaction its strings. */
+    history_observe(history_thread(r, 999, 0, "", false), line_stack(&h, 500), 1);
+    history_observe(&r->threads[SH_THREADS], line_stack(&h, 501), 2);
+    history_thread_gone(&r->threads[SH_THREADS], 3);
+    before = heap_bytes();
+    history_clone(&h, &c);
+    grew = heap_bytes() - before;
+    ck_assert_uint_lt(grew, SH_THREADS * SH_RUNS * sizeof(struct hrun) / 20);
+    sum = runs_sum(&c);
+    ck_assert_uint_eq(sum, runs_sum(&h));
+
+    /* The writer goes on: new runs and points, a trim that drops the older half, and enough
+     * new stacks that the trim compacts (renumbering every run's stack). */
+    h.window_ns = now / 2;
+    r = &h.ranks[0];
+    for (int i = 0; i < 2100; i++)
+        line_stack(&h, 1000 + i);
+    for (int k = 0; k < SH_THREADS; k++)
+        for (int i = 0; i < 64; i++)
+            history_observe(&r->threads[k], line_stack(&h, 100 + i % 3), now + (uint64_t)i * 10);
+    now += 640;
+    history_counter(&h, SERIES_RSS, NULL, 100, now, 1);
+    history_trim(&h, now);
+    ck_assert_uint_ge(h.gen, 1);
+    ck_assert_uint_eq(h.ranks[0].nthreads, SH_THREADS);
+    ck_assert_uint_lt(h.ranks[0].threads[0].nruns, SH_RUNS / 2 + 64);
+    ck_assert_int_eq(
+        h
+            .frames[history_stack_frames(
+                &h, history_run(&h.ranks[0].threads[0], h.ranks[0].threads[0].nruns - 1)->stack)[0]]
+            .line,
+        100 + 63 % 3);
+    ck_assert_uint_eq(runs_sum(&c), sum);
+    history_fini(&h);
+    ck_assert_uint_eq(runs_sum(&c), sum);
+    ck_assert_uint_eq(c.ranks[0].threads[SH_THREADS - 1].nruns, SH_RUNS);
+    ck_assert_uint_eq(c.ranks[0].nthreads, SH_THREADS + 1);
+    history_fini(&c);
 }
 END_TEST
 
@@ -299,9 +407,11 @@ START_TEST(test_compaction_bounds_memory)
             /* Every run reads as what was observed: the main thread's last is this sample's. */
             t = history_thread(r, 1, 100, "MainThread", true);
             ck_assert_str_eq(
-                h.frames[history_stack_frames(&h, t->runs[t->nruns - 1].stack)[1]].function, name);
+                h.frames[history_stack_frames(&h, history_run(t, t->nruns - 1)->stack)[1]].function,
+                name);
             ck_assert_int_eq(
-                h.frames[history_stack_frames(&h, t->runs[t->nruns - 1].stack)[1]].line, i % 7 + 1);
+                h.frames[history_stack_frames(&h, history_run(t, t->nruns - 1)->stack)[1]].line,
+                i % 7 + 1);
         }
     }
     ck_assert_uint_gt(gens, 10);
@@ -352,7 +462,7 @@ START_TEST(test_budget_holds_without_window)
     {
         struct hthread *t = history_thread(r, 1, 100, "MainThread", true);
         const struct hframe *f =
-            &h.frames[history_stack_frames(&h, t->runs[t->nruns - 1].stack)[0]];
+            &h.frames[history_stack_frames(&h, history_run(t, t->nruns - 1)->stack)[0]];
 
         ck_assert_str_eq(f->function, name);
         ck_assert_ptr_eq(history_thread(r, 1, 0, "", false), t);
@@ -414,6 +524,7 @@ static Suite *history_suite(void)
     tcase_add_test(tc, test_native_frames_distinct);
     tcase_add_test(tc, test_intern_by_ids);
     tcase_add_test(tc, test_clone_outlives_original);
+    tcase_add_test(tc, test_clone_shares_runs);
     tcase_add_test(tc, test_task_threads);
     tcase_add_test(tc, test_task_lanes_fold);
     tcase_add_test(tc, test_compaction_bounds_memory);

@@ -266,7 +266,7 @@ START_TEST(test_times_range_checked)
     ck_assert_uint_le(E->hist.ranks[0].start, NOW + RSOURCE_FUTURE_NS);
     t = &E->hist.ranks[0].threads[0];
     ck_assert_uint_ge(t->nruns, 1);
-    ck_assert_uint_le(t->runs[t->nruns - 1].t1, NOW + RSOURCE_FUTURE_NS);
+    ck_assert_uint_le(history_run(t, t->nruns - 1)->t1, NOW + RSOURCE_FUTURE_NS);
     /* A pong with an absurd clock is not believed; one that fits the hello's clock is. */
     feed_at(&l, "{\"t\":\"pong\",\"h\":1000000000000,\"a\":9000000000000000000}", NOW + 1000);
     error_has(&l, "ping answered with a clock");

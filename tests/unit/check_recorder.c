@@ -44,9 +44,9 @@ static void dump_thread(FILE *f, const struct history *h, const struct hthread *
             (unsigned long long)t->ident, t->tid, t->name, t->main, t->worker,
             (unsigned long long)t->first, (unsigned long long)t->last, t->gone);
     for (size_t i = 0; i < t->nruns; i++) {
-        fprintf(f, "    %llu..%llu ", (unsigned long long)t->runs[i].t0,
-                (unsigned long long)t->runs[i].t1);
-        dump_stack(f, h, t->runs[i].stack);
+        fprintf(f, "    %llu..%llu ", (unsigned long long)history_run(t, i)->t0,
+                (unsigned long long)history_run(t, i)->t1);
+        dump_stack(f, h, history_run(t, i)->stack);
         fputc('\n', f);
     }
 }
@@ -340,10 +340,11 @@ START_TEST(test_source_zero)
     ck_assert_str_eq(h.ranks[0].host, "here");
     ck_assert_uint_eq(h.ranks[0].nthreads, 1);
     ck_assert_uint_eq(h.ranks[0].threads[0].nruns, 1);
-    ck_assert_uint_eq(h.ranks[0].threads[0].runs[0].t0, HEAD0 + 1000);
-    ck_assert_uint_eq(h.ranks[0].threads[0].runs[0].t1, HEAD0 + 30000000);
+    ck_assert_uint_eq(history_run(&h.ranks[0].threads[0], 0)->t0, HEAD0 + 1000);
+    ck_assert_uint_eq(history_run(&h.ranks[0].threads[0], 0)->t1, HEAD0 + 30000000);
     ck_assert_str_eq(
-        h.frames[history_stack_frames(&h, h.ranks[0].threads[0].runs[0].stack)[0]].function,
+        h.frames[history_stack_frames(&h, history_run(&h.ranks[0].threads[0], 0)->stack)[0]]
+            .function,
         "train");
     rsource_fini(&s);
     rclaims_free(&c);
@@ -542,9 +543,11 @@ START_TEST(test_forget)
     recorder_apply(&h, &s, ev, n, HEAD0 + 40000000, NULL);
     t = &h.ranks[0].threads[0];
     ck_assert_uint_eq(t->nruns, 2);
-    ck_assert_uint_eq(t->runs[0].t1, HEAD0 + 20000000);
-    ck_assert_str_eq(h.frames[history_stack_frames(&h, t->runs[0].stack)[0]].function, "before");
-    ck_assert_str_eq(h.frames[history_stack_frames(&h, t->runs[1].stack)[0]].function, "after");
+    ck_assert_uint_eq(history_run(t, 0)->t1, HEAD0 + 20000000);
+    ck_assert_str_eq(h.frames[history_stack_frames(&h, history_run(t, 0)->stack)[0]].function,
+                     "before");
+    ck_assert_str_eq(h.frames[history_stack_frames(&h, history_run(t, 1)->stack)[0]].function,
+                     "after");
     rsource_fini(&s);
     rclaims_free(&c);
     history_fini(&h);

@@ -158,11 +158,11 @@ static uint64_t ref_since(const struct history *h, const struct hthread *t, uint
     if (!t || !t->nruns)
         return 0;
     i = t->nruns - 1;
-    key = view_stack_fkey(h, t->runs[i].stack);
+    key = view_stack_fkey(h, history_run(t, i)->stack);
     for (size_t steps = 0; i > 0 && steps < 100000; i--, steps++)
-        if (view_stack_fkey(h, t->runs[i - 1].stack) != key)
+        if (view_stack_fkey(h, history_run(t, i - 1)->stack) != key)
             break;
-    return now > t->runs[i].t0 ? now - t->runs[i].t0 : 0;
+    return now > history_run(t, i)->t0 ? now - history_run(t, i)->t0 : 0;
 }
 
 static bool same_double(double a, double b)

@@ -8,11 +8,11 @@
  * (the tick that ends every write says every live thread still shows its stack, and the head
  * extends its runs); and the pids of the ranks announced, so that only their exit statuses go
  * out (the exit collector hears of every process of the node). Devices go out as discovery
- * hands them over. A rank's live figures come in parts (record_live.set) from several
- * collectors, and a wire line ("l") is the whole of what the wire carries of them (a 1.1
- * head sets every field of it): the writer folds the parts into one record per rank and
- * writes the ranks told since their last line once a second (GC % only when it changed);
- * the parts the wire has no field for (wait, stopped) stay off it. A rank not told for
+ * hands them over, at most one pass's list a second. A rank's live figures come in parts
+ * (record_live.set) from several collectors, and a wire line ("l") is the whole of what the wire
+ * carries of them (a 1.1 head sets every field of it): the writer folds the parts into one record
+ * per rank and writes the ranks told since their last line once a second (GC % only when it
+ * changed); the parts the wire has no field for (wait, stopped) stay off it. A rank not told for
  * LIVE_STALE_NS is forgotten. The error lines go out when they change.
  *
  * Invariants: ids are the collectors' own (source 0): a frame or stack is defined on a line
@@ -49,7 +49,9 @@ struct engine_wire {
     } * live;
     size_t nlive, caplive;
     uint64_t seq, figures_at;
-    int64_t last_ts; /* the newest sample time seen */
+    uint64_t devs_at; /* the next discovery pass whose devices go out */
+    bool devs_out;    /* the current pass's do */
+    int64_t last_ts;  /* the newest sample time seen */
     char errors[1024];
 };
 
@@ -187,8 +189,14 @@ static void put(struct engine_wire *w, const struct record_event *m, struct engi
     case RECORD_LIVE: /* folded, written once a second */
         fold_live(w, &m->u.live, now);
         return;
-    case RECORD_DEVICE: /* a pass that found none, or one without an index: no wire form */
-        if (m->u.device.none || m->u.device.index < 0)
+    case RECORD_DEVICE:
+        if (m->u.device.first) { /* a discovery pass's list: at most one a second goes out */
+            w->devs_out = now >= w->devs_at;
+            if (w->devs_out)
+                w->devs_at = now + FIGURES_EVERY_NS;
+        }
+        /* a pass that found none, or a device without an index: no wire form */
+        if (!w->devs_out || m->u.device.none || m->u.device.index < 0)
             return;
         break;
     default:

@@ -354,13 +354,13 @@ START_TEST(device_lists)
 }
 END_TEST
 
-/* Splits the agent's output into parsed events (the tick's included). */
+/* Splits the agent's output into parsed events (the tick's included); count[type]: how many. */
 static size_t parse_all(const struct engine_out *o, struct record_event *out, size_t max,
-                        size_t *nlive)
+                        size_t *count)
 {
     size_t n = 0;
 
-    *nlive = 0;
+    memset(count, 0, (RECORD_TASKS + 1) * sizeof(*count));
     for (size_t at = 0; at < o->len;) {
         const char *nl = memchr(o->buf + at, '\n', o->len - at);
         size_t len = (size_t)(nl - (o->buf + at)) + 1;
@@ -370,7 +370,7 @@ static size_t parse_all(const struct engine_out *o, struct record_event *out, si
         ck_assert_uint_lt(len, AGENTPROTO_LINE_MAX);
         ck_assert_uint_lt(n, max);
         ck_assert_msg(agentproto_parse(o->buf + at, len, &out[n], &err) == 0, "%s", err.msg);
-        *nlive += out[n].type == RECORD_LIVE;
+        count[out[n].type]++;
         n++;
         at += len;
     }
@@ -386,7 +386,7 @@ START_TEST(through_the_wire)
     struct engine_wire *w = engine_wire_new();
     struct engine_out o = {0};
     struct record_event ev[32], lines[64];
-    size_t n, nl, nlive;
+    size_t n, nl, count[RECORD_TASKS + 1];
     struct seen s;
 
     pthread_mutex_init(&a->lock, NULL);
@@ -400,8 +400,9 @@ START_TEST(through_the_wire)
     apply_local(ev, n);
     engine_emit(a, ENGINE_Q_GIL, ev, n);
     engine_wire_tick(a, w, &o);
-    nl = parse_all(&o, lines, 64, &nlive);
-    ck_assert_uint_eq(nlive, 1); /* six parts, one line */
+    nl = parse_all(&o, lines, 64, count);
+    ck_assert_uint_eq(count[RECORD_LIVE], 1); /* six parts, one line */
+    ck_assert_uint_eq(count[RECORD_DEVICE], 2);
     apply_remote(lines, nl);
     look(&s);
     same_wire_figures(&s);
@@ -412,11 +413,16 @@ START_TEST(through_the_wire)
     ck_assert_int_eq(s.v.live[1].state, 0); /* no wire form */
     ck_assert_int_eq(s.v.live[1].in_gc, -1);
     unlook(&s);
-    /* Nothing told since: no live line (the next second's would be the first). */
+    /* Nothing told since: no live line (the next second's would be the first); a discovery
+     * pass's devices within the second stay off the wire too. */
     o.len = 0;
+    ev[0] = device(false, 0, -1, 50, true);
+    engine_emit(a, ENGINE_Q_DISCOVERY, ev, 1);
     engine_wire_tick(a, w, &o);
-    parse_all(&o, lines, 64, &nlive);
-    ck_assert_uint_eq(nlive, 0);
+    parse_all(&o, lines, 64, count);
+    ck_assert_uint_eq(count[RECORD_LIVE], 0);
+    ck_assert_uint_eq(count[RECORD_DEVICE], 0);
+    ck_assert_uint_eq(count[RECORD_TICK], 1);
 
     engine_out_fini(&o);
     engine_wire_free(w);

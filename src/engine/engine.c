@@ -508,6 +508,7 @@ void engine_free(struct engine *e)
     history_fini(&e->hist);
     rsource_fini(&e->local);
     rclaims_free(&e->local_claims);
+    engine_remote_free(e); /* other hosts' links and sources */
     free(e->targets);
     engine_live_free(e);
     free(e->hosts);

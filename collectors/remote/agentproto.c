@@ -344,6 +344,11 @@ static void parse_live(struct rd *r, struct record_live *l)
     l->gil_switches = get_num(r, "gs", 0);
     l->gil_waiters = get_num(r, "gw", -1);
     l->gc_pct = get_num(r, "gc", -1);
+    /* A line is a whole record of what the wire carries; "gc" only when it changed (and never
+     * from a 1.1 agent before GC % existed): a line without it keeps the last one. */
+    l->set = RECORD_LIVE_DEVMEM | RECORD_LIVE_GIL | (l->gc_pct >= 0 ? RECORD_LIVE_GC : 0);
+    l->in_gc = -1;
+    l->syscall = -1;
     if (!json_object_object_get_ex(r->o, "sh", &v))
         return;
     if (!json_object_is_type(v, json_type_array)) {

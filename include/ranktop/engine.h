@@ -203,7 +203,8 @@ size_t engine_unreadable(struct engine *e, struct engine_unread *out, size_t max
 /* The sampler's last failure to attach to a target alone ("" when none). */
 void engine_attach_error(struct engine *e, char *buf, size_t len);
 
-/* Copies of the latest device list and per-rank live figures (caller frees *devs, *ranks). */
+/* Copies of the device list and per-rank live figures as the recorder applied them, this
+ * node's devices first (short lock; caller frees *devs, *ranks). */
 void engine_snapshot_live(struct engine *e, struct smi_device **devs, size_t *ndevs,
                           struct engine_rank_live **ranks, size_t *nranks);
 
@@ -235,7 +236,7 @@ void engine_wire_free(struct engine_wire *w);
 
 /* Appends to o the agent stream lines for what the collectors found since the last call (an
  * engine started with engine_opts.wire), then a tick line. Takes the engine lock only to
- * read the live figures, devices, errors and totals. */
+ * read the error lines and totals. */
 void engine_wire_tick(struct engine *e, struct engine_wire *w, struct engine_out *o);
 
 /* How ranks ended: the engine learns each watched rank's exit code or killing signal from the

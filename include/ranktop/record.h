@@ -35,7 +35,7 @@ enum record_type {
     RECORD_GONE,        /* "g": a thread ended */
     RECORD_TICK,        /* "k": every live thread still shows its stack at ts */
     RECORD_COUNTER,     /* "c": one point of a counter series */
-    RECORD_LIVE,        /* "l": a rank's live GIL and device-memory figures */
+    RECORD_LIVE,        /* "l": a part of a rank's live figures (GIL, device memory, wait) */
     RECORD_DEVICE,      /* "d": a GPU or NPU and its counters */
     RECORD_PONG,        /* "pong": the answer to a head's ping */
     RECORD_ERROR,       /* "err": the agent's current error lines (discovery, attach) */
@@ -115,6 +115,17 @@ struct record_counter {
     int64_t ts;
 };
 
+/* The parts of a rank's live figures (record_live.set): each collector sends its own part,
+ * and the recorder keeps the others as they were. A wire line ("l") carries DEVMEM and GIL,
+ * and GC when it has "gc"; the other parts are this node's only (no wire form). */
+enum record_live_part {
+    RECORD_LIVE_DEVMEM = 1u << 0,  /* dev_mem_mb (discovery) */
+    RECORD_LIVE_GIL = 1u << 1,     /* gil_busy_pct, gil_switches, gil_waiters, shares (GIL) */
+    RECORD_LIVE_GC = 1u << 2,      /* gc_pct, in_gc (GIL) */
+    RECORD_LIVE_WAIT = 1u << 3,    /* state, syscall, no_fds (memory thread) */
+    RECORD_LIVE_STOPPED = 1u << 4, /* stopped (sampler) */
+};
+
 struct record_live {
     int pid;
     int64_t dev_mem_mb;
@@ -125,6 +136,12 @@ struct record_live {
         double pct;
     } shares[RECORD_SHARES];
     double gc_pct; /* GIL probes inside a garbage collection; -1 unknown (an older agent) */
+    uint32_t set;  /* enum record_live_part: what this event carries */
+    int in_gc;     /* collecting most of the last second: 1, 0, -1 unknown */
+    char state;    /* the main thread's /proc state letter, 0 unknown */
+    int syscall;   /* the system call it sleeps in, -1 none or unknown */
+    bool no_fds;   /* that call is a select or poll over no descriptor (a sleep) */
+    bool stopped;  /* every thread stopped (SIGSTOP, a debugger) */
 };
 
 struct record_device {
@@ -133,6 +150,11 @@ struct record_device {
     char name[96];
     int64_t util_pct, mem_used_mb, mem_total_mb, temp_c; /* -1 unknown */
     double power_w;                                      /* < 0 unknown */
+    /* This node's discovery sends its whole device list each pass: the list's first device
+     * has `first` set, and the source's devices before it are dropped; a pass that found no
+     * device sends one event with `first` and `none`. The wire has neither: a host's devices
+     * are updated one at a time, and kept. */
+    bool first, none;
 };
 
 /* How a process of the source ended: its exit code, or the signal that killed it. It does not

@@ -140,10 +140,9 @@ static void device_label(const struct proc_rec *r, char *buf, size_t len)
 
 /* The devices' counters as events of the discovery collector (a device's series is named
  * after it; the recorder keeps this node's names as they are). */
-static void device_counters(struct engine *e, const struct discovery *d, uint64_t now)
+static void device_counters(struct engine *e, const struct discovery *d, uint64_t now,
+                            struct engine_evbuf *out)
 {
-    struct engine_evbuf b = {0};
-
     for (size_t i = 0; i < d->devs.ndevs; i++) {
         const struct smi_device *dv = &d->devs.devs[i];
         char name[48];
@@ -157,19 +156,65 @@ static void device_counters(struct engine *e, const struct discovery *d, uint64_
         else
             snprintf(name, sizeof(name), "gpu%d", dv->index);
         if (dv->valid & SMI_DEV_UTIL) {
-            m = engine_evbuf_add(&b, RECORD_COUNTER);
+            m = engine_evbuf_add(out, RECORD_COUNTER);
             *m = record_counter_event(npu ? SERIES_NPU_AICORE : SERIES_DEV_UTIL, 0, (int64_t)now,
                                       (double)dv->util_pct);
             snprintf(m->u.counter.name, sizeof(m->u.counter.name), "%s", name);
         }
         if (dv->valid & SMI_DEV_MEM_USED) {
-            m = engine_evbuf_add(&b, RECORD_COUNTER);
+            m = engine_evbuf_add(out, RECORD_COUNTER);
             *m = record_counter_event(SERIES_DEV_MEM, 0, (int64_t)now, (double)dv->mem_used_mb);
             snprintf(m->u.counter.name, sizeof(m->u.counter.name), "%.40s mem", name);
         }
     }
-    engine_emit(e, ENGINE_Q_DISCOVERY, b.ev, b.n);
-    free(b.ev);
+}
+
+static int64_t dev_field(const struct smi_device *d, uint32_t bit, int64_t v)
+{
+    return (d->valid & bit) ? v : -1;
+}
+
+/* The pass's whole device list (record_device.first), or that it found none. */
+static void device_list(const struct discovery *d, struct engine_evbuf *out)
+{
+    struct record_device *m;
+
+    for (size_t i = 0; i < d->devs.ndevs; i++) {
+        const struct smi_device *dv = &d->devs.devs[i];
+
+        m = &engine_evbuf_add(out, RECORD_DEVICE)->u.device;
+        *m = (struct record_device){.npu = dv->kind == SMI_KIND_NPU,
+                                    .index = (dv->valid & SMI_DEV_INDEX) ? dv->index : -1,
+                                    .chip = dv->chip,
+                                    .util_pct = dev_field(dv, SMI_DEV_UTIL, dv->util_pct),
+                                    .mem_used_mb = dev_field(dv, SMI_DEV_MEM_USED, dv->mem_used_mb),
+                                    .mem_total_mb =
+                                        dev_field(dv, SMI_DEV_MEM_TOTAL, dv->mem_total_mb),
+                                    .temp_c = dev_field(dv, SMI_DEV_TEMP, dv->temp_c),
+                                    .power_w = (dv->valid & SMI_DEV_POWER) ? dv->power_w : -1.0,
+                                    .first = i == 0};
+        snprintf(m->name, sizeof(m->name), "%s", dv->name);
+    }
+    if (!d->devs.ndevs)
+        *engine_evbuf_add(out, RECORD_DEVICE) =
+            (struct record_event){.type = RECORD_DEVICE, .u.device = {.first = true, .none = true}};
+}
+
+/* Each live process's device memory (all its devices together; -1 none known), as the
+ * device-memory part of its live figures. */
+static void device_memory(const struct discovery *d, struct engine_evbuf *out)
+{
+    for (size_t i = 0; i < d->nprocs; i++) {
+        int64_t mb = -1;
+
+        if (!d->procs[i].alive)
+            continue;
+        for (size_t k = 0; k < d->procs[i].ndevs; k++)
+            if (d->procs[i].devs[k].mem_mb >= 0)
+                mb = (mb < 0 ? 0 : mb) + d->procs[i].devs[k].mem_mb;
+        engine_evbuf_add(out, RECORD_LIVE)->u.live = (struct record_live){
+            .pid = d->procs[i].pid, .set = RECORD_LIVE_DEVMEM, .dev_mem_mb = mb, .syscall = -1};
+    }
 }
 
 /* A process named with -p is sampled even when discovery does not (yet) see Python in it:
@@ -217,28 +262,20 @@ static void publish_targets(struct engine *e, const struct discovery *d, uint64_
 {
     size_t n = 0, at = 0;
     struct target *t = make_targets(e, d, &n);
+    struct engine_evbuf b = {0};
 
-    device_counters(e, d, now);
+    /* The pass's device counters, device list and device memory: one batch. */
+    device_counters(e, d, now, &b);
+    device_list(d, &b);
+    device_memory(d, &b);
+    engine_emit(e, ENGINE_Q_DISCOVERY, b.ev, b.n);
+    free(b.ev);
     pthread_mutex_lock(&e->lock);
     free(e->targets);
     e->targets = t;
     e->ntargets = n;
     e->targets_gen++;
     e->discovered = true;
-    free(e->devs);
-    e->ndevs = d->devs.ndevs;
-    e->devs = x_calloc(e->ndevs ? e->ndevs : 1, sizeof(*e->devs));
-    if (e->ndevs)
-        memcpy(e->devs, d->devs.devs, e->ndevs * sizeof(*e->devs));
-    for (size_t i = 0; i < d->nprocs; i++) {
-        int64_t mb = -1;
-
-        for (size_t k = 0; k < d->procs[i].ndevs; k++)
-            if (d->procs[i].devs[k].mem_mb >= 0)
-                mb = (mb < 0 ? 0 : mb) + d->procs[i].devs[k].mem_mb;
-        if (d->procs[i].alive)
-            engine_live_locked(e, d->procs[i].pid)->dev_mem_mb = mb;
-    }
     e->errors[0] = '\0';
     for (size_t i = 0; i < d->nerrors; i++)
         at += (size_t)snprintf(e->errors + at, at < sizeof(e->errors) ? sizeof(e->errors) - at : 0,
@@ -471,11 +508,10 @@ void engine_free(struct engine *e)
     history_fini(&e->hist);
     rsource_fini(&e->local);
     rclaims_free(&e->local_claims);
+    engine_remote_free(e); /* other hosts' links and sources */
     free(e->targets);
-    free(e->devs);
-    free(e->live);
+    engine_live_free(e);
     free(e->hosts);
-    free(e->rdevs);
     engine_queues_fini(e);
     pthread_mutex_destroy(&e->lock);
     pthread_cond_destroy(&e->cond);
@@ -614,40 +650,6 @@ void engine_last_errors(struct engine *e, char *buf, size_t len)
     pthread_mutex_lock(&e->lock);
     snprintf(buf, len, "%s%s%s", e->attach_err, e->attach_err[0] && e->errors[0] ? "; " : "",
              e->errors);
-    pthread_mutex_unlock(&e->lock);
-}
-
-struct engine_rank_live *engine_live_locked(struct engine *e, int pid)
-{
-    for (size_t i = 0; i < e->nlive; i++)
-        if (e->live[i].pid == pid)
-            return &e->live[i];
-    e->live = x_reallocarray(e->live, e->nlive + 1, sizeof(*e->live));
-    memset(&e->live[e->nlive], 0, sizeof(e->live[0]));
-    e->live[e->nlive].pid = pid;
-    e->live[e->nlive].dev_mem_mb = -1;
-    e->live[e->nlive].gil_busy_pct = -1;
-    e->live[e->nlive].gil_waiters = -1;
-    e->live[e->nlive].syscall = -1;
-    e->live[e->nlive].in_gc = -1;
-    e->live[e->nlive].gc_pct = -1;
-    return &e->live[e->nlive++];
-}
-
-void engine_snapshot_live(struct engine *e, struct smi_device **devs, size_t *ndevs,
-                          struct engine_rank_live **ranks, size_t *nranks)
-{
-    pthread_mutex_lock(&e->lock);
-    *ndevs = e->ndevs + e->nrdevs;
-    *devs = x_calloc(*ndevs ? *ndevs : 1, sizeof(**devs));
-    if (e->ndevs)
-        memcpy(*devs, e->devs, e->ndevs * sizeof(**devs));
-    if (e->nrdevs) /* other hosts' devices after this node's */
-        memcpy(*devs + e->ndevs, e->rdevs, e->nrdevs * sizeof(**devs));
-    *nranks = e->nlive;
-    *ranks = x_calloc(e->nlive ? e->nlive : 1, sizeof(**ranks));
-    if (e->nlive)
-        memcpy(*ranks, e->live, e->nlive * sizeof(**ranks));
     pthread_mutex_unlock(&e->lock);
 }
 

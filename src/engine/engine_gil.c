@@ -1,7 +1,7 @@
 /* The engine's GIL thread: probes every target's GIL at GIL_HZ with its own readers and, once
- * a second, records busy %, switches per second and waiting threads as counters on the rank's
- * lane (counter events of this node, through the recorder). Probing is I/O without the lock;
- * only the once-a-second append takes it. */
+ * a second, hands the recorder busy %, switches per second, waiting threads and GC % as
+ * counters on the rank's lane and as the GIL and GC parts of its live figures (events of this
+ * node, one batch a second). Probing is I/O; the lock is taken only to read the targets. */
 #include "engine_priv.h"
 
 #include "ranktop/gil.h"
@@ -28,6 +28,7 @@ struct gilthread {
     struct gslot *s;
     size_t n;
     uint64_t gen;
+    struct engine_evbuf ev; /* the second's events */
 };
 
 static void gil_sync(struct gilthread *gt)
@@ -93,42 +94,50 @@ static void gil_probe(struct gslot *s)
     gilstats_add(&s->st, &smp);
 }
 
-static void live_figures(struct engine_rank_live *l, const struct gilfigures *f)
+/* The second's GIL and GC figures of pid as a part of its live figures. */
+static void live_figures(struct engine_evbuf *b, int pid, const struct gilfigures *f)
 {
-    l->gil_busy_pct = f->busy_pct;
-    l->gil_switches = f->switches_per_s;
-    l->gil_waiters = f->waiters_avg;
-    l->in_gc = f->gc_pct < 0 ? -1 : f->gc_pct >= 50.0;
-    l->gc_pct = f->gc_pct;
-    l->nshares = f->nthreads < 16 ? f->nthreads : 16;
+    struct record_live *l = &engine_evbuf_add(b, RECORD_LIVE)->u.live;
+
+    *l = (struct record_live){.pid = pid,
+                              .set = RECORD_LIVE_GIL | RECORD_LIVE_GC,
+                              .dev_mem_mb = -1,
+                              .gil_busy_pct = f->busy_pct,
+                              .gil_switches = f->switches_per_s,
+                              .gil_waiters = f->waiters_avg,
+                              .in_gc = f->gc_pct < 0 ? -1 : f->gc_pct >= 50.0,
+                              .gc_pct = f->gc_pct,
+                              .syscall = -1};
+    l->nshares = f->nthreads < RECORD_SHARES ? f->nthreads : RECORD_SHARES;
     for (size_t i = 0; i < l->nshares; i++) {
         l->shares[i].ident = f->threads[i].ident;
         l->shares[i].pct = f->threads[i].holder_pct;
     }
 }
 
-/* The second's figures as counter events of this node, handed over as one batch. */
-static void record_figures(struct engine *e, int pid, const struct gilfigures *f, uint64_t now)
+/* The second's figures of pid as counter events of this node. */
+static void record_figures(struct engine_evbuf *b, int pid, const struct gilfigures *f,
+                           uint64_t now)
 {
-    struct record_event ev[5];
-    size_t n = 0;
     int64_t t = (int64_t)now;
 
-    ev[n++] = record_counter_event(SERIES_GIL_BUSY, pid, t, f->busy_pct);
-    ev[n++] = record_counter_event(SERIES_GIL_SWITCHES, pid, t, f->switches_per_s);
+    *engine_evbuf_add(b, RECORD_COUNTER) =
+        record_counter_event(SERIES_GIL_BUSY, pid, t, f->busy_pct);
+    *engine_evbuf_add(b, RECORD_COUNTER) =
+        record_counter_event(SERIES_GIL_SWITCHES, pid, t, f->switches_per_s);
     if (f->waiters_avg >= 0)
-        ev[n++] = record_counter_event(SERIES_GIL_WAITERS, pid, t, f->waiters_avg);
+        *engine_evbuf_add(b, RECORD_COUNTER) =
+            record_counter_event(SERIES_GIL_WAITERS, pid, t, f->waiters_avg);
     if (f->drop_pending_pct >= 0)
-        ev[n++] = record_counter_event(SERIES_GIL_DROP, pid, t, f->drop_pending_pct);
+        *engine_evbuf_add(b, RECORD_COUNTER) =
+            record_counter_event(SERIES_GIL_DROP, pid, t, f->drop_pending_pct);
     if (f->gc_pct >= 0)
-        ev[n++] = record_counter_event(SERIES_GC, pid, t, f->gc_pct);
-    engine_emit(e, ENGINE_Q_GIL, ev, n);
+        *engine_evbuf_add(b, RECORD_COUNTER) = record_counter_event(SERIES_GC, pid, t, f->gc_pct);
 }
 
+/* Every probed rank's second, handed over as one batch. */
 static void gil_publish(struct gilthread *gt, uint64_t now)
 {
-    struct engine *e = gt->e;
-
     for (size_t i = 0; i < gt->n; i++) {
         struct gslot *s = &gt->s[i];
         struct gilfigures f;
@@ -137,11 +146,10 @@ static void gil_publish(struct gilthread *gt, uint64_t now)
         gilstats_next(&s->st);
         if (!f.probes)
             continue;
-        pthread_mutex_lock(&e->lock);
-        record_figures(e, s->pid, &f, now);
-        live_figures(engine_live_locked(e, s->pid), &f);
-        pthread_mutex_unlock(&e->lock);
+        record_figures(&gt->ev, s->pid, &f, now);
+        live_figures(&gt->ev, s->pid, &f);
     }
+    engine_emit_buf(gt->e, ENGINE_Q_GIL, &gt->ev);
 }
 
 void *engine_gil_main(void *arg)
@@ -164,5 +172,6 @@ void *engine_gil_main(void *arg)
     for (size_t i = 0; i < gt.n; i++)
         pygil_free(gt.s[i].g);
     free(gt.s);
+    free(gt.ev.ev);
     return NULL;
 }

@@ -3,7 +3,8 @@
  * cost grows with the resident size (the kernel walks the page tables: ~30 ms per GiB); CPU %
  * from the tick counters; and the mapping growth of the one rank the UI focuses on. Recorded
  * as counter series by id (series.h) on the rank's lane, through the recorder as this node's
- * counter events handed to the recorder (engine_emit). Reads /proc with no lock held; takes the
+ * counter events handed to the recorder (engine_emit), beside each rank's main-thread wait
+ * (engine_procwait.c) as a part of its live figures. Reads /proc with no lock held; takes the
  * engine lock only to publish the growth rows. */
 #include "engine_priv.h"
 
@@ -141,6 +142,7 @@ void *engine_mem_main(void *arg)
     struct cpuprev *prev = NULL;
     size_t nprev = 0;
     struct focus f = {0};
+    struct engine_evbuf waits = {0}; /* the round's wait figures (engine_procwait.c) */
 
     engine_wait_discovered(e); /* a short record must still get its memory figures */
     next = clock_mono_ns();
@@ -159,13 +161,15 @@ void *engine_mem_main(void *arg)
                 record_mem(e, pids[i], &m, clock_mono_ns());
             record_cpu(e, &prev, &nprev, pids[i], clock_mono_ns());
             if (e->o.wait_states)
-                engine_procwait_publish(e, pids[i]);
+                engine_procwait_read(pids[i], &waits);
         }
+        engine_emit_buf(e, ENGINE_Q_MEM, &waits);
         focus_round(e, &f);
         free(pids);
         next += e->o.mem_period_ms > 0 ? (uint64_t)e->o.mem_period_ms * 1000000u : MEM_PERIOD_NS;
     } while (!engine_wait(e, next));
     free(prev);
     free(f.base);
+    free(waits.ev);
     return NULL;
 }

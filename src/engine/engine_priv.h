@@ -57,6 +57,12 @@ struct engine_queue {
     struct engine_evbuf full;
 };
 
+/* One source's devices (engine_live.c). */
+struct engine_devlist {
+    struct smi_device *d;
+    size_t n, cap;
+};
+
 struct engine {
     struct engine_opts o;
     pthread_mutex_t lock;
@@ -79,7 +85,7 @@ struct engine {
     /* Other hosts' streams (engine_remote.c): the remote collector hands their events over
      * through rq; the links (one per host, with each host's record source) live as long as
      * the engine, since the recorder applies what was handed over last after the remote
-     * collector has ended. Under the engine lock: rl's sources and devices (the recorder's,
+     * collector has ended. Under the engine lock: rl's sources (the recorder's,
      * written while it applies), nrl. */
     pthread_mutex_t rq_lock;
     struct engine_rbatch rq;
@@ -107,11 +113,13 @@ struct engine {
     int nth;
     uint64_t th_grace_ns[8]; /* how long engine_stop waits for each */
     int abandoned;           /* threads engine_stop left running (stuck): never freed then */
-    /* live figures for the UI, under lock */
-    struct smi_device *devs;
-    size_t ndevs;
+    /* Live figures and devices as the recorder applied them (engine_live.c), every source's:
+     * the recorder thread's, written while it applies under the lock. */
     struct engine_rank_live *live;
     size_t nlive;
+    struct engine_devlist *devs; /* by source slot: this node (0), then each host */
+    size_t ndevlists;
+    /* the mem thread's growth rows for the UI, under lock */
     int focus_pid;
     bool focus_reset;
     int growth_pid;
@@ -124,8 +132,6 @@ struct engine {
     /* other nodes (engine_remote.c), under lock */
     struct engine_host *hosts; /* one per --hosts entry */
     size_t nhosts;
-    struct smi_device *rdevs; /* their devices (smi_device.host set) */
-    size_t nrdevs;
     uint64_t rpasses;                 /* the most sampling passes one agent made */
     uint64_t rstacks, rerrors, rlost; /* the agents' totals */
     /* native frames (engine_native.c), under lock: ranks the monitor toggled, the last error */
@@ -146,8 +152,21 @@ struct engine {
     size_t ndead;
 };
 
-/* The live record of pid (created on first use); call with the lock held. */
-struct engine_rank_live *engine_live_locked(struct engine *e, int pid);
+/* Live figures and devices (engine_live.c), on the recorder thread while it applies: the
+ * parts of key's live record that m carries; source slot's device m (host: "" for this node). */
+void engine_live_apply(struct engine *e, int key, const struct record_live *m);
+/* A live record of key with every figure unknown; the parts m carries, set into v. */
+void engine_live_init(struct engine_rank_live *l, int key);
+void engine_live_merge(struct engine_rank_live *v, const struct record_live *m);
+void engine_devs_apply(struct engine *e, int slot, const char *host, const struct record_device *m);
+/* Applies n events of this node's collectors (source 0) to the history, their live figures and
+ * devices to the tables above; the recorder thread, engine lock held. */
+void engine_local_apply_locked(struct engine *e, const struct record_event *ev, size_t n,
+                               uint64_t now);
+/* Copies the live figures and devices into v: with no lock on the recorder thread (unlocked),
+ * else under the engine lock. */
+void engine_live_view(struct engine *e, struct engine_view *v, bool unlocked);
+void engine_live_free(struct engine *e);
 
 /* Hands n events of this node's collector q (source 0, times on the history's clock) to the
  * recorder: copied, so ev may be reused. Any lock but a queue's may be held. */
@@ -321,8 +340,8 @@ uint32_t engine_gc_stack(struct engine_sintern *si, struct engine_evbuf *out,
                          const uint32_t *outer_first, uint32_t n, uint32_t **buf, uint32_t *cap);
 
 void *engine_mem_main(void *arg);
-/* engine_procwait.c: reads rank pid's main thread's state and syscall into its live figures. */
-void engine_procwait_publish(struct engine *e, int pid);
+/* engine_procwait.c: rank pid's main thread's state and syscall, as a live event in out. */
+void engine_procwait_read(int pid, struct engine_evbuf *out);
 void *engine_gil_main(void *arg);
 void *engine_exit_main(void *arg);
 void *engine_remote_main(void *arg);

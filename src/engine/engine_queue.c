@@ -237,7 +237,7 @@ static void apply_locked(struct engine *e, struct taken *got, uint64_t *trim_at)
 
     for (int i = 0; i < ENGINE_NQ; i++)
         if (got->q[i].n)
-            recorder_apply(&e->hist, &e->local, got->q[i].ev, got->q[i].n, now, NULL);
+            engine_local_apply_locked(e, got->q[i].ev, got->q[i].n, now);
     if (got->r.n)
         engine_remote_apply_locked(e, &got->r, now);
     /* Every second, and at once (at most every TRIM_SOON_NS) when new frames and stacks have

@@ -3,14 +3,15 @@
  * state and totals), and hands the messages over to the recorder thread (engine_remote_emit),
  * which gives each to the recorder (src/model/recorder.c) with the host's source (l->src: its id
  * maps, rank keys and clock), turning it into history records as the local collectors'
- * findings are; its rank's live figures and its devices go to the engine.
+ * findings are; its ranks' live figures and its devices go where this node's go
+ * (engine_live.c).
  *
  * Invariants: messages are validated by the parser already, and the recorder checks every
  * reference, time and bound; a host whose source is cut off (a bound or the protocol broken)
  * is cut off for the rest of the run. A host is named by the head (its --hosts entry), never by
  * its agent. Threads: rlink_note on the remote collector's; engine_remote_apply_locked on the
- * recorder's, with the engine lock held, which also guards l->src and l->devs wherever the
- * remote collector reads or writes them (rlink_set_error takes it). */
+ * recorder's, with the engine lock held, which also guards l->src wherever the remote
+ * collector reads or writes it (rlink_set_error takes it). */
 #include "engine_remote_priv.h"
 
 #include "ranktop/util.h"
@@ -56,7 +57,6 @@ void engine_remote_free(struct engine *e)
 {
     for (size_t i = 0; i < e->nrl; i++) {
         rsource_fini(&e->rl[i].src);
-        free(e->rl[i].devs);
     }
     free(e->rl);
     e->rl = NULL;
@@ -73,63 +73,8 @@ void rlink_keep_totals(struct rlink *l)
     l->passes = l->nstack = l->errors = l->lost = 0;
 }
 
-/* ---- what the recorder hands on (engine lock held) ---- */
-
-static void on_live(void *ctx, int key, const struct record_live *m)
-{
-    struct engine_rank_live *v = engine_live_locked(ctx, key);
-
-    v->dev_mem_mb = m->dev_mem_mb;
-    v->gil_busy_pct = m->gil_busy_pct;
-    v->gil_switches = m->gil_switches;
-    v->gil_waiters = m->gil_waiters;
-    if (m->gc_pct >= 0) /* sent when it changes (engine_wire.c): the last one holds */
-        v->gc_pct = m->gc_pct;
-    v->nshares = m->nshares < 16 ? m->nshares : 16;
-    for (size_t i = 0; i < v->nshares; i++) {
-        v->shares[i].ident = m->shares[i].ident;
-        v->shares[i].pct = m->shares[i].pct;
-    }
-}
-
-static void on_device(void *ctx, const struct record_device *m)
-{
-    struct rlink *l = ctx;
-    struct smi_device *d = NULL;
-
-    for (size_t i = 0; i < l->ndevs && !d; i++)
-        if ((l->devs[i].kind == SMI_KIND_NPU) == m->npu && l->devs[i].index == m->index &&
-            l->devs[i].chip == m->chip)
-            d = &l->devs[i];
-    if (!d) {
-        if (l->ndevs >= 256)
-            return;
-        /* The capacity is the next power of two (at least 4): grown by doubling. */
-        if (l->ndevs >= 4 && !(l->ndevs & (l->ndevs - 1)))
-            l->devs = x_reallocarray(l->devs, l->ndevs * 2, sizeof(*l->devs));
-        else if (!l->devs)
-            l->devs = x_reallocarray(NULL, 4, sizeof(*l->devs));
-        d = &l->devs[l->ndevs++];
-    }
-    memset(d, 0, sizeof(*d));
-    d->kind = m->npu ? SMI_KIND_NPU : SMI_KIND_GPU;
-    d->index = m->index;
-    d->chip = m->chip;
-    d->valid = SMI_DEV_INDEX | SMI_DEV_NAME | (m->npu ? SMI_DEV_CHIP : 0);
-    snprintf(d->name, sizeof(d->name), "%s", m->name);
-    snprintf(d->host, sizeof(d->host), "%s", l->src.host);
-#define DEV_FIELD(bit, field, v)                                                                   \
-    if ((v) >= 0) {                                                                                \
-        d->valid |= (bit);                                                                         \
-        d->field = (v);                                                                            \
-    }
-    DEV_FIELD(SMI_DEV_UTIL, util_pct, m->util_pct)
-    DEV_FIELD(SMI_DEV_MEM_USED, mem_used_mb, m->mem_used_mb)
-    DEV_FIELD(SMI_DEV_MEM_TOTAL, mem_total_mb, m->mem_total_mb)
-    DEV_FIELD(SMI_DEV_TEMP, temp_c, m->temp_c)
-    DEV_FIELD(SMI_DEV_POWER, power_w, m->power_w)
-#undef DEV_FIELD
-}
+/* ---- what the recorder hands on (engine lock held): live figures and devices go to the
+ * tables this node's own go to (engine_live.c), the devices under the host's slot ---- */
 
 struct sink_ctx {
     struct engine *e;
@@ -138,12 +83,14 @@ struct sink_ctx {
 
 static void sink_live(void *ctx, int key, const struct record_live *m)
 {
-    on_live(((struct sink_ctx *)ctx)->e, key, m);
+    engine_live_apply(((struct sink_ctx *)ctx)->e, key, m);
 }
 
 static void sink_device(void *ctx, const struct record_device *m)
 {
-    on_device(((struct sink_ctx *)ctx)->l, m);
+    struct sink_ctx *c = ctx;
+
+    engine_devs_apply(c->e, c->l->src.slot, c->l->src.host, m);
 }
 
 /* A hello of another protocol major: the host is refused (its launcher is not restarted). */

@@ -7,14 +7,14 @@
  * step whose tasks are the agents, its output labelled "TASK: " (a task is matched to its host
  * by the node name in its hello); pdsh starts every agent and labels lines "HOST: ".
  *
- * Threads and locking: this thread owns every process and link but the link's record source
- * and devices, which are the recorder's (engine lock); it reads and parses with no lock held,
- * hands each read's events over as one batch, and publishes each host's state (engine_hosts)
- * and devices under the engine lock. Invariants: agent output is untrusted:
- * lines are capped, labels and messages validated; no local shell runs anything (argv words
- * are ours, host names were validated; the agent's words are quoted where the remote end
- * parses them as a shell command line). A process that fails is restarted with capped backoff;
- * stopping closes every agent's stdin (agents exit on EOF), then kills what is left.
+ * Threads and locking: this thread owns every process and link but the link's record source,
+ * which is the recorder's (engine lock), as are the hosts' live figures and devices
+ * (engine_live.c); it reads and parses with no lock held, hands each read's events over as one
+ * batch, and publishes each host's state (engine_hosts) under the engine lock. Invariants: agent
+ * output is untrusted: lines are capped, labels and messages validated; no local shell runs
+ * anything (argv words are ours, host names were validated; the agent's words are quoted where the
+ * remote end parses them as a shell command line). A process that fails is restarted with capped
+ * backoff; stopping closes every agent's stdin (agents exit on EOF), then kills what is left.
  *
  * --ship (ranktop/ship.h): the remote command is the ship script; its request line is answered
  * by writing the binary to the launcher's stdin, non-blocking and resumed each pass, and the
@@ -744,11 +744,10 @@ static void check_silent(struct remote *rm, struct rlink *l, uint64_t now)
                            HELLO_WAIT_NS / 1000000000ull, was[0] ? "; last said: " : "", was);
 }
 
-/* Host states, totals and devices for readers, under the lock. */
+/* Host states and totals for readers, under the lock. */
 static void publish(struct remote *rm, uint64_t now)
 {
     struct engine *e = rm->e;
-    size_t nd = 0;
 
     pthread_mutex_lock(&e->lock);
     for (size_t i = 0; i < rm->n; i++) {
@@ -769,15 +768,8 @@ static void publish(struct remote *rm, uint64_t now)
         publish_host(l, &rm->p[l->proc], &e->hosts[i], now);
         snprintf(e->hosts[i].node, sizeof(e->hosts[i].node), "%s",
                  node_of(e, i) ? node_of(e, i) : "");
-        nd += l->ndevs;
     }
     publish_totals(rm);
-    free(e->rdevs);
-    e->rdevs = x_calloc(nd ? nd : 1, sizeof(*e->rdevs));
-    e->nrdevs = 0;
-    for (size_t i = 0; i < rm->n; i++)
-        for (size_t k = 0; k < rm->l[i].ndevs; k++)
-            e->rdevs[e->nrdevs++] = rm->l[i].devs[k];
     pthread_mutex_unlock(&e->lock);
 }
 

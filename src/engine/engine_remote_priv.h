@@ -44,8 +44,6 @@ struct rlink {
     unsigned connects;
     uint64_t passes, nstack, errors, lost; /* the agent's totals (this connection) */
     uint64_t base[4];                      /* totals of earlier connections */
-    struct smi_device *devs;               /* the recorder's, under the engine lock */
-    size_t ndevs;
 };
 
 /* Sets the host's error line, under the engine lock (the _locked form: lock held). */

@@ -39,7 +39,10 @@ struct slot {
     uint64_t image_at; /* when to look at the image again */
     bool execd;        /* this pass found a new image: the record step resets the slot */
     unsigned execs;
-    bool stopped;      /* still, and stopped (SIGSTOP, a debugger) when last looked */
+    bool stopped; /* still, and stopped (SIGSTOP, a debugger) when last looked */
+    /* stopped went to the recorder (a live event at the first sample, then on each change),
+     * and as what */
+    bool stopped_said, said_stopped;
     uint64_t state_at; /* when to look at a still process's state again */
     struct engine_native nat;
     uint64_t async_at; /* next asyncio task read (engine_opts.async), UINT64_MAX: refused */
@@ -865,6 +868,21 @@ static void slot_execd(struct sampler *sp, struct slot *sl)
         record_counter_event(SERIES_EXECS, sl->t.pid, (int64_t)now, (double)++sl->execs);
 }
 
+/* Whether the rank is stopped, as a part of its live figures: at its first sample, then on
+ * each change. */
+static void say_stopped(struct sampler *sp, struct slot *sl)
+{
+    struct record_live *l;
+
+    if (sl->stopped_said && sl->stopped == sl->said_stopped)
+        return;
+    l = &engine_evbuf_add(&sp->ev, RECORD_LIVE)->u.live;
+    *l = (struct record_live){
+        .pid = sl->t.pid, .set = RECORD_LIVE_STOPPED, .stopped = sl->stopped, .syscall = -1};
+    sl->stopped_said = true;
+    sl->said_stopped = sl->stopped;
+}
+
 /* The record step of one slot, on the sampler thread: what the read found goes into the
  * history, so that the history has one writer. */
 static void record_slot(struct sampler *sp, struct slot *sl)
@@ -894,8 +912,8 @@ static void record_slot(struct sampler *sp, struct slot *sl)
         record_sample(sp, sl, sl->sample, sl->now);
         record_tasks(sp, sl);
         if (!sl->t.owner) {
+            say_stopped(sp, sl);
             pthread_mutex_lock(&e->lock);
-            engine_live_locked(e, sl->t.pid)->stopped = sl->stopped;
             engine_unread_locked(e, sl->t.pid, NULL);
             pthread_mutex_unlock(&e->lock);
         }

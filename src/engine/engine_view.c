@@ -95,7 +95,7 @@ static struct engine_view *view_build(struct engine *e, uint64_t now, bool unloc
     copy_controls_locked(e, v);
     pthread_mutex_unlock(&e->lock);
     engine_get_stats(e, &v->stats);
-    engine_snapshot_live(e, &v->devs, &v->ndevs, &v->live, &v->nlive);
+    engine_live_view(e, v, unlocked);
     engine_hosts(e, &v->hosts, &v->nhosts);
     v->ngrowth = engine_mem_growth(e, &v->growth_pid, v->growth, ENGINE_VIEW_GROWTH);
     v->unread = x_calloc(ENGINE_MAX_UNREAD, sizeof(*v->unread));

@@ -7,16 +7,20 @@
  * run line named, so that a sample showing a thread's stack again costs nothing on the wire
  * (the tick that ends every write says every live thread still shows its stack, and the head
  * extends its runs); and the pids of the ranks announced, so that only their exit statuses go
- * out (the exit collector hears of every process of the node). Live figures and devices are
- * the engine's current state, not events: they go out once a second (a rank's GC % only when
- * it changed); the error lines when they change.
+ * out (the exit collector hears of every process of the node). Devices go out as discovery
+ * hands them over, at most one pass's list a second. A rank's live figures come in parts
+ * (record_live.set) from several collectors, and a wire line ("l") is the whole of what the wire
+ * carries of them (a 1.1 head sets every field of it): the writer folds the parts into one record
+ * per rank and writes the ranks told since their last line once a second (GC % only when it
+ * changed); the parts the wire has no field for (wait, stopped) stay off it. A rank not told for
+ * LIVE_STALE_NS is forgotten. The error lines go out when they change.
  *
  * Invariants: ids are the collectors' own (source 0): a frame or stack is defined on a line
  * before any line that uses it, because the sampler appends a definition to the batch before
  * the event that uses it and the batches keep their order; after a forget ("fg") every id is
  * defined anew before its next use, and every thread's next run goes out. Every line is shorter
  * than AGENTPROTO_LINE_MAX. Runs on the agent's main thread; takes the engine lock only to read
- * the figures and totals. */
+ * the error lines and totals. */
 #include "engine_priv.h"
 
 #include "ranktop/agentproto.h"
@@ -27,6 +31,8 @@
 #include <string.h>
 
 #define FIGURES_EVERY_NS 1000000000ull
+#define LIVE_STALE_NS 10000000000ull
+#define WIRE_PARTS (RECORD_LIVE_DEVMEM | RECORD_LIVE_GIL | RECORD_LIVE_GC)
 #define NO_RUN (-2) /* a thread's last stack: no run sent since its definition */
 
 struct engine_wire {
@@ -35,13 +41,17 @@ struct engine_wire {
     size_t nlast;
     int *pids; /* ranks announced, for their exit statuses */
     size_t npids, cappids;
-    struct sent_gc {
-        int pid;
-        double pct;
-    } * gc; /* each rank's GC % as last sent: it goes out when it changes */
-    size_t ngc, capgc;
+    struct wire_live {
+        struct engine_rank_live f; /* the wire's parts of the rank's figures, folded */
+        double gc_sent;            /* its GC % as last sent (-1 none): out when it changes */
+        uint64_t told;             /* when a collector last told a part */
+        bool dirty;                /* told since its last line */
+    } * live;
+    size_t nlive, caplive;
     uint64_t seq, figures_at;
-    int64_t last_ts; /* the newest sample time seen */
+    uint64_t devs_at; /* the next discovery pass whose devices go out */
+    bool devs_out;    /* the current pass's do */
+    int64_t last_ts;  /* the newest sample time seen */
     char errors[1024];
 };
 
@@ -57,7 +67,7 @@ void engine_wire_free(struct engine_wire *w)
     free(w->got.ev);
     free(w->last);
     free(w->pids);
-    free(w->gc);
+    free(w->live);
     free(w);
 }
 
@@ -116,9 +126,37 @@ static bool take_pid(struct engine_wire *w, int pid)
     return false;
 }
 
+/* The wire's parts of a rank's live figures, folded into its record (created on first use). */
+static void fold_live(struct engine_wire *w, const struct record_live *m, uint64_t now)
+{
+    struct record_live part = *m;
+    struct wire_live *l = NULL;
+
+    part.set &= WIRE_PARTS;
+    if (!part.set)
+        return;
+    for (size_t i = 0; i < w->nlive && !l; i++)
+        if (w->live[i].f.pid == m->pid)
+            l = &w->live[i];
+    if (!l) {
+        if (w->nlive == w->caplive) {
+            w->caplive = w->caplive ? w->caplive * 2 : 16;
+            w->live = x_reallocarray(w->live, w->caplive, sizeof(*w->live));
+        }
+        l = &w->live[w->nlive++];
+        engine_live_init(&l->f, m->pid);
+        l->gc_sent = -1;
+    }
+    engine_live_merge(&l->f, &part);
+    l->told = now;
+    l->dirty = true;
+}
+
 /* One collector event onto the wire, or not: a run that repeats its thread's last stack, an
- * exit of a process that was no rank and the events with no wire form stay off it. */
-static void put(struct engine_wire *w, const struct record_event *m, struct engine_out *o)
+ * exit of a process that was no rank and the events with no wire form stay off it; live
+ * figures are folded (live_lines). */
+static void put(struct engine_wire *w, const struct record_event *m, struct engine_out *o,
+                uint64_t now)
 {
     int64_t *last;
 
@@ -148,76 +186,63 @@ static void put(struct engine_wire *w, const struct record_event *m, struct engi
         if (!take_pid(w, m->u.exit.pid))
             return;
         break;
+    case RECORD_LIVE: /* folded, written once a second */
+        fold_live(w, &m->u.live, now);
+        return;
+    case RECORD_DEVICE:
+        if (m->u.device.first) { /* a discovery pass's list: at most one a second goes out */
+            w->devs_out = now >= w->devs_at;
+            if (w->devs_out)
+                w->devs_at = now + FIGURES_EVERY_NS;
+        }
+        /* a pass that found none, or a device without an index: no wire form */
+        if (!w->devs_out || m->u.device.none || m->u.device.index < 0)
+            return;
+        break;
     default:
         break;
     }
     emit(o, m);
 }
 
-static int64_t dev_field(const struct smi_device *d, uint32_t bit, int64_t v)
+/* The line of a rank told since its last one: what the wire carries of its figures, its GC %
+ * only when it changed (a steady figure costs no bytes; the head keeps the last one it got). */
+static void live_line(struct wire_live *l, struct engine_out *o)
 {
-    return (d->valid & bit) ? v : -1;
+    struct record_event m = {.type = RECORD_LIVE};
+    double gc = l->f.gc_pct >= 0 && l->f.gc_pct != l->gc_sent ? l->f.gc_pct : -1;
+
+    m.u.live = (struct record_live){.pid = l->f.pid,
+                                    .dev_mem_mb = l->f.dev_mem_mb,
+                                    .gil_busy_pct = l->f.gil_busy_pct,
+                                    .gil_switches = l->f.gil_switches,
+                                    .gil_waiters = l->f.gil_waiters,
+                                    .gc_pct = gc};
+    for (size_t j = 0; j < l->f.nshares && j < AGENTPROTO_SHARES; j++) {
+        m.u.live.shares[j].ident = l->f.shares[j].ident;
+        m.u.live.shares[j].pct = l->f.shares[j].pct;
+        m.u.live.nshares++;
+    }
+    if (gc >= 0)
+        l->gc_sent = gc;
+    l->dirty = false;
+    emit(o, &m);
 }
 
-/* pct, or -1 (left out of the line) when pid's GC % went out as it is: a steady figure costs
- * no bytes, and the head keeps the last one it got. */
-static double gc_changed(struct engine_wire *w, int pid, double pct)
+/* Once a second: a line for each rank told since its last; ranks not told for a while (gone)
+ * are forgotten. */
+static void live_lines(struct engine_wire *w, struct engine_out *o, uint64_t now)
 {
-    size_t i = 0;
+    size_t k = 0;
 
-    while (i < w->ngc && w->gc[i].pid != pid)
-        i++;
-    if (i == w->ngc) {
-        if (w->ngc == w->capgc) {
-            w->capgc = w->capgc ? w->capgc * 2 : 16;
-            w->gc = x_reallocarray(w->gc, w->capgc, sizeof(*w->gc));
-        }
-        w->gc[w->ngc++] = (struct sent_gc){pid, -1};
-    }
-    if (pct < 0 || w->gc[i].pct == pct)
-        return -1;
-    w->gc[i].pct = pct;
-    return pct;
-}
-
-/* The live figures and devices, as the engine holds them now; lock held. */
-static void figures_locked(struct engine_wire *w, const struct engine *e, struct engine_out *o)
-{
-    for (size_t i = 0; i < e->nlive; i++) {
-        const struct engine_rank_live *l = &e->live[i];
-        struct record_event m = {.type = RECORD_LIVE};
-
-        m.u.live = (struct record_live){.pid = l->pid,
-                                        .dev_mem_mb = l->dev_mem_mb,
-                                        .gil_busy_pct = l->gil_busy_pct,
-                                        .gil_switches = l->gil_switches,
-                                        .gil_waiters = l->gil_waiters,
-                                        .gc_pct = gc_changed(w, l->pid, l->gc_pct)};
-        for (size_t j = 0; j < l->nshares && j < AGENTPROTO_SHARES; j++) {
-            m.u.live.shares[j].ident = l->shares[j].ident;
-            m.u.live.shares[j].pct = l->shares[j].pct;
-            m.u.live.nshares++;
-        }
-        emit(o, &m);
-    }
-    for (size_t i = 0; i < e->ndevs; i++) {
-        const struct smi_device *d = &e->devs[i];
-        struct record_event m = {.type = RECORD_DEVICE};
-
-        if (!(d->valid & SMI_DEV_INDEX))
+    for (size_t i = 0; i < w->nlive; i++) {
+        if (w->live[i].dirty)
+            live_line(&w->live[i], o);
+        else if (now - w->live[i].told > LIVE_STALE_NS)
             continue;
-        m.u.device =
-            (struct record_device){.npu = d->kind == SMI_KIND_NPU,
-                                   .index = d->index,
-                                   .chip = d->chip,
-                                   .util_pct = dev_field(d, SMI_DEV_UTIL, d->util_pct),
-                                   .mem_used_mb = dev_field(d, SMI_DEV_MEM_USED, d->mem_used_mb),
-                                   .mem_total_mb = dev_field(d, SMI_DEV_MEM_TOTAL, d->mem_total_mb),
-                                   .temp_c = dev_field(d, SMI_DEV_TEMP, d->temp_c),
-                                   .power_w = (d->valid & SMI_DEV_POWER) ? d->power_w : -1.0};
-        agentproto_copy_text(m.u.device.name, sizeof(m.u.device.name), d->name);
-        emit(o, &m);
+        w->live[k++] = w->live[i];
     }
+    w->nlive = k;
 }
 
 /* The error lines when they changed; lock held. */
@@ -242,13 +267,13 @@ void engine_wire_tick(struct engine *e, struct engine_wire *w, struct engine_out
 
     engine_take(e, &w->got);
     for (size_t i = 0; i < w->got.n; i++)
-        put(w, &w->got.ev[i], o);
+        put(w, &w->got.ev[i], o, now);
     w->got.n = 0;
-    pthread_mutex_lock(&e->lock);
     if (now >= w->figures_at) {
-        figures_locked(w, e, o);
+        live_lines(w, o, now);
         w->figures_at = now + FIGURES_EVERY_NS;
     }
+    pthread_mutex_lock(&e->lock);
     errors_locked(w, e, o);
     /* Every live thread showed its stack at the newest sample: the head extends its runs. */
     tick.u.tick = (struct record_tick){.seq = ++w->seq,

@@ -550,8 +550,10 @@ static void on_status(struct history *h, struct rsource *s, const struct record_
 static void on_live(struct rsource *s, const struct record_live *m,
                     const struct recorder_sink *sink)
 {
-    if (!live_key(s, source_key(s, m->pid)))
-        return; /* figures of a rank the source never defined */
+    /* Another host's figures only for a rank it defined; this node's collectors come in no
+     * order with the sampler's rank definitions (discovery sees a process first). */
+    if (s->slot != 0 && !live_key(s, source_key(s, m->pid)))
+        return;
     if (sink && sink->live)
         sink->live(sink->ctx, source_key(s, m->pid), m);
 }

@@ -105,6 +105,9 @@ static void same_live(const struct record_live *a, const struct record_live *b)
     ck_assert_double_eq(a->gil_switches, b->gil_switches);
     ck_assert_double_eq(a->gil_waiters, b->gil_waiters);
     ck_assert_double_eq(a->gc_pct, b->gc_pct);
+    ck_assert_uint_eq(a->set, b->set);
+    ck_assert_int_eq(a->in_gc, b->in_gc);
+    ck_assert_int_eq(a->syscall, b->syscall);
     ck_assert_uint_eq(a->nshares, b->nshares);
     for (size_t i = 0; i < a->nshares; i++) {
         ck_assert(a->shares[i].ident == b->shares[i].ident);
@@ -253,9 +256,22 @@ static size_t every_type(struct record_event *ev)
     ev[++n] = record_counter_event(900, 0, 14, -2.25e9);
     snprintf(ev[n].u.counter.name, sizeof(ev[n].u.counter.name), "gpu3 mem");
     ev[++n].type = RECORD_LIVE;
-    ev[n].u.live = (struct record_live){1, 81920, 97.5, 3, 0.5, 2, {{5, 97.5}, {6, 2.25}}, 12.5};
+    /* What a line carries: device memory, GIL and (known) GC parts; no GC flag, wait or stop. */
+    ev[n].u.live =
+        (struct record_live){.pid = 1,
+                             .dev_mem_mb = 81920,
+                             .gil_busy_pct = 97.5,
+                             .gil_switches = 3,
+                             .gil_waiters = 0.5,
+                             .nshares = 2,
+                             .shares = {{5, 97.5}, {6, 2.25}},
+                             .gc_pct = 12.5,
+                             .set = RECORD_LIVE_DEVMEM | RECORD_LIVE_GIL | RECORD_LIVE_GC,
+                             .in_gc = -1,
+                             .syscall = -1};
     ev[++n].type = RECORD_DEVICE;
-    ev[n].u.device = (struct record_device){true, 2, 1, "Ascend 910B", 50, 1024, 65536, 40, 90.5};
+    ev[n].u.device =
+        (struct record_device){true, 2, 1, "Ascend 910B", 50, 1024, 65536, 40, 90.5, false, false};
     return n + 1;
 }
 
@@ -277,7 +293,7 @@ START_TEST(every_type_round_trips)
     snprintf(m.u.text, sizeof(m.u.text), "cannot start: no such rank");
     round_trip(&m);
     m.type = RECORD_DEVICE; /* a GPU with unknown figures */
-    m.u.device = (struct record_device){false, 0, -1, "H100", -1, -1, -1, -1, -1};
+    m.u.device = (struct record_device){false, 0, -1, "H100", -1, -1, -1, -1, -1, false, false};
     round_trip(&m);
     memset(&m, 0, sizeof(m));
     m.type = RECORD_EXIT; /* killed by SIGSEGV, and a normal exit */

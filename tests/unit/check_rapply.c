@@ -32,7 +32,7 @@ static void setup(void)
 static void teardown(void)
 {
     history_fini(&E->hist);
-    free(E->live);
+    engine_live_free(E);
     pthread_mutex_destroy(&E->lock);
     free(E);
     rclaims_free(&C);
@@ -48,7 +48,6 @@ static void link_init(struct rlink *l, const char *name, int slot)
 
 static void link_fini(struct rlink *l)
 {
-    free(l->devs);
     rsource_fini(&l->src);
 }
 
@@ -287,8 +286,10 @@ START_TEST(test_devices_and_series_capped)
     for (int i = 0; i < 300; i++)
         feedf(&l, "{\"t\":\"d\",\"k\":\"gpu\",\"i\":%d,\"name\":\"G\",\"u\":%d}", i, i % 100);
     feed(&l, "{\"t\":\"d\",\"k\":\"gpu\",\"i\":3,\"name\":\"H\",\"u\":7}");
-    ck_assert_uint_eq(l.ndevs, 256);
-    ck_assert_str_eq(l.devs[3].name, "H");
+    ck_assert_uint_gt(E->ndevlists, (size_t)l.src.slot);
+    ck_assert_uint_eq(E->devs[l.src.slot].n, 256);
+    ck_assert_str_eq(E->devs[l.src.slot].d[3].name, "H");
+    ck_assert_str_eq(E->devs[l.src.slot].d[3].host, "n1");
     for (int i = 0; i < 300; i++)
         feedf(&l, "{\"t\":\"c\",\"p\":0,\"id\":%d,\"n\":\"gpu%d\",\"v\":1,\"ts\":5}",
               (int)SERIES_DEV_UTIL, i);

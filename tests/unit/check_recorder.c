@@ -218,7 +218,6 @@ static void live_path(struct engine *e, const struct stream *st, struct rclaims 
     e->nrl = 0;
     ck_assert_msg(!l.src_cut, "%s", l.src.error);
     rsource_fini(&l.src);
-    free(l.devs);
 }
 
 /* The replay: each batch (the events read at one head time) through one recorder_apply. */
@@ -282,7 +281,7 @@ START_TEST(test_replay_same_history)
     }
     history_fini(&e->hist);
     history_fini(&h);
-    free(e->live);
+    engine_live_free(e);
     free(e);
     rclaims_free(&c1);
     rclaims_free(&c2);

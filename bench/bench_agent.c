@@ -9,8 +9,8 @@
  * every main thread busy in a Python loop (its line, so its stack, changes at every sample).
  *
  * Usage: bench_agent [--quick] [PYTHON]. Not a test: it asserts nothing. */
-#include "ranktop/engine.h"
-#include "ranktop/util.h"
+#include "ranktop/engine/engine.h"
+#include "ranktop/base/util.h"
 
 #include "bench_support.h"
 

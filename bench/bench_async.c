@@ -7,8 +7,8 @@
  *
  * Usage: bench_async [--quick] [PYTHON...]; PYTHON defaults to pyenv's 3.11 and 3.13 (else
  * /usr/bin/python3). Targets die with this process. Not a test: it asserts nothing. */
-#include "ranktop/engine.h"
-#include "ranktop/util.h"
+#include "ranktop/engine/engine.h"
+#include "ranktop/base/util.h"
 
 #include "bench_support.h"
 

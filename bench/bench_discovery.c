@@ -15,11 +15,11 @@
  * A real nvidia-smi costs far more than the fake script (10-20 ms healthy, seconds without
  * persistence mode: docs devices.md 2.1); these figures are the floor of the spawn path.
  * Usage: bench_discovery [N] (default 300 refreshes per row). Not a test. */
-#include "ranktop/exec.h"
+#include "ranktop/devices/exec.h"
 #include "nvml.h"
 #include "nvsmi_parse.h"
-#include "ranktop/devices.h"
-#include "ranktop/util.h"
+#include "ranktop/devices/devices.h"
+#include "ranktop/base/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -20,8 +20,8 @@
  * Usage: bench_engine [--quick] [PYTHON]; PYTHON defaults to pyenv's 3.12, else
  * /usr/bin/python3. Every target is killed at the end, on SIGINT / SIGTERM, and (through
  * PR_SET_PDEATHSIG) if this process dies. Not a test: it asserts nothing. */
-#include "ranktop/engine.h"
-#include "ranktop/util.h"
+#include "ranktop/engine/engine.h"
+#include "ranktop/base/util.h"
 
 #include "bench_support.h"
 

@@ -13,9 +13,9 @@
  *
  * Usage: bench_export [-k] [-r RANKS] [-s SECONDS] [OUTDIR]; -k keeps the files (to feed
  * tests/tools/trace_check.py); defaults 64 ranks, 3600 s, /tmp. Asserts nothing. */
-#include "ranktop/export.h"
-#include "ranktop/history.h"
-#include "ranktop/util.h"
+#include "ranktop/export/export.h"
+#include "ranktop/model/history.h"
+#include "ranktop/base/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

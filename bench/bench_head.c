@@ -12,9 +12,9 @@
  * alone.
  *
  * Usage: bench_head [--quick] [HOSTS [RANKS_PER_HOST]] (default 128 8). Not a test. */
-#include "ranktop/engine.h"
-#include "ranktop/util.h"
-#include "ranktop/view.h"
+#include "ranktop/engine/engine.h"
+#include "ranktop/base/util.h"
+#include "ranktop/views/view.h"
 
 #include "bench_support.h"
 

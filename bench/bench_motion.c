@@ -9,8 +9,8 @@
  * retries: reported as an error, not a sample), empty or partial returned as a sample (must
  * be 0). Prints one line of counts, the torn-or-empty rate per thread stack and the mean CPU
  * per sample. Not a test: it asserts nothing. Main thread only. */
-#include "ranktop/pystack.h"
-#include "ranktop/util.h"
+#include "ranktop/python/pystack.h"
+#include "ranktop/base/util.h"
 
 #include "bench_support.h"
 

@@ -11,9 +11,9 @@
  * Prints the medians and the slowdown.
  *
  * Usage: bench_native [--quick] [PYTHON]. Not a test: it asserts nothing. */
-#include "ranktop/native.h"
-#include "ranktop/pystack.h"
-#include "ranktop/util.h"
+#include "ranktop/native/native.h"
+#include "ranktop/python/pystack.h"
+#include "ranktop/base/util.h"
 
 #include "bench_support.h"
 

@@ -43,9 +43,9 @@
  * --quick: 16 hosts, 16 local targets, backlog 900, 10 s windows (phase 3: half of each
  * window); --no-bin: phases 1 and 2 only; --bin-only: phase 3 only. PYTHON defaults to pyenv's
  * 3.12. The full run takes about 3 minutes, more on a busy machine. Not a test. */
-#include "ranktop/engine.h"
-#include "ranktop/util.h"
-#include "ranktop/view.h"
+#include "ranktop/engine/engine.h"
+#include "ranktop/base/util.h"
+#include "ranktop/views/view.h"
 
 #include "bench_support.h"
 

@@ -5,8 +5,8 @@
  * of a freshly attached reader (empty code cache), repeated with new readers; warm = further
  * samples of one reader. CPU is this thread's CPU time (user + system). Prints one row per
  * interpreter. Not a test: it asserts nothing. */
-#include "ranktop/pystack.h"
-#include "ranktop/util.h"
+#include "ranktop/python/pystack.h"
+#include "ranktop/base/util.h"
 
 #include "bench_support.h"
 

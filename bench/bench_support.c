@@ -3,7 +3,7 @@
  * signal blocked, and its count is a sig_atomic_t. Main thread only. */
 #include "bench_support.h"
 
-#include "ranktop/util.h"
+#include "ranktop/base/util.h"
 
 #include <errno.h>
 #include <glob.h>

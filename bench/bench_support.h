@@ -4,7 +4,7 @@
 #ifndef RANKTOP_BENCH_SUPPORT_H
 #define RANKTOP_BENCH_SUPPORT_H
 
-#include "ranktop/engine.h"
+#include "ranktop/engine/engine.h"
 
 #include <stdbool.h>
 #include <stdio.h>

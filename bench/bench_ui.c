@@ -24,9 +24,9 @@
  * else /usr/bin/python3; --dump writes each row's last screen to stderr. RANKTOP_BENCH_BIN
  * overrides the ranktop binary. Targets and the monitor are killed at the end, on SIGINT /
  * SIGTERM, and (PR_SET_PDEATHSIG) if this process dies. Not a test: it asserts nothing. */
-#include "ranktop/engine.h"
-#include "ranktop/history.h"
-#include "ranktop/util.h"
+#include "ranktop/engine/engine.h"
+#include "ranktop/model/history.h"
+#include "ranktop/base/util.h"
 #include "theme.h"
 #include "ui_priv.h"
 

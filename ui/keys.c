@@ -15,7 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ranktop/util.h"
+#include "ranktop/base/util.h"
 
 #define KEY_ESC 27
 #define HELP_KEYS_W 19 /* the help screen's key column */

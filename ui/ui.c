@@ -7,10 +7,10 @@
  * view of their own, so a slow disk never freezes the screen. SIGINT/SIGTERM set a
  * flag; a crash restores the terminal (the fatal hook, run by the crash report of
  * src/base/crash.c) before the report and the default action. */
-#include "ranktop/ui.h"
+#include "ranktop/ui/ui.h"
 #include "ui_priv.h"
 
-#include "ranktop/util.h"
+#include "ranktop/base/util.h"
 #include "termopen.h"
 #include "theme.h"
 

@@ -7,7 +7,7 @@
  * values are compared by type, since their addresses differ between processes. UI thread. */
 #include "ui_priv.h"
 
-#include "ranktop/util.h"
+#include "ranktop/base/util.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -8,7 +8,7 @@
 #include "ui_priv.h"
 
 #include "draw.h"
-#include "ranktop/util.h"
+#include "ranktop/base/util.h"
 
 #include <curses.h>
 #include <math.h>

@@ -8,11 +8,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "ranktop/engine.h"
-#include "ranktop/export.h"
-#include "ranktop/history.h"
-#include "ranktop/ui.h"
-#include "ranktop/view.h"
+#include "ranktop/engine/engine.h"
+#include "ranktop/export/export.h"
+#include "ranktop/model/history.h"
+#include "ranktop/ui/ui.h"
+#include "ranktop/views/view.h"
 
 #include "layout.h"
 #include "theme.h"

@@ -18,7 +18,7 @@
 #include "dcmi.h"
 
 #include "dlib.h"
-#include "ranktop/util.h"
+#include "ranktop/base/util.h"
 
 #include <dlfcn.h>
 #include <pthread.h>

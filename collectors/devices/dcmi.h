@@ -8,8 +8,8 @@
 #ifndef RANKTOP_DCMI_H
 #define RANKTOP_DCMI_H
 
-#include "ranktop/devices.h"
-#include "ranktop/status.h"
+#include "ranktop/devices/devices.h"
+#include "ranktop/base/status.h"
 
 struct dcmi;
 

@@ -7,10 +7,10 @@
  * when the source names the one that takes over (NVML to nvidia-smi, DCMI to npu-smi); a missing or
  * unselected source costs nothing. A source never stops the other kind's chain. Runs on the
  * thread running discovery. */
-#include "ranktop/devsrc.h"
+#include "ranktop/devices/devsrc.h"
 
 #include "devsrc_ops.h"
-#include "ranktop/util.h"
+#include "ranktop/base/util.h"
 
 #include <stdarg.h>
 #include <stdio.h>

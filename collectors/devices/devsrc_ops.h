@@ -4,8 +4,8 @@
 #ifndef RANKTOP_DEVSRC_OPS_H
 #define RANKTOP_DEVSRC_OPS_H
 
-#include "ranktop/devsrc.h"
-#include "ranktop/exec.h"
+#include "ranktop/devices/devsrc.h"
+#include "ranktop/devices/exec.h"
 
 #include <stdbool.h>
 

@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "ranktop/status.h"
+#include "ranktop/base/status.h"
 
 /* Where one vendor library is looked for and how its failures are worded. */
 struct dlib_spec {

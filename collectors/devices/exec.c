@@ -14,9 +14,9 @@
  * exec_run_fed gives the tool a stdin pipe instead of /dev/null: a feed looks at the output so
  * far and answers once; the answer is written non-blocking between reads (a tool that reads
  * slowly never stalls the reading of its output), then the pipe is closed. */
-#include "ranktop/exec.h"
+#include "ranktop/devices/exec.h"
 
-#include "ranktop/util.h"
+#include "ranktop/base/util.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -9,8 +9,8 @@
 
 #include <stddef.h>
 
-#include "ranktop/devices.h"
-#include "ranktop/status.h"
+#include "ranktop/devices/devices.h"
+#include "ranktop/base/status.h"
 
 /* `npu-smi info`, every layout from 20.x (310, "Chip Device") to 26.x ("Process id in
  * container"): one device record per chip (index = NPU card id, chip = chip within the card)

@@ -11,7 +11,7 @@
 #include "nvml.h"
 
 #include "dlib.h"
-#include "ranktop/util.h"
+#include "ranktop/base/util.h"
 
 #include <dlfcn.h>
 #include <stdarg.h>

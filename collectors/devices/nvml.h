@@ -7,8 +7,8 @@
 #ifndef RANKTOP_NVML_H
 #define RANKTOP_NVML_H
 
-#include "ranktop/devices.h"
-#include "ranktop/status.h"
+#include "ranktop/devices/devices.h"
+#include "ranktop/base/status.h"
 
 struct nvml;
 

@@ -13,8 +13,8 @@
 
 #include <stddef.h>
 
-#include "ranktop/devices.h"
-#include "ranktop/status.h"
+#include "ranktop/devices/devices.h"
+#include "ranktop/base/status.h"
 
 /* `--query-gpu=index,uuid,name,utilization.gpu,memory.used,memory.total,power.draw
  * [,temperature.gpu] --format=csv[,noheader][,nounits]`. With a header line, columns are

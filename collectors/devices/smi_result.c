@@ -1,10 +1,10 @@
-/* The smi record containers declared in ranktop/devices.h.
+/* The smi record containers declared in ranktop/devices/devices.h.
  *
  * Owns the growable arrays of a struct smi_result and the "all unknown" initial state of each
  * record. Arrays grow by doubling through x_reallocarray (out of memory is fatal). A result
  * belongs to the thread filling it. */
-#include "ranktop/devices.h"
-#include "ranktop/util.h"
+#include "ranktop/devices/devices.h"
+#include "ranktop/base/util.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -11,7 +11,7 @@
 #include "devsrc_ops.h"
 #include "npusmi_parse.h"
 #include "nvsmi_parse.h"
-#include "ranktop/util.h"
+#include "ranktop/base/util.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -7,12 +7,12 @@
  * its identity, Python-ness, devices and memory; a Python child with its parent's rank (a
  * DataLoader worker) is folded into its parent's record.
  * Runs on one thread; the result is read-only afterwards. */
-#include "ranktop/discovery.h"
+#include "ranktop/discovery/discovery.h"
 
-#include "ranktop/devsrc.h"
-#include "ranktop/procenv.h"
-#include "ranktop/procscan.h"
-#include "ranktop/util.h"
+#include "ranktop/devices/devsrc.h"
+#include "ranktop/proc/procenv.h"
+#include "ranktop/proc/procscan.h"
+#include "ranktop/base/util.h"
 
 #include <regex.h>
 #include <stdio.h>

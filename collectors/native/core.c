@@ -16,9 +16,9 @@
 #include "arch.h"
 #include "native_priv.h"
 
-#include "ranktop/corefile.h"
-#include "ranktop/procmaps.h"
-#include "ranktop/util.h"
+#include "ranktop/proc/corefile.h"
+#include "ranktop/proc/procmaps.h"
+#include "ranktop/base/util.h"
 
 #include <elf.h>
 #include <stdlib.h>

@@ -11,7 +11,7 @@
 #include "arch.h"
 #include "native_priv.h"
 
-#include "ranktop/util.h"
+#include "ranktop/base/util.h"
 
 #include <stdint.h>
 #include <stdlib.h>

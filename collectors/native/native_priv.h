@@ -3,7 +3,7 @@
 #ifndef RANKTOP_NATIVE_PRIV_H
 #define RANKTOP_NATIVE_PRIV_H
 
-#include "ranktop/native.h"
+#include "ranktop/native/native.h"
 
 #include <libunwind.h>
 

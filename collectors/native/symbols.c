@@ -15,9 +15,9 @@
  * One native_syms belongs to one native_ctx. */
 #include "native_priv.h"
 
-#include "ranktop/procmaps.h"
-#include "ranktop/tfile.h"
-#include "ranktop/util.h"
+#include "ranktop/proc/procmaps.h"
+#include "ranktop/proc/tfile.h"
+#include "ranktop/base/util.h"
 
 #include <dlfcn.h>
 #include <elf.h>

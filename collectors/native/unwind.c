@@ -16,8 +16,8 @@
 #include "arch.h"
 #include "native_priv.h"
 
-#include "ranktop/procscan.h"
-#include "ranktop/util.h"
+#include "ranktop/proc/procscan.h"
+#include "ranktop/base/util.h"
 
 #include <errno.h>
 #include <libunwind-ptrace.h>

@@ -7,7 +7,7 @@
  * comes from files and is untrusted. Any thread; the library handle is resolved once. */
 #include "native_priv.h"
 
-#include "ranktop/util.h"
+#include "ranktop/base/util.h"
 
 #include <dlfcn.h>
 #include <pthread.h>

@@ -12,11 +12,11 @@
  * text: a segment without bytes in a kernel's core, no segment at all in gdb's), the files'
  * bytes, all read with pread, so a file that shrinks meanwhile gives a
  * short read, never SIGBUS. Nothing is ever written. One thread at a time per corefile. */
-#include "ranktop/corefile.h"
-#include "ranktop/tfile.h"
+#include "ranktop/proc/corefile.h"
+#include "ranktop/proc/tfile.h"
 
-#include "ranktop/bytes.h"
-#include "ranktop/util.h"
+#include "ranktop/base/bytes.h"
+#include "ranktop/base/util.h"
 
 #include <elf.h>
 #include <limits.h>

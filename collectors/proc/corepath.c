@@ -10,7 +10,7 @@
  * the exit event does not name: the leader's id is used, right when the leader crashed.
  * corepath_locate does the reading (/proc/sys/kernel, /proc/PID) for the engine's exit
  * thread; any thread may call either. */
-#include "ranktop/corepath.h"
+#include "ranktop/proc/corepath.h"
 
 #include <inttypes.h>
 #include <stdbool.h>
@@ -22,7 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ranktop/util.h"
+#include "ranktop/base/util.h"
 
 #define PATTERN_MAX 256 /* the kernel keeps 128 bytes (CORENAME_MAX_SIZE) */
 

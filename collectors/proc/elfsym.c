@@ -6,10 +6,10 @@
  * may hold 65535 symbol tables over the same bytes) and one .rodata scan. elf_inspect_file
  * maps the file through tfile_map (a target controls it). Called from whichever thread
  * attaches to a process. */
-#include "ranktop/elfsym.h"
-#include "ranktop/tfile.h"
+#include "ranktop/proc/elfsym.h"
+#include "ranktop/proc/tfile.h"
 
-#include "ranktop/util.h"
+#include "ranktop/base/util.h"
 
 #include <elf.h>
 #include <fcntl.h>

@@ -8,7 +8,7 @@
  * is complete or the call fails: a file cut short mid-line or mid-mapping is APP_E_PARSE, never
  * a silently low figure. Any thread may call any function here; the engine's
  * memory thread calls memstat_read once a second per rank, memstat_read_maps only on request. */
-#include "ranktop/memstat.h"
+#include "ranktop/proc/memstat.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "procps.h"
-#include "ranktop/util.h"
+#include "ranktop/base/util.h"
 
 #define ROLLUP_MAX_BYTES (64u << 10)
 #define STATUS_MAX_BYTES (64u << 10)

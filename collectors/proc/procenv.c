@@ -3,10 +3,10 @@
  * The parser never reads past the buffer and ignores entries without '=' or a final NUL. The
  * environment is the one the process started with (later setenv calls are invisible), which is
  * what launchers such as torchrun set for each rank. Any thread. */
-#include "ranktop/procenv.h"
+#include "ranktop/proc/procenv.h"
 
-#include "ranktop/status.h"
-#include "ranktop/util.h"
+#include "ranktop/base/status.h"
+#include "ranktop/base/util.h"
 
 #include <errno.h>
 #include <limits.h>

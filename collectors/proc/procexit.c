@@ -9,7 +9,7 @@
  * value outside int that a strict C11 build rejects; it is part of the kernel ABI and
  * stable. The socket functions run on whichever one thread owns the descriptor (the engine's
  * exit thread). */
-#include "ranktop/procexit.h"
+#include "ranktop/proc/procexit.h"
 
 #include <errno.h>
 #include <arpa/inet.h>
@@ -22,8 +22,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "ranktop/bytes.h"
-#include "ranktop/util.h"
+#include "ranktop/base/bytes.h"
+#include "ranktop/base/util.h"
 
 /* struct proc_event: what (u32), cpu (u32), timestamp (u64), then the event data. */
 #define EV_WHAT 0

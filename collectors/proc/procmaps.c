@@ -3,9 +3,9 @@
  * Owns nothing global. The parser is pure (buffer in, records out) and accepts only lines of
  * the kernel's exact shape; everything else is skipped. procmaps_file_path finds a path that
  * opens a mapped file itself, whatever the target's root. Any thread may call them. */
-#include "ranktop/procmaps.h"
+#include "ranktop/proc/procmaps.h"
 
-#include "ranktop/util.h"
+#include "ranktop/base/util.h"
 
 #include <errno.h>
 #include <inttypes.h>

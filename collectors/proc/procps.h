@@ -6,7 +6,7 @@
 #ifndef RANKTOP_PROCPS_H
 #define RANKTOP_PROCPS_H
 
-#include "ranktop/memstat.h"
+#include "ranktop/proc/memstat.h"
 
 /* Fills RSS, SWAP and ANON (KiB) from the library's view of /proc/PID/status and statm. 0,
  * APP_E_GONE (gone or a zombie, with a message in err), or APP_E_IO when the library failed or

@@ -3,11 +3,11 @@
  * Reads only /proc: stat (parent), status (NSpid), exe, maps and environ of each candidate.
  * Processes vanish at any moment; every reader treats a missing file as "gone" and moves on.
  * rank_ident_parse is pure. Runs on the discovery thread (or `ranktop ls`). */
-#include "ranktop/procscan.h"
+#include "ranktop/proc/procscan.h"
 
-#include "ranktop/procenv.h"
-#include "ranktop/status.h"
-#include "ranktop/util.h"
+#include "ranktop/proc/procenv.h"
+#include "ranktop/base/status.h"
+#include "ranktop/base/util.h"
 
 #include <ctype.h>
 #include <dirent.h>

@@ -1,8 +1,8 @@
-/* A thread's state, syscall and wait channel from /proc (ranktop/procwait.h). Each file is read
- * with one bounded read(2) into a stack buffer: the kernel writes these small files whole in
+/* A thread's state, syscall and wait channel from /proc (ranktop/proc/procwait.h). Each file is
+ * read with one bounded read(2) into a stack buffer: the kernel writes these small files whole in
  * one go, and a longer answer than the buffer is cut, never overrun. Parsers are separate and
  * pure so that the unit test can feed them what kernels write. No state; any thread. */
-#include "ranktop/procwait.h"
+#include "ranktop/proc/procwait.h"
 
 #include <ctype.h>
 #include <errno.h>

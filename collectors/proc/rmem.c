@@ -28,9 +28,9 @@
  * neighbours, so it is mapped whenever they are; any short read falls back to the ranges as
  * given, so what a caller sees (which leading ranges were read) is exactly what an uncoalesced
  * call gives. Through /proc/PID/mem a merged range is one preadv. */
-#include "ranktop/rmem.h"
+#include "ranktop/proc/rmem.h"
 
-#include "ranktop/util.h"
+#include "ranktop/base/util.h"
 
 #include <errno.h>
 #include <fcntl.h>

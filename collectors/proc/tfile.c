@@ -1,4 +1,4 @@
-/* Opening the files a target controls (see ranktop/tfile.h): one place, so that no reader of
+/* Opening the files a target controls (see ranktop/proc/tfile.h): one place, so that no reader of
  * a target's objects, root or debug files can be made to wait on a FIFO, read a device, follow
  * the target's links out of its root, or read more than its caller's bound.
  *
@@ -12,7 +12,7 @@
  * A mapping can lose its pages when the file is truncated: tfile_guard turns the SIGBUS of
  * such a read into an error. Its only state is the SIGBUS handler installed once (with the
  * action it replaced) and each thread's guarded range. Any thread. */
-#include "ranktop/tfile.h"
+#include "ranktop/proc/tfile.h"
 
 #include <errno.h>
 #include <fcntl.h>

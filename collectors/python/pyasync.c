@@ -33,9 +33,9 @@
 #include "pyasync_priv.h"
 #include "pynames.h"
 #include "pystr.h"
-#include "ranktop/bytes.h"
-#include "ranktop/pyasync.h"
-#include "ranktop/util.h"
+#include "ranktop/base/bytes.h"
+#include "ranktop/python/pyasync.h"
+#include "ranktop/base/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -39,11 +39,11 @@
 #include "pyasync_priv.h"
 #include "pynames.h"
 #include "pystr.h"
-#include "ranktop/bytes.h"
-#include "ranktop/elfsym.h"
-#include "ranktop/procmaps.h"
-#include "ranktop/pyasync.h"
-#include "ranktop/util.h"
+#include "ranktop/base/bytes.h"
+#include "ranktop/proc/elfsym.h"
+#include "ranktop/proc/procmaps.h"
+#include "ranktop/python/pyasync.h"
+#include "ranktop/base/util.h"
 
 #include <elf.h>
 #include <stdio.h>

@@ -5,7 +5,7 @@
 #define RANKTOP_PYASYNC_PRIV_H
 
 #include "abi/pyabi.h"
-#include "ranktop/pyasync.h"
+#include "ranktop/python/pyasync.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -8,8 +8,8 @@
 
 #include "pylinetable.h"
 #include "pystr.h"
-#include "ranktop/bytes.h"
-#include "ranktop/util.h"
+#include "ranktop/base/bytes.h"
+#include "ranktop/base/util.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>

@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "abi/pyabi.h"
-#include "ranktop/rmem.h"
+#include "ranktop/proc/rmem.h"
 
 #define PYCODE_MEMO 4
 

@@ -6,10 +6,10 @@
  * thread names from threading._active in the core. Runs on the calling thread. */
 #include "pyproc_priv.h"
 
-#include "ranktop/bytes.h"
-#include "ranktop/corefile.h"
-#include "ranktop/elfsym.h"
-#include "ranktop/util.h"
+#include "ranktop/base/bytes.h"
+#include "ranktop/proc/corefile.h"
+#include "ranktop/proc/elfsym.h"
+#include "ranktop/base/util.h"
 
 #include <elf.h>
 #include <string.h>

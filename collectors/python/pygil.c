@@ -16,12 +16,12 @@
  * in the tstate -> ident cache (3.13+: whenever it changed, for its eval_breaker). A cached
  * ident is re-checked by the next probe's speculative read, so a reused tstate address is
  * misattributed for at most one probe. Owned by one thread at a time. */
-#include "ranktop/gil.h"
+#include "ranktop/python/gil.h"
 
 #include "pyproc_priv.h"
-#include "ranktop/bytes.h"
-#include "ranktop/procmaps.h"
-#include "ranktop/util.h"
+#include "ranktop/base/bytes.h"
+#include "ranktop/proc/procmaps.h"
+#include "ranktop/base/util.h"
 
 #include <pthread.h>
 #include <stdbool.h>

@@ -18,8 +18,8 @@
 #include "pyrepr.h"
 #include "pystr.h"
 
-#include "ranktop/bytes.h"
-#include "ranktop/util.h"
+#include "ranktop/base/bytes.h"
+#include "ranktop/base/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -8,11 +8,11 @@
  * app_err. Runs on the attaching thread. */
 #include "pyproc_priv.h"
 
-#include "ranktop/bytes.h"
-#include "ranktop/elfsym.h"
-#include "ranktop/procmaps.h"
-#include "ranktop/procscan.h"
-#include "ranktop/util.h"
+#include "ranktop/base/bytes.h"
+#include "ranktop/proc/elfsym.h"
+#include "ranktop/proc/procmaps.h"
+#include "ranktop/proc/procscan.h"
+#include "ranktop/base/util.h"
 
 #include <elf.h>
 #include <errno.h>

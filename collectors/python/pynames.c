@@ -15,8 +15,8 @@
 #include "pynames.h"
 
 #include "pystr.h"
-#include "ranktop/bytes.h"
-#include "ranktop/util.h"
+#include "ranktop/base/bytes.h"
+#include "ranktop/base/util.h"
 
 #include <stdbool.h>
 #include <stdlib.h>

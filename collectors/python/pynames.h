@@ -7,8 +7,8 @@
 #include <stdint.h>
 
 #include "abi/pyabi.h"
-#include "ranktop/status.h"
-#include "ranktop/rmem.h"
+#include "ranktop/base/status.h"
+#include "ranktop/proc/rmem.h"
 
 /* Most threads one call reports; further entries of _active are ignored. */
 #define PYNAMES_MAX_THREADS 4096

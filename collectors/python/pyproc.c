@@ -7,10 +7,10 @@
  * target that exits mid-sample ends the sample with APP_E_GONE. Every loop has a bound. */
 #include "pyproc_priv.h"
 
-#include "ranktop/bytes.h"
-#include "ranktop/elfsym.h"
-#include "ranktop/procmaps.h"
-#include "ranktop/util.h"
+#include "ranktop/base/bytes.h"
+#include "ranktop/proc/elfsym.h"
+#include "ranktop/proc/procmaps.h"
+#include "ranktop/base/util.h"
 
 #include <elf.h>
 #include <errno.h>

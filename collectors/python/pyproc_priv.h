@@ -6,8 +6,8 @@
 
 #include "pycode.h"
 #include "abi/pyabi.h"
-#include "ranktop/pystack.h"
-#include "ranktop/rmem.h"
+#include "ranktop/python/pystack.h"
+#include "ranktop/proc/rmem.h"
 
 #include <time.h>
 

@@ -8,7 +8,7 @@
 
 #include "abi/pyabi.h"
 #include "pynames.h"
-#include "ranktop/rmem.h"
+#include "ranktop/proc/rmem.h"
 
 /* Longest rendering, in bytes, before it is cut with "...". */
 #define PYREPR_MAX 240

@@ -13,7 +13,7 @@
  * threaded builds (no GIL) are not attached at all. Sampling thread only. */
 #include "pyproc_priv.h"
 
-#include "ranktop/util.h"
+#include "ranktop/base/util.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -8,9 +8,9 @@
  * The result lives in the pyproc and is valid until the next call. Sampling thread only. */
 #include "pyproc_priv.h"
 
-#include "ranktop/bytes.h"
-#include "ranktop/hash.h"
-#include "ranktop/util.h"
+#include "ranktop/base/bytes.h"
+#include "ranktop/base/hash.h"
+#include "ranktop/base/util.h"
 
 #include <stddef.h>
 #include <stdlib.h>

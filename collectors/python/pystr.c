@@ -6,8 +6,8 @@
  * the thread that owns the struct rmem. */
 #include "pystr.h"
 
-#include "ranktop/bytes.h"
-#include "ranktop/util.h"
+#include "ranktop/base/bytes.h"
+#include "ranktop/base/util.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -6,7 +6,7 @@
 #include <stdint.h>
 
 #include "abi/pyabi.h"
-#include "ranktop/rmem.h"
+#include "ranktop/proc/rmem.h"
 
 /* Longest str we decode, in characters; longer ones are cut and end in "...". */
 #define PYSTR_MAX_CHARS 1024

@@ -11,9 +11,9 @@
 #include "pyproc_priv.h"
 
 #include "pynames.h"
-#include "ranktop/bytes.h"
-#include "ranktop/procscan.h"
-#include "ranktop/util.h"
+#include "ranktop/base/bytes.h"
+#include "ranktop/proc/procscan.h"
+#include "ranktop/base/util.h"
 
 #include <dirent.h>
 #include <stdio.h>

@@ -22,8 +22,8 @@
  * thread only. */
 #include "pyproc_priv.h"
 
-#include "ranktop/bytes.h"
-#include "ranktop/util.h"
+#include "ranktop/base/bytes.h"
+#include "ranktop/base/util.h"
 
 #include <stdlib.h>
 #include <string.h>

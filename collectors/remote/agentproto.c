@@ -7,8 +7,8 @@
  * buffers, ids are bounded by AGENTPROTO_ID_MAX so that no message can make the head allocate
  * without limit. The writer keeps every line below AGENTPROTO_LINE_MAX by construction. Pure: a
  * buffer in, a buffer out, no I/O, no global state; any thread. */
-#include "ranktop/agentproto.h"
-#include "ranktop/util.h"
+#include "ranktop/remote/agentproto.h"
+#include "ranktop/base/util.h"
 
 #include <json.h>
 #include <math.h>

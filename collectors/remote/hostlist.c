@@ -8,11 +8,11 @@
  * anything is allocated, so hostile input such as `n[0-999999999]` costs no memory. The
  * capacity of v is implied by n (the next power of two), which keeps struct hostlist two
  * fields wide. Pure: no I/O, no global state; any thread. */
-#include "ranktop/hostlist.h"
+#include "ranktop/remote/hostlist.h"
 
-#include "ranktop/hash.h"
-#include "ranktop/status.h"
-#include "ranktop/util.h"
+#include "ranktop/base/hash.h"
+#include "ranktop/base/status.h"
+#include "ranktop/base/util.h"
 
 #include <stdarg.h>
 #include <stdint.h>

@@ -4,9 +4,9 @@
  * Invariants: every pod name handed out passed kube_name_ok (it becomes an argv word and a
  * host name); the list is sorted by name with no name twice; the parsers never read past len
  * and keep nothing of the input. Pure (no I/O, no global state): any thread. */
-#include "ranktop/kube.h"
+#include "ranktop/remote/kube.h"
 
-#include "ranktop/util.h"
+#include "ranktop/base/util.h"
 
 #include <json.h>
 #include <stdio.h>

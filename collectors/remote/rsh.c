@@ -5,9 +5,9 @@
  *
  * Invariants: a parsed word never holds RSH_HOST_MARK except where the template said %h; the
  * argv's words are copies (the template can be freed while an argv lives). Pure: any thread. */
-#include "ranktop/rsh.h"
+#include "ranktop/remote/rsh.h"
 
-#include "ranktop/util.h"
+#include "ranktop/base/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

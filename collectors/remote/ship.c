@@ -1,4 +1,4 @@
-/* Shipping the ranktop binary to a node through the remote shell's stdin (ranktop/ship.h):
+/* Shipping the ranktop binary to a node through the remote shell's stdin (ranktop/remote/ship.h):
  * the node's script, the parsing of its one request line, the binaries the head sends
  * (loaded and hashed once per architecture), and the shipped binary's cleanup of itself.
  *
@@ -7,10 +7,10 @@
  * most SHIP_MAX_BYTES, and its header names exactly the bytes sent. The cache's lock guards
  * its list; a loaded ship_bin never changes or moves (an array of pointers would be needed to
  * grow: the list is allocated once, one slot per architecture asked, at most 8). */
-#include "ranktop/ship.h"
+#include "ranktop/remote/ship.h"
 
-#include "ranktop/sha256.h"
-#include "ranktop/util.h"
+#include "ranktop/base/sha256.h"
+#include "ranktop/base/util.h"
 
 #include <dirent.h>
 #include <limits.h>

@@ -12,7 +12,7 @@
  * their own, better reports: nothing is installed there. Installed once by main before any
  * thread starts; the handler runs on whichever thread crashed, on an alternate stack on the
  * main thread (a stack overflow there still gets its report). */
-#include "ranktop/util.h"
+#include "ranktop/base/util.h"
 
 #include <execinfo.h>
 #include <signal.h>

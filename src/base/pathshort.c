@@ -1,7 +1,7 @@
-/* path_short (ranktop/util.h): the short, package-relative file names of the text outputs and
+/* path_short (ranktop/base/util.h): the short, package-relative file names of the text outputs and
  * the monitor. A pure function of the string: no I/O, any thread. The short name is always a
  * suffix of the full one, so callers print it without a copy and JSON keeps the full path. */
-#include "ranktop/util.h"
+#include "ranktop/base/util.h"
 
 #include <ctype.h>
 #include <string.h>

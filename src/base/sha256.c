@@ -2,7 +2,7 @@
  * 0x80, zeros and its length in bits. Written out here (no crypto library is a dependency) for
  * one use: the digest of a binary shipped to another node, which the node checks with
  * sha256sum, so only byte-exact agreement with that tool matters, not speed. Pure; any thread. */
-#include "ranktop/sha256.h"
+#include "ranktop/base/sha256.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* Status codes to text and the app_err filler. Stateless; any thread. */
-#include "ranktop/status.h"
+#include "ranktop/base/status.h"
 
 #include <stdio.h>
 

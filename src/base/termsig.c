@@ -13,7 +13,7 @@
  * Commands with their own handling (record takes them with sigtimedwait, the monitor's UI
  * thread with a handler) do not start it: there they are seen by a thread that does no such
  * I/O, and engine_stop does not wait on a stuck collector. Started once, by main. */
-#include "ranktop/util.h"
+#include "ranktop/base/util.h"
 
 #include <pthread.h>
 #include <signal.h>

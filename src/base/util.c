@@ -2,8 +2,8 @@
  *
  * The only mutable state is the fatal hook pointer, written once by the UI thread before any
  * collector starts and read on the fatal path; every function may run on any thread. */
-#include "ranktop/util.h"
-#include "ranktop/status.h"
+#include "ranktop/base/util.h"
+#include "ranktop/base/status.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -2,7 +2,7 @@
  * speaker of an error line and the pointer to --help. Main thread only. */
 #include "cli.h"
 
-#include "ranktop/util.h"
+#include "ranktop/base/util.h"
 
 #include <json-c/json.h>
 #include <stdlib.h>

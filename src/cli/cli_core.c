@@ -4,8 +4,8 @@
  * PATH and reads the core with the same code as the command line; its output is written to
  * OUT.tmp.<pid> and renamed over OUT, so a reader never sees half a file. */
 #include "cli.h"
-#include "ranktop/exec.h"
-#include "ranktop/util.h"
+#include "ranktop/devices/exec.h"
+#include "ranktop/base/util.h"
 
 #include <errno.h>
 #include <stdio.h>

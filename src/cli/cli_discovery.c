@@ -5,8 +5,8 @@
 #include "cli.h"
 #include "cli_hosts.h"
 #include "cli_opts.h"
-#include "ranktop/procscan.h"
-#include "ranktop/util.h"
+#include "ranktop/proc/procscan.h"
+#include "ranktop/base/util.h"
 
 #include <errno.h>
 #include <signal.h>

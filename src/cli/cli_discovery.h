@@ -9,7 +9,7 @@
 
 #include "cli_hosts.h"
 #include "cli_opts.h"
-#include "ranktop/discovery.h"
+#include "ranktop/discovery/discovery.h"
 
 /* The discovery flags' table (cli_opts.h) for a command's tables; their `val`s are 'p' and
  * >= CLI_DISC_BASE. */

@@ -6,8 +6,8 @@
 #include "cli.h"
 #include "cli_opts.h"
 
-#include "ranktop/exec.h"
-#include "ranktop/util.h"
+#include "ranktop/devices/exec.h"
+#include "ranktop/base/util.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -9,10 +9,10 @@
 #include <stdio.h>
 
 #include "cli_opts.h"
-#include "ranktop/engine.h"
-#include "ranktop/hostlist.h"
-#include "ranktop/kube.h"
-#include "ranktop/rsh.h"
+#include "ranktop/engine/engine.h"
+#include "ranktop/remote/hostlist.h"
+#include "ranktop/remote/kube.h"
+#include "ranktop/remote/rsh.h"
 
 /* The multi-node flags' table (cli_opts.h), with the paragraph that introduces them; their
  * `val`s are >= CLI_HOSTS_BASE. */

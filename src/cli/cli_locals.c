@@ -6,7 +6,7 @@
 #include "cli_locals.h"
 
 #include "cli.h"
-#include "ranktop/util.h"
+#include "ranktop/base/util.h"
 
 #include <json-c/json.h>
 #include <stdio.h>

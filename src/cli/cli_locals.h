@@ -5,7 +5,7 @@
 
 #include <stdbool.h>
 
-#include "ranktop/pystack.h"
+#include "ranktop/python/pystack.h"
 
 struct json_object;
 

@@ -6,9 +6,9 @@
  * command is ship.h's script, and exec_run_fed answers its request with the binary. */
 #include "cli_remote.h"
 
-#include "ranktop/kube.h"
-#include "ranktop/rsh.h"
-#include "ranktop/util.h"
+#include "ranktop/remote/kube.h"
+#include "ranktop/remote/rsh.h"
+#include "ranktop/base/util.h"
 
 #include <pthread.h>
 #include <signal.h>

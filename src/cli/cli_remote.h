@@ -5,7 +5,7 @@
 #define RANKTOP_CLI_REMOTE_H
 
 #include "cli_hosts.h"
-#include "ranktop/exec.h"
+#include "ranktop/devices/exec.h"
 
 struct cli_remote_result {
     const char *host;       /* borrowed from the host list */

@@ -4,7 +4,7 @@
  * looked for at run time, so they are named as such. Main thread. */
 #include "cli.h"
 
-#include "ranktop/memstat.h"
+#include "ranktop/proc/memstat.h"
 
 void cli_version(FILE *f)
 {

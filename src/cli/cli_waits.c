@@ -4,7 +4,7 @@
 
 #include "cli.h"
 
-#include "ranktop/util.h"
+#include "ranktop/base/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -4,10 +4,10 @@
 #ifndef RANKTOP_CLI_WAITS_H
 #define RANKTOP_CLI_WAITS_H
 
-#include "ranktop/native.h"
-#include "ranktop/procwait.h"
-#include "ranktop/pystack.h"
-#include "ranktop/waits.h"
+#include "ranktop/native/native.h"
+#include "ranktop/proc/procwait.h"
+#include "ranktop/python/pystack.h"
+#include "ranktop/model/waits.h"
 
 #define CLI_WAITS_MAX_BYTES (4u << 20) /* a rules file larger than this is refused */
 

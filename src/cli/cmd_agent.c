@@ -1,5 +1,5 @@
 /* `ranktop agent`: runs this node's collectors and writes the agent stream
- * (ranktop/agentproto.h) on stdout for a head on another node, started there through ssh,
+ * (ranktop/remote/agentproto.h) on stdout for a head on another node, started there through ssh,
  * srun or pdsh. Its engine keeps no history (engine_opts.wire). Main thread: it writes the
  * hello, then every tick what the collectors found since (engine_wire_tick), and reads
  * one-line commands on stdin (rate HZ, threads all|main, ping NS, quit).
@@ -11,9 +11,9 @@
 #include "cli.h"
 #include "cli_discovery.h"
 #include "cli_opts.h"
-#include "ranktop/agentproto.h"
-#include "ranktop/engine.h"
-#include "ranktop/util.h"
+#include "ranktop/remote/agentproto.h"
+#include "ranktop/engine/engine.h"
+#include "ranktop/base/util.h"
 
 #include <errno.h>
 #include <poll.h>

@@ -10,14 +10,14 @@
 #include "cli_remote.h"
 #include "cli_waits.h"
 
-#include "ranktop/discovery.h"
-#include "ranktop/gil.h"
-#include "ranktop/native.h"
-#include "ranktop/procenv.h"
-#include "ranktop/procscan.h"
-#include "ranktop/pyasync.h"
-#include "ranktop/pystack.h"
-#include "ranktop/util.h"
+#include "ranktop/discovery/discovery.h"
+#include "ranktop/python/gil.h"
+#include "ranktop/native/native.h"
+#include "ranktop/proc/procenv.h"
+#include "ranktop/proc/procscan.h"
+#include "ranktop/python/pyasync.h"
+#include "ranktop/python/pystack.h"
+#include "ranktop/base/util.h"
 
 #include <ctype.h>
 #include <getopt.h>

@@ -8,10 +8,10 @@
  * and exit status 1. Main thread only. */
 #include "cli.h"
 
-#include "ranktop/corefile.h"
-#include "ranktop/native.h"
-#include "ranktop/pystack.h"
-#include "ranktop/util.h"
+#include "ranktop/proc/corefile.h"
+#include "ranktop/native/native.h"
+#include "ranktop/python/pystack.h"
+#include "ranktop/base/util.h"
 
 #include <json-c/json.h>
 #include <signal.h>

@@ -6,9 +6,9 @@
 #include "cli_opts.h"
 #include "cli_remote.h"
 
-#include "ranktop/discovery.h"
-#include "ranktop/pystack.h"
-#include "ranktop/util.h"
+#include "ranktop/discovery/discovery.h"
+#include "ranktop/python/pystack.h"
+#include "ranktop/base/util.h"
 
 #include <json-c/json.h>
 #include <math.h>

@@ -6,10 +6,10 @@
 #include "cli_launch.h"
 #include "cli_opts.h"
 #include "cli_waits.h"
-#include "ranktop/engine.h"
-#include "ranktop/ui.h"
+#include "ranktop/engine/engine.h"
+#include "ranktop/ui/ui.h"
 
-#include "ranktop/util.h"
+#include "ranktop/base/util.h"
 
 #include <dirent.h>
 #include <limits.h>

@@ -9,12 +9,12 @@
 #include "cli_launch.h"
 #include "cli_opts.h"
 #include "cli_waits.h"
-#include "ranktop/engine.h"
-#include "ranktop/export.h"
-#include "ranktop/procscan.h"
-#include "ranktop/pystack.h"
+#include "ranktop/engine/engine.h"
+#include "ranktop/export/export.h"
+#include "ranktop/proc/procscan.h"
+#include "ranktop/python/pystack.h"
 
-#include "ranktop/util.h"
+#include "ranktop/base/util.h"
 
 #include <errno.h>
 #include <fcntl.h>

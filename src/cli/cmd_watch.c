@@ -15,9 +15,9 @@
 #include "watch_report.h"
 #include "watch_waits.h"
 
-#include "ranktop/engine.h"
-#include "ranktop/util.h"
-#include "ranktop/view.h"
+#include "ranktop/engine/engine.h"
+#include "ranktop/base/util.h"
+#include "ranktop/views/view.h"
 
 #include <errno.h>
 #include <limits.h>

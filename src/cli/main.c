@@ -5,9 +5,9 @@
 #include "cli.h"
 #include "cli_opts.h"
 
-#include "ranktop/engine.h"
-#include "ranktop/ship.h"
-#include "ranktop/util.h"
+#include "ranktop/engine/engine.h"
+#include "ranktop/remote/ship.h"
+#include "ranktop/base/util.h"
 
 #include <stdbool.h>
 #include <stdio.h>

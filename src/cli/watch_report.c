@@ -14,8 +14,8 @@
 #include "cli.h"
 #include "watch_waits.h"
 
-#include "ranktop/export.h"
-#include "ranktop/util.h"
+#include "ranktop/export/export.h"
+#include "ranktop/base/util.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -5,8 +5,8 @@
 #ifndef RANKTOP_WATCH_REPORT_H
 #define RANKTOP_WATCH_REPORT_H
 
-#include "ranktop/engine.h"
-#include "ranktop/view.h"
+#include "ranktop/engine/engine.h"
+#include "ranktop/views/view.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -4,7 +4,7 @@
  * the traces. Strings from targets go through text_safe (no control bytes). Main thread. */
 #include "watch_report.h"
 
-#include "ranktop/util.h"
+#include "ranktop/base/util.h"
 
 #include <json-c/json.h>
 #include <stdio.h>

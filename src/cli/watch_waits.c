@@ -1,5 +1,5 @@
-/* Kinds of wait for `ranktop watch` (watch_waits.h): the rules (ranktop/waits.h) over a rank's
- * main-thread stack as last sampled, with what the watcher knows besides: the exit of a dead
+/* Kinds of wait for `ranktop watch` (watch_waits.h): the rules (ranktop/model/waits.h) over a
+ * rank's main-thread stack as last sampled, with what the watcher knows besides: the exit of a dead
  * rank, and for a rank of this node its main thread's /proc state, syscall and wait channel
  * (cli_wait_read). The report prefers dump's verdict for the ranks dump read (it sees native
  * frames and the GC flag); this one serves the others and every straggler tick. Main thread. */
@@ -7,7 +7,7 @@
 
 #include "cli_waits.h"
 
-#include "ranktop/view.h"
+#include "ranktop/views/view.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -4,7 +4,7 @@
 #ifndef RANKTOP_WATCH_WAITS_H
 #define RANKTOP_WATCH_WAITS_H
 
-#include "ranktop/history.h"
+#include "ranktop/model/history.h"
 
 #include <stdint.h>
 

@@ -17,12 +17,12 @@
  * once asked to. One that is not back by then is left running and said so; the engine is
  * then never freed (that thread may still use it), and the process ends with _exit
  * (engine_left_threads). */
-#include "ranktop/engine.h"
+#include "ranktop/engine/engine.h"
 #include "engine_priv.h"
 
-#include "ranktop/exec.h"
-#include "ranktop/pystack.h"
-#include "ranktop/util.h"
+#include "ranktop/devices/exec.h"
+#include "ranktop/python/pystack.h"
+#include "ranktop/base/util.h"
 
 #include <errno.h>
 #include <poll.h>

@@ -11,9 +11,9 @@
  * whenever the subscription is accepted. */
 #include "engine_priv.h"
 
-#include "ranktop/corepath.h"
-#include "ranktop/procexit.h"
-#include "ranktop/util.h"
+#include "ranktop/proc/corepath.h"
+#include "ranktop/proc/procexit.h"
+#include "ranktop/base/util.h"
 
 #include <poll.h>
 #include <stdio.h>

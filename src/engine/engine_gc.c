@@ -11,9 +11,9 @@
  * thread (engine_gc_stack); a probe belongs to one slot and its reader. */
 #include "engine_priv.h"
 
-#include "ranktop/gil.h"
-#include "ranktop/pystack.h"
-#include "ranktop/util.h"
+#include "ranktop/python/gil.h"
+#include "ranktop/python/pystack.h"
+#include "ranktop/base/util.h"
 
 #define GC_RETRY_NS 2000000000ull /* after a failed look, the next one */
 

@@ -4,9 +4,9 @@
  * node, one batch a second). Probing is I/O; the lock is taken only to read the targets. */
 #include "engine_priv.h"
 
-#include "ranktop/gil.h"
-#include "ranktop/pystack.h"
-#include "ranktop/util.h"
+#include "ranktop/python/gil.h"
+#include "ranktop/python/pystack.h"
+#include "ranktop/base/util.h"
 
 #include <stdlib.h>
 #include <string.h>

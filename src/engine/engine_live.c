@@ -16,7 +16,7 @@
  * its tables stay empty. */
 #include "engine_priv.h"
 
-#include "ranktop/util.h"
+#include "ranktop/base/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -2,9 +2,9 @@
  * and closed within the call, on the calling (UI) thread. It shares nothing with the sampler,
  * so sampling cost and state are unchanged; a slow or failed read costs only that key press.
  * Ranks of other hosts are refused: a pid names another process here. */
-#include "ranktop/engine.h"
-#include "ranktop/pystack.h"
-#include "ranktop/util.h"
+#include "ranktop/engine/engine.h"
+#include "ranktop/python/pystack.h"
+#include "ranktop/base/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

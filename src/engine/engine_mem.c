@@ -8,9 +8,9 @@
  * engine lock only to publish the growth rows. */
 #include "engine_priv.h"
 
-#include "ranktop/memstat.h"
-#include "ranktop/procscan.h"
-#include "ranktop/util.h"
+#include "ranktop/proc/memstat.h"
+#include "ranktop/proc/procscan.h"
+#include "ranktop/base/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

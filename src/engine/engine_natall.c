@@ -11,9 +11,9 @@
  * only. On the sampler thread, with the slot's native context. */
 #include "engine_priv.h"
 
-#include "ranktop/native.h"
-#include "ranktop/procscan.h"
-#include "ranktop/util.h"
+#include "ranktop/native/native.h"
+#include "ranktop/proc/procscan.h"
+#include "ranktop/base/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

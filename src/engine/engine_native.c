@@ -12,8 +12,8 @@
  * the sampler thread, which owns each slot's native context. */
 #include "engine_priv.h"
 
-#include "ranktop/native.h"
-#include "ranktop/util.h"
+#include "ranktop/native/native.h"
+#include "ranktop/base/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

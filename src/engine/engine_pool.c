@@ -11,7 +11,7 @@
  * Threads: the sampler (engine_pool_run, engine_pool_free) and the helpers. */
 #include "engine_priv.h"
 
-#include "ranktop/util.h"
+#include "ranktop/base/util.h"
 
 #include <pthread.h>
 #include <stdlib.h>

@@ -5,8 +5,8 @@
 #include <pthread.h>
 #include <stdbool.h>
 
-#include "ranktop/engine.h"
-#include "ranktop/recorder.h"
+#include "ranktop/engine/engine.h"
+#include "ranktop/model/recorder.h"
 
 struct rlink; /* a host's agent stream (engine_remote_priv.h) */
 

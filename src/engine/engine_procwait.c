@@ -4,7 +4,7 @@
  * no lock is taken. A rank's main thread is its pid (tid == pid). */
 #include "engine_priv.h"
 
-#include "ranktop/procwait.h"
+#include "ranktop/proc/procwait.h"
 
 void engine_procwait_read(int pid, struct engine_evbuf *out)
 {

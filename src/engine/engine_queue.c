@@ -22,7 +22,7 @@
  * writer takes the queues' events for the wire (engine_take, engine_wire.c). */
 #include "engine_priv.h"
 
-#include "ranktop/util.h"
+#include "ranktop/base/util.h"
 
 #include <errno.h>
 #include <poll.h>

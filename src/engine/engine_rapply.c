@@ -14,7 +14,7 @@
  * collector reads or writes it (rlink_set_error takes it). */
 #include "engine_remote_priv.h"
 
-#include "ranktop/util.h"
+#include "ranktop/base/util.h"
 
 #include <stdarg.h>
 #include <stdint.h>

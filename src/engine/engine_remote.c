@@ -16,15 +16,15 @@
  * remote end parses them as a shell command line). A process that fails is restarted with capped
  * backoff; stopping closes every agent's stdin (agents exit on EOF), then kills what is left.
  *
- * --ship (ranktop/ship.h): the remote command is the ship script; its request line is answered
- * by writing the binary to the launcher's stdin, non-blocking and resumed each pass, and the
- * stdin carries no ping or command until the agents said hello, so that nothing follows the
+ * --ship (ranktop/remote/ship.h): the remote command is the ship script; its request line is
+ * answered by writing the binary to the launcher's stdin, non-blocking and resumed each pass, and
+ * the stdin carries no ping or command until the agents said hello, so that nothing follows the
  * binary in the pipe while the node's head -c reads it. */
 #include "engine_remote_priv.h"
 
-#include "ranktop/kube.h"
-#include "ranktop/rsh.h"
-#include "ranktop/util.h"
+#include "ranktop/remote/kube.h"
+#include "ranktop/remote/rsh.h"
+#include "ranktop/base/util.h"
 
 #include <errno.h>
 #include <fcntl.h>

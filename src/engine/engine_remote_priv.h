@@ -7,9 +7,9 @@
 
 #include "engine_priv.h"
 
-#include "ranktop/agentproto.h"
-#include "ranktop/recorder.h"
-#include "ranktop/rsh.h"
+#include "ranktop/remote/agentproto.h"
+#include "ranktop/model/recorder.h"
+#include "ranktop/remote/rsh.h"
 
 #include <stdbool.h>
 #include <stdint.h>

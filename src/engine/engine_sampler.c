@@ -12,11 +12,11 @@
  * read like a running one, and an exited one returns at once. */
 #include "engine_priv.h"
 
-#include "ranktop/procscan.h"
-#include "ranktop/pyasync.h"
-#include "ranktop/pystack.h"
-#include "ranktop/hash.h"
-#include "ranktop/util.h"
+#include "ranktop/proc/procscan.h"
+#include "ranktop/python/pyasync.h"
+#include "ranktop/python/pystack.h"
+#include "ranktop/base/hash.h"
+#include "ranktop/base/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -16,8 +16,8 @@
  * Thread: the sampler thread only (the native merge runs on it too); no lock. */
 #include "engine_priv.h"
 
-#include "ranktop/hash.h"
-#include "ranktop/util.h"
+#include "ranktop/base/hash.h"
+#include "ranktop/base/util.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -23,10 +23,10 @@
  * other writer exists; the getters take their short locks for the rest. Without a recorder
  * (after engine_stop, or in an agent) the reader builds the view itself, the history copied
  * under the engine lock. Any thread. */
-#include "ranktop/engine.h"
+#include "ranktop/engine/engine.h"
 #include "engine_priv.h"
 
-#include "ranktop/util.h"
+#include "ranktop/base/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* The agent's writer: what this node's collectors hand over (their record events, taken from
- * their queues with engine_take) goes out as agent stream lines (ranktop/agentproto.h), each
+ * their queues with engine_take) goes out as agent stream lines (ranktop/remote/agentproto.h), each
  * through agentproto_write, the wire's one formatter beside its parser. An agent keeps no
  * history: events are written as they come, in each collector's order, and forgotten.
  *
@@ -23,8 +23,8 @@
  * the error lines and totals. */
 #include "engine_priv.h"
 
-#include "ranktop/agentproto.h"
-#include "ranktop/util.h"
+#include "ranktop/remote/agentproto.h"
+#include "ranktop/base/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -11,8 +11,8 @@
  * the path. Runs on whichever thread calls it, on a history nobody else writes. */
 #include "export_priv.h"
 
-#include "ranktop/hash.h"
-#include "ranktop/util.h"
+#include "ranktop/base/hash.h"
+#include "ranktop/base/util.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -8,7 +8,7 @@
  * bytes, spaces included, pass through. Runs on the caller's thread. */
 #include "export_priv.h"
 
-#include "ranktop/util.h"
+#include "ranktop/base/util.h"
 
 /* Copies s, replacing the separators of the format. */
 static void cc_text(struct xbuf *b, const char *s)

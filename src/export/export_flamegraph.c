@@ -24,8 +24,8 @@
  * thread. */
 #include "export_priv.h"
 
-#include "ranktop/hash.h"
-#include "ranktop/util.h"
+#include "ranktop/base/hash.h"
+#include "ranktop/base/util.h"
 
 #include <inttypes.h>
 #include <stdarg.h>

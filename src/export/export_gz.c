@@ -7,7 +7,7 @@
  * later write and by the close. Runs on the thread that writes the stream. */
 #include "export_priv.h"
 
-#include "ranktop/util.h"
+#include "ranktop/base/util.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -5,8 +5,8 @@
  * to know. The history itself is never changed. Runs on the exporting thread. */
 #include "export_priv.h"
 
-#include "ranktop/hash.h"
-#include "ranktop/util.h"
+#include "ranktop/base/hash.h"
+#include "ranktop/base/util.h"
 
 #include <stdlib.h>
 #include <string.h>

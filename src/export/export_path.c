@@ -8,7 +8,7 @@
  * the next run starts. Runs on whichever thread calls it. */
 #include "export_priv.h"
 
-#include "ranktop/util.h"
+#include "ranktop/base/util.h"
 
 #include <dirent.h>
 #include <errno.h>

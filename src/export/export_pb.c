@@ -7,7 +7,7 @@
  * caller's thread; no state outside the buffer. */
 #include "export_pb.h"
 
-#include "ranktop/util.h"
+#include "ranktop/base/util.h"
 
 #include <string.h>
 

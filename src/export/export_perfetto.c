@@ -24,8 +24,8 @@
 #include "export_pb.h"
 #include "export_priv.h"
 
-#include "ranktop/hash.h"
-#include "ranktop/util.h"
+#include "ranktop/base/hash.h"
+#include "ranktop/base/util.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -6,7 +6,7 @@
 #ifndef RANKTOP_EXPORT_PRIV_H
 #define RANKTOP_EXPORT_PRIV_H
 
-#include "ranktop/export.h"
+#include "ranktop/export/export.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -10,7 +10,7 @@
  * caller's thread. */
 #include "export_priv.h"
 
-#include "ranktop/util.h"
+#include "ranktop/base/util.h"
 
 #include <stdlib.h>
 

@@ -6,8 +6,8 @@
  * nothing. Runs on the caller's thread, on a scratch the caller owns. */
 #include "export_priv.h"
 
-#include "ranktop/hash.h"
-#include "ranktop/util.h"
+#include "ranktop/base/hash.h"
+#include "ranktop/base/util.h"
 
 #include <stdlib.h>
 

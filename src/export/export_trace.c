@@ -28,7 +28,7 @@
  * cost gigabytes. Runs on the caller's thread. */
 #include "export_priv.h"
 
-#include "ranktop/util.h"
+#include "ranktop/base/util.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* The changes of each rank's kind of wait, for the trace exports: the main thread's runs in the
- * window, each stack classified by the rules (ranktop/waits.h; export_opts.waits, else the
+ * window, each stack classified by the rules (ranktop/model/waits.h; export_opts.waits, else the
  * built-in table) and one change wherever the kind differs from the last known one (runs
  * without a stack, or of an unknown kind, change nothing). Only what the
  * history keeps goes in: the stacks and the rank's exit (its own "exited" instant). The /proc
@@ -8,7 +8,7 @@
  * id), whatever the number of runs showing it. Runs on the exporter's thread. */
 #include "export_priv.h"
 
-#include "ranktop/util.h"
+#include "ranktop/base/util.h"
 
 #include <stdlib.h>
 #include <string.h>

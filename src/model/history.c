@@ -12,11 +12,11 @@
  * indexes of a rank's threads and task lanes hold positions in its threads array and go
  * whenever threads are dropped. The engine serialises writers with its lock; this file has no
  * locking of its own. */
-#include "ranktop/history.h"
+#include "ranktop/model/history.h"
 #include "history_share.h"
 
-#include "ranktop/hash.h"
-#include "ranktop/util.h"
+#include "ranktop/base/hash.h"
+#include "ranktop/base/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

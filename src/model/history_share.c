@@ -15,7 +15,7 @@
  * with acquire/release order, so every read of a holder happens before the free. */
 #include "history_share.h"
 
-#include "ranktop/util.h"
+#include "ranktop/base/util.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -3,7 +3,7 @@
 #ifndef RANKTOP_HISTORY_SHARE_H
 #define RANKTOP_HISTORY_SHARE_H
 
-#include "ranktop/history.h"
+#include "ranktop/model/history.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>

@@ -1,4 +1,4 @@
-/* The recorder: applies a source's record events (ranktop/record.h) to the history, as every
+/* The recorder: applies a source's record events (ranktop/model/record.h) to the history, as every
  * collector's findings reach it. A rank of source s is keyed (s->slot, pid); frames, stacks
  * and threads are defined by the source with ids that this file maps to the history's own;
  * times are the source's clock plus its estimated offset (its hello, refined by pings).
@@ -14,8 +14,8 @@
  * collector for other hosts; the sampler, memory, GIL and exit threads for this node). */
 #include "recorder_priv.h"
 
-#include "ranktop/hash.h"
-#include "ranktop/util.h"
+#include "ranktop/base/hash.h"
+#include "ranktop/base/util.h"
 
 #include <stdint.h>
 #include <stdio.h>

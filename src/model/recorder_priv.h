@@ -3,7 +3,7 @@
 #ifndef RANKTOP_RECORDER_PRIV_H
 #define RANKTOP_RECORDER_PRIV_H
 
-#include "ranktop/recorder.h"
+#include "ranktop/model/recorder.h"
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -9,8 +9,8 @@
  * and moves the others. Runs on the history's writer (recorder.h). */
 #include "recorder_priv.h"
 
-#include "ranktop/hash.h"
-#include "ranktop/util.h"
+#include "ranktop/base/hash.h"
+#include "ranktop/base/util.h"
 
 #include <stdarg.h>
 #include <stdio.h>

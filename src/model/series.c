@@ -2,7 +2,7 @@
  * the look-up of a series in a history by id. The table is constant, so any thread may read
  * it; history_series reads a history that its caller keeps still (its own copy, or the
  * engine's under the engine lock). */
-#include "ranktop/history.h"
+#include "ranktop/model/history.h"
 
 #include <stddef.h>
 

@@ -1,5 +1,5 @@
-/* The kind-of-wait table and classifier (ranktop/waits.h). A rules file is parsed line by line
- * into rules, each a kind and the conditions that one frame must meet (a Python frame's
+/* The kind-of-wait table and classifier (ranktop/model/waits.h). A rules file is parsed line by
+ * line into rules, each a kind and the conditions that one frame must meet (a Python frame's
  * module, file and function; a native frame's symbol and object); the classifier walks a
  * thread's frames innermost first and takes the first rule that matches, after the facts that
  * outrank any frame (dead, stopped, collecting garbage) and before those that only say what the
@@ -9,9 +9,9 @@
  * built-in one is parsed once under pthread_once and lives until exit. Patterns are fnmatch(3)
  * globs without FNM_PATHNAME: `*` crosses `/`. Every input is bounded (line length, rule
  * count) and a bad line is an error naming ORIGIN:LINE, never a crash. No I/O. */
-#include "ranktop/waits.h"
+#include "ranktop/model/waits.h"
 
-#include "ranktop/util.h"
+#include "ranktop/base/util.h"
 
 #include <fnmatch.h>
 #include <pthread.h>

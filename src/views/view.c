@@ -3,15 +3,15 @@
  * of rank sets ("0-6,8-15") and frames ("all_reduce (distributed_c10d.py:1541)").
  *
  * Pure functions over a history the caller does not let change meanwhile; any thread. */
-#include "ranktop/view.h"
+#include "ranktop/views/view.h"
 #include "view_priv.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ranktop/hash.h"
-#include "ranktop/util.h"
+#include "ranktop/base/hash.h"
+#include "ranktop/base/util.h"
 
 int view_rank_id(const struct hrank *r)
 {

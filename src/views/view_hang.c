@@ -18,7 +18,7 @@
  * as its main thread and every task of that loop have (a task whose await chain moved is
  * progress), and it waits where the innermost coroutine of its deepest await chain awaits
  * (a task awaiting another task or a gather() has the shorter chain). */
-#include "ranktop/view.h"
+#include "ranktop/views/view.h"
 #include "view_priv.h"
 
 #include <stdarg.h>
@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ranktop/util.h"
+#include "ranktop/base/util.h"
 
 #define DEFAULT_FLAT_PTS 5.0
 

@@ -16,14 +16,14 @@
  * its loop's tasks were read (record --async, the monitor's `a`), takes part once per task
  * instead: its frames down to BaseEventLoop._run_once, then the task's await chain, so ranks
  * waiting in the same await merge into one branch that ends at the innermost coroutine. */
-#include "ranktop/view.h"
+#include "ranktop/views/view.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "ranktop/status.h"
-#include "ranktop/hash.h"
-#include "ranktop/util.h"
+#include "ranktop/base/status.h"
+#include "ranktop/base/hash.h"
+#include "ranktop/base/util.h"
 
 #define NOSTACK_NAME "<no stack>"
 #define EXITED_NAME "<exited>"

@@ -5,14 +5,14 @@
  * Pure functions over a history the caller keeps still, a table built from it and the live
  * figures copied with it. Any thread (the UI thread in the monitor). Numbers are left
  * unformatted; the UI formats them. */
-#include "ranktop/view.h"
+#include "ranktop/views/view.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ranktop/util.h"
+#include "ranktop/base/util.h"
 
 #define D60_NS 60000000000ull
 

@@ -2,7 +2,7 @@
 #ifndef RANKTOP_VIEW_PRIV_H
 #define RANKTOP_VIEW_PRIV_H
 
-#include "ranktop/view.h"
+#include "ranktop/views/view.h"
 
 /* view_rank_wait's answers over one history, by (stack, facts): the rank table asks it for
  * every rank, and most ranks wait alike. Keeps at most n answers (view_wait_memo_init). */

@@ -5,7 +5,7 @@
  * it copies on each refresh, and the rate is the passes between the newest point and the
  * newest point at least a window older, over the time between them: nothing (NaN) until the
  * points span a full window. Pure: no I/O, no lock; the caller owns the struct. */
-#include "ranktop/view.h"
+#include "ranktop/views/view.h"
 
 #include <math.h>
 

@@ -11,7 +11,7 @@
  * figures it reads by pid once (sorted, then binary searched; the first in history order
  * wins, as view_series_last's and view_live_of's scans would), classifies each distinct
  * (stack, facts) wait once (view_wait_memo), and sorts row indexes rather than rows. */
-#include "ranktop/view.h"
+#include "ranktop/views/view.h"
 #include "view_priv.h"
 
 #include <math.h>
@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ranktop/util.h"
+#include "ranktop/base/util.h"
 
 double view_series_last(const struct history *h, enum series_id id, int pid)
 {

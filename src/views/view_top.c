@@ -8,14 +8,14 @@
  * exporters do. Each run is weighted by its overlap with the window, the weights are summed per
  * stack, and only then are stacks walked frame by frame, so a long history with few distinct
  * stacks costs little. Time with no readable stack is left out of the denominator. */
-#include "ranktop/view.h"
+#include "ranktop/views/view.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "ranktop/status.h"
-#include "ranktop/hash.h"
-#include "ranktop/util.h"
+#include "ranktop/base/status.h"
+#include "ranktop/base/hash.h"
+#include "ranktop/base/util.h"
 
 #define GAPS_PER_THREAD 64 /* recent run gaps per thread used to estimate the interval */
 

@@ -1,17 +1,17 @@
 /* A rank's kind of wait for the monitor's table and HANG banner: its main thread's current
- * stack classified by the rules (ranktop/waits.h), with what the history and the live figures
+ * stack classified by the rules (ranktop/model/waits.h), with what the history and the live figures
  * add: the rank's exit, every thread stopped, the main thread's /proc state and syscall, the
  * interpreter collecting garbage. The rank table asks it for every rank each frame, and ranks
  * mostly wait alike, so view_wait_memo classifies each (stack, facts) once per table. Pure,
  * like every view; a memo belongs to one caller. */
-#include "ranktop/view.h"
+#include "ranktop/views/view.h"
 #include "view_priv.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "ranktop/hash.h"
-#include "ranktop/util.h"
+#include "ranktop/base/hash.h"
+#include "ranktop/base/util.h"
 
 static void facts_of(const struct hrank *hr, const struct engine_rank_live *l, struct wait_facts *f)
 {

@@ -4,7 +4,7 @@
  * NUL-terminated and free of control bytes (C0 and C1), and keep counts within their arrays;
  * and what it accepted, written again by the agent's writer, must be one line within the limit
  * that the parser accepts. Anything else aborts, which libFuzzer reports as a crash. */
-#include "ranktop/agentproto.h"
+#include "ranktop/remote/agentproto.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -6,7 +6,7 @@
  * headers are parsed, then every note segment that lies within the cut core; what is accepted
  * must keep its counts within bounds and its segments within the file, else abort(), which
  * libFuzzer reports as a crash (as it does any out-of-bounds access under ASan). */
-#include "ranktop/corefile.h"
+#include "ranktop/proc/corefile.h"
 #include "../unit/core_synth.h"
 
 #include <stdlib.h>

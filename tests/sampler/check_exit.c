@@ -19,11 +19,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ranktop/engine.h"
-#include "ranktop/procexit.h"
-#include "ranktop/procscan.h"
-#include "ranktop/status.h"
-#include "ranktop/util.h"
+#include "ranktop/engine/engine.h"
+#include "ranktop/proc/procexit.h"
+#include "ranktop/proc/procscan.h"
+#include "ranktop/base/status.h"
+#include "ranktop/base/util.h"
 #include "tsupport.h"
 
 #define DEADLINE_S 60

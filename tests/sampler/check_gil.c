@@ -47,11 +47,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ranktop/gil.h"
+#include "ranktop/python/gil.h"
 #include "pyproc_priv.h"
-#include "ranktop/pystack.h"
-#include "ranktop/status.h"
-#include "ranktop/util.h"
+#include "ranktop/python/pystack.h"
+#include "ranktop/base/status.h"
+#include "ranktop/base/util.h"
 #include "tsupport.h"
 
 #define MAX_WORKERS 8

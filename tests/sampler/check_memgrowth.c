@@ -1,7 +1,7 @@
 /* Memory figures of a real Python process that grows by a known amount.
  *
  * Each test forks tests/py/alloc_growth.py (stdin/stdout pipes; PR_SET_PDEATHSIG so no target
- * outlives a failed test), waits for "ready PID", reads it through ranktop/memstat.h, sends
+ * outlives a failed test), waits for "ready PID", reads it through ranktop/proc/memstat.h, sends
  * "grow" (one 100 MiB bytearray, every page touched, address echoed back) and reads it again:
  * the RSS / USS / PSS deltas must be within 15 % of 100 MiB, memstat_read_status must agree on
  * RSS, and memstat_top_growth must name the mapping that holds the new buffer. Further tests: a
@@ -23,9 +23,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ranktop/memstat.h"
-#include "ranktop/status.h"
-#include "ranktop/util.h"
+#include "ranktop/proc/memstat.h"
+#include "ranktop/base/status.h"
+#include "ranktop/base/util.h"
 #include "tsupport.h"
 
 #define GROW_BYTES (100u << 20)

@@ -2,8 +2,8 @@
  *
  * Each test forks its Python targets (the scripts in tests/py) as children of the Check test
  * process, so ptrace rules (Yama scope 1 included) let the reader look at them, waits for the
- * target's OUTDIR/ready, samples through include/ranktop/pystack.h and compares what it reads with
- * the ground truth the target wrote itself. Interpreters: pyenv's 3.8-3.13 and Debian's
+ * target's OUTDIR/ready, samples through include/ranktop/python/pystack.h and compares what it
+ * reads with the ground truth the target wrote itself. Interpreters: pyenv's 3.8-3.13 and Debian's
  * /usr/bin/python3.11, all required (a missing one fails), or exactly $RANKTOP_PYTHONS.
  *
  * Children get PR_SET_PDEATHSIG(SIGKILL): in CK_FORK mode a failed ck_assert _exits without
@@ -27,10 +27,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "ranktop/hash.h"
-#include "ranktop/pystack.h"
-#include "ranktop/status.h"
-#include "ranktop/util.h"
+#include "ranktop/base/hash.h"
+#include "ranktop/python/pystack.h"
+#include "ranktop/base/status.h"
+#include "ranktop/base/util.h"
 #include "tsupport.h"
 
 #define MAX_TRUTH_THREADS 16

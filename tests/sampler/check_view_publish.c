@@ -17,9 +17,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "ranktop/engine.h"
-#include "ranktop/status.h"
-#include "ranktop/util.h"
+#include "ranktop/engine/engine.h"
+#include "ranktop/base/status.h"
+#include "ranktop/base/util.h"
 #include "engine_priv.h" /* white-box: e->lock holds the recorder's build back */
 #include "tsupport.h"
 

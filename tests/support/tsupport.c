@@ -18,7 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "ranktop/util.h"
+#include "ranktop/base/util.h"
 
 #define SUMMARY_MAX 3500      /* Check truncates assertion messages at BUFSIZ */
 #define STDERR_FAIL_LINES 300 /* past this, failures are counted, not printed */

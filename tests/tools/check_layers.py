@@ -2,7 +2,7 @@
 """Proves that the build enforces the layer rule (doc/design.md, "Layers"), using the compile
 commands meson wrote for each layer library:
 
-  * every public contract include/ranktop/X.h compiles on its own (it includes what it needs)
+  * every public contract include/ranktop/LAYER/X.h sits in its owner's folder and compiles on its own (it includes what it needs)
     with the flags of each layer that may use it, and fails to compile with the flags of every
     layer below or beside its owner (the owner is the RANKTOP_SEES_<LAYER> its guard tests);
   * a private header of one layer folder cannot be included from another layer, neither by
@@ -55,7 +55,7 @@ def compiles(flags, cwd, text):
 
 
 # Directions the design fixes, whatever meson.build says: the view models read the engine's
-# published views (ranktop/snapshot.h, a model contract), never the engine or its collectors.
+# published views (ranktop/model/snapshot.h, a model contract), never the engine or its collectors.
 MUST_NOT_SEE = {
     "views": ["engine", "python", "proc", "devices", "discovery", "remote", "native"],
 }
@@ -70,13 +70,18 @@ for name, banned in sorted(MUST_NOT_SEE.items()):
             bad.append(f"layer {name} sees {b}, which it must not use")
 
 inc = os.path.join(src, "include", "ranktop")
-for h in sorted(os.listdir(inc)):
+headers = sorted(os.path.relpath(os.path.join(d, f), inc) for d, _, fs in os.walk(inc) for f in fs
+                 if f.endswith(".h"))
+for h in headers:
     text = open(os.path.join(inc, h)).read()
     m = re.search(r"!defined\(RANKTOP_SEES_(\w+)\)", text)
     if not m:
         bad.append(f"include/ranktop/{h}: no layer guard")
         continue
     owner = m.group(1).lower()
+    # The folder names the layer that owns the contract (include/ranktop/<layer>/).
+    if os.path.dirname(h) != owner:
+        bad.append(f"include/ranktop/{h}: owned by layer {owner}, not in include/ranktop/{owner}/")
     for name, (flags, cwd, _) in sorted(layers.items()):
         want = owner in sees(flags)
         got = compiles(flags, cwd, f'#include "ranktop/{h}"\n')
@@ -94,7 +99,7 @@ for name, (flags, cwd, folder) in sorted(layers.items()):
                 if compiles(flags, cwd, f'#include "{spelled}"\n'):
                     bad.append(f"layer {name} can include {other}'s private \"{spelled}\"")
 
-checked = len(os.listdir(inc)) * len(layers)
+checked = len(headers) * len(layers)
 for b in bad:
     print("check_layers:", b)
 print(f"check_layers: {checked} contract/layer pairs, {len(layers)} layers, {len(bad)} violations")

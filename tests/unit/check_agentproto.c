@@ -5,7 +5,7 @@
  * newline), and the JSON string writer (escapes, control bytes, cuts that never split an escape
  * or a UTF-8 sequence). Lines are copied into allocations of exactly their length so the
  * sanitizer builds catch a read past the end. Single-threaded. */
-#include "ranktop/agentproto.h"
+#include "ranktop/remote/agentproto.h"
 #include "tsupport.h"
 
 #include <check.h>

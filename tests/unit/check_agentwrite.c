@@ -6,7 +6,7 @@
  * and parse back as the parser's limits say; a recorded agent stream parsed, written and parsed
  * again gives the same events and the same bytes (so the writer formats as the agent always
  * has); batches take whole lines only. Single-threaded. */
-#include "ranktop/agentproto.h"
+#include "ranktop/remote/agentproto.h"
 #include "tsupport.h"
 
 #include <check.h>

@@ -6,7 +6,7 @@
  * at every length is refused with a message (never a crash, never accepted), and thousands of
  * cores with random bytes changed in their headers and notes are parsed, opened and read
  * without a crash (run under ASan/UBSan in CI's sanitizer build). */
-#include "ranktop/corefile.h"
+#include "ranktop/proc/corefile.h"
 #include "core_synth.h"
 #include "tsupport.h"
 

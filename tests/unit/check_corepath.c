@@ -1,7 +1,7 @@
 /* Tests for corepath_expand (collectors/proc/corepath.c): kernel.core_pattern texts expanded
  * for one process as the kernel names its core file, the systemd helper, other pipes, fields
  * that are not known, and paths that do not fit. Single-threaded. */
-#include "ranktop/corepath.h"
+#include "ranktop/proc/corepath.h"
 #include "tsupport.h"
 
 #include <check.h>

@@ -15,8 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "ranktop/devices.h"
-#include "ranktop/status.h"
+#include "ranktop/devices/devices.h"
+#include "ranktop/base/status.h"
 #include "tsupport.h"
 
 #define A3 "dcmi_a3_ascend910_25.2.0.txt"

@@ -2,7 +2,7 @@
  * a 32-bit program, another architecture's, a big-endian one each get APP_E_ARCH with a
  * message that says which, and this build's own 64-bit object passes that check. The headers
  * are built in memory (a parser test: no file, no process). */
-#include "ranktop/elfsym.h"
+#include "ranktop/proc/elfsym.h"
 #include "tsupport.h"
 
 #include <check.h>

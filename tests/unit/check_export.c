@@ -14,10 +14,10 @@
  * enforces rejects a small trace breaking it. Histories are filled in by hand (the structs
  * are transparent), so nothing here depends on history.c. RANKTOP_SRCDIR (set by meson)
  * locates the checker; python3 must be on PATH. Single-threaded. */
-#include "ranktop/export.h"
+#include "ranktop/export/export.h"
 #include "export_priv.h"
 
-#include "ranktop/history.h"
+#include "ranktop/model/history.h"
 #include "tsupport.h"
 
 #include <check.h>

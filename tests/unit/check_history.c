@@ -1,8 +1,8 @@
 /* Unit tests of src/model/history.c: interning and the deep copy the UI and exporters take.
  * The clone must stay valid after the original is freed (under ASan a dangling string pointer
  * is a use-after-free report, not a lucky read). */
-#include "ranktop/hash.h"
-#include "ranktop/history.h"
+#include "ranktop/base/hash.h"
+#include "ranktop/model/history.h"
 #include "tsupport.h"
 
 #include <check.h>

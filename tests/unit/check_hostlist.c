@@ -5,7 +5,7 @@
  *
  * Hostfile buffers are copied into allocations of exactly their length, with no NUL after, so
  * a read past the end shows under ASan. Single-threaded. */
-#include "ranktop/hostlist.h"
+#include "ranktop/remote/hostlist.h"
 #include "tsupport.h"
 
 #include <check.h>

@@ -3,7 +3,7 @@
  * (the template's kubectl and global flags kept), pod lists and single pods parsed into
  * Running pods in name order with their nodes, hostile JSON refused or skipped without a
  * crash, and the job selector of a pod from its labels. Single-threaded. */
-#include "ranktop/kube.h"
+#include "ranktop/remote/kube.h"
 #include "tsupport.h"
 
 #include <check.h>

@@ -11,7 +11,7 @@
 #include "engine_remote_priv.h"
 #include "tsupport.h"
 
-#include "ranktop/view.h"
+#include "ranktop/views/view.h"
 
 #include <check.h>
 #include <math.h>

@@ -14,10 +14,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "ranktop/memstat.h"
-#include "ranktop/status.h"
+#include "ranktop/proc/memstat.h"
+#include "ranktop/base/status.h"
 #include "procps.h"
-#include "ranktop/util.h"
+#include "ranktop/base/util.h"
 #include "tsupport.h"
 
 #define MIB_KB 1024

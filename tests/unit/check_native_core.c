@@ -5,7 +5,7 @@
  * symbols (nm -S). Then a truncated core and a file that is no core are refused, not crashed
  * on. Run in the aarch64 cross build (under qemu-user, where ptrace does not exist: the only
  * place aarch64 unwinding runs). Arguments: CORE PROGRAM SYMS. Single-threaded. */
-#include "ranktop/native.h"
+#include "ranktop/native/native.h"
 #include "tsupport.h"
 
 #include <check.h>

@@ -2,8 +2,8 @@
  * and, in a stripped interpreter whose loop runs in an unnamed local clone (Debian sid's
  * python3.14 and python3.15), found as the runs of interpreter frames the Python stack's entry
  * frames call for, outermost runs first. */
-#include "ranktop/native.h"
-#include "ranktop/pystack.h"
+#include "ranktop/native/native.h"
+#include "ranktop/python/pystack.h"
 #include "tsupport.h"
 
 #include <check.h>

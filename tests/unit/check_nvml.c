@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ranktop/devices.h"
-#include "ranktop/status.h"
+#include "ranktop/devices/devices.h"
+#include "ranktop/base/status.h"
 #include "tsupport.h"
 
 #define H100_GPU "csv_query-gpu_590.48.01_h100_all_fields_header_units.txt"

@@ -18,8 +18,8 @@
 #include "export_pb.h"
 #include "export_priv.h"
 
-#include "ranktop/export.h"
-#include "ranktop/history.h"
+#include "ranktop/export/export.h"
+#include "ranktop/model/history.h"
 #include "tsupport.h"
 
 #include <check.h>

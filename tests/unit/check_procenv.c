@@ -6,8 +6,8 @@
  * Environ images are built here exactly as the kernel shows /proc/PID/environ (NAME=value
  * entries each ended by a NUL) in an allocation of exactly their length, so the sanitizer
  * builds catch a read past the end. Single-threaded. */
-#include "ranktop/procenv.h"
-#include "ranktop/procexit.h"
+#include "ranktop/proc/procenv.h"
+#include "ranktop/proc/procexit.h"
 #include "tsupport.h"
 
 #include <check.h>

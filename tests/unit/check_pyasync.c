@@ -7,8 +7,8 @@
  * reader runs against real interpreters in tests/e2e/dump_async.sh.) */
 #include "pyasync_priv.h"
 #include "pyproc_priv.h"
-#include "ranktop/pyasync.h"
-#include "ranktop/bytes.h"
+#include "ranktop/python/pyasync.h"
+#include "ranktop/base/bytes.h"
 #include "tsupport.h"
 
 #include <check.h>

@@ -7,7 +7,7 @@
  * under the read or a garbled _AsyncioDebug must be refused, never reported. */
 #include "pyasync_priv.h"
 #include "pyimage314.h"
-#include "ranktop/pyasync.h"
+#include "ranktop/python/pyasync.h"
 #include "tsupport.h"
 
 #include <check.h>

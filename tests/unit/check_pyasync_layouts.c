@@ -15,7 +15,7 @@
  * reported. */
 #include "pyasync_priv.h"
 #include "pyimage_layouts.h"
-#include "ranktop/pyasync.h"
+#include "ranktop/python/pyasync.h"
 #include "tsupport.h"
 
 #include <check.h>

@@ -6,7 +6,7 @@
  * names and real 3.11+ location tables. */
 #include "pyimage314.h"
 #include "pyproc_priv.h"
-#include "ranktop/rmem.h"
+#include "ranktop/proc/rmem.h"
 #include "tsupport.h"
 
 #include <check.h>

@@ -4,8 +4,8 @@
  * that fit no known shape. */
 #include "pyimage_layouts.h"
 #include "pyproc_priv.h"
-#include "ranktop/gil.h"
-#include "ranktop/rmem.h"
+#include "ranktop/python/gil.h"
+#include "ranktop/proc/rmem.h"
 #include "tsupport.h"
 
 #include <check.h>

@@ -5,7 +5,7 @@
  * read without bound. */
 #include "abi/pyabi.h"
 #include "pyrepr.h"
-#include "ranktop/rmem.h"
+#include "ranktop/proc/rmem.h"
 #include "tsupport.h"
 
 #include <check.h>

@@ -8,7 +8,7 @@
 #include "recorder_priv.h"
 #include "tsupport.h"
 
-#include "ranktop/export.h"
+#include "ranktop/export/export.h"
 
 #include <check.h>
 #include <stdint.h>

@@ -6,7 +6,7 @@
  * The same again under a seccomp filter that refuses process_vm_readv (tests/support/deny.h):
  * the reader turns to /proc/PID/mem and says why; a real refusal stays APP_E_PERM; a target
  * that exits reads as APP_E_GONE through either reader. Single-threaded. */
-#include "ranktop/rmem.h"
+#include "ranktop/proc/rmem.h"
 #include "deny.h"
 #include "tsupport.h"
 

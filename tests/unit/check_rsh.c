@@ -4,7 +4,7 @@
  * command quoted so that the real /bin/sh gives back every word byte-exact and runs nothing
  * a word holds. Random bytes never crash the parser (the sanitizer builds catch a stray
  * read). Single-threaded. */
-#include "ranktop/rsh.h"
+#include "ranktop/remote/rsh.h"
 #include "tsupport.h"
 
 #include <check.h>

@@ -2,7 +2,7 @@
  * around the padding boundary fed whole and in odd pieces, and a real file (this test's own
  * binary) against what the system's sha256sum prints, since a node checks what the head ships
  * with that tool. Single-threaded. */
-#include "ranktop/sha256.h"
+#include "ranktop/base/sha256.h"
 #include "tsupport.h"
 
 #include <check.h>

@@ -7,8 +7,8 @@
  * arguments, RANKTOP_SHIPPED set) and leaves no directory; a flipped byte, a short stream, a
  * binary for another architecture and "none" each fail with exit 125 and one clear line.
  * Single-threaded. */
-#include "ranktop/sha256.h"
-#include "ranktop/ship.h"
+#include "ranktop/base/sha256.h"
+#include "ranktop/remote/ship.h"
 #include "tsupport.h"
 
 #include <check.h>

@@ -6,7 +6,7 @@
  * ours (where the kernel, or the emulator, has openat2: qemu-user 7.2 answers ENOSYS, and
  * tfile then opens the joined path, links and all, so that part is skipped, saying so).
  * Single-threaded. */
-#include "ranktop/tfile.h"
+#include "ranktop/proc/tfile.h"
 #include "tsupport.h"
 
 #include <check.h>

@@ -8,7 +8,7 @@
  * built through the history API (history_rank, history_thread, history_intern_stack,
  * history_observe), as the engine builds it. Top functions use a crafted 100 ms timeline whose
  * own and total shares are worked out by hand in the comments. Single-threaded. */
-#include "ranktop/view.h"
+#include "ranktop/views/view.h"
 
 #include <check.h>
 #include <math.h>
@@ -17,9 +17,9 @@
 #include <string.h>
 #include <sys/syscall.h>
 
-#include "ranktop/history.h"
-#include "ranktop/status.h"
-#include "ranktop/util.h"
+#include "ranktop/model/history.h"
+#include "ranktop/base/status.h"
+#include "ranktop/base/util.h"
 #include "tsupport.h"
 
 #define T0 5000000000000ull /* history start, ns */

@@ -9,7 +9,7 @@
  * (more stacks than the walk's memo has slots, so its slots collide), ranks ending in
  * different stacks (many odd ranks), exited ranks, series of several kinds per pid (some pids
  * none), live figures for two ranks in three with mixed states. Single-threaded; no timing. */
-#include "ranktop/view.h"
+#include "ranktop/views/view.h"
 
 #include <check.h>
 #include <math.h>
@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ranktop/history.h"
-#include "ranktop/util.h"
+#include "ranktop/model/history.h"
+#include "ranktop/base/util.h"
 #include "tsupport.h"
 
 #define T0 7000000000000ull

@@ -2,8 +2,8 @@
  * the `builtin` line) and the classifier on synthetic frames and facts (the precedence of dead,
  * stopped, gc, frame rules, io, gil and host; frames innermost first; unknown stays unknown).
  * The built-in table, as embedded, must parse and classify the common waits. */
-#include "ranktop/procwait.h"
-#include "ranktop/waits.h"
+#include "ranktop/proc/procwait.h"
+#include "ranktop/model/waits.h"
 #include "tsupport.h"
 
 #include <check.h>

@@ -8,7 +8,7 @@
 #define RANKTOP_TESTS_PYIMAGE314_H
 
 #include "pyproc_priv.h"
-#include "ranktop/rmem.h"
+#include "ranktop/proc/rmem.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -17,7 +17,7 @@
 #define RANKTOP_TESTS_PYIMAGE_LAYOUTS_H
 
 #include "pyproc_priv.h"
-#include "ranktop/rmem.h"
+#include "ranktop/proc/rmem.h"
 
 #include <stdbool.h>
 #include <stdlib.h>

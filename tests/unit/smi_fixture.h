@@ -21,9 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ranktop/devices.h"
-#include "ranktop/status.h"
-#include "ranktop/util.h"
+#include "ranktop/devices/devices.h"
+#include "ranktop/base/status.h"
+#include "ranktop/base/util.h"
 
 typedef int (*fx_parse_fn)(const char *buf, size_t len, struct smi_result *r, struct app_err *err);
 

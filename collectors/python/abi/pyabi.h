@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ranktop/status.h"
+#include "ranktop/base/status.h"
 
 #define PYABI_NONE (-1)
 

@@ -14,7 +14,7 @@
  * thread. */
 #include "pyabi.h"
 
-#include "ranktop/bytes.h"
+#include "ranktop/base/bytes.h"
 
 #include <stdio.h>
 #include <string.h>

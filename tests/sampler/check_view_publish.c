@@ -85,6 +85,19 @@ static uint64_t wait_sampled(struct engine *e, int pid)
     return samples;
 }
 
+/* The engine watching c once c is ready and sampled; *pid (the engine's pid list) must
+ * outlive the engine. */
+static struct engine *watch_ready(struct ts_child *c, int *pid)
+{
+    struct engine *e;
+
+    ck_assert(ts_child_wait_ready(c, "idle"));
+    *pid = c->pid;
+    e = watch(pid);
+    wait_sampled(e, *pid);
+    return e;
+}
+
 static bool same_runs(const struct hthread *a, const struct hthread *b)
 {
     if (a->ident != b->ident || a->nruns != b->nruns || a->last != b->last || a->gone != b->gone)
@@ -186,10 +199,7 @@ START_TEST(test_shared_then_new)
     struct engine *e;
     int pid;
 
-    ck_assert(ts_child_wait_ready(c, "idle"));
-    pid = c->pid;
-    e = watch(&pid);
-    wait_sampled(e, pid);
+    e = watch_ready(c, &pid);
     for (int i = 0; i < 50 && counted < 5; i++) {
         a = engine_acquire(e);
         b = engine_acquire(e);
@@ -232,10 +242,7 @@ START_TEST(test_stale_then_new)
     struct engine *e;
     int pid;
 
-    ck_assert(ts_child_wait_ready(c, "idle"));
-    pid = c->pid;
-    e = watch(&pid);
-    wait_sampled(e, pid);
+    e = watch_ready(c, &pid);
     a = engine_acquire(e);
     sleep_ms(ENGINE_VIEW_PERIOD_NS / 1000000 + 50);
     /* Nobody asked since a was built: the published view is still a, now stale. */
@@ -298,10 +305,7 @@ START_TEST(test_no_wait_during_build)
     bool dropped = false, got;
     int pid;
 
-    ck_assert(ts_child_wait_ready(c, "idle"));
-    pid = c->pid;
-    e = watch(&pid);
-    wait_sampled(e, pid);
+    e = watch_ready(c, &pid);
     save.e = mon.e = e;
     atomic_init(&save.done, false);
     atomic_init(&mon.done, false);
@@ -346,10 +350,7 @@ START_TEST(test_release_later)
     struct engine *e;
     int pid;
 
-    ck_assert(ts_child_wait_ready(c, "idle"));
-    pid = c->pid;
-    e = watch(&pid);
-    wait_sampled(e, pid);
+    e = watch_ready(c, &pid);
     a = engine_acquire(e);
     while (clock_mono_ns() < end && (!n || n == a)) { /* until the engine replaced a */
         engine_release(n);
@@ -387,10 +388,7 @@ START_TEST(test_held_view_unchanged)
     bool moved = false;
     int pid;
 
-    ck_assert(ts_child_wait_ready(c, "idle"));
-    pid = c->pid;
-    e = watch(&pid);
-    wait_sampled(e, pid);
+    e = watch_ready(c, &pid);
     held = engine_acquire(e);
     view_copy(held, &copy);
     /* Until a newer view shows more passes and another history: the engine moved on. */

@@ -6,8 +6,9 @@
  * first, with the lock released, split over up to ENGINE_POOL_MAX threads while one cannot keep
  * the rate (engine_pool.c); then this thread turns what was read into record events of source
  * 0 (frame and stack definitions with ids of engine_sintern.c, rank, thread, run, gone,
- * counters), exactly as an agent's, and applies the pass's batch through the recorder under
- * the lock once (asyncio task lanes are still written under the lock per read). A
+ * counters, asyncio tasks), exactly as an agent's, and hands the pass's batch to its queue
+ * (engine_emit_buf) for the recorder thread, the history's one writer; it never takes the
+ * engine lock to write the history. A
  * target that exits, restarts or is stopped costs only its own read: a stopped process is
  * read like a running one, and an exited one returns at once. */
 #include "engine_priv.h"

@@ -539,6 +539,21 @@ static struct engine *start_head(const struct cfg *c, int *pids, char **hosts)
     return e;
 }
 
+/* Bytes malloc hands out, large blocks included (mallinfo2 from glibc 2.33; before it,
+ * mallinfo's int fields). */
+static double heap_bytes(void)
+{
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+    struct mallinfo2 m = mallinfo2();
+
+    return (double)m.uordblks + (double)m.hblkhd;
+#else
+    struct mallinfo m = mallinfo();
+
+    return (double)(unsigned)m.uordblks + (double)(unsigned)m.hblkhd;
+#endif
+}
+
 /* What a reader's copy of the history costs: history_clone of the engine's history under the
  * engine lock (what view_build does for every view), three times; with the heap it takes. */
 static void clone_print(struct engine *e)
@@ -547,13 +562,12 @@ static void clone_print(struct engine *e)
 
     for (int i = 0; i < 3; i++) {
         struct history h;
-        struct mallinfo2 m0 = mallinfo2(), m1;
+        double b0 = heap_bytes();
         uint64_t t0 = clock_mono_ns();
 
         engine_clone_history(e, &h);
         ms[i] = (double)(clock_mono_ns() - t0) / 1e6;
-        m1 = mallinfo2();
-        mb = ((double)(m1.uordblks + m1.hblkhd) - (double)(m0.uordblks + m0.hblkhd)) / 1048576;
+        mb = (heap_bytes() - b0) / 1048576;
         history_fini(&h);
     }
     qsort(ms, 3, sizeof(double), bench_cmp_double);

@@ -424,11 +424,9 @@ END_TEST
 START_TEST(keys_help_lines)
 {
     static const char *want[] = {
-        "Arrows, j/k, PgUp/PgDn, Home/End   move in the rank table (the tree in the Rank view, and "
-        "after w)",
+        "Arrows, j/k, PgUp/PgDn, Home/End   move in the rank table (the tree in the Rank view, and after w)",
         "Enter / Right      drill into the selected rank; on a frame: its locals",
-        "w                  Merged view: arrows to the tree (Enter: a frame's locals, all ranks) / "
-        "ranks",
+        "w                  Merged view: arrows to the tree (Enter: a frame's locals, all ranks) / ranks",
         "Esc / Backspace    back to the merged view, clear search and filter",
         "1-6 / Tab          views: Merged, Rank, Top, GIL, Memory, Hosts",
         "F3 or /            search as you type (Esc cancels); F3/Shift-F3: next/previous",

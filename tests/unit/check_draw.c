@@ -423,6 +423,8 @@ END_TEST
 
 START_TEST(keys_help_lines)
 {
+    /* One literal per line: clang warns of string concatenation in an array of strings. */
+    // clang-format off
     static const char *want[] = {
         "Arrows, j/k, PgUp/PgDn, Home/End   move in the rank table (the tree in the Rank view, and after w)",
         "Enter / Right      drill into the selected rank; on a frame: its locals",
@@ -445,6 +447,7 @@ START_TEST(keys_help_lines)
         "E                  export in a format the prompt asks for (5 formats: c s f g p)",
         "q / F10            quit                   ? / F1  this help",
     };
+    // clang-format on
     char lines[32][UI_HELP_W];
     int n = ui_keys_help(lines, 32);
 

@@ -398,6 +398,16 @@ void view_by_pid_sort(struct view_by_pid *v, size_t n)
     x_qsort(v, n, sizeof(*v), cmp_by_pid);
 }
 
+struct view_by_pid *view_live_index(const struct engine_rank_live *live, size_t n)
+{
+    struct view_by_pid *v = x_malloc((n ? n : 1) * sizeof(*v));
+
+    for (size_t i = 0; i < n; i++)
+        v[i] = (struct view_by_pid){live[i].pid, i};
+    view_by_pid_sort(v, n);
+    return v;
+}
+
 const struct view_by_pid *view_by_pid_find(const struct view_by_pid *v, size_t n, int pid)
 {
     size_t lo = 0, hi = n;

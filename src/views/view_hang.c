@@ -181,14 +181,11 @@ static void odd_idx_init(struct odd_idx *x, const struct history *h, const struc
     size_t nl = in && in->live ? in->nlive : 0;
 
     x->ranks = x_malloc((h->nranks ? h->nranks : 1) * sizeof(*x->ranks));
-    x->live = x_malloc((nl ? nl : 1) * sizeof(*x->live));
+    x->live = view_live_index(in ? in->live : NULL, nl);
     x->nlive = nl;
     for (size_t k = 0; k < h->nranks; k++)
         x->ranks[k] = (struct view_by_pid){h->ranks[k].pid, k};
-    for (size_t k = 0; k < nl; k++)
-        x->live[k] = (struct view_by_pid){in->live[k].pid, k};
     view_by_pid_sort(x->ranks, h->nranks);
-    view_by_pid_sort(x->live, nl);
     view_wait_memo_init(&x->waits, h->nranks);
 }
 

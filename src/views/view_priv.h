@@ -39,6 +39,9 @@ struct view_by_pid {
 
 void view_by_pid_sort(struct view_by_pid *v, size_t n);
 
+/* The n live records indexed by pid (sorted; malloc'd, n entries). */
+struct view_by_pid *view_live_index(const struct engine_rank_live *live, size_t n);
+
 /* The first entry for pid, or NULL; the others follow it. */
 const struct view_by_pid *view_by_pid_find(const struct view_by_pid *v, size_t n, int pid);
 

@@ -185,18 +185,16 @@ static void table_idx_init(struct table_idx *x, const struct history *h,
     memset(x, 0, sizeof(*x));
     x->cpu = x_malloc((h->nseries ? h->nseries : 1) * sizeof(*x->cpu));
     x->rss = x_malloc((h->nseries ? h->nseries : 1) * sizeof(*x->rss));
-    x->live = x_malloc((nl ? nl : 1) * sizeof(*x->live));
     for (size_t i = 0; i < h->nseries; i++) {
         if (h->series[i].id == SERIES_CPU)
             x->cpu[x->ncpu++] = (struct view_by_pid){h->series[i].pid, i};
         else if (h->series[i].id == SERIES_RSS)
             x->rss[x->nrss++] = (struct view_by_pid){h->series[i].pid, i};
     }
-    for (size_t i = 0; i < nl; i++)
-        x->live[x->nlive++] = (struct view_by_pid){in->live[i].pid, i};
+    x->live = view_live_index(in->live, nl);
+    x->nlive = nl;
     view_by_pid_sort(x->cpu, x->ncpu);
     view_by_pid_sort(x->rss, x->nrss);
-    view_by_pid_sort(x->live, x->nlive);
     view_wait_memo_init(&x->waits, h->nranks);
 }
 
@@ -248,7 +246,8 @@ static void row_fill(const struct history *h, const struct view_table_in *in, st
                                  r->wait_why, sizeof(r->wait_why));
 }
 
-/* Row indexes ordered as cmp_rows orders the rows (merge sort, stable, as qsort_r's is). */
+/* Row indexes ordered as cmp_rows orders the rows, ties by index: the order a stable sort of
+ * the rows gives. */
 struct order_arg {
     const struct view_table_row *rows;
     enum view_sort sort;

@@ -1250,13 +1250,9 @@ static bool entry_lost(const struct pyproc *p, const uint8_t *f, uint64_t frame)
 /* Loads older chunks until one holds the frame at `at` (the anchoring checks look there). */
 static void chunks_cover(struct pyproc *p, struct chunkset *cs, uint64_t at)
 {
-    for (;;) {
-        for (int i = 0; i < cs->n; i++)
-            if (at >= cs->addr[i] && at - cs->addr[i] < cs->len[i])
-                return;
+    while (!root_chunk_of(cs, at))
         if (!cs->older || cs->n == PYPROC_MAX_CHUNKS || chunk_load(p, cs, cs->older, 0) < 0)
             return;
-    }
 }
 
 /* Steps over a lost entry frame: its `previous` is the data-stack frame under the lowest one

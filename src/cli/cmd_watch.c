@@ -31,6 +31,10 @@
 
 #define WATCH_EXIT_HANG 3
 #define MAX_DEAD 256
+#define MAX_TOLD 64 /* attach errors said once each */
+/* How long a report asked for before the first sample waits for one, and how often it looks. */
+#define ASK_WAIT_NS (10 * 1000000000ull)
+#define ASK_POLL_NS (100 * 1000000ull)
 
 struct watch_opts {
     const char *out, *on_hang, *waits_file;
@@ -268,6 +272,10 @@ struct watch {
     struct cli_job *job; /* `-- CMD`'s, NULL without one */
     char self[PATH_MAX];
     bool exit_known, hang_on, told_max, stop;
+    bool asked;              /* a report was asked for (SIGUSR1) and is not written yet */
+    uint64_t started;        /* when the engine started */
+    uint64_t told[MAX_TOLD]; /* attach errors said on stderr (their hashes) */
+    size_t ntold;
     uint64_t sig;        /* picture of the last hang report */
     uint64_t last_death; /* when a death was last reported */
     int nreports, dead[MAX_DEAD];
@@ -599,8 +607,42 @@ static void straggle_fini(struct straggle *s)
     free(s->ticks);
 }
 
-/* One judgement: a death, the hang verdict, a straggler, or a report asked for. */
-static void tick(struct watch *w, bool asked)
+/* Says err on stderr unless it was said before. */
+static void tell_once(struct watch *w, const char *err)
+{
+    uint64_t h = mix_text(0xcbf29ce484222325ull, err);
+
+    if (!err[0] || w->ntold == MAX_TOLD)
+        return;
+    for (size_t i = 0; i < w->ntold; i++)
+        if (w->told[i] == h)
+            return;
+    w->told[w->ntold++] = h;
+    fprintf(stderr, "ranktop watch: %s\n", err);
+}
+
+/* Says why a process cannot be read (not Python, another user's) or attached to, once per
+ * reason: a watcher of processes it cannot read would otherwise wait in silence. */
+static void tell_unreadable(struct watch *w, const struct engine_view *v)
+{
+    for (size_t i = 0; i < v->nunread; i++)
+        tell_once(w, v->unread[i].why);
+    tell_once(w, v->attach_err);
+}
+
+/* Whether any rank has been sampled: a report before the first sample would name none. */
+static bool sampled_yet(const struct history *h)
+{
+    for (size_t i = 0; i < h->nranks; i++)
+        if (h->ranks[i].nthreads)
+            return true;
+    return false;
+}
+
+/* One judgement: a death, the hang verdict, a straggler, or a report asked for. A report asked
+ * for before the first sample waits for one (ASK_WAIT_NS at most from the start), so that a
+ * SIGUSR1 sent as soon as the watcher says it listens still gives every rank's stacks. */
+static void tick(struct watch *w)
 {
     const struct engine_view *v = engine_acquire(w->e);
     uint64_t now = clock_mono_ns();
@@ -608,8 +650,11 @@ static void tick(struct watch *w, bool asked)
     int dead;
 
     view_hang(&v->hist, now, (uint64_t)(w->o->hang_after * 1e9), NULL, &vh);
-    if (asked)
+    tell_unreadable(w, v);
+    if (w->asked && (sampled_yet(&v->hist) || now - w->started >= ASK_WAIT_NS)) {
+        w->asked = false;
         report(w, WATCH_ONDEMAND, v, now, &vh, 0, NULL);
+    }
     /* A death is news once: the teardown that follows (a launcher ending the other ranks) is
      * not a death report of its own; a death after a quiet interval is. */
     if (!w->stop && (dead = new_death(w, &v->hist, &vh)) != 0 &&
@@ -664,6 +709,7 @@ static int watch_run(struct watch *w, sigset_t *set)
         fprintf(stderr, "ranktop watch: %s\n", err.msg);
         return CLI_EXIT_FAIL;
     }
+    w->started = clock_mono_ns();
     w->exit_known = engine_exit_listening(w->e, 2000, why, sizeof(why));
     if (!w->exit_known)
         fprintf(stderr, "ranktop watch: exit statuses of the ranks are not known: %s\n", why);
@@ -675,15 +721,22 @@ static int watch_run(struct watch *w, sigset_t *set)
     next = clock_mono_ns() + period;
     while (!w->stop) {
         uint64_t now = clock_mono_ns(), left = next > now ? next - now : 0;
-        struct timespec ts = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
-        int sig = sigtimedwait(set, NULL, &ts);
+        struct timespec ts;
+        int sig;
+
+        if (w->asked && left > ASK_POLL_NS) /* a report waits for the first sample */
+            left = ASK_POLL_NS;
+        ts = (struct timespec){(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
+        sig = sigtimedwait(set, NULL, &ts);
 
         if (sig > 0 && sig != SIGUSR1)
             break;
         if (w->job && cli_job_ended(w->job))
             break;
-        if (sig == SIGUSR1 || clock_mono_ns() >= next) {
-            tick(w, sig == SIGUSR1);
+        if (sig == SIGUSR1)
+            w->asked = true;
+        if (w->asked || clock_mono_ns() >= next) {
+            tick(w);
             if (clock_mono_ns() >= next)
                 next += period * (1 + (clock_mono_ns() - next) / period);
         }

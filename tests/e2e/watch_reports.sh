@@ -2,11 +2,12 @@
 # `ranktop watch` reports without torch: a rank killed by SIGSEGV while three wait gives a
 # report at once (before --hang-after) with the signal (where exit statuses can be learnt) and
 # the survivors' stacks, and --exit-on-hang exits 3; SIGUSR1 gives a report whatever the
-# verdict, with the asyncio tasks of a rank that runs a loop; one hang gives one report,
-# however many ticks judge it; a rank that is the odd one out in most ticks gets a straggler
-# report (--slow-after); a watcher SIGKILLed while writing leaves every report directory
-# complete or absent (only a hidden temp directory, which the next watcher removes); the help
-# names the command.
+# verdict (one asked for at once waits for the first sample), with the asyncio tasks of a rank
+# that runs a loop; one hang gives one report, however many ticks judge it; a rank that is the
+# odd one out in most ticks gets a straggler report (--slow-after); a watcher SIGKILLed while
+# writing leaves every report directory complete or absent (only a hidden temp directory,
+# which the next watcher removes); the help names the command; a process it cannot read is
+# named on stderr.
 . "$(dirname "$0")/lib.sh"
 CHECK="python3 $RANKTOP_SRCDIR/tests/tools/report_check.py"
 NOSMI="--nvidia-smi /nonexistent --npu-smi /nonexistent"
@@ -32,6 +33,18 @@ LIST="$P0,$P1,$P2,$P3"
 "$RANKTOP_BIN" --help | grep -q '^  watch' || fail "ranktop --help names no watch"
 run_rc 2 "$RANKTOP_BIN" watch -p "$LIST"
 grep -q 'use --out DIR' "$WORK/err" || fail "no --out: $(cat "$WORK/err")"
+# A process it cannot read is named on stderr, not watched in silence.
+sleep 600 &
+NP=$!
+PIDS="$PIDS $NP"
+# shellcheck disable=SC2086
+"$RANKTOP_BIN" watch -p "$NP" --out "$WORK/n" $NOSMI 2> "$WORK/n.err" &
+N=$!
+PIDS="$PIDS $N"
+notpy() { grep -q "process $NP is not a Python process" "$WORK/n.err"; }
+wait_for notpy || fail "no word of a process that is not Python: $(cat "$WORK/n.err")"
+kill -TERM $N
+wait $N || true
 
 # SIGUSR1: a report now, though nothing hangs yet (--hang-after 600).
 # shellcheck disable=SC2086
@@ -51,6 +64,12 @@ sys.exit(len(json.load(open(sys.argv[1]))["stacks"]) < int(sys.argv[2]))' "$j" "
     return 1
 }
 wait_for watching "$WORK/u.err" || fail "watch did not start: $(cat "$WORK/u.err")"
+# Asked for as soon as it listens, the report still names every rank: it waits for the
+# first sample.
+kill -USR1 $U
+first() { ls "$WORK/u"/ranktop-ondemand-*/report.json > /dev/null 2>&1; }
+wait_for first || fail "SIGUSR1 gave no report: $(cat "$WORK/u.err")"
+json_check "$(ls "$WORK/u"/ranktop-ondemand-*/report.json | head -1)" "len(d['ranks']) == 4"
 wait_for ask $U "$WORK/u" 4 || fail "SIGUSR1 gave no report: $(cat "$WORK/u.err")"
 kill -TERM $U
 wait $U || fail "watch exited $? on SIGTERM"
@@ -167,10 +186,20 @@ while [ $i -lt 6 ]; do
 done
 for d in "$WORK"/k/ranktop-*; do
     [ -e "$d" ] || continue
-    for f in report.txt report.json trace.pftrace.gz trace.json.gz; do
+    for f in report.txt report.json; do
         [ -s "$d/$f" ] || fail "$d has no $f after a SIGKILL"
     done
-    python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$d/report.json" || fail "$d/report.json is cut"
+    # The traces report.json names are there whole; one it names none of (nothing sampled
+    # yet) is absent.
+    python3 -c 'import gzip, json, os, sys
+d = sys.argv[1]
+t = json.load(open(os.path.join(d, "report.json")))["trace"]
+for k, f in (("perfetto", "trace.pftrace.gz"), ("chrome", "trace.json.gz")):
+    p = os.path.join(d, f)
+    if t[k] is None:
+        assert not os.path.exists(p), p + " is there, not named"
+    else:
+        assert t[k] == f and len(gzip.open(p).read()) > 0, p' "$d" || fail "$d is cut after a SIGKILL"
 done
 # The next watcher removes what killed ones left half-made.
 touch "$WORK/k/.ranktop-report.999999999.abcdef" 2> /dev/null || true

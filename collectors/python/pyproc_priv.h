@@ -190,6 +190,7 @@ struct pyproc {
     int ns_pid; /* the target's PID inside its own namespace */
     struct pyname_cache names, names_prev;
     uint64_t names_sample;   /* sample count at the last refresh */
+    uint64_t names_gen;      /* pysample.names_gen: new at each refresh, unique in the process */
     struct pyname_miss *neg; /* idents not in threading._active when last looked for */
     size_t nneg;
 

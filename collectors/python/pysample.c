@@ -824,6 +824,7 @@ int pyproc_sample(struct pyproc *p, const struct pysample **out, struct app_err 
         p->threads[i].frames =
             p->threads[i].nframes ? p->frames + (uintptr_t)p->threads[i].frames : NULL;
     p->sample.threads = p->threads;
+    p->sample.names_gen = p->names_gen;
     p->sample.reads = (unsigned)(rmem_calls(p->mem) - reads0);
     note_whole(p, rc, cpu);
     *out = &p->sample;

@@ -16,6 +16,7 @@
 #include "ranktop/base/util.h"
 
 #include <dirent.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,10 +49,21 @@ static int nspid(const char *path, int *outer, int *inner)
     return n;
 }
 
+/* Names generations of every pyproc of the process: one never repeats, so that a name pointer
+ * of one pyproc's generation can never pass for another's (pysample.names_gen). */
+static atomic_uint_least64_t names_gens;
+
+static uint64_t names_gen_new(void)
+{
+    return (uint64_t)atomic_fetch_add(&names_gens, 1) + 1;
+}
+
 void pytask_init(struct pyproc *p)
 {
     char path[64];
     int outer = p->pid, inner = p->pid;
+
+    p->names_gen = names_gen_new();
 
     snprintf(path, sizeof(path), "/proc/%d/status", p->pid);
     p->ns_differs = nspid(path, &outer, &inner) > 1;
@@ -259,6 +271,7 @@ static void names_refresh(struct pyproc *p, uint64_t interp)
         v[i].name = NULL;
     }
     p->names.n = n;
+    p->names_gen = names_gen_new(); /* the oldest names went: their pointers may be reused */
     pynames_free(v, n);
 }
 

@@ -69,7 +69,8 @@ size_t engine_natall_sample(struct native_ctx *ctx, int pid, const struct engine
 
         if (python_tid(tv, nthreads, tids[i]))
             continue;
-        *v = (struct engine_tview){ENGINE_NATALL_IDENT | (uint64_t)tids[i], tids[i], "", 0, false};
+        *v =
+            (struct engine_tview){.ident = ENGINE_NATALL_IDENT | (uint64_t)tids[i], .tid = tids[i]};
         if (procscan_thread_comm(pid, tids[i], v->name, sizeof(v->name)) < 0)
             continue; /* exited meanwhile */
         if (native_unwind(ctx, tids[i], NULL, &st, &err) < 0) {

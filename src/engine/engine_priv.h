@@ -236,6 +236,10 @@ struct engine_tview {
     char name[64]; /* "" unknown */
     int status;    /* 0, or why the stack was dropped (< 0), or ENGINE_TV_SKIPPED */
     bool gc;       /* its stack got the <gc> frame on top (engine_gc_stack): a merged one too */
+    /* Where name was read from and its generation (pysample.names_gen); NULL when it came
+     * from elsewhere, or was left unread ("": the name is as the thread was last defined). */
+    const char *src;
+    uint64_t src_gen;
 };
 /* engine_tview.status of a thread left out on purpose, not an error: with gil_only, a thread
  * that does not hold the GIL at that sample. */

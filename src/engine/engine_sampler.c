@@ -85,6 +85,10 @@ struct sthread {
     uint32_t id; /* its source-0 thread id */
     int tid;
     char name[64];
+    /* The reader's pointer to the name last defined, and its names generation
+     * (pysample.names_gen): while both hold, the name is known without reading it. */
+    const char *name_src;
+    uint64_t name_gen;
     bool main, defined, seen;
     bool cached;    /* key, stack and frames below are valid */
     uint64_t key;   /* the reader's key of its frame chain */
@@ -357,8 +361,15 @@ static void view_sample(struct sampler *sp, struct slot *sl, const struct pysamp
         sp->tix[i] = slot_thread(sp, sl, pt->ident);
         l = &sl->th[sp->tix[i]];
         l->seen = true;
-        sp->tv[i] = (struct engine_tview){pt->ident, pt->tid, "", pt->status, false};
-        name_copy(sp->tv[i].name, sizeof(sp->tv[i].name), pt->name);
+        sp->tv[i] = (struct engine_tview){.ident = pt->ident, .tid = pt->tid, .status = pt->status};
+        /* A name defined from the same pointer of the same generation is left unread (""):
+         * reading each thread's name every pass costs a cache miss each. */
+        if (!l->defined || !s->names_gen || pt->name != l->name_src ||
+            s->names_gen != l->name_gen) {
+            name_copy(sp->tv[i].name, sizeof(sp->tv[i].name), pt->name);
+            sp->tv[i].src = pt->name;
+            sp->tv[i].src_gen = s->names_gen;
+        }
         if (sp->e->o.gil_only && pt->status == 0 && !pt->gil) /* a gap, as py-spy --gil */
             sp->tv[i].status = ENGINE_TV_SKIPPED;
         if (sp->oncpu && pt->status == 0 && pt->state != PYTHREAD_RUNNING) /* as austin -c */
@@ -433,9 +444,14 @@ static void thread_define(struct sampler *sp, struct slot *sl, struct sthread *l
                           const struct engine_tview *v, bool main)
 {
     struct record_thread *m;
+    bool same = l->defined && (!v->name[0] || !strcmp(v->name, l->name)) &&
+                (!v->tid || v->tid == l->tid) && (!main || l->main);
 
-    if (l->defined && (!v->name[0] || !strcmp(v->name, l->name)) && (!v->tid || v->tid == l->tid) &&
-        (!main || l->main))
+    if (v->src && v->name[0]) { /* l->name is, or is about to be, v->name */
+        l->name_src = v->src;
+        l->name_gen = v->src_gen;
+    }
+    if (same)
         return;
     if (v->name[0])
         name_copy(l->name, sizeof(l->name), v->name);

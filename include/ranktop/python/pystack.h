@@ -63,6 +63,11 @@ struct pysample {
     unsigned dropped;               /* thread stacks dropped after every retry failed */
     unsigned reused;     /* thread stacks not read: the GIL shows their thread has not run since */
     unsigned prefetched; /* 3.11+ walks whose first read came in the sample's one shared call */
+    /* The generation of the threads' name pointers: a name pointer seen in an earlier sample
+     * of the same generation (of any pyproc: generations are unique) still holds the same
+     * text, so a caller may compare pointers instead of reading the names again. 0: no such
+     * promise (a core). */
+    uint64_t names_gen;
 };
 
 struct pyproc_opts {

@@ -268,8 +268,8 @@ static void publish_targets(struct engine *e, const struct discovery *d, uint64_
     device_counters(e, d, now, &b);
     device_list(d, &b);
     device_memory(d, &b);
-    engine_emit(e, ENGINE_Q_DISCOVERY, b.ev, b.n);
-    free(b.ev);
+    engine_emit_buf(e, ENGINE_Q_DISCOVERY, &b);
+    engine_evbuf_free(&b);
     pthread_mutex_lock(&e->lock);
     free(e->targets);
     e->targets = t;

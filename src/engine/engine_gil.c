@@ -172,6 +172,6 @@ void *engine_gil_main(void *arg)
     for (size_t i = 0; i < gt.n; i++)
         pygil_free(gt.s[i].g);
     free(gt.s);
-    free(gt.ev.ev);
+    engine_evbuf_free(&gt.ev);
     return NULL;
 }

@@ -152,12 +152,14 @@ static void local_device(void *ctx, const struct record_device *m)
     engine_devs_apply(ctx, 0, "", m);
 }
 
-void engine_local_apply_locked(struct engine *e, const struct record_event *ev, size_t n,
-                               uint64_t now)
+void engine_local_apply_locked(struct engine *e, const struct engine_evbuf *b, uint64_t now)
 {
     struct recorder_sink sink = {e, local_live, local_device};
+    const struct record_event *ev;
+    size_t off = 0;
 
-    recorder_apply(&e->hist, &e->local, ev, n, now, &sink);
+    while ((ev = engine_evbuf_next(b, &off)))
+        recorder_apply(&e->hist, &e->local, ev, 1, now, &sink);
 }
 
 /* Copies of the devices (this node's first) and the live records. */

@@ -170,6 +170,6 @@ void *engine_mem_main(void *arg)
     } while (!engine_wait(e, next));
     free(prev);
     free(f.base);
-    free(waits.ev);
+    engine_evbuf_free(&waits);
     return NULL;
 }

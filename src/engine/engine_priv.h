@@ -25,10 +25,17 @@ struct target {
 #define ENGINE_MAX_UNREAD 32
 
 /* A batch of record events a collector builds for one pass and hands over at once
- * (engine_emit_buf); the buffer is reused from pass to pass. */
+ * (engine_emit_buf); the buffer is reused from pass to pass. Its events are packed, each
+ * record_event_size bytes: a pass of 64 ranks x 8 threads is 512 runs, 16 KiB packed and
+ * 270 KiB as whole events, which the sampler would write and the recorder read at every pass.
+ * engine_evbuf_add hands out a whole staging event, packed at the next add or when the batch
+ * is handed over or read (engine_evbuf_seal); readers walk it with engine_evbuf_next. */
 struct engine_evbuf {
-    struct record_event *ev;
-    size_t n, cap;
+    unsigned char *buf;
+    size_t len, cap; /* bytes */
+    size_t n;        /* events, the staged one included */
+    bool staged;
+    struct record_event stage;
 };
 
 /* The collectors of this node, each the one producer of its queue (engine_queue.c). */
@@ -159,10 +166,9 @@ void engine_live_apply(struct engine *e, int key, const struct record_live *m);
 void engine_live_init(struct engine_rank_live *l, int key);
 void engine_live_merge(struct engine_rank_live *v, const struct record_live *m);
 void engine_devs_apply(struct engine *e, int slot, const char *host, const struct record_device *m);
-/* Applies n events of this node's collectors (source 0) to the history, their live figures and
+/* Applies a batch of this node's collectors (source 0) to the history, their live figures and
  * devices to the tables above; the recorder thread, engine lock held. */
-void engine_local_apply_locked(struct engine *e, const struct record_event *ev, size_t n,
-                               uint64_t now);
+void engine_local_apply_locked(struct engine *e, const struct engine_evbuf *b, uint64_t now);
 /* Copies the live figures and devices into v: with no lock on the recorder thread (unlocked),
  * else under the engine lock. */
 void engine_live_view(struct engine *e, struct engine_view *v, bool unlocked);
@@ -245,8 +251,19 @@ struct engine_tview {
  * that does not hold the GIL at that sample. */
 #define ENGINE_TV_SKIPPED 1
 
-/* A new event of type at the end of b (its payload not cleared: the caller sets it). */
+/* A new event of type at the end of b (its payload not cleared: the caller sets it before
+ * the next call on b). */
 struct record_event *engine_evbuf_add(struct engine_evbuf *b, enum record_type type);
+/* Packs the staged event, if any. */
+void engine_evbuf_seal(struct engine_evbuf *b);
+/* Appends a copy of ev. */
+void engine_evbuf_push(struct engine_evbuf *b, const struct record_event *ev);
+/* The event at byte *off of a sealed batch, *off moved past it; NULL at the end. Only its
+ * type and its type's member may be read. */
+const struct record_event *engine_evbuf_next(const struct engine_evbuf *b, size_t *off);
+/* Empties b; its memory goes back when it grew past what a usual pass needs. */
+void engine_evbuf_clear(struct engine_evbuf *b);
+void engine_evbuf_free(struct engine_evbuf *b);
 
 /* The sampler's frame and stack ids as source 0 of the recorder (engine_sintern.c): what it
  * sees is interned here, on the sampler thread with no lock, and a frame or stack met for

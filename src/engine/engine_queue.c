@@ -33,10 +33,11 @@
 #define TRIM_EVERY_NS (1000000000ull)
 #define TRIM_SOON_NS (50000000ull) /* the least time between two trims */
 #define IDLE_WAIT_MS 100           /* the recorder's longest sleep: trims and stop are due */
-/* Events a batch buffer keeps room for once applied: a burst (an agent's backlog, thousands of
- * runs at once) grows the buffers it passes through, which then go back to the allocator
- * instead of staying the size of the burst in every queue. */
-#define KEEP_EVENTS 4096
+/* Bytes a batch buffer keeps once applied: a burst (an agent's backlog, thousands of runs at
+ * once) grows the buffers it passes through, which then go back to the allocator instead of
+ * staying the size of the burst in every queue. */
+#define KEEP_BYTES (256u << 10)
+#define KEEP_EVENTS 4096 /* the remote batches' (whole events) */
 
 void engine_queues_init(struct engine *e)
 {
@@ -49,7 +50,7 @@ void engine_queues_fini(struct engine *e)
 {
     for (int i = 0; i < ENGINE_NQ; i++) {
         pthread_mutex_destroy(&e->q[i].lock);
-        free(e->q[i].full.ev);
+        engine_evbuf_free(&e->q[i].full);
     }
     pthread_mutex_destroy(&e->rq_lock);
     free(e->rq.ev);
@@ -60,10 +61,72 @@ static void grow(struct engine_evbuf *b, size_t want)
 {
     if (want <= b->cap)
         return;
-    b->cap = b->cap ? b->cap : 64;
+    b->cap = b->cap ? b->cap : 4096;
     while (b->cap < want)
         b->cap *= 2;
-    b->ev = x_reallocarray(b->ev, b->cap, sizeof(*b->ev));
+    b->buf = x_reallocarray(b->buf, b->cap, 1);
+}
+
+/* Appends the n bytes of packed events at p (count events). */
+static void append(struct engine_evbuf *b, const unsigned char *p, size_t n, size_t count)
+{
+    grow(b, b->len + n);
+    if (n)
+        memcpy(b->buf + b->len, p, n);
+    b->len += n;
+    b->n += count;
+}
+
+void engine_evbuf_seal(struct engine_evbuf *b)
+{
+    if (!b->staged)
+        return;
+    b->staged = false;
+    b->n--; /* append counts it again */
+    append(b, (const unsigned char *)&b->stage, record_event_size(b->stage.type), 1);
+}
+
+struct record_event *engine_evbuf_add(struct engine_evbuf *b, enum record_type type)
+{
+    engine_evbuf_seal(b);
+    b->staged = true;
+    b->n++;
+    b->stage.type = type;
+    return &b->stage;
+}
+
+void engine_evbuf_push(struct engine_evbuf *b, const struct record_event *ev)
+{
+    engine_evbuf_seal(b);
+    append(b, (const unsigned char *)ev, record_event_size(ev->type), 1);
+}
+
+const struct record_event *engine_evbuf_next(const struct engine_evbuf *b, size_t *off)
+{
+    const struct record_event *ev;
+
+    if (*off >= b->len)
+        return NULL;
+    ev = (const struct record_event *)(const void *)(b->buf + *off);
+    *off += record_event_size(ev->type);
+    return ev;
+}
+
+void engine_evbuf_clear(struct engine_evbuf *b)
+{
+    b->len = b->n = 0;
+    b->staged = false;
+    if (b->cap > KEEP_BYTES) {
+        free(b->buf);
+        b->buf = NULL;
+        b->cap = 0;
+    }
+}
+
+void engine_evbuf_free(struct engine_evbuf *b)
+{
+    free(b->buf);
+    *b = (struct engine_evbuf){0};
 }
 
 void engine_wake(struct engine *e)
@@ -85,9 +148,8 @@ void engine_emit(struct engine *e, enum engine_qid qid, const struct record_even
         return;
     pthread_mutex_lock(&q->lock);
     was_empty = q->full.n == 0;
-    grow(&q->full, q->full.n + n);
-    memcpy(q->full.ev + q->full.n, ev, n * sizeof(*ev));
-    q->full.n += n;
+    for (size_t i = 0; i < n; i++)
+        engine_evbuf_push(&q->full, &ev[i]);
     pthread_mutex_unlock(&q->lock);
     if (was_empty)
         engine_wake(e);
@@ -100,6 +162,7 @@ void engine_emit_buf(struct engine *e, enum engine_qid qid, struct engine_evbuf 
 
     if (!b->n)
         return;
+    engine_evbuf_seal(b);
     pthread_mutex_lock(&q->lock);
     was_empty = q->full.n == 0;
     if (was_empty) { /* the usual case: the recorder took the last batch */
@@ -108,16 +171,10 @@ void engine_emit_buf(struct engine *e, enum engine_qid qid, struct engine_evbuf 
         q->full = *b;
         *b = t;
     } else {
-        grow(&q->full, q->full.n + b->n);
-        memcpy(q->full.ev + q->full.n, b->ev, b->n * sizeof(*b->ev));
-        q->full.n += b->n;
+        append(&q->full, b->buf, b->len, b->n);
     }
     pthread_mutex_unlock(&q->lock);
-    b->n = 0;
-    if (b->cap > KEEP_EVENTS) {
-        free(b->ev);
-        *b = (struct engine_evbuf){0};
-    }
+    engine_evbuf_clear(b);
     if (was_empty)
         engine_wake(e);
 }
@@ -202,7 +259,7 @@ static void take_one(struct engine_queue *q, struct engine_evbuf *into)
 {
     struct engine_evbuf t;
 
-    into->n = 0;
+    engine_evbuf_clear(into);
     pthread_mutex_lock(&q->lock);
     t = q->full;
     q->full = *into;
@@ -214,14 +271,12 @@ void engine_take(struct engine *e, struct engine_evbuf *out)
 {
     struct engine_evbuf got = {0};
 
+    engine_evbuf_seal(out);
     for (int i = 0; i < ENGINE_NQ; i++) {
         take_one(&e->q[i], &got);
-        grow(out, out->n + got.n);
-        if (got.n)
-            memcpy(out->ev + out->n, got.ev, got.n * sizeof(*got.ev));
-        out->n += got.n;
+        append(out, got.buf, got.len, got.n);
     }
-    free(got.ev);
+    engine_evbuf_free(&got);
 }
 
 /* What the recorder takes in one pass: every local queue's batch and the remote one. */
@@ -237,7 +292,7 @@ static void apply_locked(struct engine *e, struct taken *got, uint64_t *trim_at)
 
     for (int i = 0; i < ENGINE_NQ; i++)
         if (got->q[i].n)
-            engine_local_apply_locked(e, got->q[i].ev, got->q[i].n, now);
+            engine_local_apply_locked(e, &got->q[i], now);
     if (got->r.n)
         engine_remote_apply_locked(e, &got->r, now);
     /* Every second, and at once (at most every TRIM_SOON_NS) when new frames and stacks have
@@ -259,13 +314,8 @@ static void recorder_pass(struct engine *e, struct taken *got, uint64_t *trim_at
     pthread_mutex_lock(&e->lock);
     apply_locked(e, got, trim_at);
     pthread_mutex_unlock(&e->lock);
-    for (int i = 0; i < ENGINE_NQ; i++) {
-        got->q[i].n = 0;
-        if (got->q[i].cap > KEEP_EVENTS) {
-            free(got->q[i].ev);
-            got->q[i] = (struct engine_evbuf){0};
-        }
-    }
+    for (int i = 0; i < ENGINE_NQ; i++)
+        engine_evbuf_clear(&got->q[i]);
     got->r.n = 0;
     if (got->r.cap > KEEP_EVENTS) {
         free(got->r.ev);
@@ -277,7 +327,7 @@ static void recorder_pass(struct engine *e, struct taken *got, uint64_t *trim_at
 static void taken_free(struct taken *got)
 {
     for (int i = 0; i < ENGINE_NQ; i++)
-        free(got->q[i].ev);
+        engine_evbuf_free(&got->q[i]);
     free(got->r.ev);
     free(got->r.link);
 }

@@ -982,7 +982,6 @@ static void flush(struct sampler *sp)
     e->torn += sp->p_torn;
     e->lost += sp->p_lost;
     pthread_mutex_unlock(&e->lock);
-    sp->ev.n = 0;
     sp->p_stacks = sp->p_errs = sp->p_torn = sp->p_lost = 0;
     engine_sintern_trim(&sp->si, &sp->ev, clock_mono_ns());
 }
@@ -1073,7 +1072,7 @@ void *engine_sampler_main(void *arg)
     free(sp.tix);
     free(sp.gc_ids);
     free(sp.free_ids);
-    free(sp.ev.ev);
+    engine_evbuf_free(&sp.ev);
     engine_sintern_fini(&sp.si);
     return NULL;
 }

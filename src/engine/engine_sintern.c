@@ -35,16 +35,6 @@ struct sintern_stack {
     uint32_t *ids; /* outermost first */
 };
 
-struct record_event *engine_evbuf_add(struct engine_evbuf *b, enum record_type type)
-{
-    if (b->n == b->cap) {
-        b->cap = b->cap ? b->cap * 2 : 256;
-        b->ev = x_reallocarray(b->ev, b->cap, sizeof(*b->ev));
-    }
-    b->ev[b->n].type = type;
-    return &b->ev[b->n++];
-}
-
 /* Copies at most RECORD_TEXT - 1 bytes of src (NULL: "") into dst, as the event carries it. */
 static void text_copy(char *dst, const char *src)
 {

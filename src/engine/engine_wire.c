@@ -64,7 +64,7 @@ void engine_wire_free(struct engine_wire *w)
 {
     if (!w)
         return;
-    free(w->got.ev);
+    engine_evbuf_free(&w->got);
     free(w->last);
     free(w->pids);
     free(w->live);
@@ -264,11 +264,13 @@ void engine_wire_tick(struct engine *e, struct engine_wire *w, struct engine_out
 {
     uint64_t now = clock_mono_ns();
     struct record_event tick = {.type = RECORD_TICK};
+    const struct record_event *ev;
+    size_t off = 0;
 
     engine_take(e, &w->got);
-    for (size_t i = 0; i < w->got.n; i++)
-        put(w, &w->got.ev[i], o, now);
-    w->got.n = 0;
+    while ((ev = engine_evbuf_next(&w->got, &off)))
+        put(w, ev, o, now);
+    engine_evbuf_clear(&w->got);
     if (now >= w->figures_at) {
         live_lines(w, o, now);
         w->figures_at = now + FIGURES_EVERY_NS;

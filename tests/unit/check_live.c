@@ -27,11 +27,17 @@
 static struct engine *E;
 static struct rlink L; /* host "n1", slot 1 */
 
+/* As the recorder applies a local queue's batch: packed as a collector hands it over. */
 static void apply_local(const struct record_event *ev, size_t n)
 {
+    struct engine_evbuf b = {0};
+
+    for (size_t i = 0; i < n; i++)
+        engine_evbuf_push(&b, &ev[i]);
     pthread_mutex_lock(&E->lock);
-    engine_local_apply_locked(E, ev, n, (uint64_t)HEAD0 + 1000);
+    engine_local_apply_locked(E, &b, (uint64_t)HEAD0 + 1000);
     pthread_mutex_unlock(&E->lock);
+    engine_evbuf_free(&b);
 }
 
 /* As the recorder applies the remote collector's batch: every event tagged with link 0. */
@@ -258,6 +264,56 @@ static void same_devices(const struct seen *s, size_t n)
     }
 }
 
+/* A packed batch gives back every event as it was added, whatever its type, in order: events
+ * filled after engine_evbuf_add (the staged one) and pushed whole alike, the last one staged
+ * until the batch is read; it is smaller than whole events. */
+START_TEST(evbuf_packs)
+{
+    struct engine_evbuf b = {0};
+    struct record_event want[2 * (RECORD_TASKS + 1)];
+    const struct record_event *ev;
+    size_t n = 0, off = 0, bytes = 0;
+
+    for (int t = RECORD_UNKNOWN; t <= RECORD_TASKS; t++) {
+        for (int k = 0; k < 2; k++) {
+            struct record_event *m = &want[n];
+
+            memset(m, 0, sizeof(*m));
+            m->type = (enum record_type)t;
+            /* distinct bytes over the whole of the member */
+            for (size_t j = 0; j + offsetof(struct record_event, u) < record_event_size(m->type);
+                 j++)
+                ((unsigned char *)&m->u)[j] = (unsigned char)(n * 31 + j);
+            if (k)
+                engine_evbuf_push(&b, m);
+            else
+                memcpy(&engine_evbuf_add(&b, m->type)->u, &m->u,
+                       record_event_size(m->type) - offsetof(struct record_event, u));
+            bytes += record_event_size(m->type);
+            n++;
+        }
+    }
+    ck_assert_uint_eq(b.n, n);
+    engine_evbuf_seal(&b);
+    ck_assert_uint_eq(b.len, bytes);
+    ck_assert_uint_lt(b.len, n * sizeof(struct record_event) / 2);
+    for (size_t i = 0; i < n; i++) {
+        ev = engine_evbuf_next(&b, &off);
+        ck_assert_ptr_nonnull(ev);
+        ck_assert_int_eq(ev->type, want[i].type);
+        ck_assert_int_eq(memcmp(&ev->u, &want[i].u,
+                                record_event_size(ev->type) - offsetof(struct record_event, u)),
+                         0);
+    }
+    ck_assert_ptr_null(engine_evbuf_next(&b, &off));
+    engine_evbuf_clear(&b);
+    ck_assert_uint_eq(b.n, 0);
+    off = 0;
+    ck_assert_ptr_null(engine_evbuf_next(&b, &off));
+    engine_evbuf_free(&b);
+}
+END_TEST
+
 START_TEST(local_as_remote)
 {
     struct record_event ev[32];
@@ -475,6 +531,7 @@ int main(void)
     TCase *tc = tcase_create("live");
 
     tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, evbuf_packs);
     tcase_add_test(tc, local_as_remote);
     tcase_add_test(tc, device_lists);
     tcase_add_test(tc, through_the_wire);

@@ -212,6 +212,69 @@ struct record_event {
     } u;
 };
 
+/* The bytes of an event of type t up to the end of its member, rounded up to the event's
+ * alignment: what a packed batch keeps of it (a run is 32 bytes of a 536-byte event). Reading
+ * such an event touches its type and that member only. */
+static inline size_t record_event_size(enum record_type t)
+{
+    size_t m;
+
+    switch (t) {
+    case RECORD_HELLO:
+        m = sizeof(struct record_hello);
+        break;
+    case RECORD_FRAME:
+        m = sizeof(struct record_frame);
+        break;
+    case RECORD_STACK:
+        m = sizeof(struct record_stack);
+        break;
+    case RECORD_RANK:
+        m = sizeof(struct record_rank);
+        break;
+    case RECORD_THREAD:
+        m = sizeof(struct record_thread);
+        break;
+    case RECORD_RUN:
+    case RECORD_GONE:
+        m = sizeof(struct record_run);
+        break;
+    case RECORD_TICK:
+        m = sizeof(struct record_tick);
+        break;
+    case RECORD_COUNTER:
+        m = sizeof(struct record_counter);
+        break;
+    case RECORD_LIVE:
+        m = sizeof(struct record_live);
+        break;
+    case RECORD_DEVICE:
+        m = sizeof(struct record_device);
+        break;
+    case RECORD_PONG:
+        m = sizeof(struct record_pong);
+        break;
+    case RECORD_EXIT:
+        m = sizeof(struct record_exit);
+        break;
+    case RECORD_TASKS:
+        m = sizeof(struct record_tasks);
+        break;
+    case RECORD_ERROR:
+    case RECORD_BYE:
+        m = RECORD_TEXT;
+        break;
+    case RECORD_FORGET:
+    case RECORD_UNKNOWN:
+        m = 0;
+        break;
+    default:
+        return sizeof(struct record_event);
+    }
+    m += offsetof(struct record_event, u);
+    return (m + _Alignof(struct record_event) - 1) & ~(_Alignof(struct record_event) - 1);
+}
+
 /* A counter event: point (ts, v) of series id (enum series_id) of the rank with pid. */
 static inline struct record_event record_counter_event(int id, int pid, int64_t ts, double v)
 {

@@ -566,8 +566,8 @@ static void check_counters(const char *errs, const struct smi_device *devs, size
 }
 
 /* The notices of a tick (unreadable targets, requested counters that cannot be had), from
- * the engine's short getters of those two small lists: a view would copy the whole history
- * ten times a second. */
+ * the engine's short getters of those small lists: a view taken ten times a second would have
+ * the recorder clone every rank and thread record ten times a second, for two lists. */
 static void tick_notices(struct engine *e, const struct rec_opts *o)
 {
     struct engine_unread u[16];

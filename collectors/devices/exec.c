@@ -58,8 +58,10 @@ struct sink {
 
 static void sink_add(struct sink *s, const char *data, size_t n)
 {
-    if (s->len + n > EXEC_MAX_OUT)
-        n = EXEC_MAX_OUT - s->len;
+    size_t room = s->len < EXEC_MAX_OUT ? EXEC_MAX_OUT - s->len : 0;
+
+    if (n > room) /* what is past the cap is dropped */
+        n = room;
     if (s->len + n + 1 > s->cap) {
         while (s->len + n + 1 > s->cap)
             s->cap = s->cap ? s->cap * 2 : 4096;

@@ -67,7 +67,8 @@ static void grow(struct engine_evbuf *b, size_t want)
     b->buf = x_reallocarray(b->buf, b->cap, 1);
 }
 
-/* Appends the n bytes of packed events at p (count events). */
+/* Appends the n bytes of packed events at p, count events more (0: one engine_evbuf_add
+ * counted already). */
 static void append(struct engine_evbuf *b, const unsigned char *p, size_t n, size_t count)
 {
     grow(b, b->len + n);
@@ -82,8 +83,7 @@ void engine_evbuf_seal(struct engine_evbuf *b)
     if (!b->staged)
         return;
     b->staged = false;
-    b->n--; /* append counts it again */
-    append(b, (const unsigned char *)&b->stage, record_event_size(b->stage.type), 1);
+    append(b, (const unsigned char *)&b->stage, record_event_size(b->stage.type), 0);
 }
 
 struct record_event *engine_evbuf_add(struct engine_evbuf *b, enum record_type type)

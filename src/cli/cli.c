@@ -1,5 +1,5 @@
 /* Argument and message helpers shared by the subcommands: PID lists, JSON strings, the
- * speaker of an error line and the pointer to --help. Main thread only. */
+ * speaker of an error line, lines said once, and the pointer to --help. Main thread only. */
 #include "cli.h"
 
 #include "ranktop/base/util.h"
@@ -12,6 +12,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int cli_parse_pids(const char *arg, int **v, int *n, char *err, unsigned errlen)
 {
@@ -99,4 +100,19 @@ int cli_try_help(const char *cmd)
 {
     fprintf(stderr, "try '%s --help'\n", cli_who(cmd));
     return CLI_EXIT_USAGE;
+}
+
+bool cli_tell_once(struct cli_told *t, const char *cmd, const char *line)
+{
+    for (size_t i = 0; i < t->n; i++)
+        if (!strncmp(t->line[i], line, sizeof(t->line[i]) - 1))
+            return false;
+    if (t->n < CLI_TOLD_MAX) { /* only its start is kept: the compare above uses no more */
+        size_t len = strnlen(line, sizeof(t->line[0]) - 1);
+
+        memcpy(t->line[t->n], line, len);
+        t->line[t->n++][len] = '\0';
+    }
+    fprintf(stderr, "%s: %s\n", cli_who(cmd), line);
+    return true;
 }

@@ -40,6 +40,18 @@ enum cli_exit {
  * or ""). Points to a static buffer (main thread, one call per message). */
 const char *cli_who(const char *cmd);
 
+/* Lines said on stderr once each (cli_tell_once): reasons a target cannot be read, counters
+ * that cannot be had, which the engine repeats at every pass. Only a line's first 199 bytes
+ * are kept and compared; past CLI_TOLD_MAX lines a new one is said every time. */
+#define CLI_TOLD_MAX 64
+struct cli_told {
+    char line[CLI_TOLD_MAX][200];
+    size_t n;
+};
+
+/* Prints "ranktop CMD: LINE" unless t says it was said before; returns true when it was new. */
+bool cli_tell_once(struct cli_told *t, const char *cmd, const char *line);
+
 /* After getopt_long printed its line about a bad option (prefixed with argv[0], which main
  * sets to cli_who(cmd)): one line pointing at the help, not the whole usage. Returns
  * CLI_EXIT_USAGE. */

@@ -451,10 +451,8 @@ static bool nothing_recorded(const struct history *h)
 /* Lines already told on stderr (reasons a target could not be read, requested counters that
  * could not be had), so that each is said once however often the engine repeats it. The
  * recorder runs once per process, on the main thread. */
-#define TOLD_MAX 64
 static struct {
-    char line[TOLD_MAX][200];
-    size_t n;
+    struct cli_told told;
     char why[2][256]; /* per enum smi_kind: why its requested counters cannot be had */
     bool said[2];
     const char *pairs[5]; /* export_opts.unavailable: "gpu", why, "npu", why, NULL */
@@ -463,17 +461,7 @@ static struct {
 /* Prints "ranktop record: LINE" unless it was said before; returns true when it was new. */
 static bool tell_once(const char *line)
 {
-    for (size_t i = 0; i < rec_told.n; i++)
-        if (!strncmp(rec_told.line[i], line, sizeof(rec_told.line[i]) - 1))
-            return false;
-    if (rec_told.n < TOLD_MAX) { /* only its start is kept: the compare above uses no more */
-        size_t len = strnlen(line, sizeof(rec_told.line[0]) - 1);
-
-        memcpy(rec_told.line[rec_told.n], line, len);
-        rec_told.line[rec_told.n++][len] = '\0';
-    }
-    fprintf(stderr, "ranktop record: %s\n", line);
-    return true;
+    return cli_tell_once(&rec_told.told, "record", line);
 }
 
 /* tell_once for each part of a "; "-joined list (engine_last_errors). */

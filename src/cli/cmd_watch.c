@@ -31,7 +31,6 @@
 
 #define WATCH_EXIT_HANG 3
 #define MAX_DEAD 256
-#define MAX_TOLD 64 /* attach errors said once each */
 /* How long a report asked for before the first sample waits for one, and how often it looks. */
 #define ASK_WAIT_NS (10 * 1000000000ull)
 #define ASK_POLL_NS (100 * 1000000ull)
@@ -272,12 +271,11 @@ struct watch {
     struct cli_job *job; /* `-- CMD`'s, NULL without one */
     char self[PATH_MAX];
     bool exit_known, hang_on, told_max, stop;
-    bool asked;              /* a report was asked for (SIGUSR1) and is not written yet */
-    uint64_t started;        /* when the engine started */
-    uint64_t told[MAX_TOLD]; /* attach errors said on stderr (their hashes) */
-    size_t ntold;
-    uint64_t sig;        /* picture of the last hang report */
-    uint64_t last_death; /* when a death was last reported */
+    bool asked;           /* a report was asked for (SIGUSR1) and is not written yet */
+    uint64_t started;     /* when the engine started */
+    struct cli_told told; /* why targets cannot be read, said once each */
+    uint64_t sig;         /* picture of the last hang report */
+    uint64_t last_death;  /* when a death was last reported */
     int nreports, dead[MAX_DEAD];
     size_t ndead;
     struct straggle sg;
@@ -607,27 +605,15 @@ static void straggle_fini(struct straggle *s)
     free(s->ticks);
 }
 
-/* Says err on stderr unless it was said before. */
-static void tell_once(struct watch *w, const char *err)
-{
-    uint64_t h = mix_text(0xcbf29ce484222325ull, err);
-
-    if (!err[0] || w->ntold == MAX_TOLD)
-        return;
-    for (size_t i = 0; i < w->ntold; i++)
-        if (w->told[i] == h)
-            return;
-    w->told[w->ntold++] = h;
-    fprintf(stderr, "ranktop watch: %s\n", err);
-}
-
 /* Says why a process cannot be read (not Python, another user's) or attached to, once per
  * reason: a watcher of processes it cannot read would otherwise wait in silence. */
 static void tell_unreadable(struct watch *w, const struct engine_view *v)
 {
     for (size_t i = 0; i < v->nunread; i++)
-        tell_once(w, v->unread[i].why);
-    tell_once(w, v->attach_err);
+        if (v->unread[i].why[0])
+            cli_tell_once(&w->told, "watch", v->unread[i].why);
+    if (v->attach_err[0])
+        cli_tell_once(&w->told, "watch", v->attach_err);
 }
 
 /* Whether any rank has been sampled: a report before the first sample would name none. */
@@ -639,41 +625,54 @@ static bool sampled_yet(const struct history *h)
     return false;
 }
 
-/* One judgement: a death, the hang verdict, a straggler, or a report asked for. A report asked
- * for before the first sample waits for one (ASK_WAIT_NS at most from the start), so that a
- * SIGUSR1 sent as soon as the watcher says it listens still gives every rank's stacks. */
-static void tick(struct watch *w)
+/* One judgement: a death, the hang verdict, a straggler. */
+static void judge(struct watch *w, const struct engine_view *v, uint64_t now,
+                  const struct view_hang *vh)
+{
+    int dead;
+
+    /* A death is news once: the teardown that follows (a launcher ending the other ranks) is
+     * not a death report of its own; a death after a quiet interval is. */
+    if (!w->stop && (dead = new_death(w, &v->hist, vh)) != 0 &&
+        (!w->last_death || now - w->last_death >= (uint64_t)(w->o->hang_after * 1e9))) {
+        w->last_death = now;
+        report(w, WATCH_EXIT, v, now, vh, dead, NULL);
+        w->hang_on = vh->hang;
+        w->sig = picture(&v->hist, vh);
+    }
+    if (!w->stop && vh->hang && (!w->hang_on || picture(&v->hist, vh) != w->sig)) {
+        w->hang_on = true;
+        w->sig = picture(&v->hist, vh);
+        report(w, WATCH_HANG, v, now, vh, 0, NULL);
+    } else if (!vh->hang) {
+        w->hang_on = false; /* recovered: the next hang is news */
+    }
+    if (!w->stop && !vh->hang)
+        straggle_check(w, v, now, vh);
+}
+
+/* A tick: the report asked for, if any, and with `judging` (the period's tick, or SIGUSR1) a
+ * judgement. A report asked for before the first sample waits for one (ASK_WAIT_NS at most
+ * from the start; the ticks in between only look for it), so that a SIGUSR1 sent as soon as
+ * the watcher says it listens still gives every rank's stacks. */
+static void tick(struct watch *w, bool judging)
 {
     const struct engine_view *v = engine_acquire(w->e);
     uint64_t now = clock_mono_ns();
+    bool write = w->asked && (sampled_yet(&v->hist) || now - w->started >= ASK_WAIT_NS);
     struct view_hang vh;
-    int dead;
 
-    view_hang(&v->hist, now, (uint64_t)(w->o->hang_after * 1e9), NULL, &vh);
     tell_unreadable(w, v);
-    if (w->asked && (sampled_yet(&v->hist) || now - w->started >= ASK_WAIT_NS)) {
-        w->asked = false;
-        report(w, WATCH_ONDEMAND, v, now, &vh, 0, NULL);
+    if (write || judging) {
+        view_hang(&v->hist, now, (uint64_t)(w->o->hang_after * 1e9), NULL, &vh);
+        if (write) {
+            w->asked = false;
+            report(w, WATCH_ONDEMAND, v, now, &vh, 0, NULL);
+        }
+        if (judging)
+            judge(w, v, now, &vh);
+        view_hang_fini(&vh);
     }
-    /* A death is news once: the teardown that follows (a launcher ending the other ranks) is
-     * not a death report of its own; a death after a quiet interval is. */
-    if (!w->stop && (dead = new_death(w, &v->hist, &vh)) != 0 &&
-        (!w->last_death || now - w->last_death >= (uint64_t)(w->o->hang_after * 1e9))) {
-        w->last_death = now;
-        report(w, WATCH_EXIT, v, now, &vh, dead, NULL);
-        w->hang_on = vh.hang;
-        w->sig = picture(&v->hist, &vh);
-    }
-    if (!w->stop && vh.hang && (!w->hang_on || picture(&v->hist, &vh) != w->sig)) {
-        w->hang_on = true;
-        w->sig = picture(&v->hist, &vh);
-        report(w, WATCH_HANG, v, now, &vh, 0, NULL);
-    } else if (!vh.hang) {
-        w->hang_on = false; /* recovered: the next hang is news */
-    }
-    if (!w->stop && !vh.hang)
-        straggle_check(w, v, now, &vh);
-    view_hang_fini(&vh);
     engine_release(v);
 }
 
@@ -736,7 +735,7 @@ static int watch_run(struct watch *w, sigset_t *set)
         if (sig == SIGUSR1)
             w->asked = true;
         if (w->asked || clock_mono_ns() >= next) {
-            tick(w);
+            tick(w, sig == SIGUSR1 || clock_mono_ns() >= next);
             if (clock_mono_ns() >= next)
                 next += period * (1 + (clock_mono_ns() - next) / period);
         }
